@@ -1,0 +1,104 @@
+package hotlog
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/strata-log/strata/record"
+)
+
+// benchBatch is 63 records of 1 KiB: a batch of about 64 KiB.
+func benchBatch(b *testing.B) record.Batch {
+	bl := record.NewBuilder(record.DefaultBatchOptions())
+	v := make([]byte, 1024)
+	for i := range 63 {
+		v[0] = byte(i)
+		bl.Add(record.Record{Timestamp: 1_700_000_000_000 + int64(i), Key: []byte("key-0001"), Value: v})
+	}
+	batch, err := bl.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return batch
+}
+
+func benchOptions(policy FlushPolicy) Options {
+	o := testOptions(DiskFS{})
+	o.SegmentBytes = 128 << 20
+	o.MaxBatchBytes = 1 << 20
+	o.IndexIntervalBytes = 4096
+	o.FlushPolicy = policy
+	return o
+}
+
+// BenchmarkAppend appends ~64 KiB batches of 1 KiB records to a log on the
+// local disk under each flush policy, from one appender and from eight.
+func BenchmarkAppend(b *testing.B) {
+	for _, policy := range []FlushPolicy{FlushAlways, FlushInterval, FlushNever} {
+		for _, appenders := range []int{1, 8} {
+			b.Run(fmt.Sprintf("flush=%s/appenders=%d", policy, appenders), func(b *testing.B) {
+				l, err := Open(b.TempDir(), benchOptions(policy))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				size := len(benchBatch(b))
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				b.ResetTimer()
+				if appenders == 1 {
+					batch := benchBatch(b)
+					for b.Loop() {
+						if _, err := l.Append(batch, 0); err != nil {
+							b.Fatal(err)
+						}
+					}
+				} else {
+					b.SetParallelism((appenders + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+					b.RunParallel(func(pb *testing.PB) {
+						batch := benchBatch(b)
+						for pb.Next() {
+							if _, err := l.Append(batch, 0); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				b.ReportMetric(float64(b.N)*63/b.Elapsed().Seconds(), "records/s")
+			})
+		}
+	}
+}
+
+// BenchmarkReadSequential reads a 64 MiB log front to back in 1 MiB reads,
+// from the page cache.
+func BenchmarkReadSequential(b *testing.B) {
+	l, err := Open(b.TempDir(), benchOptions(FlushNever))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := benchBatch(b)
+	for l.Size() < 64<<20 {
+		if _, err := l.Append(batch, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	end := l.LogEndOffset()
+	const chunk = 1 << 20
+	b.SetBytes(chunk)
+	b.ReportAllocs()
+	off := int64(0)
+	for b.Loop() {
+		res, err := l.Read(off, chunk, end)
+		if err != nil {
+			b.Fatal(err)
+		}
+		off = res.NextOffset
+		if off >= end {
+			off = 0
+		}
+	}
+}

@@ -1,0 +1,37 @@
+// Package hotlog is the local, append-only, segmented log of one partition: the
+// hot tier of Strata.
+//
+// A log is a directory of segments. Each segment is one file of consecutive
+// record batches named by its 20-digit base offset (00000000000000000000.log)
+// with two sparse, fixed-width indexes beside it:
+//
+//	<base>.log        batches, exactly as produced (record.Batch, Kafka v2 layout)
+//	<base>.index      entries of (relative offset uint32, file position uint32)
+//	<base>.timeindex  entries of (max timestamp so far int64, relative offset uint32)
+//
+// Both indexes get an entry at the same batches: the first batch of a segment and
+// then the first batch after every IndexIntervalBytes of log. The time index holds
+// the largest timestamp of all batches up to and including the indexed one, so
+// its values never decrease and a binary search finds where a timestamp lookup can
+// start. Indexes are hints: they are checked against the log on open and rebuilt
+// from it when they do not agree.
+//
+// The last segment is active and takes appends; the others are sealed, fsynced
+// and immutable until retention removes them. Beside the segments live two
+// checkpoints, each written to a temporary file, fsynced, renamed and followed by
+// a directory fsync: state.checkpoint (log start offset and high watermark) and
+// leader-epoch.checkpoint (leader epoch -> first offset of that epoch).
+//
+// Durability follows the flush policy: FlushAlways (the default) returns from an
+// append only after its bytes are fsynced, and concurrent appenders share one
+// fsync done by one flusher goroutine (group commit); FlushInterval fsyncs every
+// FlushInterval; FlushNever leaves it to the OS. A segment is always fsynced when
+// it is sealed. After a failed write or fsync the log refuses every later append.
+//
+// On open the active segment is scanned from its last index entry that agrees
+// with the log; everything after the last valid batch (a torn or corrupt tail) is
+// truncated and the report says what was cut.
+//
+// Lock order: Log.appendMu before Log.mu. Readers take only Log.mu (shared), so
+// appends, which touch only bytes past what readers can see, do not stop them.
+package hotlog

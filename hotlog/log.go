@@ -1,0 +1,550 @@
+package hotlog
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-log/strata/record"
+)
+
+// Log is one partition's local log. It is safe for concurrent use: appends
+// are serialised, reads run beside them.
+type Log struct {
+	dir  string
+	opts Options
+	cfg  atomic.Pointer[Config]
+
+	// appendMu serialises everything that writes: appends, rolls, truncation,
+	// retention and close.
+	appendMu sync.Mutex
+	// syncMu is held by the flusher during an fsync round and by anything
+	// that closes a segment file, so the flusher never syncs a closed file.
+	syncMu sync.Mutex
+	mu     struct {
+		sync.RWMutex
+		segments []*segment // by base offset; the last is active
+		closed   bool
+	}
+
+	active   atomic.Pointer[segment]
+	leo      atomic.Int64
+	logStart atomic.Int64
+	hw       atomic.Int64
+	flushed  atomic.Int64
+	failed   atomic.Pointer[error]
+
+	epochs   epochCache
+	changed  notifier
+	flush    flusher
+	recovery RecoveryReport
+}
+
+// AppendResult says where a batch went.
+type AppendResult struct {
+	BaseOffset int64
+	LastOffset int64
+}
+
+// Open opens the log in dir, creating it if needed, and recovers it: the
+// active segment is scanned and a torn or corrupt tail truncated. What was
+// repaired is in Recovery().
+func Open(dir string, opts Options) (*Log, error) {
+	opts.fillDefaults()
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: opts}
+	cfg := opts.Config
+	l.cfg.Store(&cfg)
+	if err := l.open(); err != nil {
+		l.mu.RLock()
+		for _, s := range l.mu.segments {
+			s.close()
+		}
+		l.mu.RUnlock()
+		return nil, fmt.Errorf("hotlog: open %s: %w", dir, err)
+	}
+	l.flush.init()
+	go l.runFlusher()
+	return l, nil
+}
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Config returns the settings in force.
+func (l *Log) Config() Config { return *l.cfg.Load() }
+
+// Reconfigure swaps the settings; they apply from the next append or roll.
+func (l *Log) Reconfigure(c Config) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	l.cfg.Store(&c)
+	l.flush.poke() // so a new flush policy or interval takes effect now
+	return nil
+}
+
+// LogStartOffset is the first offset still in the log.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LogEndOffset is the offset the next appended record gets (LEO).
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// HighWatermark is the offset below which records are committed.
+func (l *Log) HighWatermark() int64 { return l.hw.Load() }
+
+// DurableOffset is the offset below which every record is fsynced.
+func (l *Log) DurableOffset() int64 { return l.flushed.Load() }
+
+// LatestEpoch is the newest leader epoch in the log, or UndefinedEpoch.
+func (l *Log) LatestEpoch() int32 { return l.epochs.latest() }
+
+// Epochs returns the leader-epoch history.
+func (l *Log) Epochs() []EpochEntry { return l.epochs.snapshot() }
+
+// EndOffsetForEpoch returns the largest epoch <= epoch in the log and the
+// offset where it ended, for a follower deciding where to truncate. See
+// epochCache.endOffsetFor for the edge cases, which follow Kafka.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	return l.epochs.endOffsetFor(epoch, l.leo.Load())
+}
+
+// Recovery reports what opening the log repaired.
+func (l *Log) Recovery() RecoveryReport { return l.recovery }
+
+// SetHighWatermark moves the high watermark, clamped to [log start, LEO].
+func (l *Log) SetHighWatermark(hw int64) {
+	hw = max(min(hw, l.leo.Load()), l.logStart.Load())
+	if l.hw.Swap(hw) != hw {
+		l.changed.broadcast()
+	}
+}
+
+// Segments describes every segment, oldest first; the last is active.
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	infos := make([]SegmentInfo, len(l.mu.segments))
+	for i, s := range l.mu.segments {
+		infos[i] = s.info()
+	}
+	return infos
+}
+
+// Size is the bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.mu.segments {
+		n += s.size.Load()
+	}
+	return n
+}
+
+func (l *Log) fail(err error) {
+	wrapped := fmt.Errorf("%w: %w", ErrLogFailed, err)
+	if l.failed.CompareAndSwap(nil, &wrapped) {
+		l.opts.Logger.Error("hotlog: log failed; refusing appends until reopened", "dir", l.dir, "err", err)
+		l.changed.broadcast()
+	}
+}
+
+// failure returns the sticky error, or nil.
+func (l *Log) failure() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// writableLocked reports why the log cannot take a write, if it cannot.
+func (l *Log) writableLocked() error {
+	l.mu.RLock()
+	closed := l.mu.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return l.failure()
+}
+
+// checkBatch validates a batch from a producer before any lock is taken.
+func (l *Log) checkBatch(b record.Batch) error {
+	if limit := l.cfg.Load().MaxBatchBytes; len(b) > limit {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrBatchTooLarge, len(b), limit)
+	}
+	if err := b.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	return nil
+}
+
+// Append is the leader's write: it assigns the batch the next offsets and the
+// given leader epoch by rewriting its header in place (the caller's slice is
+// modified; the records are not re-encoded), appends it, and returns once the
+// flush policy is met.
+func (l *Log) Append(b record.Batch, epoch int32) (AppendResult, error) {
+	if epoch < 0 {
+		return AppendResult{}, fmt.Errorf("%w: leader epoch %d is negative", ErrStaleEpoch, epoch)
+	}
+	if err := l.checkBatch(b); err != nil {
+		return AppendResult{}, err
+	}
+	l.appendMu.Lock()
+	if err := l.writableLocked(); err != nil {
+		l.appendMu.Unlock()
+		return AppendResult{}, err
+	}
+	b.SetBaseOffset(l.leo.Load())
+	b.SetLeaderEpoch(epoch)
+	err := l.appendLocked(b)
+	res := AppendResult{BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset()}
+	l.appendMu.Unlock()
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return res, l.afterAppend(res.LastOffset + 1)
+}
+
+// AppendReplica is the follower's write: data holds one or more batches whose
+// offsets the leader assigned. The first must start exactly at the log end
+// and each must follow the one before, or nothing is written. It returns the
+// first and last offset written, once the flush policy is met.
+func (l *Log) AppendReplica(data []byte) (AppendResult, error) {
+	l.appendMu.Lock()
+	if err := l.writableLocked(); err != nil {
+		l.appendMu.Unlock()
+		return AppendResult{}, err
+	}
+	// Check everything before writing anything: bad input changes nothing.
+	expect, epoch := l.leo.Load(), l.epochs.latest()
+	res := AppendResult{BaseOffset: expect, LastOffset: expect - 1}
+	for rest := data; len(rest) > 0; {
+		b, next, err := record.Next(rest)
+		if err != nil {
+			l.appendMu.Unlock()
+			return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		}
+		switch {
+		case b.BaseOffset() > expect:
+			l.appendMu.Unlock()
+			return AppendResult{}, fmt.Errorf("%w: batch starts at %d, log end is %d", ErrOffsetGap, b.BaseOffset(), expect)
+		case b.BaseOffset() < expect:
+			l.appendMu.Unlock()
+			return AppendResult{}, fmt.Errorf("%w: batch starts at %d, log end is %d", ErrOffsetOverlap, b.BaseOffset(), expect)
+		case b.LeaderEpoch() < 0:
+			l.appendMu.Unlock()
+			return AppendResult{}, fmt.Errorf("%w: batch at %d has no leader epoch", ErrInvalidBatch, b.BaseOffset())
+		case b.LeaderEpoch() < epoch:
+			l.appendMu.Unlock()
+			return AppendResult{}, fmt.Errorf("%w: batch at %d has epoch %d, the log has reached %d", ErrStaleEpoch, b.BaseOffset(), b.LeaderEpoch(), epoch)
+		}
+		expect, epoch, rest = b.NextOffset(), b.LeaderEpoch(), next
+	}
+	for rest := data; len(rest) > 0; {
+		b, next, _ := record.Next(rest)
+		if err := l.appendLocked(b); err != nil {
+			l.appendMu.Unlock()
+			return AppendResult{}, err
+		}
+		res.LastOffset, rest = b.LastOffset(), next
+	}
+	l.appendMu.Unlock()
+	if res.LastOffset < res.BaseOffset {
+		return res, nil
+	}
+	return res, l.afterAppend(res.LastOffset + 1)
+}
+
+// appendLocked writes one valid batch with assigned offsets at the log end.
+func (l *Log) appendLocked(b record.Batch) error {
+	cfg := l.cfg.Load()
+	seg := l.active.Load()
+	if !seg.empty() && (!seg.fits(len(b), b.LastOffset(), cfg.SegmentBytes) || l.agedLocked(seg, cfg)) {
+		if err := l.rollLocked(); err != nil {
+			return err
+		}
+		seg = l.active.Load()
+	}
+	changed, stale := l.epochs.assign(b.LeaderEpoch(), b.BaseOffset())
+	if stale {
+		return fmt.Errorf("%w: batch epoch %d, latest %d", ErrStaleEpoch, b.LeaderEpoch(), l.epochs.latest())
+	}
+	if changed {
+		// The epoch history is written before the data it describes, so a
+		// crash never leaves batches of an epoch the checkpoint lacks.
+		if err := l.writeEpochsLocked(); err != nil {
+			l.fail(err)
+			return l.failure()
+		}
+	}
+	pos := seg.size.Load()
+	if _, err := seg.file.WriteAt(b, pos); err != nil {
+		l.fail(fmt.Errorf("write %s at %d: %w", seg.path, pos, err))
+		return l.failure()
+	}
+	if seg.empty() {
+		seg.created = l.opts.Now()
+	}
+	seg.track(b, pos, l.opts.IndexIntervalBytes)
+	l.leo.Store(b.NextOffset())
+	l.changed.broadcast()
+	return nil
+}
+
+func (l *Log) afterAppend(next int64) error {
+	if l.cfg.Load().FlushPolicy == FlushAlways {
+		return l.waitFlushed(next)
+	}
+	return nil
+}
+
+func (l *Log) agedLocked(seg *segment, cfg *Config) bool {
+	return cfg.SegmentAge > 0 && l.opts.Now().Sub(seg.created) >= cfg.SegmentAge
+}
+
+// Roll seals the active segment and starts a new one, unless it is empty.
+func (l *Log) Roll() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if l.active.Load().empty() {
+		return nil
+	}
+	return l.rollLocked()
+}
+
+// RollIfAged rolls a non-empty active segment older than Config.SegmentAge,
+// so an idle partition's tail is sealed (and can be uploaded) without waiting
+// for the next append. It reports whether it rolled.
+func (l *Log) RollIfAged() (bool, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return false, err
+	}
+	seg := l.active.Load()
+	if seg.empty() || !l.agedLocked(seg, l.cfg.Load()) {
+		return false, nil
+	}
+	return true, l.rollLocked()
+}
+
+// rollLocked seals the active segment (fsync of log and indexes) and makes a
+// new empty one at the log end, then fsyncs the directory.
+func (l *Log) rollLocked() error {
+	old := l.active.Load()
+	if err := old.sync(); err != nil {
+		l.fail(fmt.Errorf("seal %s: %w", old.path, err))
+		return l.failure()
+	}
+	old.sealed.Store(true)
+	l.advanceFlushed(old.next.Load())
+	seg, err := createSegment(l.opts.FS, l.dir, old.next.Load())
+	if err == nil {
+		err = l.opts.FS.SyncDir(l.dir)
+	}
+	if err != nil {
+		l.fail(fmt.Errorf("create segment: %w", err))
+		return l.failure()
+	}
+	seg.created = l.opts.Now()
+	l.mu.Lock()
+	l.mu.segments = append(l.mu.segments, seg)
+	l.mu.Unlock()
+	l.active.Store(seg)
+	// The sealed segment is durable: move the recovery point past it, so a
+	// crash rescans at most the new segment.
+	if err := l.writeStateLocked(); err != nil {
+		l.fail(err)
+		return l.failure()
+	}
+	return nil
+}
+
+// ReadResult holds whole batches read from the log.
+type ReadResult struct {
+	// Data is a run of whole batches. The first may start before the offset
+	// asked for (it is the batch holding it); readers skip those records.
+	Data []byte
+	// NextOffset is where the next read continues: the offset after the last
+	// batch returned, or the offset asked for when Data is empty.
+	NextOffset int64
+}
+
+// Read returns whole batches starting with the one that holds offset, at most
+// maxBytes of them (but always the first whole batch, however large, so a
+// reader can make progress), none of whose records are at or past upTo (the
+// high watermark, for consumers) or the log end. It reads from a single
+// segment; call again from NextOffset for more. An offset below the log start
+// or above the log end is a *RangeError; at the end (or at upTo) the result is
+// empty.
+func (l *Log) Read(offset int64, maxBytes int, upTo int64) (ReadResult, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return ReadResult{}, ErrClosed
+	}
+	start, leo := l.logStart.Load(), l.leo.Load()
+	if offset < start || offset > leo {
+		return ReadResult{}, &RangeError{Offset: offset, LogStart: start, LogEnd: leo}
+	}
+	res := ReadResult{NextOffset: offset}
+	end := min(upTo, leo)
+	if offset >= end {
+		return res, nil
+	}
+	seg := l.segmentLocked(offset)
+	size := seg.size.Load() // loaded after leo, so it covers every offset below leo
+	pos, err := seg.position(offset, size)
+	if err != nil || pos >= size {
+		return res, err
+	}
+	buf := make([]byte, min(int64(max(maxBytes, record.HeaderSize)), size-pos))
+	if _, err := seg.file.ReadAt(buf, pos); err != nil {
+		return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
+	}
+	used := 0
+	for {
+		n, err := record.PeekSize(buf[used:])
+		if err != nil {
+			break
+		}
+		if used+n > len(buf) {
+			if used > 0 {
+				break
+			}
+			// The first batch is larger than maxBytes: return it whole.
+			buf = make([]byte, n)
+			if _, err := seg.file.ReadAt(buf, pos); err != nil {
+				return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
+			}
+		}
+		b := record.Batch(buf[used : used+n])
+		if b.LastOffset() >= end {
+			break
+		}
+		used += n
+		res.NextOffset = b.NextOffset()
+		if used == len(buf) {
+			break
+		}
+	}
+	res.Data = buf[:used]
+	return res, nil
+}
+
+// segmentLocked returns the segment holding offset: the last whose base is
+// not above it.
+func (l *Log) segmentLocked(offset int64) *segment {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })
+	return segs[max(i-1, 0)]
+}
+
+// Changed returns a channel that is closed the next time the log end, the
+// high watermark or the log's state (closed, failed, truncated) changes. Take
+// it before checking the condition you wait for, then wait on it.
+func (l *Log) Changed() <-chan struct{} { return l.changed.wait() }
+
+// WaitForHighWatermark blocks until the high watermark passes offset, for a
+// consumer's long poll.
+func (l *Log) WaitForHighWatermark(ctx context.Context, offset int64) error {
+	return l.waitUntil(ctx, func() bool { return l.hw.Load() > offset })
+}
+
+// WaitForLogEnd blocks until the log end passes offset, for replication.
+func (l *Log) WaitForLogEnd(ctx context.Context, offset int64) error {
+	return l.waitUntil(ctx, func() bool { return l.leo.Load() > offset })
+}
+
+func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
+	for {
+		ch := l.changed.wait()
+		if done() {
+			return nil
+		}
+		l.mu.RLock()
+		closed := l.mu.closed
+		l.mu.RUnlock()
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Checkpoint durably records the log start offset, the high watermark and
+// the recovery point (the durable offset), so a restart resumes with them and
+// scans only what was written after. Rolls and Close checkpoint too; the
+// owner of the log calls it every few seconds.
+func (l *Log) Checkpoint() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	return l.writeStateLocked()
+}
+
+func (l *Log) writeStateLocked() error {
+	return writeFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(logState{
+		logStart:      l.logStart.Load(),
+		highWatermark: l.hw.Load(),
+		recoveryPoint: l.flushed.Load(),
+	}))
+}
+
+func (l *Log) writeEpochsLocked() error {
+	return writeFileAtomic(l.opts.FS, l.dir, epochFile, encodeEpochs(l.epochs.snapshot()))
+}
+
+// Close fsyncs the active segment, writes the checkpoints and closes every
+// file. Appenders still waiting for a flush get ErrClosed. Closing twice is
+// harmless.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	closed := l.mu.closed
+	l.mu.RUnlock()
+	if closed {
+		return nil
+	}
+	close(l.flush.stop)
+	<-l.flush.exited
+
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	var err error
+	if l.failure() == nil {
+		if err = l.active.Load().sync(); err == nil {
+			l.advanceFlushed(l.leo.Load())
+			err = l.writeStateLocked()
+		}
+	}
+	l.mu.Lock()
+	l.mu.closed = true
+	for _, s := range l.mu.segments {
+		if cerr := s.close(); err == nil {
+			err = cerr
+		}
+	}
+	l.mu.Unlock()
+	l.changed.broadcast()
+	if err != nil {
+		return fmt.Errorf("hotlog: close %s: %w", l.dir, err)
+	}
+	return nil
+}

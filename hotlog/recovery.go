@@ -1,0 +1,336 @@
+package hotlog
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/strata-log/strata/record"
+)
+
+// RecoveryReport says what opening a log found and repaired.
+type RecoveryReport struct {
+	// Segments is how many segments the log has after recovery.
+	Segments int
+	// ActiveBase is the base offset of the active segment.
+	ActiveBase int64
+	// ScannedFrom is the position in the active segment where the scan for a
+	// torn tail began: its last index entry that agreed with the log.
+	ScannedFrom int64
+	// TruncatedBytes were cut from the end of the active segment because they
+	// did not hold whole, valid batches continuing the log; TruncateReason
+	// says what was wrong with the first of them.
+	TruncatedBytes int64
+	TruncateReason string
+	// RebuiltIndexes lists the base offsets of segments whose indexes were
+	// missing or disagreed with the log and were rebuilt from it, wholly or
+	// from the last entry that agreed.
+	RebuiltIndexes []int64
+	// RemovedFiles lists leftovers deleted: temporary files, indexes without a
+	// log, and segments wholly below the checkpointed log start.
+	RemovedFiles []string
+}
+
+// unknownTs marks a segment minimum timestamp that recovery did not see all
+// batches for; info computes it on demand.
+const unknownTs = math.MinInt64
+
+// open loads the log from disk (see RecoveryReport for what it repairs).
+func (l *Log) open() error {
+	fsys, dir := l.opts.FS, l.dir
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names, err := fsys.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	for _, name := range names {
+		if base, ok := parseSegmentName(name, logSuffix); ok {
+			bases = append(bases, base)
+		}
+	}
+	slices.Sort(bases)
+	for _, name := range names {
+		base, isIndex := parseSegmentName(name, indexSuffix)
+		if !isIndex {
+			base, isIndex = parseSegmentName(name, timeIndexSuffix)
+		}
+		_, hasLog := slices.BinarySearch(bases, base)
+		if strings.HasSuffix(name, tmpSuffix) || (isIndex && !hasLog) {
+			if err := fsys.Remove(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+			l.recovery.RemovedFiles = append(l.recovery.RemovedFiles, name)
+		}
+	}
+
+	state := logState{}
+	if data, ok, err := readFile(fsys, filepath.Join(dir, stateFile)); err != nil {
+		return err
+	} else if ok {
+		if state, err = decodeState(data); err != nil {
+			return err
+		}
+	}
+	if data, ok, err := readFile(fsys, filepath.Join(dir, epochFile)); err != nil {
+		return err
+	} else if ok {
+		entries, err := decodeEpochs(data)
+		if err != nil {
+			return err
+		}
+		l.epochs.replace(entries)
+	}
+
+	var segs []*segment
+	for i, base := range bases {
+		seg, err := openSegmentFile(fsys, dir, base)
+		if err != nil {
+			return err
+		}
+		segs = append(segs, seg)
+		l.mu.segments = segs // so a failed open closes what it opened
+		if i < len(bases)-1 {
+			err = l.loadSealed(seg)
+		} else {
+			err = l.recoverActive(seg, state.recoveryPoint)
+		}
+		if err != nil {
+			return err
+		}
+		if i > 0 && segs[i-1].next.Load() != base {
+			return fmt.Errorf("%w: segment %d ends at offset %d but the next begins at %d",
+				ErrCorrupt, segs[i-1].base, segs[i-1].next.Load(), base)
+		}
+	}
+
+	// Segments wholly below the checkpointed log start are what a crash left
+	// of a retention pass: finish it.
+	for len(segs) > 1 && segs[0].lastOffset() < state.logStart {
+		if err := segs[0].remove(fsys); err != nil {
+			return err
+		}
+		l.recovery.RemovedFiles = append(l.recovery.RemovedFiles, filepath.Base(segs[0].path))
+		segs = segs[1:]
+	}
+	if len(segs) == 0 {
+		seg, err := createSegment(fsys, dir, state.logStart)
+		if err != nil {
+			return err
+		}
+		seg.created = l.opts.Now()
+		segs = append(segs, seg)
+	}
+	l.mu.segments = segs
+	active := segs[len(segs)-1]
+	l.active.Store(active)
+	leo := active.next.Load()
+	l.leo.Store(leo)
+	l.logStart.Store(min(max(state.logStart, segs[0].base), leo))
+	l.hw.Store(min(max(state.highWatermark, l.logStart.Load()), leo))
+	if l.epochs.truncateFrom(leo) {
+		if err := l.writeEpochsLocked(); err != nil {
+			return err
+		}
+	}
+
+	// Whatever recovery read may have come from the page cache of a process
+	// that died: fsync it so the durable offset starts at the log end.
+	if err := active.sync(); err != nil {
+		return err
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return err
+	}
+	l.flushed.Store(leo)
+	if err := l.writeStateLocked(); err != nil {
+		return err
+	}
+	l.recovery.Segments = len(segs)
+	l.recovery.ActiveBase = active.base
+	if r := l.recovery; r.TruncatedBytes > 0 || len(r.RebuiltIndexes) > 0 || len(r.RemovedFiles) > 0 {
+		l.opts.Logger.Warn("hotlog: recovered log", "dir", dir, "truncated_bytes", r.TruncatedBytes,
+			"reason", r.TruncateReason, "rebuilt_indexes", r.RebuiltIndexes, "removed", r.RemovedFiles)
+	}
+	return nil
+}
+
+// loadSealed loads a sealed segment. Its indexes are rebuilt if they disagree
+// with the log; its batches must all be whole and valid, since it was fsynced
+// before the next segment was created: damage here is not a torn write, so it
+// is reported rather than cut away.
+func (l *Log) loadSealed(seg *segment) error {
+	size, err := seg.file.Size()
+	if err != nil {
+		return err
+	}
+	_, end, damage, err := l.resume(seg, size, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	if damage == nil && end != size {
+		damage = fmt.Errorf("%d bytes past the last batch", size-end)
+	}
+	if damage != nil {
+		return fmt.Errorf("%w: sealed segment %s: %w", ErrCorrupt, seg.path, damage)
+	}
+	if slices.Contains(l.recovery.RebuiltIndexes, seg.base) {
+		if err := seg.index.persist(true); err != nil {
+			return err
+		}
+		if err := seg.times.persist(true); err != nil {
+			return err
+		}
+	}
+	seg.sealed.Store(true)
+	return nil
+}
+
+// recoverActive loads the active segment and truncates it after the last
+// whole, valid batch. Below the recovery point everything was fsynced, so the
+// scan starts at the last index entry at or below it; above it a crash may
+// have left any page unwritten, so every batch there is checked.
+func (l *Log) recoverActive(seg *segment, recoveryPoint int64) error {
+	size, err := seg.file.Size()
+	if err != nil {
+		return err
+	}
+	from, end, damage, err := l.resume(seg, size, recoveryPoint)
+	if err != nil {
+		return err
+	}
+	l.recovery.ScannedFrom = from
+	if damage != nil {
+		if err := seg.file.Truncate(end); err != nil {
+			return err
+		}
+		l.recovery.TruncatedBytes = size - end
+		l.recovery.TruncateReason = damage.Error()
+	}
+	seg.created = l.opts.Now()
+	return nil
+}
+
+// resume brings a segment's state up to date with its log file of size
+// bytes: it keeps the index entries that agree with the log and index a batch
+// below scanBelow, then scans and validates every batch from the last of
+// them, re-indexing as it goes. It returns where the scan began, the position
+// after the last valid batch, and the damage that stopped it short of size,
+// if any; err is an I/O failure, after which nothing may be cut.
+func (l *Log) resume(seg *segment, size, scanBelow int64) (from, end int64, damage, err error) {
+	if err := seg.index.load(); err != nil {
+		return 0, 0, nil, err
+	}
+	if err := seg.times.load(); err != nil {
+		return 0, 0, nil, err
+	}
+	stored := max(seg.index.len(), seg.times.len())
+	k, err := seg.trustedEntries(size)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if k < stored || (k == 0 && size > 0) {
+		l.recovery.RebuiltIndexes = append(l.recovery.RebuiltIndexes, seg.base)
+	}
+	for k > 0 && seg.base+int64(seg.index.at(k-1).rel) >= scanBelow {
+		k--
+	}
+	if k > 0 {
+		from = int64(seg.index.at(k - 1).pos)
+	}
+	end, damage, err = seg.rescanFrom(k, size, l.opts.IndexIntervalBytes)
+	return from, end, damage, err
+}
+
+// trustedEntries returns how many leading index entries agree with the log
+// file: both indexes name the same batches, positions and offsets increase,
+// timestamps do not decrease, the first entry is the first batch, every
+// position is inside the file, and the last kept entry points at a batch
+// header with the offset it names.
+func (s *segment) trustedEntries(size int64) (int, error) {
+	n := min(s.index.len(), s.times.len())
+	k := 0
+	for ; k < n; k++ {
+		e, t := s.index.at(k), s.times.at(k)
+		if e.rel != t.rel || int64(e.pos) >= size {
+			break
+		}
+		if k == 0 && (e.rel != 0 || e.pos != 0) {
+			break
+		}
+		if k > 0 {
+			p, pt := s.index.at(k-1), s.times.at(k-1)
+			if e.rel <= p.rel || e.pos <= p.pos || t.maxTs < pt.maxTs {
+				break
+			}
+		}
+	}
+	for ; k > 0; k-- {
+		e := s.index.at(k - 1)
+		if int64(e.pos)+record.HeaderSize > size {
+			continue
+		}
+		h, err := s.readHeader(int64(e.pos))
+		if err != nil {
+			return 0, err
+		}
+		if h.BaseOffset() == s.base+int64(e.rel) && int64(e.pos)+int64(h.Size()) <= size {
+			break
+		}
+	}
+	return k, nil
+}
+
+// rescanFrom keeps the first k index entries and rebuilds the segment's state
+// by scanning from the batch of the last of them (or from the start) to end.
+// The kept time index entry gives the largest timestamp before the scan, so
+// the entries the scan adds stay exact. It returns the position after the
+// last valid batch and the damage that stopped the scan short of end, if
+// any; err is an I/O failure.
+func (s *segment) rescanFrom(k int, end int64, interval int) (stop int64, damage, err error) {
+	if err := s.index.truncate(k); err != nil {
+		return 0, nil, err
+	}
+	if err := s.times.truncate(k); err != nil {
+		return 0, nil, err
+	}
+	pos, expect := int64(0), s.base
+	s.indexedPos = -1
+	s.maxTs.Store(noTimestamp)
+	s.minTs.Store(noTimestamp)
+	if k > 0 {
+		e, t := s.index.at(k-1), s.times.at(k-1)
+		pos, expect = int64(e.pos), s.base+int64(e.rel)
+		s.indexedPos = pos
+		s.maxTs.Store(t.maxTs)
+		s.minTs.Store(unknownTs)
+	}
+	s.size.Store(pos)
+	s.next.Store(expect)
+	return s.scan(pos, end, expect, func(b record.Batch, p int64) { s.track(b, p, interval) })
+}
+
+// minTimestamp returns the smallest batch timestamp, walking the batch
+// headers once if recovery did not see them all.
+func (s *segment) minTimestamp() int64 {
+	if v := s.minTs.Load(); v != unknownTs {
+		return v
+	}
+	size, lo := s.size.Load(), int64(noTimestamp)
+	for pos := int64(0); pos < size; {
+		h, err := s.readHeader(pos)
+		if err != nil {
+			return noTimestamp
+		}
+		if ts := batchMinTimestamp(h); lo == noTimestamp || ts < lo {
+			lo = ts
+		}
+		pos += int64(h.Size())
+	}
+	s.minTs.CompareAndSwap(unknownTs, lo)
+	return s.minTs.Load()
+}

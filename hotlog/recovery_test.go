@@ -1,0 +1,518 @@
+package hotlog
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fillLog appends batches of 3 records until the log has n batches and
+// returns the size of one batch.
+func fillLog(t *testing.T, l *Log, n int) int {
+	t.Helper()
+	size := 0
+	for i := range n {
+		b := seqBatch(t, i*3, 3, int64(i), 120)
+		size = len(b)
+		if _, err := l.Append(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return size
+}
+
+func activePath(dir string, l *Log) string {
+	segs := l.Segments()
+	return filepath.Join(dir, segmentName(segs[len(segs)-1].BaseOffset, logSuffix))
+}
+
+// TestRecoveryRepairsTornTails damages the files of a closed log in each way a
+// crash or a bad disk can, reopens it, and checks what survives, in the
+// manner of etcd's WAL repair tests.
+func TestRecoveryRepairsTornTails(t *testing.T) {
+	const batches = 12 // all in one segment: 12 * ~500 bytes < 8 KiB
+	cases := []struct {
+		name string
+		// damage changes the files; it gets the directory, the active log file
+		// and the size of one batch.
+		damage func(t *testing.T, dir, path string, bsize int)
+		// wantBatches survive; wantTruncated says whether bytes were cut.
+		wantBatches   int
+		wantTruncated bool
+		wantRebuilt   bool
+		// crash stops the log as a killed process would, with no final fsync
+		// or checkpoint, so recovery must check every batch it has not seen
+		// fsynced.
+		crash bool
+	}{
+		{"clean", func(*testing.T, string, string, int) {}, batches, false, false, false},
+		{"cut mid last batch", func(t *testing.T, _, p string, bs int) {
+			truncateFile(t, p, int64(bs*batches-bs/2))
+		}, batches - 1, true, false, false},
+		{"cut inside the header", func(t *testing.T, _, p string, bs int) {
+			truncateFile(t, p, int64(bs*(batches-1)+7))
+		}, batches - 1, true, false, false},
+		{"flipped byte in the last batch", func(t *testing.T, _, p string, bs int) {
+			flipByte(t, p, int64(bs*batches-10))
+		}, batches - 1, true, false, false},
+		{"flipped byte in a middle batch after a crash", func(t *testing.T, _, p string, bs int) {
+			flipByte(t, p, int64(bs*5+bs/2))
+		}, 5, true, false, true},
+		{"zeroed page in the middle after a crash", func(t *testing.T, _, p string, bs int) {
+			zeroRange(t, p, int64(bs*3), 512)
+		}, 3, true, false, true},
+		{"cut mid last batch after a crash", func(t *testing.T, _, p string, bs int) {
+			truncateFile(t, p, int64(bs*batches-bs/2))
+		}, batches - 1, true, false, true},
+		{"garbage appended", func(t *testing.T, _, p string, _ int) {
+			appendBytes(t, p, []byte("this is not a batch, just noise after a crash"))
+		}, batches, true, false, false},
+		{"zeros appended", func(t *testing.T, _, p string, _ int) {
+			appendBytes(t, p, make([]byte, 4096))
+		}, batches, true, false, false},
+		{"batch length points past the end", func(t *testing.T, _, p string, bs int) {
+			b := seqBatch(t, 0, 1, 0, 10)
+			b.SetBaseOffset(int64(batches * 3))
+			appendBytes(t, p, b[:len(b)-3])
+		}, batches, true, false, false},
+		{"index missing", func(t *testing.T, d, p string, _ int) {
+			os.Remove(strings.TrimSuffix(p, logSuffix) + indexSuffix)
+		}, batches, false, true, false},
+		{"time index missing", func(t *testing.T, d, p string, _ int) {
+			os.Remove(strings.TrimSuffix(p, logSuffix) + timeIndexSuffix)
+		}, batches, false, true, false},
+		{"index is noise", func(t *testing.T, d, p string, _ int) {
+			noise := make([]byte, 64)
+			for i := range noise {
+				noise[i] = byte(i*37 + 11)
+			}
+			os.WriteFile(strings.TrimSuffix(p, logSuffix)+indexSuffix, noise, 0o644)
+		}, batches, false, true, false},
+		{"index points past the log", func(t *testing.T, d, p string, bs int) {
+			idx := strings.TrimSuffix(p, logSuffix) + indexSuffix
+			e := make([]byte, offsetEntryWidth)
+			putOffsetEntry(e, offsetEntry{rel: 1000, pos: 1 << 20})
+			appendBytes(t, idx, e)
+		}, batches, false, true, false},
+		{"torn index entry", func(t *testing.T, d, p string, _ int) {
+			appendBytes(t, strings.TrimSuffix(p, logSuffix)+indexSuffix, []byte{0, 0, 1})
+		}, batches, false, false, false},
+		{"temp checkpoint left behind", func(t *testing.T, d, _ string, _ int) {
+			os.WriteFile(filepath.Join(d, stateFile+tmpSuffix), []byte("half"), 0o644)
+		}, batches, false, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := testOptions(DiskFS{})
+			opts.SegmentBytes = 1 << 20
+			l := mustOpen(t, dir, opts)
+			bsize := fillLog(t, l, batches)
+			path := activePath(dir, l)
+			if c.crash {
+				crashClose(l)
+			} else if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			c.damage(t, dir, path, bsize)
+
+			l = mustOpen(t, dir, opts)
+			defer l.Close()
+			r := l.Recovery()
+			if got := l.LogEndOffset(); got != int64(c.wantBatches*3) {
+				t.Fatalf("LEO %d, want %d (report %+v)", got, c.wantBatches*3, r)
+			}
+			if (r.TruncatedBytes > 0) != c.wantTruncated || (c.wantTruncated && r.TruncateReason == "") {
+				t.Fatalf("truncated %d bytes (%q), want truncation %v", r.TruncatedBytes, r.TruncateReason, c.wantTruncated)
+			}
+			if (len(r.RebuiltIndexes) > 0) != c.wantRebuilt {
+				t.Fatalf("rebuilt %v, want rebuilt %v", r.RebuiltIndexes, c.wantRebuilt)
+			}
+			if st, _ := os.Stat(path); st.Size() != int64(c.wantBatches*bsize) {
+				t.Fatalf("log file is %d bytes, want %d", st.Size(), c.wantBatches*bsize)
+			}
+			checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
+			// The repaired log takes appends at its new end and keeps them.
+			if _, err := l.Append(seqBatch(t, c.wantBatches*3, 3, 0, 120), 0); err != nil {
+				t.Fatal(err)
+			}
+			checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
+			if files, _ := filepath.Glob(filepath.Join(dir, "*"+tmpSuffix)); len(files) != 0 {
+				t.Fatalf("temp files left: %v", files)
+			}
+		})
+	}
+}
+
+func TestSealedSegmentDamageIsReported(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testOptions(DiskFS{}))
+	fillLog(t, l, 40)
+	first := l.Segments()[0]
+	l.Close()
+	flipByte(t, first.Path, first.Size-5)
+	_, err := Open(dir, testOptions(DiskFS{}))
+	wantErr(t, err, ErrCorrupt)
+	if !strings.Contains(err.Error(), first.Path) {
+		t.Fatalf("error %q does not name the damaged segment", err)
+	}
+}
+
+func TestCorruptCheckpointIsReported(t *testing.T) {
+	for _, name := range []string{stateFile, epochFile} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := mustOpen(t, dir, testOptions(DiskFS{}))
+			fillLog(t, l, 3)
+			l.Close()
+			flipByte(t, filepath.Join(dir, name), 8)
+			_, err := Open(dir, testOptions(DiskFS{}))
+			wantErr(t, err, ErrCorrupt)
+		})
+	}
+}
+
+func TestCheckpointCodecs(t *testing.T) {
+	s := logState{logStart: 42, highWatermark: 99, recoveryPoint: 120}
+	if got, err := decodeState(encodeState(s)); err != nil || got != s {
+		t.Fatalf("state round trip: %+v %v", got, err)
+	}
+	e := []EpochEntry{{0, 0}, {3, 10}, {4, 10}}
+	got, err := decodeEpochs(encodeEpochs(e))
+	if err != nil || len(got) != 3 || got[2] != e[2] {
+		t.Fatalf("epochs round trip: %v %v", got, err)
+	}
+	for _, bad := range [][]byte{nil, []byte("SLST"), encodeState(s)[:20], append(encodeState(s), 0)} {
+		if _, err := decodeState(bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("decodeState(%x) = %v, want ErrCorrupt", bad, err)
+		}
+	}
+	outOfOrder := encodeEpochs([]EpochEntry{{3, 10}, {2, 20}})
+	if _, err := decodeEpochs(outOfOrder); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("out-of-order epochs: %v", err)
+	}
+}
+
+func FuzzCheckpointDecode(f *testing.F) {
+	f.Add(encodeState(logState{1, 2, 3}))
+	f.Add(encodeEpochs([]EpochEntry{{1, 0}, {2, 5}}))
+	f.Add([]byte("SLEP\x00\x01\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if s, err := decodeState(data); err == nil {
+			if again, err := decodeState(encodeState(s)); err != nil || again != s {
+				t.Fatalf("state %+v does not round trip", s)
+			}
+		} else if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("decodeState error %v is not ErrCorrupt", err)
+		}
+		if e, err := decodeEpochs(data); err == nil {
+			if again, err := decodeEpochs(encodeEpochs(e)); err != nil || len(again) != len(e) {
+				t.Fatalf("epochs %v do not round trip", e)
+			}
+		} else if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("decodeEpochs error %v is not ErrCorrupt", err)
+		}
+	})
+}
+
+// TestCrashKeepsAcknowledgedAppends appends with FlushAlways on a file system
+// that loses every unsynced byte (and keeps a random, possibly torn part of
+// them) at each crash, across rolls and reopens: every acknowledged record
+// must come back, in order, and the log must stay valid.
+func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
+	fsys := newMemFS()
+	dir := "/log"
+	rng := rand.New(rand.NewPCG(1, 2))
+	acked := 0 // records acknowledged so far; the log holds seq == offset
+	for round := range 30 {
+		l := mustOpen(t, dir, testOptions(fsys))
+		if got := l.LogEndOffset(); got < int64(acked) {
+			t.Fatalf("round %d: LEO %d after crash, but %d records were acknowledged", round, got, acked)
+		}
+		checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
+		acked = int(l.LogEndOffset()) // unacknowledged survivors are kept too
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for w := range 3 {
+			wg.Add(1)
+			n := 5 + rng.IntN(10)
+			go func() {
+				defer wg.Done()
+				for range n {
+					mu.Lock() // seq must equal offset, so assign both under one lock
+					b := seqBatch(t, int(l.LogEndOffset()), 1+w, 0, 200)
+					_, err := l.Append(b, 0)
+					mu.Unlock()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		acked = int(l.LogEndOffset())
+		// Unacknowledged, unsynced tail: written with no fsync before the crash.
+		l.Reconfigure(withFlush(l.Config(), FlushNever))
+		for range rng.IntN(4) {
+			if _, err := l.Append(seqBatch(t, int(l.LogEndOffset()), 2, 0, 200), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fsys.Crash(func(path string, synced, current []byte) []byte {
+			if len(current) <= len(synced) || rng.IntN(2) == 0 {
+				return synced
+			}
+			// Keep a random prefix of the unsynced bytes, maybe with a bit
+			// flipped: a torn write.
+			keep := append([]byte(nil), current[:len(synced)+rng.IntN(len(current)-len(synced)+1)]...)
+			if len(keep) > len(synced) && rng.IntN(3) == 0 {
+				keep[len(synced)+rng.IntN(len(keep)-len(synced))] ^= 0x40
+			}
+			return keep
+		})
+	}
+}
+
+func withFlush(c Config, p FlushPolicy) Config { c.FlushPolicy = p; return c }
+
+func TestFlushNeverLosesOnlyTheUnsyncedTail(t *testing.T) {
+	fsys := newMemFS()
+	opts := testOptions(fsys)
+	opts.FlushPolicy = FlushNever
+	l := mustOpen(t, "/log", opts)
+	fillLog(t, l, 40) // several rolls: sealed segments are fsynced
+	sealedEnd := int64(0)
+	for _, s := range l.Segments() {
+		if s.Sealed {
+			sealedEnd = s.LastOffset + 1
+		}
+	}
+	if l.DurableOffset() != sealedEnd {
+		t.Fatalf("durable offset %d, want the end of the sealed segments %d", l.DurableOffset(), sealedEnd)
+	}
+	fsys.Crash(nil)
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	if l.LogEndOffset() != sealedEnd {
+		t.Fatalf("LEO after crash %d, want %d", l.LogEndOffset(), sealedEnd)
+	}
+	checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
+}
+
+func TestFlushIntervalSyncsInTheBackground(t *testing.T) {
+	fsys := newMemFS()
+	opts := testOptions(fsys)
+	opts.FlushPolicy = FlushInterval
+	opts.FlushInterval = 5 * 1e6 // 5ms
+	l := mustOpen(t, "/log", opts)
+	if _, err := l.Append(seqBatch(t, 0, 3, 0, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*1e9, "the interval flush", func() bool { return l.DurableOffset() == 3 })
+	fsys.Crash(nil)
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	if l.LogEndOffset() != 3 {
+		t.Fatalf("LEO %d after crash, want 3", l.LogEndOffset())
+	}
+}
+
+// With FlushAlways, concurrent appenders share fsyncs.
+func TestGroupCommitSharesFsyncs(t *testing.T) {
+	fsys := newMemFS()
+	opts := testOptions(fsys)
+	opts.SegmentBytes = 64 << 20
+	l := mustOpen(t, "/log", opts)
+	defer l.Close()
+	// Slow fsyncs make appenders pile up behind each round, as on a disk.
+	var gate sync.Mutex
+	fsys.failSync = func(string) error { gate.Lock(); defer gate.Unlock(); return nil }
+	before := fsys.syncCount()
+	const writers, each = 8, 50
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := l.Append(seqBatch(t, 0, 1, 0, 100), 0); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	syncs := fsys.syncCount() - before
+	if syncs >= writers*each {
+		t.Fatalf("%d fsyncs for %d appends: no group commit", syncs, writers*each)
+	}
+	if l.DurableOffset() != writers*each {
+		t.Fatalf("durable offset %d, want %d", l.DurableOffset(), writers*each)
+	}
+	t.Logf("%d appends by %d writers took %d fsyncs", writers*each, writers, syncs)
+}
+
+func TestFailedFsyncIsSticky(t *testing.T) {
+	fsys := newMemFS()
+	l := mustOpen(t, "/log", testOptions(fsys))
+	if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	broken := errors.New("injected EIO")
+	fsys.failSync = func(p string) error {
+		if strings.HasSuffix(p, logSuffix) {
+			return broken
+		}
+		return nil
+	}
+	_, err := l.Append(seqBatch(t, 1, 1, 0, 10), 0)
+	wantErr(t, err, ErrLogFailed)
+	wantErr(t, err, broken)
+	fsys.failSync = nil // the disk "recovers": the log must still refuse
+	_, err = l.Append(seqBatch(t, 1, 1, 0, 10), 0)
+	wantErr(t, err, ErrLogFailed)
+	_, err = l.AppendReplica(replicaBatch(t, 2, 1, 0))
+	wantErr(t, err, ErrLogFailed)
+	l.Close()
+
+	// Reopening runs recovery and the log works again; the failed append was
+	// never acknowledged, so it may or may not be there.
+	fsys.Crash(nil)
+	l = mustOpen(t, "/log", testOptions(fsys))
+	defer l.Close()
+	if l.LogEndOffset() < 1 {
+		t.Fatalf("acknowledged record lost: LEO %d", l.LogEndOffset())
+	}
+	if _, err := l.Append(seqBatch(t, int(l.LogEndOffset()), 1, 0, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFailedWriteIsSticky(t *testing.T) {
+	fsys := newMemFS()
+	opts := testOptions(fsys)
+	opts.FlushPolicy = FlushNever
+	l := mustOpen(t, "/log", opts)
+	defer l.Close()
+	fsys.failWrite = func(p string) error { return errors.New("injected ENOSPC") }
+	_, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0)
+	wantErr(t, err, ErrLogFailed)
+	fsys.failWrite = nil
+	_, err = l.Append(seqBatch(t, 0, 1, 0, 10), 0)
+	wantErr(t, err, ErrLogFailed)
+	if l.LogEndOffset() != 0 {
+		t.Fatalf("LEO %d after failed writes", l.LogEndOffset())
+	}
+}
+
+// A crash after retention checkpointed the new log start but before it
+// removed the files: the next open removes them.
+func TestRetentionFinishesAfterCrash(t *testing.T) {
+	fsys := newMemFS()
+	l := mustOpen(t, "/log", testOptions(fsys))
+	fillLog(t, l, 40)
+	segs := l.Segments()
+	fsys.failRemove = func(string) error { return errors.New("injected crash before remove") }
+	if _, err := l.DeleteSegmentsBefore(segs[2].BaseOffset); err == nil {
+		t.Fatal("want the injected remove failure")
+	}
+	fsys.failRemove = nil
+	fsys.Crash(nil)
+	l = mustOpen(t, "/log", testOptions(fsys))
+	defer l.Close()
+	if l.LogStartOffset() != segs[2].BaseOffset || len(l.Segments()) != len(segs)-2 {
+		t.Fatalf("start %d with %d segments, want %d with %d", l.LogStartOffset(), len(l.Segments()), segs[2].BaseOffset, len(segs)-2)
+	}
+	if len(l.Recovery().RemovedFiles) < 2 {
+		t.Fatalf("recovery did not report the removed segments: %+v", l.Recovery())
+	}
+	checkSeq(t, readRecords(t, l, l.LogStartOffset(), l.LogEndOffset()), l.LogStartOffset(), int(l.LogStartOffset()))
+}
+
+// A crash during a roll, after the new segment file was created but before
+// its directory entry was durable, leaves the sealed segment as the last one:
+// it becomes the active segment again and nothing acknowledged is lost.
+func TestCrashDuringRoll(t *testing.T) {
+	fsys := newMemFS()
+	l := mustOpen(t, "/log", testOptions(fsys))
+	fillLog(t, l, 14)
+	segs := l.Segments()
+	fsys.failSyncDir = func(string) error { return errors.New("injected crash before the directory sync") }
+	wantErr(t, l.Roll(), ErrLogFailed)
+	fsys.failSyncDir = nil
+	fsys.Crash(nil)
+	l = mustOpen(t, "/log", testOptions(fsys))
+	defer l.Close()
+	if got := l.Segments(); len(got) != len(segs) || got[len(got)-1].BaseOffset != segs[len(segs)-1].BaseOffset {
+		t.Fatalf("segments after crash %+v, want the %d from before the roll", got, len(segs))
+	}
+	if l.LogEndOffset() != 42 {
+		t.Fatalf("LEO %d, want 42", l.LogEndOffset())
+	}
+	if _, err := l.Append(seqBatch(t, 42, 3, 0, 120), 0); err != nil {
+		t.Fatal(err)
+	}
+	checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
+}
+
+// crashClose stops a log as a killed process would: the flusher stops and the
+// files close with no final fsync and no checkpoint.
+func crashClose(l *Log) {
+	close(l.flush.stop)
+	<-l.flush.exited
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.closed = true
+	for _, s := range l.mu.segments {
+		s.close()
+	}
+}
+
+func zeroRange(t *testing.T, path string, at int64, n int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(data[at : at+int64(n)])
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func truncateFile(t *testing.T, path string, size int64) {
+	t.Helper()
+	if err := os.Truncate(path, size); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func flipByte(t *testing.T, path string, at int64) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[at] ^= 0xa5
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendBytes(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,151 @@
+package hotlog
+
+import (
+	"fmt"
+	"sort"
+)
+
+// TruncateTo removes every record at or after offset, for a follower whose
+// suffix diverged from its new leader. When offset falls inside a batch, that
+// whole batch goes too, so the new log end may be below offset; it is
+// returned. Segments past the cut are deleted newest first, so a crash midway
+// leaves a valid prefix. An offset at or past the log end changes nothing.
+func (l *Log) TruncateTo(offset int64) (int64, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return 0, err
+	}
+	leo := l.leo.Load()
+	if offset >= leo {
+		return leo, nil
+	}
+	if start := l.logStart.Load(); offset < start {
+		return 0, &RangeError{Offset: offset, LogStart: start, LogEnd: leo}
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	for j := len(segs) - 1; j > i; j-- {
+		if err := segs[j].remove(l.opts.FS); err != nil {
+			l.fail(fmt.Errorf("truncate: %w", err))
+			return 0, l.failure()
+		}
+		l.mu.segments = segs[:j]
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		l.fail(fmt.Errorf("truncate: %w", err))
+		return 0, l.failure()
+	}
+	seg := segs[i]
+	if err := l.cutSegmentLocked(seg, offset); err != nil {
+		l.fail(fmt.Errorf("truncate %s: %w", seg.path, err))
+		return 0, l.failure()
+	}
+	l.active.Store(seg)
+	newEnd := seg.next.Load()
+	if l.epochs.truncateFrom(newEnd) {
+		if err := l.writeEpochsLocked(); err != nil {
+			l.fail(err)
+			return 0, l.failure()
+		}
+	}
+	l.leo.Store(newEnd)
+	l.hw.Store(min(l.hw.Load(), newEnd))
+	l.flushed.Store(min(l.flushed.Load(), newEnd))
+	l.changed.broadcast()
+	return newEnd, nil
+}
+
+// cutSegmentLocked truncates seg before the batch holding offset and makes it
+// the active segment again.
+func (l *Log) cutSegmentLocked(seg *segment, offset int64) error {
+	size := seg.size.Load()
+	cut, err := seg.position(offset, size)
+	if err != nil {
+		return err
+	}
+	if err := seg.file.Truncate(cut); err != nil {
+		return err
+	}
+	if err := seg.file.Sync(); err != nil {
+		return err
+	}
+	// Keep the index entries of the batches that remain, then rebuild the
+	// segment's state from the last of them.
+	k := 0
+	for k < seg.index.len() && int64(seg.index.at(k).pos) < cut {
+		k++
+	}
+	end, damage, err := seg.rescanFrom(k, cut, l.opts.IndexIntervalBytes)
+	if err != nil {
+		return err
+	}
+	if damage != nil || end != cut {
+		return fmt.Errorf("%w: rescan stopped at %d before the cut at %d: %v", ErrCorrupt, end, cut, damage)
+	}
+	if err := seg.index.persist(true); err != nil {
+		return err
+	}
+	if err := seg.times.persist(true); err != nil {
+		return err
+	}
+	seg.sealed.Store(false)
+	seg.created = l.opts.Now()
+	return nil
+}
+
+// DeleteSegmentsBefore is the retention hook: it deletes the sealed segments
+// whose records are all below offset (the caller decides what may go, for
+// example only what the cold tier has) and moves the log start to the first
+// remaining segment. The active segment is never deleted. The new log start
+// is checkpointed before any file is removed, so after a crash the open
+// finishes the job. It returns the segments it deleted.
+func (l *Log) DeleteSegmentsBefore(offset int64) ([]SegmentInfo, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return nil, err
+	}
+	l.mu.RLock()
+	segs := l.mu.segments
+	n := 0
+	for n < len(segs)-1 && segs[n].sealed.Load() && segs[n].lastOffset() < offset {
+		n++
+	}
+	l.mu.RUnlock()
+	if n == 0 {
+		return nil, nil
+	}
+	victims := segs[:n]
+	newStart := segs[n].base
+	if newStart > l.logStart.Load() {
+		l.logStart.Store(newStart)
+		l.hw.Store(max(l.hw.Load(), newStart))
+	}
+	if err := l.writeStateLocked(); err != nil {
+		return nil, err
+	}
+
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	l.mu.segments = segs[n:]
+	l.mu.Unlock()
+	deleted := make([]SegmentInfo, 0, n)
+	for _, s := range victims {
+		deleted = append(deleted, s.info())
+		if err := s.remove(l.opts.FS); err != nil {
+			return deleted, fmt.Errorf("hotlog: delete segment %s: %w", s.path, err)
+		}
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return deleted, fmt.Errorf("hotlog: delete segments: %w", err)
+	}
+	l.changed.broadcast()
+	return deleted, nil
+}

@@ -1,0 +1,122 @@
+package record
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchRecords are n records with 1 KiB values of words from a small
+// vocabulary: compressible the way log lines and JSON are, not the way
+// zeros are.
+func benchRecords(n int) []Record {
+	words := []string{"order", "user", "id", "created", "status", "ok", "amount", "eur", "2024", "{", "}", ":", ","}
+	rng := rand.New(rand.NewPCG(7, 7))
+	recs := make([]Record, n)
+	for i := range recs {
+		v := make([]byte, 0, 1024)
+		for len(v) < 1024 {
+			v = append(v, words[rng.IntN(len(words))]...)
+			v = append(v, ' ')
+		}
+		recs[i] = Record{
+			Timestamp: 1_700_000_000_000 + int64(i),
+			Key:       fmt.Appendf(nil, "user-%d", rng.IntN(10_000)),
+			Value:     v[:1024],
+			Headers:   []Header{{Key: "trace", Value: []byte("0af7651916cd43dd")}},
+		}
+	}
+	return recs
+}
+
+func BenchmarkValidate64KiB(b *testing.B) {
+	bld := NewBuilder(DefaultBatchOptions())
+	for _, r := range benchRecords(64) {
+		if bld.EstimatedSize() >= 64<<10-1100 {
+			break
+		}
+		bld.Add(r)
+	}
+	batch, err := bld.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := batch.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBuilder encodes batches of 64 records of 1 KiB with a reused
+// Builder and buffer, as a producer does in steady state.
+func BenchmarkBuilder(b *testing.B) {
+	recs := benchRecords(64)
+	for _, codec := range allCodecs {
+		b.Run(codec.String(), func(b *testing.B) {
+			opts := codecOpts(codec)
+			bld := NewBuilder(opts)
+			var buf []byte
+			raw := 0
+			for _, r := range recs {
+				raw += len(r.Key) + len(r.Value)
+			}
+			b.SetBytes(int64(raw))
+			b.ReportAllocs()
+			var size int
+			for b.Loop() {
+				bld.Reset(opts)
+				for _, r := range recs {
+					bld.Add(r)
+				}
+				batch, out, err := bld.AppendTo(buf[:0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf, size = out, len(batch)
+			}
+			b.ReportMetric(float64(size), "batch-bytes")
+		})
+	}
+}
+
+// BenchmarkDecode decodes the same batches back to records.
+func BenchmarkDecode(b *testing.B) {
+	recs := benchRecords(64)
+	for _, codec := range allCodecs {
+		b.Run(codec.String(), func(b *testing.B) {
+			batch := mustEncode(b, codecOpts(codec), recs...)
+			raw := 0
+			for _, r := range recs {
+				raw += len(r.Key) + len(r.Value)
+			}
+			b.SetBytes(int64(raw))
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := batch.Records()
+				if err != nil || len(got) != len(recs) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkValidateRecords is the broker's optional deep check on produce.
+func BenchmarkValidateRecords(b *testing.B) {
+	recs := benchRecords(64)
+	for _, codec := range allCodecs {
+		b.Run(codec.String(), func(b *testing.B) {
+			batch := mustEncode(b, codecOpts(codec), recs...)
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := batch.ValidateRecords(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,260 @@
+package record
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// MaxDecompressedSize is the default bound on a batch's decompressed records
+// section. A few bytes of gzip or zstd can claim gigabytes; a decoder that
+// trusts them hands a remote producer an out-of-memory switch. Larger
+// legitimate batches can be read with an explicit limit
+// (Batch.RecordsLimit, Batch.AllLimit).
+const MaxDecompressedSize = 64 << 20
+
+// appendCompressed appends src compressed with c to dst. Encoders are pooled
+// or shared because they are expensive to create (zstd especially).
+func appendCompressed(dst []byte, c Compression, src []byte) ([]byte, error) {
+	switch c {
+	case CompressionNone:
+		return append(dst, src...), nil
+	case CompressionGzip:
+		return appendGzip(dst, src)
+	case CompressionSnappy:
+		return appendXerial(dst, src), nil
+	case CompressionLZ4:
+		return appendLZ4(dst, src)
+	case CompressionZstd:
+		return zstdEncoder().EncodeAll(src, dst), nil
+	}
+	return dst, corruptf(ErrUnknownCompression, "codec %d", int(c))
+}
+
+// decompress returns src decompressed with c (src itself for
+// CompressionNone), refusing more than limit bytes of output with
+// ErrTooLarge. Malformed input gives ErrBadRecord. The output goes into
+// buf's memory when it fits (buf's contents are overwritten), so a caller
+// can recycle buffers; buf may be nil.
+func decompress(c Compression, src, buf []byte, limit int) ([]byte, error) {
+	// A records section is addressed with int32 lengths on the Java side;
+	// clamping also keeps the zstd decoder key below overflow.
+	limit = min(limit, math.MaxInt32)
+	var (
+		out []byte
+		err error
+	)
+	buf = buf[:0]
+	switch c {
+	case CompressionNone:
+		return src, nil
+	case CompressionGzip:
+		out, err = decompressGzip(src, buf, limit)
+	case CompressionSnappy:
+		out, err = decodeSnappy(src, buf, limit)
+	case CompressionLZ4:
+		out, err = decompressLZ4(src, buf, limit)
+	case CompressionZstd:
+		out, err = decompressZstd(src, buf, limit)
+	default:
+		return nil, corruptf(ErrUnknownCompression, "codec %d", int(c))
+	}
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return nil, err
+		}
+		return nil, corruptf(ErrBadRecord, "%s: %v", c, err)
+	}
+	return out, nil
+}
+
+// sliceWriter is an io.Writer appending to a slice: the streaming encoders
+// (gzip, lz4) write straight into the caller's buffer.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// gzipEncoder pairs a gzip writer with its sink so that both are pooled and
+// steady-state compression does not allocate either.
+type gzipEncoder struct {
+	w   *gzip.Writer
+	out sliceWriter
+}
+
+var gzipEncoders = sync.Pool{New: func() any {
+	e := &gzipEncoder{}
+	e.w = gzip.NewWriter(&e.out) // default level, as Kafka's producer
+	return e
+}}
+
+func appendGzip(dst, src []byte) ([]byte, error) {
+	e := gzipEncoders.Get().(*gzipEncoder)
+	defer gzipEncoders.Put(e)
+	e.out.b = dst
+	e.w.Reset(&e.out)
+	_, err := e.w.Write(src)
+	if cerr := e.w.Close(); err == nil {
+		err = cerr
+	}
+	dst, e.out.b = e.out.b, nil
+	return dst, err
+}
+
+var gzipDecoders sync.Pool // *gzip.Reader
+
+func decompressGzip(src, buf []byte, limit int) ([]byte, error) {
+	br := bytes.NewReader(src)
+	zr, _ := gzipDecoders.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(br)
+	} else {
+		err = zr.Reset(br)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer gzipDecoders.Put(zr)
+	// The gzip trailer states the size mod 2^32: a good first guess for the
+	// buffer, trusted no further than deflate's best ratio (about 1032:1)
+	// and the limit, so a lying trailer cannot make it allocate much.
+	hint := 4 * len(src)
+	if len(src) >= 4 {
+		hint = min(int(binary.LittleEndian.Uint32(src[len(src)-4:]))+1, 1032*len(src))
+	}
+	return readLimited(zr, buf, hint, limit)
+}
+
+// lz4Encoder is a pooled LZ4 frame writer with Kafka's producer settings:
+// 64 KiB independent blocks, no content checksum (the batch CRC covers it).
+type lz4Encoder struct {
+	w   *lz4.Writer
+	out sliceWriter
+}
+
+var lz4Encoders = sync.Pool{New: func() any {
+	e := &lz4Encoder{}
+	e.w = lz4.NewWriter(&e.out)
+	if err := e.w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false)); err != nil {
+		panic("record: lz4 options: " + err.Error()) // constant options: a bug
+	}
+	return e
+}}
+
+func appendLZ4(dst, src []byte) ([]byte, error) {
+	e := lz4Encoders.Get().(*lz4Encoder)
+	defer lz4Encoders.Put(e)
+	e.out.b = dst
+	e.w.Reset(&e.out)
+	_, err := e.w.Write(src)
+	if cerr := e.w.Close(); err == nil {
+		err = cerr
+	}
+	dst, e.out.b = e.out.b, nil
+	return dst, err
+}
+
+var lz4Decoders = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+
+func decompressLZ4(src, buf []byte, limit int) ([]byte, error) {
+	zr := lz4Decoders.Get().(*lz4.Reader)
+	defer lz4Decoders.Put(zr)
+	zr.Reset(bytes.NewReader(src))
+	out, err := readLimited(zr, buf, 4*len(src), limit)
+	zr.Reset(nil) // drop the reference to src before pooling
+	return out, err
+}
+
+// zstdEncoder is shared: EncodeAll is safe for concurrent use and an encoder
+// is costly to build, so one lives for the process. Created on first use so
+// importers that never compress with zstd pay nothing.
+var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithZeroFrames(true))
+	if err != nil {
+		panic("record: zstd encoder: " + err.Error()) // constant options: a bug
+	}
+	return e
+})
+
+// zstdDecoders holds shared DecodeAll decoders keyed by their output limit
+// rounded up to a power of two: the limit is a decoder option, enforced
+// block by block while decoding, and rounding keeps the set small whatever
+// limits callers pass. The exact limit is checked on the result.
+var zstdDecoders sync.Map // int -> *zstd.Decoder
+
+// minZstdWindow is the smallest limit a zstd decoder gets. The decoder
+// refuses frames whose window exceeds its limit, and streaming encoders (as
+// Kafka's Java producer uses) declare windows of up to 8 MiB whatever the
+// content size; 8 MiB is also what the zstd format asks every decoder to
+// support. So a small caller limit still reads such frames, at the cost of
+// a hostile frame costing up to 8 MiB before it is refused.
+const minZstdWindow = 8 << 20
+
+func zstdDecoder(limit int) (*zstd.Decoder, error) {
+	key := 1 << bits.Len(uint(max(limit, minZstdWindow)-1))
+	if d, ok := zstdDecoders.Load(key); ok {
+		return d.(*zstd.Decoder), nil
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(key)))
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := zstdDecoders.LoadOrStore(key, d); loaded {
+		d.Close()
+		return prev.(*zstd.Decoder), nil
+	}
+	return d, nil
+}
+
+func decompressZstd(src, buf []byte, limit int) ([]byte, error) {
+	d, err := zstdDecoder(limit)
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.DecodeAll(src, buf)
+	switch {
+	case errors.Is(err, zstd.ErrWindowSizeExceeded):
+		return nil, corruptf(ErrTooLarge, "zstd window over %d bytes", max(limit, minZstdWindow))
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded), err == nil && len(out) > limit:
+		return nil, corruptf(ErrTooLarge, "zstd output exceeds %d bytes", limit)
+	}
+	return out, err
+}
+
+// readLimited reads r to EOF into buf, failing with ErrTooLarge once more
+// than limit bytes come out. It never asks r for more than limit+1 bytes, so
+// memory stays bounded by the limit, not by what the input claims. hint is
+// the expected output size.
+func readLimited(r io.Reader, buf []byte, hint, limit int) ([]byte, error) {
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, min(max(hint, 512), limit+1))
+	}
+	for {
+		if len(buf) == cap(buf) {
+			grow := min(cap(buf), limit+1-len(buf))
+			buf = append(buf, make([]byte, grow)...)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, corruptf(ErrTooLarge, "output exceeds %d bytes", limit)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,303 @@
+package record
+
+import (
+	"iter"
+	"sync"
+)
+
+// minRecordSize is the smallest encoded record: a length byte plus six
+// one-byte fields (attributes, timestamp delta, offset delta, null key, null
+// value, zero headers). It bounds preallocation by what the bytes can hold,
+// never by the count field an attacker controls.
+const minRecordSize = 7
+
+// Records decodes every record of the batch, decompressing the records
+// section when needed (bounded by MaxDecompressedSize). The batch is
+// validated first (Validate), so any input is safe to pass.
+//
+// Key, Value and header values alias b when the batch is uncompressed, and a
+// fresh buffer otherwise: copy them before reusing b's memory.
+func (b Batch) Records() ([]Record, error) {
+	return b.RecordsLimit(MaxDecompressedSize)
+}
+
+// RecordsLimit is Records with an explicit bound on the decompressed size
+// of the records section; maxDecompressed <= 0 means MaxDecompressedSize.
+func (b Batch) RecordsLimit(maxDecompressed int) ([]Record, error) {
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	d, err := b.newDecoder(nil, maxDecompressed)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]Record, 0, min(int(d.count), len(d.data)/minRecordSize+1))
+	var hdrs []Header
+	for d.index < d.count {
+		var r Record
+		if hdrs, err = d.next(&r, hdrs, true); err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// All iterates over the records without building a slice:
+//
+//	for r, err := range batch.All() {
+//		if err != nil { ... } // the last value yielded
+//	}
+//
+// Aliasing is as for Records. On error the iteration yields one zero Record
+// with the error and stops; the records yielded before it were well formed.
+func (b Batch) All() iter.Seq2[Record, error] {
+	return b.AllLimit(MaxDecompressedSize)
+}
+
+// AllLimit is All with an explicit bound on the decompressed size of the
+// records section; maxDecompressed <= 0 means MaxDecompressedSize.
+func (b Batch) AllLimit(maxDecompressed int) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		err := b.Validate()
+		var d recordDecoder
+		if err == nil {
+			d, err = b.newDecoder(nil, maxDecompressed)
+		}
+		if err != nil {
+			yield(Record{}, err)
+			return
+		}
+		var hdrs []Header
+		for d.index < d.count {
+			var r Record
+			if hdrs, err = d.next(&r, hdrs, true); err != nil {
+				yield(Record{}, err)
+				return
+			}
+			if !yield(r, nil) {
+				return
+			}
+		}
+		if err := d.finish(); err != nil {
+			yield(Record{}, err)
+		}
+	}
+}
+
+// ValidateRecords is Validate plus a full decode of every record: lengths
+// consistent, offset deltas exactly 0..n-1 in order, the count matching the
+// records present and nothing trailing the last one. It builds no records;
+// for an uncompressed batch it does not allocate.
+func (b Batch) ValidateRecords() error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	if b.Compression() == CompressionNone {
+		_, err := b.checkRecords(nil)
+		return err
+	}
+	// Nothing escapes validation, so the decompression buffer is recycled.
+	bufp, _ := scratchBuffers.Get().(*[]byte)
+	if bufp == nil {
+		bufp = new([]byte)
+	}
+	data, err := b.checkRecords(*bufp)
+	if cap(data) > cap(*bufp) && cap(data) <= maxPooledScratch {
+		*bufp = data[:0]
+	}
+	scratchBuffers.Put(bufp)
+	return err
+}
+
+// checkRecords decodes every record of a validated batch without building
+// them and returns the decompressed section (for buffer reuse).
+func (b Batch) checkRecords(buf []byte) ([]byte, error) {
+	d, err := b.newDecoder(buf, MaxDecompressedSize)
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	for d.index < d.count {
+		if _, err := d.next(&r, nil, false); err != nil {
+			return d.data, err
+		}
+	}
+	return d.data, d.finish()
+}
+
+// scratchBuffers recycles decompression buffers of ValidateRecords. Buffers
+// over maxPooledScratch are left to the GC so one huge batch does not pin
+// its memory forever.
+var scratchBuffers sync.Pool // *[]byte
+
+const maxPooledScratch = 4 << 20
+
+// recordDecoder walks the records section of a validated batch.
+type recordDecoder struct {
+	data       []byte // the records section, decompressed
+	pos        int
+	index      int32 // the next record's expected offset delta
+	count      int32
+	baseOffset int64
+	baseTime   int64
+	appendTime int64 // the batch's maxTimestamp, for LogAppendTime batches
+	logAppend  bool
+	// keys remembers header keys already made into strings: records of a
+	// batch tend to repeat the same few keys, and reusing the string saves
+	// an allocation per header.
+	keys []string
+}
+
+// maxCachedKeys bounds the key cache: a linear scan of a few strings is
+// cheaper than an allocation; a batch with many distinct keys gains nothing.
+const maxCachedKeys = 8
+
+// headerKey returns k as a string, reusing an earlier identical one.
+func (d *recordDecoder) headerKey(k []byte) string {
+	for _, s := range d.keys {
+		if s == string(k) { // compiles to a comparison, no allocation
+			return s
+		}
+	}
+	s := string(k)
+	if len(d.keys) < maxCachedKeys {
+		d.keys = append(d.keys, s)
+	}
+	return s
+}
+
+// newDecoder decompresses the records of a validated batch, into buf's
+// memory when it fits (buf may be nil).
+func (b Batch) newDecoder(buf []byte, limit int) (recordDecoder, error) {
+	if limit <= 0 {
+		limit = MaxDecompressedSize
+	}
+	data, err := decompress(b.Compression(), b[HeaderSize:], buf, limit)
+	if err != nil {
+		return recordDecoder{}, err
+	}
+	return recordDecoder{
+		data:       data,
+		count:      b.NumRecords(),
+		baseOffset: b.BaseOffset(),
+		baseTime:   b.FirstTimestamp(),
+		appendTime: b.MaxTimestamp(),
+		logAppend:  b.TimestampType() == LogAppendTime,
+	}, nil
+}
+
+// next decodes the next record into r. Headers are appended to hdrs, which
+// is returned grown: records share one backing array, each holding a
+// capacity-clipped window of it, so many small header lists cost few
+// allocations and appending to one record's headers cannot clobber another.
+// With keep false the record is only checked (headers are not built).
+func (d *recordDecoder) next(r *Record, hdrs []Header, keep bool) ([]Header, error) {
+	i := d.index
+	if d.pos == len(d.data) {
+		return hdrs, corruptf(ErrBadCount, "batch says %d records, records section holds %d", d.count, i)
+	}
+	length, pos, ok := readVarint(d.data, d.pos)
+	if !ok || length < 0 || int(length) > len(d.data)-pos {
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad length at byte %d", i, d.pos)
+	}
+	end := pos + int(length)
+	// Reading through rec, clipped at the record's end, keeps a lying inner
+	// length from reaching into the next record.
+	rec := d.data[:end]
+	if pos == end {
+		return hdrs, corruptf(ErrBadRecord, "record %d: empty", i)
+	}
+	pos++ // attributes: unused by magic 2
+	tsDelta, pos, ok := readVarlong(rec, pos)
+	if !ok {
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad timestamp delta", i)
+	}
+	offDelta, pos, ok := readVarint(rec, pos)
+	if !ok {
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad offset delta", i)
+	}
+	if offDelta != i {
+		return hdrs, corruptf(ErrBadCount, "record %d has offset delta %d", i, offDelta)
+	}
+	key, pos, ok := readBytes(rec, pos)
+	if !ok {
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad key", i)
+	}
+	value, pos, ok := readBytes(rec, pos)
+	if !ok {
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad value", i)
+	}
+	nh, pos, ok := readVarint(rec, pos)
+	// A header takes at least two bytes (empty key, null value).
+	if !ok || nh < 0 || int(nh) > (end-pos)/2 {
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad header count", i)
+	}
+	if keep && nh > 0 {
+		hdrs = growHeaders(hdrs, int(nh))
+	}
+	first := len(hdrs)
+	for h := range nh {
+		var hk, hv []byte
+		if hk, pos, ok = readBytes(rec, pos); !ok || hk == nil {
+			return hdrs, corruptf(ErrBadRecord, "record %d: bad key of header %d", i, h)
+		}
+		if hv, pos, ok = readBytes(rec, pos); !ok {
+			return hdrs, corruptf(ErrBadRecord, "record %d: bad value of header %d", i, h)
+		}
+		if keep {
+			hdrs = append(hdrs, Header{Key: d.headerKey(hk), Value: hv})
+		}
+	}
+	if pos != end {
+		return hdrs, corruptf(ErrBadRecord, "record %d: %d bytes left over", i, end-pos)
+	}
+
+	*r = Record{Offset: d.baseOffset + int64(offDelta), Key: key, Value: value}
+	if d.logAppend {
+		r.Timestamp = d.appendTime
+	} else {
+		r.Timestamp = d.baseTime + tsDelta
+	}
+	if keep && nh > 0 {
+		r.Headers = hdrs[first:len(hdrs):len(hdrs)]
+	}
+	d.pos = end
+	d.index++
+	return hdrs, nil
+}
+
+// finish checks that nothing follows the last record.
+func (d *recordDecoder) finish() error {
+	if d.pos != len(d.data) {
+		return corruptf(ErrBadCount, "%d bytes follow the last of %d records", len(d.data)-d.pos, d.count)
+	}
+	return nil
+}
+
+// readBytes reads a varint length and that many bytes at b[pos:]; -1 is
+// null (nil). The slice's capacity is clipped so appending to a decoded key
+// or value cannot overwrite the bytes after it.
+func readBytes(b []byte, pos int) ([]byte, int, bool) {
+	n, pos, ok := readVarint(b, pos)
+	if !ok || n < -1 || int(n) > len(b)-pos {
+		return nil, pos, false
+	}
+	if n == -1 {
+		return nil, pos, true
+	}
+	end := pos + int(n)
+	return b[pos:end:end], end, true
+}
+
+// growHeaders makes room for n more headers. When the backing array must be
+// replaced, earlier records keep the old one: their windows stay valid.
+func growHeaders(hdrs []Header, n int) []Header {
+	if cap(hdrs)-len(hdrs) >= n {
+		return hdrs
+	}
+	return make([]Header, 0, max(2*cap(hdrs), n, 8))
+}
