@@ -1,0 +1,227 @@
+package config
+
+import (
+	"encoding/base64"
+	"path/filepath"
+	"time"
+)
+
+// Broker is the configuration of one broker process. It is read once at
+// start (see Load): YAML file, then STRATA_* environment variables, then
+// flags. Field tags give the YAML path, which also names the environment
+// variable and the flag (object_store.type is STRATA_OBJECT_STORE_TYPE and
+// --object-store-type).
+type Broker struct {
+	// NodeID is the broker's id in the cluster, unique and stable across
+	// restarts.
+	NodeID int32 `yaml:"node_id"`
+	// DataDir holds the partition logs, Raft state and, for the fs object
+	// store by default, the objects.
+	DataDir string `yaml:"data_dir"`
+	// Listen is the gRPC address clients and other brokers connect to.
+	Listen string `yaml:"listen"`
+	// Advertise is the gRPC address given to others; empty means Listen.
+	Advertise string `yaml:"advertise"`
+	// Raft is the controller group's transport.
+	Raft Raft `yaml:"raft"`
+	// Gossip is cluster membership.
+	Gossip Gossip `yaml:"gossip"`
+	// Admin is the HTTP endpoint for health and metrics.
+	Admin Admin `yaml:"admin"`
+	// ObjectStore is where the cold tier lives.
+	ObjectStore ObjectStore `yaml:"object_store"`
+	// Tiering tunes uploads and cold reads.
+	Tiering Tiering `yaml:"tiering"`
+	// Replica tunes replication.
+	Replica Replica `yaml:"replica"`
+	// Controller tunes the metadata controller.
+	Controller Controller `yaml:"controller"`
+	// TopicOverrides holds broker-wide overrides of the built-in topic
+	// defaults, by topic key ("retention.ms": "30d"). See TopicDefaults.
+	TopicOverrides map[string]string `yaml:"topic_defaults"`
+	// Log is the broker's own logging (not the commit log).
+	Log Logging `yaml:"log"`
+}
+
+// Raft configures the controller's Raft transport.
+type Raft struct {
+	// Listen is the address the Raft transport binds.
+	Listen string `yaml:"listen"`
+	// Advertise is the Raft address given to peers; empty means Listen.
+	Advertise string `yaml:"advertise"`
+}
+
+// Gossip configures cluster membership (memberlist).
+type Gossip struct {
+	// Listen is the address gossip binds, TCP and UDP.
+	Listen string `yaml:"listen"`
+	// Advertise is the gossip address given to peers; empty means Listen,
+	// or an address memberlist picks when Listen is 0.0.0.0.
+	Advertise string `yaml:"advertise"`
+	// Join lists seed addresses of brokers to join at start.
+	Join []string `yaml:"join"`
+	// SecretKey encrypts gossip: base64 of a 16, 24 or 32-byte AES key.
+	// Empty leaves gossip unencrypted.
+	SecretKey Secret `yaml:"secret_key"`
+	// BootstrapExpect is how many brokers gossip must see before the lowest
+	// id bootstraps the controller group with them.
+	BootstrapExpect int `yaml:"bootstrap_expect"`
+	// Rack labels the broker's failure domain for replica placement.
+	Rack string `yaml:"rack"`
+}
+
+// Admin configures the HTTP admin endpoint.
+type Admin struct {
+	// Listen is the address of the health and metrics endpoint.
+	Listen string `yaml:"listen"`
+}
+
+// The object store types.
+const (
+	// ObjectStoreFS keeps objects in a local directory: development, tests
+	// and single-machine setups.
+	ObjectStoreFS = "fs"
+	// ObjectStoreS3 uses an S3-compatible store (AWS S3, MinIO, ...).
+	ObjectStoreS3 = "s3"
+	// ObjectStoreNone runs without a cold tier: nothing is uploaded.
+	ObjectStoreNone = "none"
+)
+
+// ObjectStore says where the cold tier lives.
+type ObjectStore struct {
+	// Type is ObjectStoreFS, ObjectStoreS3 or ObjectStoreNone.
+	Type string `yaml:"type"`
+	// Path is the directory of the fs store; empty means <data_dir>/objects
+	// (see Broker.ObjectStorePath).
+	Path string `yaml:"path"`
+	// Bucket is the S3 bucket; required for s3.
+	Bucket string `yaml:"bucket"`
+	// Endpoint is the S3 endpoint URL, e.g. http://127.0.0.1:9000 for
+	// MinIO; empty means AWS.
+	Endpoint string `yaml:"endpoint"`
+	// Region is the S3 region.
+	Region string `yaml:"region"`
+	// PathStyle addresses buckets as endpoint/bucket rather than
+	// bucket.endpoint, which MinIO needs.
+	PathStyle bool `yaml:"path_style"`
+	// AccessKey is the static S3 access key id; with SecretKey empty too,
+	// the standard AWS chain is used (environment, shared files, instance
+	// role).
+	AccessKey string `yaml:"access_key"`
+	// SecretKey goes with AccessKey: both set or both empty.
+	SecretKey Secret `yaml:"secret_key"`
+	// Prefix is prepended to every object key, so several clusters can
+	// share a bucket.
+	Prefix string `yaml:"prefix"`
+}
+
+// Tiering tunes the uploader and the cold read path.
+type Tiering struct {
+	// ChunkBytes is the size of a ranged GET and of a cache entry.
+	ChunkBytes ByteSize `yaml:"chunk_bytes"`
+	// CacheBytes bounds the chunk cache.
+	CacheBytes ByteSize `yaml:"cache_bytes"`
+	// UploadParallelism bounds concurrent segment uploads.
+	UploadParallelism int `yaml:"upload_parallelism"`
+	// MaxUnuploadedBytes: beyond this many sealed but not yet uploaded
+	// bytes, produce is throttled with a retriable error rather than letting
+	// the disk fill while the object store is unreachable.
+	MaxUnuploadedBytes ByteSize `yaml:"max_unuploaded_bytes"`
+}
+
+// Replica tunes replication.
+type Replica struct {
+	// LagTimeMax: a follower that has not caught up for this long is
+	// proposed for removal from the ISR.
+	LagTimeMax Duration `yaml:"lag_time_max"`
+}
+
+// Controller tunes the metadata controller.
+type Controller struct {
+	// DeadBrokerTimeout: a broker gossip has reported gone for this long is
+	// removed from the Raft group and its replicas are reassigned. Long
+	// enough to ride out a restart or a rolling upgrade.
+	DeadBrokerTimeout Duration `yaml:"dead_broker_timeout"`
+}
+
+// Logging configures the broker's own log output.
+type Logging struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is text or json.
+	Format string `yaml:"format"`
+}
+
+// DefaultBroker returns a configuration that runs a single broker on
+// loopback with a filesystem object store under ./data.
+func DefaultBroker() Broker {
+	return Broker{
+		NodeID:  1,
+		DataDir: "./data",
+		Listen:  "127.0.0.1:7400",
+		Raft:    Raft{Listen: "127.0.0.1:7401"},
+		Gossip: Gossip{
+			Listen:          "127.0.0.1:7402",
+			BootstrapExpect: 1,
+		},
+		Admin: Admin{Listen: "127.0.0.1:7403"},
+		ObjectStore: ObjectStore{
+			Type:      ObjectStoreFS,
+			Region:    "us-east-1",
+			PathStyle: true,
+		},
+		Tiering: Tiering{
+			ChunkBytes:         4 << 20,
+			CacheBytes:         256 << 20,
+			UploadParallelism:  4,
+			MaxUnuploadedBytes: 1 << 30,
+		},
+		Replica:    Replica{LagTimeMax: Duration(30 * time.Second)},
+		Controller: Controller{DeadBrokerTimeout: Duration(5 * time.Minute)},
+		Log:        Logging{Level: "info", Format: "text"},
+	}
+}
+
+// TopicDefaults returns the defaults a new topic starts from on this broker:
+// the built-in ones with topic_defaults applied. Errors name the key as
+// topic_defaults.<key>.
+func (b Broker) TopicDefaults() (Topic, error) {
+	t, err := ParseTopic(b.TopicOverrides)
+	if err != nil {
+		if e, ok := err.(*Error); ok {
+			c := *e
+			c.Key = "topic_defaults." + c.Key
+			return Topic{}, &c
+		}
+		return Topic{}, err
+	}
+	return t, nil
+}
+
+// AdvertiseAddr is the gRPC address to give others: Advertise, else Listen.
+func (b Broker) AdvertiseAddr() string { return orDefault(b.Advertise, b.Listen) }
+
+// AdvertiseAddr is the Raft address to give peers: Advertise, else Listen.
+func (r Raft) AdvertiseAddr() string { return orDefault(r.Advertise, r.Listen) }
+
+// ObjectStorePath is the fs object store's directory: object_store.path,
+// else <data_dir>/objects.
+func (b Broker) ObjectStorePath() string {
+	return orDefault(b.ObjectStore.Path, filepath.Join(b.DataDir, "objects"))
+}
+
+// SecretKeyBytes decodes SecretKey; nil when gossip is not encrypted.
+// Validate has checked it, so an error here means Validate was skipped.
+func (g Gossip) SecretKeyBytes() ([]byte, error) {
+	if g.SecretKey == "" {
+		return nil, nil
+	}
+	return base64.StdEncoding.DecodeString(string(g.SecretKey))
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

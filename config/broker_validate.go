@@ -1,0 +1,238 @@
+package config
+
+import (
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Validate checks every broker setting and the rules between them, and
+// returns the first violation as an *Error whose Key is the YAML path.
+// Secrets are never echoed in errors.
+func (b Broker) Validate() error {
+	if b.NodeID < 0 {
+		return &Error{Key: "node_id", Value: strconv.Itoa(int(b.NodeID)), Allowed: "an integer from 0 to 2147483647"}
+	}
+	if strings.TrimSpace(b.DataDir) == "" {
+		return &Error{Key: "data_dir", Value: b.DataDir, Allowed: "a directory path", Reason: "required"}
+	}
+	if err := b.validateAddresses(); err != nil {
+		return err
+	}
+	if err := b.Gossip.validate(); err != nil {
+		return err
+	}
+	if err := b.ObjectStore.validate(); err != nil {
+		return err
+	}
+	topic, err := b.TopicDefaults()
+	if err != nil {
+		return err
+	}
+	if err := b.Tiering.validate(topic); err != nil {
+		return err
+	}
+	if b.Replica.LagTimeMax <= 0 {
+		return &Error{Key: "replica.lag_time_max", Value: b.Replica.LagTimeMax.String(), Allowed: "a positive duration such as 30s"}
+	}
+	if b.Controller.DeadBrokerTimeout <= 0 {
+		return &Error{Key: "controller.dead_broker_timeout", Value: b.Controller.DeadBrokerTimeout.String(), Allowed: "a positive duration such as 5m"}
+	}
+	if !oneOf(b.Log.Level, "debug", "info", "warn", "error") {
+		return &Error{Key: "log.level", Value: b.Log.Level, Allowed: "debug, info, warn or error"}
+	}
+	if !oneOf(b.Log.Format, "text", "json") {
+		return &Error{Key: "log.format", Value: b.Log.Format, Allowed: "text or json"}
+	}
+	return nil
+}
+
+const (
+	allowedListen    = "host:port such as 127.0.0.1:7400 or 0.0.0.0:7400"
+	allowedAdvertise = "empty (the listen address) or a host:port others can reach, such as broker1:7400"
+)
+
+// validateAddresses checks the listeners, what they advertise, and that no
+// two listeners want the same port.
+func (b Broker) validateAddresses() error {
+	listeners := []struct{ key, addr, advKey, adv string }{
+		{"listen", b.Listen, "advertise", b.Advertise},
+		{"raft.listen", b.Raft.Listen, "raft.advertise", b.Raft.Advertise},
+		{"gossip.listen", b.Gossip.Listen, "gossip.advertise", b.Gossip.Advertise},
+		{"admin.listen", b.Admin.Listen, "", ""},
+	}
+	for _, l := range listeners {
+		if l.addr == "" && l.key == "admin.listen" {
+			continue // no admin endpoint
+		}
+		if err := checkHostPort(l.key, l.addr, allowedListen, false); err != nil {
+			return err
+		}
+		if l.adv != "" {
+			if err := checkHostPort(l.advKey, l.adv, allowedAdvertise, true); err != nil {
+				return err
+			}
+			continue
+		}
+		// Peers and clients dial what is advertised: a wildcard address is
+		// not something they can dial. memberlist picks a concrete address
+		// by itself, so gossip is exempt.
+		host, _, _ := net.SplitHostPort(l.addr)
+		if l.advKey != "" && l.advKey != "gossip.advertise" && isWildcard(host) {
+			return &Error{Key: l.advKey, Value: "", Allowed: "a host:port others can reach, such as broker1:7400",
+				Reason: l.key + " is " + l.addr + ", which others cannot dial; set " + l.advKey}
+		}
+	}
+	for i, a := range listeners {
+		for _, c := range listeners[:i] {
+			if a.addr != "" && c.addr != "" && sameListener(a.addr, c.addr) {
+				return &Error{Key: a.key, Value: a.addr, Allowed: "a port no other listener uses",
+					Reason: "conflicts with " + c.key + " (" + c.addr + ")"}
+			}
+		}
+	}
+	return nil
+}
+
+// checkHostPort checks host:port syntax; dialable also demands a concrete
+// host and port, as an advertised or seed address must have.
+func checkHostPort(key, addr, allowed string, dialable bool) *Error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &Error{Key: key, Value: addr, Allowed: allowed, Reason: "not host:port"}
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return &Error{Key: key, Value: addr, Allowed: allowed, Reason: "port must be a number from 0 to 65535"}
+	}
+	if dialable && isWildcard(host) {
+		return &Error{Key: key, Value: addr, Allowed: allowed, Reason: "needs a host others can dial, not a wildcard"}
+	}
+	if dialable && p == 0 {
+		return &Error{Key: key, Value: addr, Allowed: allowed, Reason: "needs a port others can dial, not 0"}
+	}
+	return nil
+}
+
+// isWildcard reports whether host means "every interface".
+func isWildcard(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// sameListener reports whether two listen addresses would fight over one
+// port. Port 0 asks the kernel for a free port, so it never conflicts.
+func sameListener(a, b string) bool {
+	ha, pa, _ := net.SplitHostPort(a)
+	hb, pb, _ := net.SplitHostPort(b)
+	if pa != pb || pa == "0" {
+		return false
+	}
+	return ha == hb || isWildcard(ha) || isWildcard(hb)
+}
+
+// validate checks gossip seeds, key and bootstrap count.
+func (g Gossip) validate() error {
+	for _, seed := range g.Join {
+		if err := checkHostPort("gossip.join", seed, "host:port seed addresses such as broker1:7402", true); err != nil {
+			return err
+		}
+	}
+	if g.SecretKey != "" {
+		key, err := g.SecretKeyBytes()
+		if err != nil || (len(key) != 16 && len(key) != 24 && len(key) != 32) {
+			return &Error{Key: "gossip.secret_key", Value: g.SecretKey.String(),
+				Allowed: "base64 of a 16, 24 or 32-byte key, e.g. from `openssl rand -base64 32`"}
+		}
+	}
+	if g.BootstrapExpect < 1 {
+		return &Error{Key: "gossip.bootstrap_expect", Value: strconv.Itoa(g.BootstrapExpect), Allowed: "an integer of at least 1"}
+	}
+	return nil
+}
+
+// validate checks the object store settings its type needs.
+func (o ObjectStore) validate() error {
+	if !oneOf(o.Type, ObjectStoreFS, ObjectStoreS3, ObjectStoreNone) {
+		return &Error{Key: "object_store.type", Value: o.Type, Allowed: "fs, s3 or none"}
+	}
+	if strings.HasPrefix(o.Prefix, "/") || strings.HasSuffix(o.Prefix, "/") {
+		return &Error{Key: "object_store.prefix", Value: o.Prefix, Allowed: "a key prefix such as prod/strata, without leading or trailing /"}
+	}
+	if o.Type != ObjectStoreS3 {
+		return nil
+	}
+	if reason := bucketNameProblem(o.Bucket); reason != "" {
+		return &Error{Key: "object_store.bucket", Value: o.Bucket, Reason: reason,
+			Allowed: "an S3 bucket name (3 to 63 characters: a-z, 0-9, '.' and '-')"}
+	}
+	if o.Region == "" {
+		return &Error{Key: "object_store.region", Value: o.Region, Allowed: "an S3 region such as us-east-1", Reason: "required for s3"}
+	}
+	if o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return &Error{Key: "object_store.endpoint", Value: o.Endpoint, Allowed: "empty (AWS) or a URL such as http://127.0.0.1:9000"}
+		}
+	}
+	if (o.AccessKey == "") != (o.SecretKey == "") {
+		key := "object_store.secret_key" // the one that is missing
+		if o.AccessKey == "" {
+			key = "object_store.access_key"
+		}
+		return &Error{Key: key, Value: "", Reason: "access_key and secret_key go together",
+			Allowed: "both set (static credentials) or both empty (the standard AWS chain)"}
+	}
+	return nil
+}
+
+// bucketNameProblem returns why name is not a valid S3 bucket name, or "".
+// It catches the usual mistakes (empty, "s3://bucket", upper case) early
+// instead of at the first upload.
+func bucketNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "required for s3"
+	case len(name) < 3 || len(name) > 63:
+		return "must be 3 to 63 characters"
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-') {
+			return "only a-z, 0-9, '.' and '-' are allowed"
+		}
+	}
+	if first, last := name[0], name[len(name)-1]; first == '.' || first == '-' || last == '.' || last == '-' {
+		return "must start and end with a letter or digit"
+	}
+	return ""
+}
+
+// validate checks the tiering sizes; topic is the broker's topic defaults.
+func (t Tiering) validate(topic Topic) error {
+	if t.ChunkBytes < 64<<10 || t.ChunkBytes > 1<<30 {
+		return &Error{Key: "tiering.chunk_bytes", Value: t.ChunkBytes.String(), Allowed: "a size from 64KiB to 1GiB"}
+	}
+	if t.CacheBytes < t.ChunkBytes {
+		return &Error{Key: "tiering.cache_bytes", Value: t.CacheBytes.String(), Allowed: "a size of at least tiering.chunk_bytes",
+			Reason: "the cache must hold at least one chunk (" + t.ChunkBytes.String() + ")"}
+	}
+	if t.UploadParallelism < 1 || t.UploadParallelism > 64 {
+		return &Error{Key: "tiering.upload_parallelism", Value: strconv.Itoa(t.UploadParallelism), Allowed: "an integer from 1 to 64"}
+	}
+	// Only sealed segments are uploaded; a bound below one segment would
+	// throttle producers before their segment could even be sealed.
+	if int64(t.MaxUnuploadedBytes) < topic.SegmentBytes {
+		return &Error{Key: "tiering.max_unuploaded_bytes", Value: t.MaxUnuploadedBytes.String(),
+			Allowed: "a size of at least the default segment.bytes",
+			Reason:  "below segment.bytes (" + FormatBytes(topic.SegmentBytes) + "), so producers would stall before a segment seals"}
+	}
+	return nil
+}
+
+func oneOf(s string, values ...string) bool { return slices.Contains(values, s) }

@@ -1,0 +1,207 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+)
+
+// topicKey is one row of the topic key table, which drives Set, Get, Map,
+// Validate and TopicKeys so they cannot disagree about a key.
+type topicKey struct {
+	info KeyInfo // Default is filled in by TopicKeys from DefaultTopic
+	// set parses s into the key's field; errors are bare *Error values that
+	// Set completes with the key.
+	set func(t *Topic, s string) error
+	// check returns why the key's current value is out of range, or "".
+	check func(t *Topic) string
+	// get returns the canonical string form of the field.
+	get func(t *Topic) string
+}
+
+// topicKeys returns the table in its documented order. It is built on each
+// call rather than kept in a package variable, so there is no shared state
+// to mutate; it is small and the callers are not hot paths.
+func topicKeys() []topicKey {
+	return []topicKey{
+		msKey("retention.ms",
+			"How long records are kept, in both tiers. -1 keeps them forever.",
+			"a duration such as 90d, 6h, 30m or -1 for unbounded",
+			func(t *Topic) *int64 { return &t.RetentionMs }, 1, true),
+		bytesKey("retention.bytes",
+			"Largest size of a partition across both tiers before its oldest segments are deleted. -1 is unbounded.",
+			"a size such as 500GiB or 2TB or -1 for unbounded",
+			func(t *Topic) *int64 { return &t.RetentionBytes }, 1, 0, true),
+		msKey("local.retention.ms",
+			"How long uploaded segments stay on local disk as well. -1 keeps them as long as retention.ms.",
+			"a duration such as 1d, 6h, 30m or -1 for as long as retention.ms",
+			func(t *Topic) *int64 { return &t.LocalRetentionMs }, 1, true),
+		bytesKey("local.retention.bytes",
+			"Largest size of a partition's uploaded segments kept on local disk as well. -1 keeps as much as retention.bytes.",
+			"a size such as 50GiB or -1 for as much as retention.bytes",
+			func(t *Topic) *int64 { return &t.LocalRetentionBytes }, 1, 0, true),
+		boolKey("remote.storage.enable",
+			"Upload sealed segments to the object store and serve old offsets from there.",
+			func(t *Topic) *bool { return &t.RemoteStorageEnable }),
+		bytesKey("segment.bytes",
+			"Size at which the active segment is rolled. At most 1GiB: positions in a segment file are 32-bit.",
+			"a size from 16KiB to 1GiB",
+			func(t *Topic) *int64 { return &t.SegmentBytes }, 16<<10, 1<<30, false),
+		msKey("segment.ms",
+			"Age at which the active segment is rolled even if not full, so it can be uploaded and expire.",
+			"a duration of at least 1s, such as 1h or 30m",
+			func(t *Topic) *int64 { return &t.SegmentMs }, 1000, false),
+		intKey("replication.factor",
+			"Number of replicas of each partition.",
+			"an integer from 1 to 7",
+			func(t *Topic) *int { return &t.ReplicationFactor }, 1, 7),
+		intKey("min.insync.replicas",
+			"In-sync replicas an acks=all produce needs; fewer gives NOT_ENOUGH_REPLICAS.",
+			"an integer from 1 to replication.factor",
+			func(t *Topic) *int { return &t.MinInsyncReplicas }, 1, 7),
+		bytesKey("max.message.bytes",
+			"Largest batch the leader accepts.",
+			"a size from 64 bytes to 64MiB",
+			func(t *Topic) *int64 { return &t.MaxMessageBytes }, 64, 64<<20, false),
+		enumKey("message.timestamp.type",
+			"CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the leader's clock.",
+			func(t *Topic) *TimestampType { return &t.MessageTimestampType }, CreateTime, LogAppendTime),
+		enumKey("flush.policy",
+			"When appends are fsynced: always (before the ack), interval (every flush.ms) or never (left to the OS).",
+			func(t *Topic) *FlushPolicy { return &t.FlushPolicy }, FlushAlways, FlushInterval, FlushNever),
+		msKey("flush.ms",
+			"How often appends are fsynced when flush.policy is interval.",
+			"a duration of at least 1ms, such as 100ms",
+			func(t *Topic) *int64 { return &t.FlushMs }, 1, false),
+		boolKey("unclean.leader.election.enable",
+			"Let a replica outside the ISR become leader when no ISR member is left, losing acknowledged records.",
+			func(t *Topic) *bool { return &t.UncleanLeaderElectionEnable }),
+	}
+}
+
+// msKey is a *.ms key: at least min milliseconds, or Unbounded if allowed.
+func msKey(name, doc, allowed string, field func(*Topic) *int64, min int64, unbounded bool) topicKey {
+	return topicKey{
+		info: KeyInfo{Name: name, Type: "ms", Allowed: allowed, Doc: doc},
+		set: func(t *Topic, s string) error {
+			v, err := ParseMillis(s)
+			if err != nil {
+				return err
+			}
+			*field(t) = v
+			return nil
+		},
+		check: func(t *Topic) string {
+			v := *field(t)
+			if v >= min || (unbounded && v == Unbounded) {
+				return ""
+			}
+			if v == Unbounded {
+				return "-1 (unbounded) is not allowed here"
+			}
+			return "must be at least " + FormatMillis(min)
+		},
+		get: func(t *Topic) string { return strconv.FormatInt(*field(t), 10) },
+	}
+}
+
+// bytesKey is a size key within [min, max] (max 0: no upper bound), or
+// Unbounded if allowed.
+func bytesKey(name, doc, allowed string, field func(*Topic) *int64, min, max int64, unbounded bool) topicKey {
+	return topicKey{
+		info: KeyInfo{Name: name, Type: "bytes", Allowed: allowed, Doc: doc},
+		set: func(t *Topic, s string) error {
+			v, err := ParseBytes(s)
+			if err != nil {
+				return err
+			}
+			*field(t) = v
+			return nil
+		},
+		check: func(t *Topic) string {
+			v := *field(t)
+			switch {
+			case unbounded && v == Unbounded:
+				return ""
+			case v == Unbounded:
+				return "-1 (unbounded) is not allowed here"
+			case v < min:
+				return "must be at least " + FormatBytes(min)
+			case max > 0 && v > max:
+				return "must be at most " + FormatBytes(max)
+			}
+			return ""
+		},
+		get: func(t *Topic) string { return strconv.FormatInt(*field(t), 10) },
+	}
+}
+
+// intKey is an integer key within [min, max].
+func intKey(name, doc, allowed string, field func(*Topic) *int, min, max int) topicKey {
+	return topicKey{
+		info: KeyInfo{Name: name, Type: "int", Allowed: allowed, Doc: doc},
+		set: func(t *Topic, s string) error {
+			v, err := parseInt(s, 32)
+			if err != nil {
+				return err
+			}
+			*field(t) = int(v)
+			return nil
+		},
+		check: func(t *Topic) string {
+			if v := *field(t); v < min || v > max {
+				return "must be from " + itoa(min) + " to " + itoa(max)
+			}
+			return ""
+		},
+		get: func(t *Topic) string { return itoa(*field(t)) },
+	}
+}
+
+// boolKey is a true/false key.
+func boolKey(name, doc string, field func(*Topic) *bool) topicKey {
+	return topicKey{
+		info: KeyInfo{Name: name, Type: "bool", Allowed: allowedBool, Doc: doc},
+		set: func(t *Topic, s string) error {
+			v, err := parseBool(s)
+			if err != nil {
+				return err
+			}
+			*field(t) = v
+			return nil
+		},
+		check: func(*Topic) string { return "" },
+		get:   func(t *Topic) string { return strconv.FormatBool(*field(t)) },
+	}
+}
+
+// enumKey is a key with a fixed set of values, matched case-insensitively
+// and stored in the canonical spelling.
+func enumKey[T ~string](name, doc string, field func(*Topic) *T, values ...T) topicKey {
+	spelled := make([]string, len(values))
+	for i, v := range values {
+		spelled[i] = string(v)
+	}
+	allowed := strings.Join(spelled[:len(spelled)-1], ", ") + " or " + spelled[len(spelled)-1]
+	return topicKey{
+		info: KeyInfo{Name: name, Type: "enum", Allowed: allowed, Doc: doc},
+		set: func(t *Topic, s string) error {
+			v, ok := canonicalEnum(s, values)
+			if !ok {
+				return &Error{Value: s, Allowed: allowed}
+			}
+			*field(t) = v
+			return nil
+		},
+		check: func(t *Topic) string {
+			for _, v := range values {
+				if *field(t) == v {
+					return ""
+				}
+			}
+			return "not one of the allowed values"
+		},
+		get: func(t *Topic) string { return string(*field(t)) },
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
