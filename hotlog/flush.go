@@ -99,13 +99,20 @@ func (l *Log) flushRound() {
 	}
 }
 
-// advanceFlushed raises the durable offset to at least off.
+// advanceFlushed raises the durable offset to at least off and tells
+// Options.OnDurable.
 func (l *Log) advanceFlushed(off int64) {
 	for {
 		cur := l.flushed.Load()
-		if off <= cur || l.flushed.CompareAndSwap(cur, off) {
+		if off <= cur {
 			return
 		}
+		if l.flushed.CompareAndSwap(cur, off) {
+			break
+		}
+	}
+	if l.opts.OnDurable != nil {
+		l.opts.OnDurable(off)
 	}
 }
 

@@ -189,6 +189,17 @@ func (l *Log) checkBatch(b record.Batch) error {
 // modified; the records are not re-encoded), appends it, and returns once the
 // flush policy is met.
 func (l *Log) Append(b record.Batch, epoch int32) (AppendResult, error) {
+	res, err := l.AppendUnflushed(b, epoch)
+	if err != nil {
+		return res, err
+	}
+	return res, l.afterAppend(res.LastOffset + 1)
+}
+
+// AppendUnflushed is Append without waiting for the flush policy: it returns
+// once the batch is written to the file, for producers that asked for no
+// acknowledgement of durability.
+func (l *Log) AppendUnflushed(b record.Batch, epoch int32) (AppendResult, error) {
 	if epoch < 0 {
 		return AppendResult{}, fmt.Errorf("%w: leader epoch %d is negative", ErrStaleEpoch, epoch)
 	}
@@ -208,7 +219,7 @@ func (l *Log) Append(b record.Batch, epoch int32) (AppendResult, error) {
 	if err != nil {
 		return AppendResult{}, err
 	}
-	return res, l.afterAppend(res.LastOffset + 1)
+	return res, nil
 }
 
 // AppendReplica is the follower's write: data holds one or more batches whose

@@ -636,3 +636,45 @@ func TestConcurrentReadersAndAppenders(t *testing.T) {
 		}
 	}
 }
+
+func TestOnDurableAndAppendUnflushed(t *testing.T) {
+	var mu sync.Mutex
+	var seen []int64
+	opts := testOptions(newMemFS())
+	opts.OnDurable = func(d int64) { mu.Lock(); seen = append(seen, d); mu.Unlock() }
+	l := mustOpen(t, "/log", opts)
+	defer l.Close()
+	lastSeen := func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 {
+			return -1
+		}
+		return seen[len(seen)-1]
+	}
+
+	// FlushAlways: OnDurable has reported the batch by the time Append returns.
+	if _, err := l.Append(seqBatch(t, 0, 3, 0, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastSeen(); got < 3 {
+		t.Fatalf("OnDurable saw %d after Append returned, want >= 3", got)
+	}
+
+	// AppendUnflushed returns before any fsync; a roll makes it durable.
+	if err := l.Reconfigure(withFlush(l.Config(), FlushNever)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendUnflushed(seqBatch(t, 3, 2, 0, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	if l.DurableOffset() != 3 || lastSeen() != 3 {
+		t.Fatalf("durable %d, OnDurable %d: an unflushed append was counted as durable", l.DurableOffset(), lastSeen())
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if l.DurableOffset() != 5 || lastSeen() != 5 {
+		t.Fatalf("after roll durable %d, OnDurable %d, want 5", l.DurableOffset(), lastSeen())
+	}
+}

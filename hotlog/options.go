@@ -105,6 +105,12 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives recovery reports and failures.
 	Logger *slog.Logger
+	// OnDurable, if set, is called with the new durable offset each time
+	// more of the log is fsynced (by a flush round or a roll), before the
+	// appenders waiting for that fsync return. It must be quick and must not
+	// call back into the log's write methods; a leader uses it to move its
+	// high watermark only over records that survive a crash.
+	OnDurable func(durable int64)
 }
 
 // DefaultOptions returns the options of a log on the local disk.
