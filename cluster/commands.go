@@ -1,0 +1,188 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Commands are the entries of the metadata Raft log: a tagged union encoded
+// as one JSON object, {"type": "...", "v": 1, ...fields}. JSON keeps the log
+// readable with ordinary tools and lets a command grow fields.
+//
+// Decoding is strict: an unknown type, an unknown version or an unknown
+// field is an ErrInvalidCommand result and changes nothing. Strictness is
+// what keeps replicas identical: a field that an older broker silently
+// ignored would make its state differ from a newer broker's. A command that
+// gains a field therefore gets a new version, and a proposer emits it only
+// once every voter understands it (the upgrade rule for the log format).
+const commandVersion = 1
+
+// Command type tags.
+const (
+	cmdRegisterBroker   = "registerBroker"
+	cmdCreateTopic      = "createTopic"
+	cmdDeleteTopic      = "deleteTopic"
+	cmdAlterTopicConfig = "alterTopicConfig"
+	cmdCommitOffsets    = "commitOffsets"
+	cmdChangeLeader     = "changeLeader"
+	cmdChangeISR        = "changeISR"
+)
+
+// header is the tag every command starts with.
+type header struct {
+	Type string `json:"type"`
+	V    int    `json:"v"`
+}
+
+func (h *header) hdr() *header { return h }
+
+// command is one decoded log entry. Each type's state transition lives in
+// transitions.go.
+type command interface {
+	hdr() *header
+	typ() string
+}
+
+// registerBrokerCmd adds a broker or replaces what is known about it (a
+// broker that restarts with a new address registers again).
+type registerBrokerCmd struct {
+	header
+	Broker BrokerInfo `json:"broker"`
+}
+
+// createTopicCmd creates a topic with a complete assignment chosen by the
+// proposer, including the random id and the creation time, so applying it
+// needs no randomness and no clock.
+type createTopicCmd struct {
+	header
+	Topic TopicInfo `json:"topic"`
+}
+
+// deleteTopicCmd deletes a topic and every committed offset of it. ID, when
+// set, must match: a delete aimed at a topic that has since been deleted and
+// recreated does not remove the new one.
+type deleteTopicCmd struct {
+	header
+	Name string `json:"name"`
+	ID   string `json:"id,omitempty"`
+}
+
+// alterTopicConfigCmd deletes the keys in Delete and then sets those in Set
+// (the two never overlap).
+type alterTopicConfigCmd struct {
+	header
+	Name   string            `json:"name"`
+	Set    map[string]string `json:"set,omitempty"`
+	Delete []string          `json:"delete,omitempty"`
+}
+
+// commitOffsetsCmd records a group's positions. All entries are applied or
+// none: a command naming a missing partition is refused whole.
+type commitOffsetsCmd struct {
+	header
+	Group         string              `json:"group"`
+	Commits       []offsetCommitEntry `json:"commits"`
+	CommittedAtMs int64               `json:"committedAtMs"`
+}
+
+// offsetCommitEntry is one partition's position in a commitOffsetsCmd and in
+// a snapshot.
+type offsetCommitEntry struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Offset        int64  `json:"offset"`
+	Metadata      string `json:"metadata,omitempty"`
+	CommittedAtMs int64  `json:"committedAtMs,omitempty"` // snapshots only; commands carry one time for all
+}
+
+// changeLeaderCmd moves leadership of a partition and bumps its epoch. It is
+// fenced by ExpectedEpoch so that two controllers' (or two retries')
+// decisions cannot both take effect.
+type changeLeaderCmd struct {
+	header
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	NewLeader     int32  `json:"newLeader"`
+	ExpectedEpoch int32  `json:"expectedEpoch"`
+}
+
+// changeISRCmd replaces a partition's ISR. LeaderEpoch fences it: only the
+// current leadership may change the ISR.
+type changeISRCmd struct {
+	header
+	Topic       string  `json:"topic"`
+	Partition   int32   `json:"partition"`
+	ISR         []int32 `json:"isr"`
+	LeaderEpoch int32   `json:"leaderEpoch"`
+}
+
+func (*registerBrokerCmd) typ() string   { return cmdRegisterBroker }
+func (*createTopicCmd) typ() string      { return cmdCreateTopic }
+func (*deleteTopicCmd) typ() string      { return cmdDeleteTopic }
+func (*alterTopicConfigCmd) typ() string { return cmdAlterTopicConfig }
+func (*commitOffsetsCmd) typ() string    { return cmdCommitOffsets }
+func (*changeLeaderCmd) typ() string     { return cmdChangeLeader }
+func (*changeISRCmd) typ() string        { return cmdChangeISR }
+
+// newCommand returns an empty command of the given type and version, or nil
+// if this build does not know it.
+func newCommand(typ string, v int) command {
+	if v != commandVersion {
+		return nil
+	}
+	switch typ {
+	case cmdRegisterBroker:
+		return &registerBrokerCmd{}
+	case cmdCreateTopic:
+		return &createTopicCmd{}
+	case cmdDeleteTopic:
+		return &deleteTopicCmd{}
+	case cmdAlterTopicConfig:
+		return &alterTopicConfigCmd{}
+	case cmdCommitOffsets:
+		return &commitOffsetsCmd{}
+	case cmdChangeLeader:
+		return &changeLeaderCmd{}
+	case cmdChangeISR:
+		return &changeISRCmd{}
+	}
+	return nil
+}
+
+// encodeCommand stamps the command's tag and version and encodes it.
+func encodeCommand(c command) ([]byte, error) {
+	*c.hdr() = header{Type: c.typ(), V: commandVersion}
+	return json.Marshal(c)
+}
+
+// decodeCommand decodes one log entry; every failure wraps ErrInvalidCommand.
+func decodeCommand(data []byte) (command, error) {
+	var h header
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, errorf(ErrInvalidCommand, "%v", err)
+	}
+	c := newCommand(h.Type, h.V)
+	if c == nil {
+		return nil, errorf(ErrInvalidCommand, "unknown command type %q version %d", h.Type, h.V)
+	}
+	if err := decodeStrict(data, c); err != nil {
+		return nil, errorf(ErrInvalidCommand, "%s v%d: %v", h.Type, h.V, err)
+	}
+	return c, nil
+}
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown fields
+// and trailing data.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("trailing data after the command")
+	}
+	return nil
+}

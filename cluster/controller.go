@@ -1,0 +1,190 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// The writes. Each one checks what it can without the state, then that this
+// node is the controller (and has caught up with its predecessors), then
+// what depends on the state, and proposes a command. The state machine
+// checks the state-dependent rules again when it applies the command, since
+// another command may have been applied in between; its verdict is the one
+// returned. Every write blocks until the command is applied on this node or
+// ctx is done.
+
+// RegisterBroker records a broker's addresses and rack, replacing an earlier
+// registration of the same id.
+func (n *Node) RegisterBroker(ctx context.Context, b BrokerInfo) error {
+	if err := validateBroker(b); err != nil {
+		return err
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return err
+	}
+	_, err := n.propose(ctx, &registerBrokerCmd{Broker: b})
+	return err
+}
+
+// CreateTopic creates a topic with the given number of partitions, each
+// replicated on replicationFactor registered brokers, and the given
+// per-topic config overrides (validated by the caller). It returns the topic
+// as created. A name that exists gives ErrTopicExists.
+func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int, config map[string]string) (*TopicInfo, error) {
+	if err := ValidateTopicName(name); err != nil {
+		return nil, err
+	}
+	if err := validatePartitionCount(int(partitions)); err != nil {
+		return nil, err
+	}
+	if replicationFactor < 1 {
+		return nil, errorf(ErrInvalidReplicationFactor, "%d: must be at least 1", replicationFactor)
+	}
+	if err := validateConfigChange(config, nil); err != nil {
+		return nil, err
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return nil, err
+	}
+	md := n.Metadata()
+	if _, ok := md.Topic(name); ok {
+		return nil, errorf(ErrTopicExists, "%q", name)
+	}
+	brokers := md.BrokerIDs()
+	if replicationFactor > len(brokers) {
+		return nil, errorf(ErrNotEnoughBrokers, "replication factor %d needs %d brokers, %d registered",
+			replicationFactor, replicationFactor, len(brokers))
+	}
+	resp, err := n.propose(ctx, &createTopicCmd{Topic: TopicInfo{
+		Name:        name,
+		ID:          newTopicID(),
+		Config:      config, // encoded at once, so sharing the caller's map is safe
+		Partitions:  assignReplicas(brokers, partitions, replicationFactor, assignmentStart(md, len(brokers))),
+		CreatedAtMs: time.Now().UnixMilli(),
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.topic, nil
+}
+
+// DeleteTopic deletes a topic and every consumer offset committed for it. A
+// missing topic gives ErrTopicNotFound.
+func (n *Node) DeleteTopic(ctx context.Context, name string) error {
+	if err := ValidateTopicName(name); err != nil {
+		return err
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return err
+	}
+	t, ok := n.Metadata().Topic(name)
+	if !ok {
+		return errorf(ErrTopicNotFound, "%q", name)
+	}
+	// The id pins the delete to the topic seen here, not one recreated
+	// under the same name before the command applies.
+	_, err := n.propose(ctx, &deleteTopicCmd{Name: name, ID: t.ID})
+	return err
+}
+
+// AlterTopicConfig changes a topic's overrides: it removes the keys in del,
+// then sets those in set (a key may not be in both). It returns the topic
+// with its new override map.
+func (n *Node) AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (*TopicInfo, error) {
+	if err := ValidateTopicName(name); err != nil {
+		return nil, err
+	}
+	if err := validateConfigChange(set, del); err != nil {
+		return nil, err
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return nil, err
+	}
+	if _, ok := n.Metadata().Topic(name); !ok {
+		return nil, errorf(ErrTopicNotFound, "%q", name)
+	}
+	resp, err := n.propose(ctx, &alterTopicConfigCmd{Name: name, Set: set, Delete: slices.Clone(del)})
+	if err != nil {
+		return nil, err
+	}
+	return resp.topic, nil
+}
+
+// CommitOffsets records a consumer group's positions, all or none: a
+// partition that does not exist refuses the whole call (ErrTopicNotFound or
+// ErrPartitionNotFound). Several entries for one partition: the last wins.
+func (n *Node) CommitOffsets(ctx context.Context, group string, commits []OffsetCommitRequest) error {
+	if err := validateOffsetCommit(group, commits); err != nil {
+		return err
+	}
+	if len(commits) == 0 {
+		return nil
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return err
+	}
+	md := n.Metadata()
+	c := &commitOffsetsCmd{Group: group, Commits: make([]offsetCommitEntry, len(commits)), CommittedAtMs: time.Now().UnixMilli()}
+	for i, r := range commits {
+		if _, err := lookupPartition(md, r.Topic, r.Partition); err != nil {
+			return err
+		}
+		c.Commits[i] = offsetCommitEntry{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Metadata: r.Metadata}
+	}
+	_, err := n.propose(ctx, c)
+	return err
+}
+
+// ChangeLeader makes newLeader, which must be in the ISR, the leader of a
+// partition and bumps its leader epoch by one; NoLeader marks the partition
+// offline (still bumping the epoch, which fences the old leader).
+// expectedEpoch must be the partition's current epoch, so that of two
+// decisions made from the same state only the first takes effect
+// (ErrStaleEpoch). It returns the partition after the change.
+func (n *Node) ChangeLeader(ctx context.Context, topic string, partition int32, newLeader int32, expectedEpoch int32) (PartitionInfo, error) {
+	if err := n.syncLeader(ctx); err != nil {
+		return PartitionInfo{}, err
+	}
+	c := &changeLeaderCmd{Topic: topic, Partition: partition, NewLeader: newLeader, ExpectedEpoch: expectedEpoch}
+	if err := n.dryRun(c); err != nil {
+		return PartitionInfo{}, err
+	}
+	resp, err := n.propose(ctx, c)
+	if err != nil {
+		return PartitionInfo{}, err
+	}
+	return resp.partition, nil
+}
+
+// ChangeISR replaces a partition's ISR; this is how a leader shrinks it when
+// a follower lags and expands it when the follower catches up. leaderEpoch
+// must be the current epoch (ErrStaleEpoch otherwise: a deposed leader
+// cannot change the ISR), the ISR must be non-empty replicas
+// (ErrInvalidISR) and keep the leader (ErrNotInISR). It returns the
+// partition after the change, its ISR in replica order.
+func (n *Node) ChangeISR(ctx context.Context, topic string, partition int32, isr []int32, leaderEpoch int32) (PartitionInfo, error) {
+	if err := n.syncLeader(ctx); err != nil {
+		return PartitionInfo{}, err
+	}
+	c := &changeISRCmd{Topic: topic, Partition: partition, ISR: slices.Clone(isr), LeaderEpoch: leaderEpoch}
+	if err := n.dryRun(c); err != nil {
+		return PartitionInfo{}, err
+	}
+	resp, err := n.propose(ctx, c)
+	if err != nil {
+		return PartitionInfo{}, err
+	}
+	return resp.partition, nil
+}
+
+// dryRun runs a command's transition against the local state without
+// applying it, so that a request the state machine would refuse (a stale
+// epoch, most often: a deposed leader retrying) is answered without a trip
+// through Raft. Transitions are pure, so this is safe; only commands whose
+// transition does not read the offset table may use it, since that table is
+// the FSM goroutine's to read without a lock.
+func (n *Node) dryRun(c command) error {
+	_, err := transition(n.Metadata(), nil, c)
+	return err
+}

@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// fsm is the cluster metadata as a Raft state machine. Raft calls Apply,
+// Snapshot and Restore from one goroutine; everyone else reads through
+// Metadata (lock-free: one atomic load of an immutable value) and the
+// offset table (a short read lock).
+type fsm struct {
+	log *slog.Logger
+
+	// meta is the current brokers and topics; replaced, never modified.
+	meta atomic.Pointer[Metadata]
+	// offsets holds committed consumer offsets.
+	offsets offsetTable
+	// index is the Raft index of the last command applied, accepted or
+	// refused (or of the restored snapshot's last command). Node.WaitReady
+	// compares it with what Raft has committed.
+	index atomic.Uint64
+	// changed is broadcast after every change is visible.
+	changed notifier
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+func newFSM(log *slog.Logger) *fsm {
+	f := &fsm{log: log}
+	f.meta.Store(emptyMetadata())
+	return f
+}
+
+// applyResponse is the state machine's answer to one command. Raft hands it
+// to the proposer as ApplyFuture.Response; on other brokers it is dropped.
+type applyResponse struct {
+	// index is the command's Raft index.
+	index uint64
+	// topic and partition are the state after the change, for commands that
+	// return them.
+	topic     *TopicInfo
+	partition PartitionInfo
+	// err is the refusal, wrapping one of the package's sentinels; nothing
+	// was changed.
+	err error
+}
+
+// Apply applies one committed command. A command that is malformed, of an
+// unknown type or version, or refused by validation returns its error in the
+// response and changes nothing. Apply never panics on bad input: a panic in
+// a transition (a bug) is recovered and turned into a refusal, which is safe
+// because transitions build the next state aside and install it only at the
+// end.
+func (f *fsm) Apply(l *raft.Log) any {
+	resp := f.apply(l.Index, l.Data)
+	f.index.Store(l.Index)
+	return resp
+}
+
+func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.log.Error("cluster: panic while applying a command; refused it", "index", index, "panic", r, "stack", string(debug.Stack()))
+			resp = &applyResponse{index: index, err: errorf(ErrInvalidCommand, "panic while applying: %v", r)}
+		}
+	}()
+	cmd, err := decodeCommand(data)
+	if err != nil {
+		f.log.Warn("cluster: undecodable command in the raft log", "index", index, "err", err)
+		return &applyResponse{index: index, err: err}
+	}
+	cur := f.meta.Load()
+	ch, err := transition(cur, f.offsets.groups, cmd)
+	if err != nil {
+		f.log.Debug("cluster: command refused", "index", index, "type", cmd.typ(), "err", err)
+		return &applyResponse{index: index, err: err}
+	}
+	next := ch.meta
+	if next == nil {
+		// Only offsets changed; the version still moves, so "Version >= the
+		// index of my write" means a reader has seen it.
+		next = &Metadata{Brokers: cur.Brokers, Topics: cur.Topics}
+	}
+	next.Version = index
+	f.offsets.install(ch.offsets)
+	f.meta.Store(next)
+	f.changed.broadcast()
+	return &applyResponse{index: index, topic: ch.topic, partition: ch.partition}
+}
+
+// Snapshot captures the state in O(groups): Metadata is immutable and the
+// offset table is copied shallowly (its group maps are immutable), so
+// Persist can encode it while Apply goes on.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{
+		index:   f.index.Load(),
+		meta:    f.meta.Load(),
+		offsets: f.offsets.snapshot(),
+	}, nil
+}
+
+// Restore replaces the whole state with a snapshot. The snapshot is decoded
+// and checked completely before anything is replaced, so a bad snapshot
+// leaves the state as it was.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	s, err := decodeSnapshot(rc)
+	if err != nil {
+		return fmt.Errorf("cluster: restore snapshot: %w", err)
+	}
+	f.offsets.replace(s.offsets)
+	f.meta.Store(s.meta)
+	f.index.Store(s.index)
+	f.changed.broadcast()
+	return nil
+}
+
+// fsmSnapshot is a point-in-time state waiting to be persisted.
+type fsmSnapshot struct {
+	index   uint64
+	meta    *Metadata
+	offsets map[string]groupOffsets
+}
+
+// Persist writes the snapshot as JSON to the sink.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := encodeSnapshot(sink, s.index, s.meta, s.offsets); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("cluster: persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release does nothing: the snapshot holds only shared immutable values.
+func (s *fsmSnapshot) Release() {}

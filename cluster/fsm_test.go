@@ -1,0 +1,437 @@
+package cluster
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// threeBrokers returns a harness with brokers 1, 2 and 3 registered.
+func threeBrokers(t *testing.T) *fsmHarness {
+	h := newFSMHarness(t)
+	for id := int32(1); id <= 3; id++ {
+		h.ok(&registerBrokerCmd{Broker: broker(id)})
+	}
+	return h
+}
+
+func TestFSMEmpty(t *testing.T) {
+	h := newFSMHarness(t)
+	m := h.f.meta.Load()
+	if m.Version != 0 || len(m.Brokers) != 0 || len(m.Topics) != 0 || len(m.TopicNames()) != 0 {
+		t.Fatalf("empty state: %+v", m)
+	}
+}
+
+func TestFSMRegisterBroker(t *testing.T) {
+	h := newFSMHarness(t)
+	h.ok(&registerBrokerCmd{Broker: broker(1)})
+	before := h.f.meta.Load()
+
+	moved := broker(1)
+	moved.Addr = "10.0.0.1:9000"
+	h.ok(&registerBrokerCmd{Broker: moved})
+	m := h.f.meta.Load()
+	if got, _ := m.Broker(1); got != moved {
+		t.Fatalf("re-registration: got %+v, want %+v", got, moved)
+	}
+	if got, _ := before.Broker(1); got != broker(1) {
+		t.Fatalf("re-registration changed the earlier Metadata: %+v", got)
+	}
+	h.ok(&registerBrokerCmd{Broker: broker(0)})
+	mustEqual(t, "broker ids", h.f.meta.Load().BrokerIDs(), []int32{0, 1})
+
+	for _, b := range []BrokerInfo{
+		{ID: -1, Addr: "h:1"},
+		{ID: 2, Addr: ""},
+		{ID: 2, Addr: "no-port"},
+		{ID: 2, Addr: ":9000"},
+		{ID: 2, Addr: "h:1", RaftAddr: "bad"},
+	} {
+		h.refused(&registerBrokerCmd{Broker: b}, ErrInvalidBroker)
+	}
+}
+
+func TestFSMCreateTopic(t *testing.T) {
+	h := threeBrokers(t)
+	c := createCmd(h.f.meta.Load(), "orders", 6, 2, map[string]string{"retention.ms": "-1"})
+	resp := h.ok(c)
+	m := h.f.meta.Load()
+	got, ok := m.Topic("orders")
+	if !ok {
+		t.Fatal("topic missing after create")
+	}
+	if resp.topic != got {
+		t.Fatal("the response is not the topic in the new metadata")
+	}
+	if got.ID != c.Topic.ID || got.CreatedAtMs != 1700000000000 || got.Config["retention.ms"] != "-1" || len(got.Partitions) != 6 {
+		t.Fatalf("topic: %+v", got)
+	}
+	leaders := map[int32]int{}
+	for i, p := range got.Partitions {
+		if p.Partition != int32(i) || len(p.Replicas) != 2 || !slices.Equal(p.ISR, p.Replicas) || p.Leader != p.Replicas[0] || p.LeaderEpoch != 0 {
+			t.Fatalf("partition %d: %+v", i, p)
+		}
+		leaders[p.Leader]++
+	}
+	mustEqual(t, "leaders per broker", leaders, map[int32]int{1: 2, 2: 2, 3: 2})
+	if p, ok := m.Partition("orders", 5); !ok || p.Partition != 5 {
+		t.Fatalf("Partition(orders, 5) = %+v, %v", p, ok)
+	}
+	if _, ok := m.Partition("orders", 6); ok {
+		t.Fatal("Partition(orders, 6) found")
+	}
+	if _, ok := m.Partition("nope", 0); ok {
+		t.Fatal("Partition(nope, 0) found")
+	}
+
+	// Without config the override map is empty, not nil.
+	h.ok(createCmd(h.f.meta.Load(), "plain", 1, 1, nil))
+	if tp, _ := h.f.meta.Load().Topic("plain"); tp.Config == nil {
+		t.Fatal("nil config map")
+	}
+	mustEqual(t, "names", h.f.meta.Load().TopicNames(), []string{"orders", "plain"})
+
+	// The same name again, and the same id under another name.
+	h.refused(createCmd(h.f.meta.Load(), "orders", 1, 1, nil), ErrTopicExists)
+	dupID := createCmd(h.f.meta.Load(), "other", 1, 1, nil)
+	dupID.Topic.ID = c.Topic.ID
+	h.refused(dupID, ErrTopicExists)
+
+	// Names differing only by '.' and '_' coexist (no Kafka collision rule).
+	h.ok(createCmd(h.f.meta.Load(), "a.b", 1, 1, nil))
+	h.ok(createCmd(h.f.meta.Load(), "a_b", 1, 1, nil))
+
+	bad := func(mut func(c *createTopicCmd), want error) {
+		t.Helper()
+		c := createCmd(h.f.meta.Load(), "fresh", 3, 2, nil)
+		mut(c)
+		h.refused(c, want)
+	}
+	bad(func(c *createTopicCmd) { c.Topic.Name = "a b" }, ErrInvalidTopicName)
+	bad(func(c *createTopicCmd) { c.Topic.Name = ".." }, ErrInvalidTopicName)
+	bad(func(c *createTopicCmd) { c.Topic.ID = "xyz" }, ErrInvalidCommand)
+	bad(func(c *createTopicCmd) { c.Topic.ID = strings.ToUpper(c.Topic.ID) + "0" }, ErrInvalidCommand)
+	bad(func(c *createTopicCmd) { c.Topic.Partitions = nil }, ErrInvalidPartitions)
+	bad(func(c *createTopicCmd) { c.Topic.Config = map[string]string{"": "x"} }, ErrInvalidConfig)
+	bad(func(c *createTopicCmd) { c.Topic.Partitions[1].Partition = 7 }, ErrInvalidAssignment)
+	bad(func(c *createTopicCmd) { c.Topic.Partitions[0].Replicas = nil }, ErrInvalidAssignment)
+	bad(func(c *createTopicCmd) { c.Topic.Partitions[0].Replicas = []int32{1, 1} }, ErrInvalidAssignment)
+	bad(func(c *createTopicCmd) { c.Topic.Partitions[0].Replicas = []int32{1, 9} }, ErrBrokerNotFound)
+	bad(func(c *createTopicCmd) { c.Topic.Partitions[0].ISR = nil }, ErrInvalidISR)
+	bad(func(c *createTopicCmd) { c.Topic.Partitions[0].ISR = []int32{3} }, ErrInvalidISR)
+	bad(func(c *createTopicCmd) {
+		p := &c.Topic.Partitions[0]
+		p.ISR, p.Leader = p.Replicas[:1], p.Replicas[1]
+	}, ErrInvalidAssignment)
+	bad(func(c *createTopicCmd) { c.Topic.Partitions[0].LeaderEpoch = -1 }, ErrInvalidAssignment)
+}
+
+func TestFSMDeleteTopic(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 2, 1, nil))
+	h.ok(createCmd(h.f.meta.Load(), "keep", 1, 1, nil))
+	h.ok(&commitOffsetsCmd{Group: "g1", CommittedAtMs: 5, Commits: []offsetCommitEntry{
+		{Topic: "orders", Partition: 0, Offset: 10}, {Topic: "orders", Partition: 1, Offset: 11}, {Topic: "keep", Partition: 0, Offset: 12},
+	}})
+	h.ok(&commitOffsetsCmd{Group: "only-orders", Commits: []offsetCommitEntry{{Topic: "orders", Partition: 0, Offset: 1}}})
+	h.ok(&commitOffsetsCmd{Group: "only-keep", Commits: []offsetCommitEntry{{Topic: "keep", Partition: 0, Offset: 2}}})
+	onlyKeep := h.f.offsets.group("only-keep")
+	orders, _ := h.f.meta.Load().Topic("orders")
+
+	h.refused(&deleteTopicCmd{Name: "missing"}, ErrTopicNotFound)
+	h.refused(&deleteTopicCmd{Name: "orders", ID: newTopicID()}, ErrTopicNotFound)
+	resp := h.ok(&deleteTopicCmd{Name: "orders", ID: orders.ID})
+	if resp.topic != orders {
+		t.Fatal("delete should answer with the deleted topic")
+	}
+	m := h.f.meta.Load()
+	if _, ok := m.Topic("orders"); ok {
+		t.Fatal("topic still there")
+	}
+	mustEqual(t, "names", m.TopicNames(), []string{"keep"})
+	mustEqual(t, "g1 after delete", map[TopicPartition]OffsetCommit(h.f.offsets.group("g1")),
+		map[TopicPartition]OffsetCommit{{"keep", 0}: {Offset: 12, CommittedAtMs: 5}})
+	if _, ok := h.f.offsets.groups["only-orders"]; ok {
+		t.Fatal("a group left with no offsets should be gone")
+	}
+	// A group that had nothing of the topic keeps its very map.
+	if g := h.f.offsets.group("only-keep"); reflect.ValueOf(g).Pointer() != reflect.ValueOf(onlyKeep).Pointer() {
+		t.Fatalf("only-keep was copied: %v", g)
+	}
+
+	// Delete of what is already gone, then a recreated topic: a new id and
+	// no inherited offsets.
+	h.refused(&deleteTopicCmd{Name: "orders"}, ErrTopicNotFound)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 2, 1, nil))
+	again, _ := h.f.meta.Load().Topic("orders")
+	if again.ID == orders.ID {
+		t.Fatal("recreated topic has the old id")
+	}
+	if _, ok := h.f.offsets.get("g1", TopicPartition{"orders", 0}); ok {
+		t.Fatal("recreated topic inherited an offset")
+	}
+	// A delete aimed at the old incarnation does not remove the new one.
+	h.refused(&deleteTopicCmd{Name: "orders", ID: orders.ID}, ErrTopicNotFound)
+}
+
+func TestFSMAlterTopicConfig(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 1, 1, map[string]string{"retention.ms": "1000", "segment.bytes": "1024"}))
+	before, _ := h.f.meta.Load().Topic("orders")
+
+	resp := h.ok(&alterTopicConfigCmd{Name: "orders", Set: map[string]string{"retention.ms": "-1", "flush.policy": "always"}, Delete: []string{"segment.bytes", "not.there"}})
+	want := map[string]string{"retention.ms": "-1", "flush.policy": "always"}
+	mustEqual(t, "config", resp.topic.Config, want)
+	after, _ := h.f.meta.Load().Topic("orders")
+	if after != resp.topic {
+		t.Fatal("response is not the stored topic")
+	}
+	mustEqual(t, "old config", before.Config, map[string]string{"retention.ms": "1000", "segment.bytes": "1024"})
+	if &after.Partitions[0] != &before.Partitions[0] {
+		t.Fatal("a config change should share the partitions")
+	}
+
+	h.refused(&alterTopicConfigCmd{Name: "missing", Set: map[string]string{"a": "b"}}, ErrTopicNotFound)
+	h.refused(&alterTopicConfigCmd{Name: "orders", Set: map[string]string{"a": "b"}, Delete: []string{"a"}}, ErrInvalidConfig)
+	h.refused(&alterTopicConfigCmd{Name: "orders", Set: map[string]string{"": "b"}}, ErrInvalidConfig)
+	h.refused(&alterTopicConfigCmd{Name: "orders", Delete: []string{""}}, ErrInvalidConfig)
+
+	// Deleting everything leaves an empty map.
+	h.ok(&alterTopicConfigCmd{Name: "orders", Delete: []string{"retention.ms", "flush.policy"}})
+	if tp, _ := h.f.meta.Load().Topic("orders"); tp.Config == nil || len(tp.Config) != 0 {
+		t.Fatalf("config after deleting all: %#v", tp.Config)
+	}
+}
+
+func TestFSMCommitOffsets(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 2, 1, nil))
+	m0 := h.f.meta.Load()
+
+	h.ok(&commitOffsetsCmd{Group: "g", CommittedAtMs: 100, Commits: []offsetCommitEntry{
+		{Topic: "orders", Partition: 0, Offset: 5, Metadata: "m"},
+		{Topic: "orders", Partition: 1, Offset: 7},
+		{Topic: "orders", Partition: 1, Offset: 8}, // the last entry for a partition wins
+	}})
+	if oc, ok := h.f.offsets.get("g", TopicPartition{"orders", 0}); !ok || oc != (OffsetCommit{Offset: 5, Metadata: "m", CommittedAtMs: 100}) {
+		t.Fatalf("orders/0: %+v %v", oc, ok)
+	}
+	if oc, _ := h.f.offsets.get("g", TopicPartition{"orders", 1}); oc.Offset != 8 {
+		t.Fatalf("orders/1: %+v", oc)
+	}
+	// An offset commit bumps the version but shares brokers and topics.
+	m1 := h.f.meta.Load()
+	if m1 == m0 || m1.Version <= m0.Version || m1.Topics["orders"] != m0.Topics["orders"] {
+		t.Fatal("offset commit should make a new Metadata sharing the topics")
+	}
+	g := h.f.offsets.group("g")
+
+	h.ok(&commitOffsetsCmd{Group: "g", CommittedAtMs: 200, Commits: []offsetCommitEntry{{Topic: "orders", Partition: 0, Offset: 6}}})
+	if g[TopicPartition{"orders", 0}].Offset != 5 {
+		t.Fatal("a commit modified a group map handed out earlier")
+	}
+	if oc, _ := h.f.offsets.get("g", TopicPartition{"orders", 1}); oc != (OffsetCommit{Offset: 8, CommittedAtMs: 100}) {
+		t.Fatalf("untouched partition changed: %+v", oc)
+	}
+
+	// All or nothing: a valid entry beside an invalid one is not applied.
+	valid := offsetCommitEntry{Topic: "orders", Partition: 0, Offset: 99}
+	h.refused(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{valid, {Topic: "nope", Partition: 0, Offset: 1}}}, ErrTopicNotFound)
+	h.refused(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{valid, {Topic: "orders", Partition: 2, Offset: 1}}}, ErrPartitionNotFound)
+	h.refused(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{valid, {Topic: "orders", Partition: -1, Offset: 1}}}, ErrPartitionNotFound)
+	h.refused(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{valid, {Topic: "orders", Partition: 1, Offset: -1}}}, ErrInvalidOffsetCommit)
+	h.refused(&commitOffsetsCmd{Group: "", Commits: []offsetCommitEntry{valid}}, ErrInvalidOffsetCommit)
+	h.refused(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{{Topic: "orders", Offset: 1, Metadata: strings.Repeat("x", MaxOffsetMetadata+1)}}}, ErrInvalidOffsetCommit)
+}
+
+func TestFSMChangeLeader(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 3, 3, nil))
+	p0, _ := h.f.meta.Load().Partition("orders", 0)
+	before := h.f.meta.Load()
+	next := p0.ISR[1]
+
+	resp := h.ok(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: next, ExpectedEpoch: 0})
+	if resp.partition.Leader != next || resp.partition.LeaderEpoch != 1 || !slices.Equal(resp.partition.ISR, p0.ISR) {
+		t.Fatalf("after change: %+v", resp.partition)
+	}
+	if got, _ := h.f.meta.Load().Partition("orders", 0); !equalPartition(got, resp.partition) {
+		t.Fatalf("stored %+v, answered %+v", got, resp.partition)
+	}
+	if old, _ := before.Partition("orders", 0); old.Leader != p0.Leader || old.LeaderEpoch != 0 {
+		t.Fatalf("earlier Metadata changed: %+v", old)
+	}
+
+	// The same decision again (a retry, or a second controller) is fenced.
+	mustIs(t, h.refused(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: next, ExpectedEpoch: 0}, ErrStaleEpoch), ErrStaleEpoch)
+	// A future epoch is no better.
+	h.refused(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: next, ExpectedEpoch: 5}, ErrStaleEpoch)
+	h.refused(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: 9, ExpectedEpoch: 1}, ErrNotInISR)
+	h.refused(&changeLeaderCmd{Topic: "orders", Partition: 3, NewLeader: next, ExpectedEpoch: 1}, ErrPartitionNotFound)
+	h.refused(&changeLeaderCmd{Topic: "nope", Partition: 0, NewLeader: next, ExpectedEpoch: 1}, ErrTopicNotFound)
+
+	// Shrink the ISR to the leader, then a broker outside it cannot lead.
+	h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{next}, LeaderEpoch: 1})
+	outside := p0.Replicas[2]
+	h.refused(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: outside, ExpectedEpoch: 1}, ErrNotInISR)
+
+	// Offline: no leader, epoch still bumped.
+	resp = h.ok(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: NoLeader, ExpectedEpoch: 1})
+	if resp.partition.Leader != NoLeader || resp.partition.LeaderEpoch != 2 {
+		t.Fatalf("offline: %+v", resp.partition)
+	}
+	// Back from offline to the last ISR member.
+	resp = h.ok(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: next, ExpectedEpoch: 2})
+	if resp.partition.Leader != next || resp.partition.LeaderEpoch != 3 {
+		t.Fatalf("back online: %+v", resp.partition)
+	}
+	// Other partitions untouched and shared.
+	if h.f.meta.Load().Topics["orders"].Partitions[1].LeaderEpoch != 0 {
+		t.Fatal("another partition changed")
+	}
+}
+
+func TestFSMChangeLeaderEpochExhausted(t *testing.T) {
+	h := threeBrokers(t)
+	c := createCmd(h.f.meta.Load(), "orders", 1, 1, nil)
+	c.Topic.Partitions[0].LeaderEpoch = math.MaxInt32
+	h.ok(c)
+	p, _ := h.f.meta.Load().Partition("orders", 0)
+	h.refused(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: p.Leader, ExpectedEpoch: math.MaxInt32}, ErrStaleEpoch)
+}
+
+func TestFSMChangeISR(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 1, 3, nil))
+	p, _ := h.f.meta.Load().Partition("orders", 0)
+	leader, f1, f2 := p.Replicas[0], p.Replicas[1], p.Replicas[2]
+
+	// Shrink, listing members out of order: stored in replica order.
+	resp := h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f2, leader}, LeaderEpoch: 0})
+	mustEqual(t, "shrunk ISR", resp.partition.ISR, []int32{leader, f2})
+	if resp.partition.LeaderEpoch != 0 || resp.partition.Leader != leader {
+		t.Fatalf("ISR change touched leadership: %+v", resp.partition)
+	}
+	// Expand back.
+	resp = h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, f1, f2}, LeaderEpoch: 0})
+	mustEqual(t, "expanded ISR", resp.partition.ISR, p.Replicas)
+
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1, f2}, LeaderEpoch: 0}, ErrNotInISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: nil, LeaderEpoch: 0}, ErrInvalidISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, leader}, LeaderEpoch: 0}, ErrInvalidISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, 9}, LeaderEpoch: 0}, ErrInvalidISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 1, ISR: []int32{leader}, LeaderEpoch: 0}, ErrPartitionNotFound)
+	h.refused(&changeISRCmd{Topic: "nope", Partition: 0, ISR: []int32{leader}, LeaderEpoch: 0}, ErrTopicNotFound)
+
+	// A new leadership fences the old leader's ISR requests.
+	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: f1, ExpectedEpoch: 0})
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader}, LeaderEpoch: 0}, ErrStaleEpoch)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, f1}, LeaderEpoch: 2}, ErrStaleEpoch)
+	resp = h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1}, LeaderEpoch: 1})
+	mustEqual(t, "new leader's ISR", resp.partition.ISR, []int32{f1})
+
+	// Without a leader nobody may change the ISR.
+	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: NoLeader, ExpectedEpoch: 1})
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1}, LeaderEpoch: 2}, ErrNotInISR)
+}
+
+// TestFSMCopyOnWrite keeps a Metadata from before a run of changes and
+// checks, against a deep copy, that none of them touched it, and that a
+// change to one topic shares every other topic.
+func TestFSMCopyOnWrite(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "a", 3, 3, map[string]string{"k": "v"}))
+	h.ok(createCmd(h.f.meta.Load(), "b", 2, 2, nil))
+	held := h.f.meta.Load()
+	copyOfHeld := cloneMetadata(held)
+	heldA := held.Topics["a"]
+
+	pa, _ := held.Partition("a", 0)
+	h.ok(&changeISRCmd{Topic: "a", Partition: 0, ISR: pa.Replicas[:2], LeaderEpoch: 0})
+	if h.f.meta.Load().Topics["b"] != held.Topics["b"] {
+		t.Fatal("a change to topic a copied topic b")
+	}
+	h.ok(&changeLeaderCmd{Topic: "a", Partition: 0, NewLeader: pa.Replicas[1], ExpectedEpoch: 0})
+	h.ok(&alterTopicConfigCmd{Name: "a", Set: map[string]string{"k": "w", "x": "y"}})
+	h.ok(&registerBrokerCmd{Broker: broker(4)})
+	h.ok(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{{Topic: "a", Partition: 1, Offset: 3}}})
+	h.ok(&deleteTopicCmd{Name: "b"})
+	h.ok(createCmd(h.f.meta.Load(), "c", 1, 1, nil))
+
+	mustEqual(t, "held metadata", held, copyOfHeld)
+	if held.Topics["a"] != heldA {
+		t.Fatal("held map entry replaced")
+	}
+	now := h.f.meta.Load()
+	if now.Topics["c"] == nil || now.Topics["b"] != nil || len(now.Brokers) != 4 {
+		t.Fatalf("current state wrong: %v", now.TopicNames())
+	}
+	// The partitions of a that did not change are shared values.
+	if !slices.Equal(now.Topics["a"].Partitions[1].Replicas, heldA.Partitions[1].Replicas) ||
+		&now.Topics["a"].Partitions[1].Replicas[0] != &heldA.Partitions[1].Replicas[0] {
+		t.Fatal("unchanged partition's replicas were copied")
+	}
+}
+
+func TestFSMInvalidCommands(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 1, 1, nil))
+	for _, raw := range []string{
+		``,
+		`not json`,
+		`[]`,
+		`null`,
+		`{}`,
+		`{"type":"launchMissiles","v":1}`,
+		`{"type":"deleteTopic","v":2,"name":"orders"}`,
+		`{"type":"deleteTopic","v":0,"name":"orders"}`,
+		`{"type":"deleteTopic","name":"orders"}`,
+		`{"type":"deleteTopic","v":1,"name":"orders","force":true}`,
+		`{"type":"deleteTopic","v":1,"name":"orders"} {"type":"deleteTopic","v":1,"name":"orders"}`,
+		`{"type":"deleteTopic","v":1,"name":7}`,
+		`{"type":"commitOffsets","v":1,"group":"g","commits":[{"topic":"orders","partition":0,"offset":1,"extra":1}]}`,
+	} {
+		h.refusedRaw([]byte(raw), ErrInvalidCommand)
+	}
+	// After all that, a good command still works.
+	h.ok(&deleteTopicCmd{Name: "orders"})
+}
+
+func TestFSMChangedNotifies(t *testing.T) {
+	h := newFSMHarness(t)
+	ch := h.f.changed.wait()
+	h.ok(&registerBrokerCmd{Broker: broker(1)})
+	select {
+	case <-ch:
+	default:
+		t.Fatal("Changed not closed after a change")
+	}
+	ch = h.f.changed.wait()
+	h.refused(&registerBrokerCmd{Broker: BrokerInfo{ID: -1}}, ErrInvalidBroker) // checks ch stays open
+	h.ok(&registerBrokerCmd{Broker: broker(2)})
+	select {
+	case <-ch:
+	default:
+		t.Fatal("Changed not closed after the second change")
+	}
+}
+
+func TestFSMIndexTracksRefusals(t *testing.T) {
+	h := newFSMHarness(t)
+	h.ok(&registerBrokerCmd{Broker: broker(1)})
+	h.refused(&deleteTopicCmd{Name: "x"}, ErrTopicNotFound)
+	if got := h.f.index.Load(); got != 2 {
+		t.Fatalf("fsm index %d, want 2: refused commands are applied entries too", got)
+	}
+	if v := h.f.meta.Load().Version; v != 1 {
+		t.Fatalf("version %d, want 1: a refusal is not a change", v)
+	}
+}
+
+func equalPartition(a, b PartitionInfo) bool {
+	return a.Partition == b.Partition && a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch &&
+		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR)
+}

@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// snapshotVersion is the version of the snapshot format below.
+const snapshotVersion = 1
+
+// snapshotFile is the whole state as one JSON document. Lists are sorted
+// (brokers by id, topics by name, groups by name, offsets by topic and
+// partition) so that the same state always encodes to the same bytes.
+type snapshotFile struct {
+	V int `json:"v"`
+	// Index is the Raft index of the last command applied.
+	Index   uint64          `json:"index"`
+	Version uint64          `json:"version"`
+	Brokers []BrokerInfo    `json:"brokers"`
+	Topics  []*TopicInfo    `json:"topics"`
+	Groups  []groupSnapshot `json:"groups"`
+}
+
+// groupSnapshot is one consumer group's offsets in a snapshot.
+type groupSnapshot struct {
+	Group   string              `json:"group"`
+	Offsets []offsetCommitEntry `json:"offsets"`
+}
+
+// encodeSnapshot writes the state to w.
+func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[string]groupOffsets) error {
+	s := snapshotFile{
+		V:       snapshotVersion,
+		Index:   index,
+		Version: meta.Version,
+		Brokers: make([]BrokerInfo, 0, len(meta.Brokers)),
+		Topics:  make([]*TopicInfo, 0, len(meta.Topics)),
+		Groups:  make([]groupSnapshot, 0, len(offsets)),
+	}
+	for _, id := range meta.BrokerIDs() {
+		s.Brokers = append(s.Brokers, meta.Brokers[id])
+	}
+	for _, name := range meta.TopicNames() {
+		s.Topics = append(s.Topics, meta.Topics[name])
+	}
+	for group, offs := range offsets {
+		g := groupSnapshot{Group: group, Offsets: make([]offsetCommitEntry, 0, len(offs))}
+		for tp, oc := range offs {
+			g.Offsets = append(g.Offsets, offsetCommitEntry{
+				Topic: tp.Topic, Partition: tp.Partition,
+				Offset: oc.Offset, Metadata: oc.Metadata, CommittedAtMs: oc.CommittedAtMs,
+			})
+		}
+		slices.SortFunc(g.Offsets, func(a, b offsetCommitEntry) int {
+			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
+		s.Groups = append(s.Groups, g)
+	}
+	slices.SortFunc(s.Groups, func(a, b groupSnapshot) int { return cmp.Compare(a.Group, b.Group) })
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := json.NewEncoder(bw).Encode(&s); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// restoredState is a decoded snapshot, ready to install.
+type restoredState struct {
+	index   uint64
+	meta    *Metadata
+	offsets map[string]groupOffsets
+}
+
+// decodeSnapshot reads and checks a snapshot. It refuses unknown versions and
+// fields, duplicate brokers, topics, groups or offsets, and topics whose
+// assignment is inconsistent, so a damaged snapshot fails the restore instead
+// of installing a state no command could have produced.
+func decodeSnapshot(r io.Reader) (*restoredState, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var s snapshotFile
+	if err := decodeStrict(data, &s); err != nil {
+		return nil, err
+	}
+	if s.V != snapshotVersion {
+		return nil, fmt.Errorf("unknown snapshot version %d", s.V)
+	}
+	meta := &Metadata{
+		Version: s.Version,
+		Brokers: make(map[int32]BrokerInfo, len(s.Brokers)),
+		Topics:  make(map[string]*TopicInfo, len(s.Topics)),
+	}
+	for _, b := range s.Brokers {
+		if _, dup := meta.Brokers[b.ID]; dup {
+			return nil, fmt.Errorf("broker %d appears twice", b.ID)
+		}
+		if err := validateBroker(b); err != nil {
+			return nil, err
+		}
+		meta.Brokers[b.ID] = b
+	}
+	for _, t := range s.Topics {
+		if t == nil {
+			return nil, fmt.Errorf("null topic")
+		}
+		if _, dup := meta.Topics[t.Name]; dup {
+			return nil, fmt.Errorf("topic %q appears twice", t.Name)
+		}
+		if err := ValidateTopicName(t.Name); err != nil {
+			return nil, err
+		}
+		if err := validateTopicID(t.ID); err != nil {
+			return nil, err
+		}
+		if err := validateAssignment(t.Name, t.Partitions, meta.Brokers); err != nil {
+			return nil, err
+		}
+		if t.Config == nil {
+			t.Config = map[string]string{}
+		}
+		meta.Topics[t.Name] = t
+	}
+	offsets := make(map[string]groupOffsets, len(s.Groups))
+	for _, g := range s.Groups {
+		if _, dup := offsets[g.Group]; dup {
+			return nil, fmt.Errorf("group %q appears twice", g.Group)
+		}
+		if g.Group == "" || len(g.Offsets) == 0 {
+			return nil, fmt.Errorf("group %q: empty name or no offsets", g.Group)
+		}
+		offs := make(groupOffsets, len(g.Offsets))
+		for _, e := range g.Offsets {
+			tp := TopicPartition{e.Topic, e.Partition}
+			if _, dup := offs[tp]; dup {
+				return nil, fmt.Errorf("group %q: %s/%d appears twice", g.Group, e.Topic, e.Partition)
+			}
+			offs[tp] = OffsetCommit{Offset: e.Offset, Metadata: e.Metadata, CommittedAtMs: e.CommittedAtMs}
+		}
+		offsets[g.Group] = offs
+	}
+	return &restoredState{index: s.Index, meta: meta, offsets: offsets}, nil
+}

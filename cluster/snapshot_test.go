@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+// richState builds a state with every kind of content.
+func richState(t *testing.T) *fsmHarness {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 4, 3, map[string]string{"retention.ms": "-1", "segment.bytes": "1048576"}))
+	h.ok(createCmd(h.f.meta.Load(), "events", 2, 1, nil))
+	h.ok(createCmd(h.f.meta.Load(), "gone", 1, 1, nil))
+	p, _ := h.f.meta.Load().Partition("orders", 1)
+	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 1, NewLeader: p.ISR[2], ExpectedEpoch: 0})
+	h.ok(&changeISRCmd{Topic: "orders", Partition: 1, ISR: []int32{p.ISR[2], p.ISR[0]}, LeaderEpoch: 1})
+	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 3, NewLeader: NoLeader, ExpectedEpoch: 0})
+	h.ok(&commitOffsetsCmd{Group: "billing", CommittedAtMs: 1000, Commits: []offsetCommitEntry{
+		{Topic: "orders", Partition: 0, Offset: 100, Metadata: "gen-3"},
+		{Topic: "orders", Partition: 3, Offset: 7},
+		{Topic: "events", Partition: 1, Offset: 0},
+	}})
+	h.ok(&commitOffsetsCmd{Group: "audit", CommittedAtMs: 2000, Commits: []offsetCommitEntry{{Topic: "gone", Partition: 0, Offset: 1}}})
+	h.ok(&deleteTopicCmd{Name: "gone"})
+	h.ok(&alterTopicConfigCmd{Name: "events", Set: map[string]string{"flush.policy": "never"}})
+	h.refused(&deleteTopicCmd{Name: "gone"}, ErrTopicNotFound) // the index moves past the version
+	return h
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	src := richState(t)
+	data := snapshotBytes(t, src.f)
+
+	// Restore into a node that already has other state: it must be replaced
+	// entirely, not merged.
+	dst := newFSMHarness(t)
+	dst.ok(&registerBrokerCmd{Broker: broker(9)})
+	dst.ok(createCmd(dst.f.meta.Load(), "stale", 1, 1, nil))
+	dst.ok(&commitOffsetsCmd{Group: "stale-group", Commits: []offsetCommitEntry{{Topic: "stale", Partition: 0, Offset: 1}}})
+	changed := dst.f.changed.wait()
+	if err := dst.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("Restore did not signal Changed")
+	}
+
+	mustEqual(t, "metadata", dst.f.meta.Load(), src.f.meta.Load())
+	mustEqual(t, "offsets", dst.f.offsets.groups, src.f.offsets.groups)
+	if got, want := dst.f.index.Load(), src.f.index.Load(); got != want {
+		t.Fatalf("index %d, want %d", got, want)
+	}
+	if src.f.index.Load() == src.f.meta.Load().Version {
+		t.Fatal("test state should have index > version")
+	}
+	// And the same bytes again.
+	if again := snapshotBytes(t, dst.f); !bytes.Equal(again, data) {
+		t.Fatalf("snapshot of the restored state differs:\n%s\n%s", data, again)
+	}
+	// The restored state keeps working.
+	dst.index = dst.f.index.Load()
+	dst.ok(createCmd(dst.f.meta.Load(), "after", 1, 3, nil))
+	dst.refused(createCmd(dst.f.meta.Load(), "orders", 1, 1, nil), ErrTopicExists)
+}
+
+func TestSnapshotEmptyRoundTrip(t *testing.T) {
+	src := newFSMHarness(t)
+	data := snapshotBytes(t, src.f)
+	dst := newFSMHarness(t)
+	if err := dst.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "metadata", dst.f.meta.Load(), emptyMetadata())
+}
+
+// TestRestoreRefusesDamage: a bad snapshot fails the restore and leaves the
+// state as it was.
+func TestRestoreRefusesDamage(t *testing.T) {
+	good := string(snapshotBytes(t, richState(t).f))
+	for name, damaged := range map[string]string{
+		"truncated":       good[:len(good)/2],
+		"version":         strings.Replace(good, `{"v":1,`, `{"v":2,`, 1),
+		"unknown field":   strings.Replace(good, `{"v":1,`, `{"v":1,"extra":1,`, 1),
+		"duplicate topic": strings.Replace(good, `"name":"events"`, `"name":"orders"`, 1),
+		"bad broker ref":  strings.Replace(good, `"replicas":[`, `"replicas":[77,`, 1),
+		"empty":           ``,
+	} {
+		h := richState(t)
+		before := h.stateJSON()
+		if err := h.f.Restore(io.NopCloser(strings.NewReader(damaged))); err == nil {
+			t.Errorf("%s: restore succeeded", name)
+			continue
+		}
+		if !bytes.Equal(h.stateJSON(), before) {
+			t.Errorf("%s: failed restore changed the state", name)
+		}
+	}
+}
+
+type failingSink struct{ memSink }
+
+func (s *failingSink) Write([]byte) (int, error) { return 0, io.ErrShortWrite }
+
+func TestPersistCancelsOnError(t *testing.T) {
+	h := richState(t)
+	snap, err := h.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink failingSink
+	if err := snap.Persist(&sink); err == nil {
+		t.Fatal("Persist succeeded on a failing sink")
+	}
+	if !sink.cancelled || sink.closed {
+		t.Fatalf("cancelled=%v closed=%v, want the sink cancelled", sink.cancelled, sink.closed)
+	}
+}
+
+// TestSnapshotIsPointInTime: a snapshot taken before more commands persists
+// the state as it was when taken, as Raft requires (Persist runs while Apply
+// goes on).
+func TestSnapshotIsPointInTime(t *testing.T) {
+	h := richState(t)
+	want := snapshotBytes(t, h.f)
+	snap, err := h.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ok(createCmd(h.f.meta.Load(), "later", 1, 1, nil))
+	h.ok(&commitOffsetsCmd{Group: "billing", Commits: []offsetCommitEntry{{Topic: "orders", Partition: 0, Offset: 101}}})
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sink.Bytes(), want) {
+		t.Fatal("snapshot includes changes made after it was taken")
+	}
+}

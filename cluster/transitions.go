@@ -1,0 +1,273 @@
+package cluster
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+)
+
+// This file holds the state transition of every command: a pure function
+// from the current state and a command to a change or a refusal. It never
+// modifies what it is given, so a refused command leaves nothing behind and
+// a Metadata handed out earlier stays as it was (copy-on-write: the new
+// state shares every topic and map that did not change).
+//
+// Everything here must be deterministic: the same state and command give the
+// same result on every broker. No clock, no randomness, no map iteration
+// order leaking into results.
+
+// change is what one accepted command does to the state.
+type change struct {
+	// meta is the next brokers and topics, or nil if they do not change.
+	// The FSM stamps its Version.
+	meta *Metadata
+	// offsets are the groups to replace; an empty map removes the group.
+	offsets map[string]groupOffsets
+	// topic and partition are the response to the proposer.
+	topic     *TopicInfo
+	partition PartitionInfo
+}
+
+// transition validates c against the state and computes its change.
+// offsets is the FSM's current table, read-only.
+func transition(cur *Metadata, offsets map[string]groupOffsets, c command) (change, error) {
+	switch c := c.(type) {
+	case *registerBrokerCmd:
+		return applyRegisterBroker(cur, c)
+	case *createTopicCmd:
+		return applyCreateTopic(cur, c)
+	case *deleteTopicCmd:
+		return applyDeleteTopic(cur, offsets, c)
+	case *alterTopicConfigCmd:
+		return applyAlterTopicConfig(cur, c)
+	case *commitOffsetsCmd:
+		return applyCommitOffsets(cur, offsets, c)
+	case *changeLeaderCmd:
+		return applyChangeLeader(cur, c)
+	case *changeISRCmd:
+		return applyChangeISR(cur, c)
+	}
+	return change{}, errorf(ErrInvalidCommand, "no transition for %T", c)
+}
+
+func applyRegisterBroker(cur *Metadata, c *registerBrokerCmd) (change, error) {
+	if err := validateBroker(c.Broker); err != nil {
+		return change{}, err
+	}
+	brokers := maps.Clone(cur.Brokers)
+	brokers[c.Broker.ID] = c.Broker
+	return change{meta: &Metadata{Brokers: brokers, Topics: cur.Topics}}, nil
+}
+
+func applyCreateTopic(cur *Metadata, c *createTopicCmd) (change, error) {
+	t := c.Topic
+	if err := ValidateTopicName(t.Name); err != nil {
+		return change{}, err
+	}
+	if err := validateTopicID(t.ID); err != nil {
+		return change{}, err
+	}
+	if _, ok := cur.Topics[t.Name]; ok {
+		return change{}, errorf(ErrTopicExists, "%q", t.Name)
+	}
+	for _, other := range cur.Topics {
+		if other.ID == t.ID {
+			return change{}, errorf(ErrTopicExists, "topic id %s is taken by %q", t.ID, other.Name)
+		}
+	}
+	if err := validateConfigChange(t.Config, nil); err != nil {
+		return change{}, err
+	}
+	if err := validateAssignment(t.Name, t.Partitions, cur.Brokers); err != nil {
+		return change{}, err
+	}
+	if t.Config == nil {
+		t.Config = map[string]string{}
+	}
+	for i := range t.Partitions {
+		t.Partitions[i].ISR = inReplicaOrder(t.Partitions[i].Replicas, t.Partitions[i].ISR)
+	}
+	return change{meta: withTopic(cur, &t), topic: &t}, nil
+}
+
+func applyDeleteTopic(cur *Metadata, offsets map[string]groupOffsets, c *deleteTopicCmd) (change, error) {
+	t, ok := cur.Topics[c.Name]
+	if !ok {
+		return change{}, errorf(ErrTopicNotFound, "%q", c.Name)
+	}
+	if c.ID != "" && c.ID != t.ID {
+		return change{}, errorf(ErrTopicNotFound, "%q with id %s (the topic now has id %s)", c.Name, c.ID, t.ID)
+	}
+	topics := maps.Clone(cur.Topics)
+	delete(topics, c.Name)
+
+	// The offsets go with the topic: a topic created later under the same
+	// name must not inherit positions in a log that no longer exists.
+	var changed map[string]groupOffsets
+	for g, offs := range offsets {
+		var kept groupOffsets
+		for tp := range offs {
+			if tp.Topic == c.Name {
+				kept = maps.Clone(offs)
+				break
+			}
+		}
+		if kept == nil {
+			continue
+		}
+		maps.DeleteFunc(kept, func(tp TopicPartition, _ OffsetCommit) bool { return tp.Topic == c.Name })
+		if changed == nil {
+			changed = make(map[string]groupOffsets)
+		}
+		changed[g] = kept
+	}
+	return change{meta: &Metadata{Brokers: cur.Brokers, Topics: topics}, offsets: changed, topic: t}, nil
+}
+
+func applyAlterTopicConfig(cur *Metadata, c *alterTopicConfigCmd) (change, error) {
+	t, ok := cur.Topics[c.Name]
+	if !ok {
+		return change{}, errorf(ErrTopicNotFound, "%q", c.Name)
+	}
+	if err := validateConfigChange(c.Set, c.Delete); err != nil {
+		return change{}, err
+	}
+	cfg := maps.Clone(t.Config)
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
+	for _, k := range c.Delete {
+		delete(cfg, k)
+	}
+	maps.Copy(cfg, c.Set)
+	nt := *t
+	nt.Config = cfg
+	return change{meta: withTopic(cur, &nt), topic: &nt}, nil
+}
+
+func applyCommitOffsets(cur *Metadata, offsets map[string]groupOffsets, c *commitOffsetsCmd) (change, error) {
+	reqs := make([]OffsetCommitRequest, len(c.Commits))
+	for i, e := range c.Commits {
+		reqs[i] = OffsetCommitRequest{Topic: e.Topic, Partition: e.Partition, Offset: e.Offset, Metadata: e.Metadata}
+	}
+	if err := validateOffsetCommit(c.Group, reqs); err != nil {
+		return change{}, err
+	}
+	for _, r := range reqs {
+		if _, err := lookupPartition(cur, r.Topic, r.Partition); err != nil {
+			return change{}, err
+		}
+	}
+	g := maps.Clone(offsets[c.Group])
+	if g == nil {
+		g = make(groupOffsets, len(reqs))
+	}
+	// Entries for the same partition: the last one wins, as it would had
+	// they come in separate commands.
+	for _, r := range reqs {
+		g[TopicPartition{r.Topic, r.Partition}] = OffsetCommit{Offset: r.Offset, Metadata: r.Metadata, CommittedAtMs: c.CommittedAtMs}
+	}
+	return change{offsets: map[string]groupOffsets{c.Group: g}}, nil
+}
+
+func applyChangeLeader(cur *Metadata, c *changeLeaderCmd) (change, error) {
+	t, err := lookupTopic(cur, c.Topic)
+	if err != nil {
+		return change{}, err
+	}
+	p, err := lookupPartition(cur, c.Topic, c.Partition)
+	if err != nil {
+		return change{}, err
+	}
+	if c.ExpectedEpoch != p.LeaderEpoch {
+		return change{}, errorf(ErrStaleEpoch, "%s/%d: expected epoch %d, current epoch is %d", c.Topic, c.Partition, c.ExpectedEpoch, p.LeaderEpoch)
+	}
+	// NoLeader is allowed: it is how the controller marks a partition
+	// offline when no ISR member is left, and it still bumps the epoch so the
+	// old leader is fenced.
+	if c.NewLeader != NoLeader && !p.InISR(c.NewLeader) {
+		return change{}, errorf(ErrNotInISR, "%s/%d: new leader %d is not in the ISR %v", c.Topic, c.Partition, c.NewLeader, p.ISR)
+	}
+	if p.LeaderEpoch == math.MaxInt32 {
+		return change{}, errorf(ErrStaleEpoch, "%s/%d: leader epoch exhausted", c.Topic, c.Partition)
+	}
+	p.Leader = c.NewLeader
+	p.LeaderEpoch++
+	nt := withPartition(t, p)
+	return change{meta: withTopic(cur, nt), topic: nt, partition: p}, nil
+}
+
+func applyChangeISR(cur *Metadata, c *changeISRCmd) (change, error) {
+	t, err := lookupTopic(cur, c.Topic)
+	if err != nil {
+		return change{}, err
+	}
+	p, err := lookupPartition(cur, c.Topic, c.Partition)
+	if err != nil {
+		return change{}, err
+	}
+	if c.LeaderEpoch != p.LeaderEpoch {
+		return change{}, errorf(ErrStaleEpoch, "%s/%d: request carries epoch %d, current epoch is %d", c.Topic, c.Partition, c.LeaderEpoch, p.LeaderEpoch)
+	}
+	if err := validateISR(fmt.Sprintf("%s/%d", c.Topic, c.Partition), p.Replicas, c.ISR); err != nil {
+		return change{}, err
+	}
+	if p.Leader == NoLeader {
+		return change{}, errorf(ErrNotInISR, "%s/%d: partition has no leader", c.Topic, c.Partition)
+	}
+	if !slices.Contains(c.ISR, p.Leader) {
+		return change{}, errorf(ErrNotInISR, "%s/%d: new ISR %v drops the leader %d", c.Topic, c.Partition, c.ISR, p.Leader)
+	}
+	p.ISR = inReplicaOrder(p.Replicas, c.ISR)
+	nt := withPartition(t, p)
+	return change{meta: withTopic(cur, nt), topic: nt, partition: p}, nil
+}
+
+func lookupTopic(m *Metadata, name string) (*TopicInfo, error) {
+	t, ok := m.Topics[name]
+	if !ok {
+		return nil, errorf(ErrTopicNotFound, "%q", name)
+	}
+	return t, nil
+}
+
+func lookupPartition(m *Metadata, topic string, partition int32) (PartitionInfo, error) {
+	t, err := lookupTopic(m, topic)
+	if err != nil {
+		return PartitionInfo{}, err
+	}
+	p, ok := t.Partition(partition)
+	if !ok {
+		return PartitionInfo{}, errorf(ErrPartitionNotFound, "%s/%d (the topic has %d partitions)", topic, partition, len(t.Partitions))
+	}
+	return p, nil
+}
+
+// withTopic returns a new Metadata with t in place of the topic of its name.
+func withTopic(cur *Metadata, t *TopicInfo) *Metadata {
+	topics := maps.Clone(cur.Topics)
+	topics[t.Name] = t
+	return &Metadata{Brokers: cur.Brokers, Topics: topics}
+}
+
+// withPartition returns a copy of t with p in place of its partition.
+func withPartition(t *TopicInfo, p PartitionInfo) *TopicInfo {
+	nt := *t
+	nt.Partitions = slices.Clone(t.Partitions)
+	nt.Partitions[p.Partition] = p
+	return &nt
+}
+
+// inReplicaOrder returns the members of isr ordered as they appear in
+// replicas, so that two ISRs with the same members compare equal however the
+// proposer listed them.
+func inReplicaOrder(replicas, isr []int32) []int32 {
+	out := make([]int32, 0, len(isr))
+	for _, id := range replicas {
+		if slices.Contains(isr, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}

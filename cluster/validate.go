@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"slices"
+)
+
+// Limits checked by the proposer before a change enters Raft and again by
+// the state machine when it is applied.
+const (
+	// MaxTopicNameLen is the longest topic name; Kafka's limit, so names move
+	// between the two systems.
+	MaxTopicNameLen = 249
+	// MaxPartitions bounds the partition count of one topic.
+	MaxPartitions = 10000
+	// MaxOffsetMetadata bounds the metadata string of one offset commit, in
+	// bytes (Kafka's offset.metadata.max.bytes default): everything committed
+	// lives in every snapshot.
+	MaxOffsetMetadata = 4096
+)
+
+// ValidateTopicName checks the topic naming rules: 1 to MaxTopicNameLen
+// characters from [a-zA-Z0-9._-], and neither "." nor "..". Unlike Kafka,
+// names that differ only by '.' versus '_' may coexist: Strata has no metric
+// names in which the two would collide.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w %q: must not be empty", ErrInvalidTopicName, name)
+	case len(name) > MaxTopicNameLen:
+		return fmt.Errorf("%w %q: longer than %d characters", ErrInvalidTopicName, name, MaxTopicNameLen)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w %q: \".\" and \"..\" are not allowed", ErrInvalidTopicName, name)
+	}
+	for i := 0; i < len(name); i++ {
+		if !topicNameChar(name[i]) {
+			return fmt.Errorf("%w %q: only letters, digits, '.', '_' and '-' are allowed", ErrInvalidTopicName, name)
+		}
+	}
+	return nil
+}
+
+func topicNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// validateTopicID checks the 32-lowercase-hex form newTopicID produces.
+func validateTopicID(id string) error {
+	if len(id) != 32 {
+		return errorf(ErrInvalidCommand, "topic id %q: want 32 hex characters", id)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return errorf(ErrInvalidCommand, "topic id %q: want 32 lowercase hex characters", id)
+		}
+	}
+	return nil
+}
+
+func validatePartitionCount(n int) error {
+	if n < 1 || n > MaxPartitions {
+		return errorf(ErrInvalidPartitions, "%d: want 1 to %d", n, MaxPartitions)
+	}
+	return nil
+}
+
+func validateBroker(b BrokerInfo) error {
+	if b.ID < 0 {
+		return errorf(ErrInvalidBroker, "id %d: must be >= 0", b.ID)
+	}
+	if err := validateHostPort(b.Addr); err != nil {
+		return errorf(ErrInvalidBroker, "broker %d: addr %q: %v", b.ID, b.Addr, err)
+	}
+	if b.RaftAddr != "" {
+		if err := validateHostPort(b.RaftAddr); err != nil {
+			return errorf(ErrInvalidBroker, "broker %d: raft addr %q: %v", b.ID, b.RaftAddr, err)
+		}
+	}
+	return nil
+}
+
+func validateHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "" || port == "" {
+		return fmt.Errorf("want host:port")
+	}
+	return nil
+}
+
+// validateConfigChange checks the shape of a config change; the values
+// themselves were validated by the caller (the config package knows them).
+func validateConfigChange(set map[string]string, del []string) error {
+	for k := range set {
+		if k == "" {
+			return errorf(ErrInvalidConfig, "empty key")
+		}
+	}
+	for _, k := range del {
+		if k == "" {
+			return errorf(ErrInvalidConfig, "empty key")
+		}
+		if _, ok := set[k]; ok {
+			return errorf(ErrInvalidConfig, "key %q is both set and deleted", k)
+		}
+	}
+	return nil
+}
+
+// validateOffsetCommit checks what can be checked without the state: the
+// state machine also checks that every partition exists.
+func validateOffsetCommit(group string, commits []OffsetCommitRequest) error {
+	if group == "" {
+		return errorf(ErrInvalidOffsetCommit, "empty group")
+	}
+	for _, c := range commits {
+		if c.Offset < 0 {
+			return errorf(ErrInvalidOffsetCommit, "group %q, %s/%d: negative offset %d", group, c.Topic, c.Partition, c.Offset)
+		}
+		if len(c.Metadata) > MaxOffsetMetadata {
+			return errorf(ErrInvalidOffsetCommit, "group %q, %s/%d: metadata is %d bytes, at most %d allowed",
+				group, c.Topic, c.Partition, len(c.Metadata), MaxOffsetMetadata)
+		}
+	}
+	return nil
+}
+
+// validateISR checks that isr is non-empty, free of duplicates and within
+// the replicas. The leader check is the caller's. where names the partition
+// in the error ("orders/3").
+func validateISR(where string, replicas, isr []int32) error {
+	if len(isr) == 0 {
+		return errorf(ErrInvalidISR, "%s: empty", where)
+	}
+	for i, id := range isr {
+		if !slices.Contains(replicas, id) {
+			return errorf(ErrInvalidISR, "%s: broker %d is not a replica (replicas %v)", where, id, replicas)
+		}
+		if slices.Contains(isr[:i], id) {
+			return errorf(ErrInvalidISR, "%s: broker %d appears twice", where, id)
+		}
+	}
+	return nil
+}
+
+// validateAssignment checks a full assignment proposed with a new topic:
+// partitions numbered 0..n-1 in order, every replica list non-empty, free of
+// duplicates and made of registered brokers, a valid ISR, a leader in the
+// ISR and a non-negative epoch.
+func validateAssignment(topic string, parts []PartitionInfo, brokers map[int32]BrokerInfo) error {
+	if err := validatePartitionCount(len(parts)); err != nil {
+		return err
+	}
+	for i, p := range parts {
+		where := fmt.Sprintf("%s/%d", topic, i)
+		if p.Partition != int32(i) {
+			return errorf(ErrInvalidAssignment, "%s: partition %d found at position %d", where, p.Partition, i)
+		}
+		if len(p.Replicas) == 0 {
+			return errorf(ErrInvalidAssignment, "%s: no replicas", where)
+		}
+		for j, id := range p.Replicas {
+			if slices.Contains(p.Replicas[:j], id) {
+				return errorf(ErrInvalidAssignment, "%s: broker %d appears twice in the replicas", where, id)
+			}
+			if _, ok := brokers[id]; !ok {
+				return errorf(ErrBrokerNotFound, "%s: replica %d", where, id)
+			}
+		}
+		if err := validateISR(where, p.Replicas, p.ISR); err != nil {
+			return err
+		}
+		if p.Leader != NoLeader && !slices.Contains(p.ISR, p.Leader) {
+			return errorf(ErrInvalidAssignment, "%s: leader %d is not in the ISR %v", where, p.Leader, p.ISR)
+		}
+		if p.LeaderEpoch < 0 {
+			return errorf(ErrInvalidAssignment, "%s: negative leader epoch %d", where, p.LeaderEpoch)
+		}
+	}
+	return nil
+}
