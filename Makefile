@@ -3,6 +3,13 @@
 GO        ?= go
 TOOLS     := $(CURDIR)/.tools
 BIN       := $(CURDIR)/bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+
+# Pinned tool versions, installed into .tools/bin by `go install`.
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GRPCURL_VERSION            := v1.9.4
 # Packages whose tests run under the race detector: all of them, today.
 RACE_PKGS ?= ./...
 FUZZTIME  ?= 30s
@@ -10,18 +17,30 @@ BENCHTIME ?= 2s
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test bench fuzz lint run clean
+.PHONY: help build test bench fuzz lint run proto tools clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
-build: ## compile every package
+build: ## compile every package and build bin/strata
 	$(GO) build ./...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/strata ./cmd/strata
 
-test: ## vet, then every test with -race (fuzz targets run over their seed corpus)
-	$(GO) mod download
+$(TOOLS)/bin/grpcurl:
+	GOBIN=$(TOOLS)/bin $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+
+$(TOOLS)/bin/protoc-gen-go:
+	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+$(TOOLS)/bin/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+tools: $(TOOLS)/bin/grpcurl ## install the tools the tests use into .tools/bin
+
+test: tools build ## vet, then every test with -race (fuzz targets run over their seed corpus)
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
+	STRATA_BIN=$(BIN)/strata STRATA_GRPCURL=$(TOOLS)/bin/grpcurl \
+	  $(GO) test -race -count=1 -timeout 25m $(RACE_PKGS)
 
 bench: ## engine benchmarks beside this machine's raw sequential write speed
 	@echo "== raw disk: 1 GiB of 64 KiB writes, one fdatasync at the end (buffered)"
@@ -43,8 +62,15 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-run: ## start one broker on loopback (arrives with the broker)
-	@echo "make run: the broker is not built yet; see README.md" && exit 1
+run: build ## build and start one broker on loopback, data in ./data
+	$(BIN)/strata serve --data-dir ./data
+
+proto: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc ## regenerate the gRPC code from rpc/proto (needs protoc: apt-get install protobuf-compiler)
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
+	PATH=$(TOOLS)/bin:$$PATH protoc -I rpc/proto \
+	  --go_out=rpc/proto --go_opt=paths=source_relative \
+	  --go-grpc_out=rpc/proto --go-grpc_opt=paths=source_relative \
+	  rpc/proto/strata/v1/*.proto
 
 clean: ## remove build output and local data
 	rm -rf $(BIN) ./data

@@ -30,6 +30,8 @@ type Broker struct {
 	Admin Admin `yaml:"admin"`
 	// ObjectStore is where the cold tier lives.
 	ObjectStore ObjectStore `yaml:"object_store"`
+	// Storage guards the local disk.
+	Storage Storage `yaml:"storage"`
 	// Tiering tunes uploads and cold reads.
 	Tiering Tiering `yaml:"tiering"`
 	// Replica tunes replication.
@@ -129,6 +131,14 @@ type Tiering struct {
 	MaxUnuploadedBytes ByteSize `yaml:"max_unuploaded_bytes"`
 }
 
+// Storage guards the local disk.
+type Storage struct {
+	// MinFreeBytes: when the file system holding data_dir has less free
+	// space than this, produce is throttled with a retriable error instead
+	// of filling the disk. 0 disables the check.
+	MinFreeBytes ByteSize `yaml:"min_free_bytes"`
+}
+
 // Replica tunes replication.
 type Replica struct {
 	// LagTimeMax: a follower that has not caught up for this long is
@@ -170,6 +180,7 @@ func DefaultBroker() Broker {
 			Region:    "us-east-1",
 			PathStyle: true,
 		},
+		Storage: Storage{MinFreeBytes: 64 << 20},
 		Tiering: Tiering{
 			ChunkBytes:         4 << 20,
 			CacheBytes:         256 << 20,

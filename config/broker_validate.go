@@ -31,6 +31,9 @@ func (b Broker) Validate() error {
 	if err != nil {
 		return err
 	}
+	if b.Storage.MinFreeBytes < 0 {
+		return &Error{Key: "storage.min_free_bytes", Value: b.Storage.MinFreeBytes.String(), Allowed: "a size such as 64MiB, or 0 to disable"}
+	}
 	if err := b.Tiering.validate(topic); err != nil {
 		return err
 	}

@@ -53,6 +53,7 @@ func brokerFields() []field {
 		stringField("object_store.access_key", "S3 access key; empty (with secret_key) means the standard AWS credential chain", func(b *Broker) *string { return &b.ObjectStore.AccessKey }),
 		secretField("object_store.secret_key", "S3 secret key; empty (with access_key) means the standard AWS credential chain", func(b *Broker) *Secret { return &b.ObjectStore.SecretKey }),
 		stringField("object_store.prefix", "prefix of every object key, to share a bucket; empty means none", func(b *Broker) *string { return &b.ObjectStore.Prefix }),
+		bytesField("storage.min_free_bytes", "free space on the data_dir file system below which produce is throttled; 0 disables", func(b *Broker) *ByteSize { return &b.Storage.MinFreeBytes }),
 		bytesField("tiering.chunk_bytes", "size of a cold read (ranged GET) and of a cache entry", func(b *Broker) *ByteSize { return &b.Tiering.ChunkBytes }),
 		bytesField("tiering.cache_bytes", "size of the cold chunk cache", func(b *Broker) *ByteSize { return &b.Tiering.CacheBytes }),
 		intField("tiering.upload_parallelism", "concurrent segment uploads", func(b *Broker) *int { return &b.Tiering.UploadParallelism }),

@@ -148,6 +148,7 @@ func sampleBroker() Broker {
 			SecretKey: "shh",
 			Prefix:    "prod/strata",
 		},
+		Storage: Storage{MinFreeBytes: 1 << 30},
 		Tiering: Tiering{
 			ChunkBytes:         8 << 20,
 			CacheBytes:         1 << 30,

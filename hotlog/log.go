@@ -198,7 +198,8 @@ func (l *Log) Append(b record.Batch, epoch int32) (AppendResult, error) {
 
 // AppendUnflushed is Append without waiting for the flush policy: it returns
 // once the batch is written to the file, for producers that asked for no
-// acknowledgement of durability.
+// acknowledgement of durability. Under FlushAlways the fsync still follows
+// at once, in the background.
 func (l *Log) AppendUnflushed(b record.Batch, epoch int32) (AppendResult, error) {
 	if epoch < 0 {
 		return AppendResult{}, fmt.Errorf("%w: leader epoch %d is negative", ErrStaleEpoch, epoch)
@@ -218,6 +219,9 @@ func (l *Log) AppendUnflushed(b record.Batch, epoch int32) (AppendResult, error)
 	l.appendMu.Unlock()
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if l.cfg.Load().FlushPolicy == FlushAlways {
+		l.flush.poke()
 	}
 	return res, nil
 }

@@ -490,10 +490,10 @@ func TestOffsetForTimestamp(t *testing.T) {
 	check := func(l *Log) {
 		t.Helper()
 		for _, target := range []int64{0, 500, 503, 504, 999, 1000, 1001, 1003, 1004, 1255, 1300, 1593, 1594, 5000} {
-			got, ok, err := l.OffsetForTimestamp(target)
+			got, ts, ok, err := l.OffsetForTimestamp(target)
 			w, wok := want(target)
-			if err != nil || ok != wok || got != w {
-				t.Errorf("OffsetForTimestamp(%d) = %d %v %v, want %d %v", target, got, ok, err, w, wok)
+			if err != nil || ok != wok || got != w || (ok && ts < target) {
+				t.Errorf("OffsetForTimestamp(%d) = %d (ts %d) %v %v, want %d %v", target, got, ts, ok, err, w, wok)
 			}
 		}
 	}
@@ -527,8 +527,8 @@ func TestLogAppendTimeLookup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if off, ok, err := l.OffsetForTimestamp(10_150); err != nil || !ok || off != 6 {
-		t.Fatalf("lookup by append time: %d %v %v, want 6", off, ok, err)
+	if off, ts, ok, err := l.OffsetForTimestamp(10_150); err != nil || !ok || off != 6 || ts != 10_200 {
+		t.Fatalf("lookup by append time: %d (ts %d) %v %v, want 6 at 10200", off, ts, ok, err)
 	}
 	if segs := l.Segments(); segs[0].MinTimestamp != 10_000 || segs[0].MaxTimestamp != 10_400 {
 		t.Fatalf("segment times %+v", segs[0])

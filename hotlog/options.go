@@ -51,8 +51,8 @@ func ParseFlushPolicy(s string) (FlushPolicy, error) {
 // with Log.Reconfigure. New values apply to the next append or roll.
 type Config struct {
 	// SegmentBytes: the active segment is rolled before an append would take
-	// it past this size. At most math.MaxUint32, since index positions are
-	// 32-bit.
+	// it past this size (a batch larger than this gets a segment of its
+	// own). At most math.MaxUint32, since index positions are 32-bit.
 	SegmentBytes int64
 	// SegmentAge: the active segment is rolled once its first append is this
 	// old. Zero disables age-based rolling.
@@ -84,8 +84,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hotlog: segment age %v: want >= 0", c.SegmentAge)
 	case c.MaxBatchBytes < 61:
 		return fmt.Errorf("hotlog: max batch bytes %d: want >= 61", c.MaxBatchBytes)
-	case int64(c.MaxBatchBytes) > c.SegmentBytes:
-		return fmt.Errorf("hotlog: max batch bytes %d exceeds segment bytes %d", c.MaxBatchBytes, c.SegmentBytes)
 	case c.FlushPolicy < FlushAlways || c.FlushPolicy > FlushNever:
 		return fmt.Errorf("hotlog: unknown flush policy %d", c.FlushPolicy)
 	case c.FlushPolicy == FlushInterval && c.FlushInterval <= 0:

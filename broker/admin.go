@@ -1,0 +1,281 @@
+package broker
+
+// Topic admin and cluster metadata. Writes go through the controller (the
+// metadata group's leader); on success the call waits until this broker has
+// applied the change, so a topic is ready for produce here as soon as its
+// creation returns.
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strconv"
+
+	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/config"
+)
+
+// CreateTopic creates a topic. partitions 0 means 1; replicationFactor 0
+// means the replication.factor setting (the topic's, else the broker's
+// default). The settings are validated against this broker's defaults.
+func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error) {
+	if err := cluster.ValidateTopicName(name); err != nil {
+		return TopicDescription{}, refuse(ReasonInvalidTopicName, err, "%v", err)
+	}
+	if partitions == 0 {
+		partitions = 1
+	}
+	if partitions < 0 || partitions > cluster.MaxPartitions {
+		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "partitions %d: want 1 to %d", partitions, cluster.MaxPartitions)
+	}
+	overrides = maps.Clone(overrides)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	if replicationFactor > 0 {
+		overrides["replication.factor"] = strconv.Itoa(int(replicationFactor))
+	}
+	cfg, err := b.defaults.With(overrides)
+	if err != nil {
+		return TopicDescription{}, configError(err)
+	}
+	canonical, err := canonicalOverrides(cfg, overrides)
+	if err != nil {
+		return TopicDescription{}, configError(err)
+	}
+	t, err := b.meta.CreateTopic(ctx, name, partitions, cfg.ReplicationFactor, canonical)
+	if err != nil {
+		return TopicDescription{}, clusterError(err)
+	}
+	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
+		return TopicDescription{}, err
+	}
+	return b.describe(t), nil
+}
+
+// canonicalOverrides keeps the overridden keys in the canonical form the
+// parsed settings give them, so the metadata never stores "7d" for one topic
+// and "604800000" for another.
+func canonicalOverrides(cfg config.Topic, overrides map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(overrides))
+	for k := range overrides {
+		v, err := cfg.Get(k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// DeleteTopic deletes a topic and, on every broker, its data.
+func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	if err := b.meta.DeleteTopic(ctx, name); err != nil {
+		return clusterError(err)
+	}
+	return b.waitReconciled(ctx, b.meta.Metadata().Version)
+}
+
+// AlterTopicConfig sets and removes per-topic settings; they take effect on
+// every replica without a restart.
+func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
+	t, ok := b.meta.Metadata().Topic(name)
+	if !ok {
+		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
+	}
+	next := maps.Clone(t.Config)
+	maps.Copy(next, set)
+	for _, k := range del {
+		if _, err := config.DefaultTopic().Get(k); err != nil {
+			return TopicDescription{}, configError(err)
+		}
+		delete(next, k)
+	}
+	if rf, ok := next["replication.factor"]; ok && rf != t.Config["replication.factor"] {
+		return TopicDescription{}, refuse(ReasonInvalidConfig, nil, "replication.factor of an existing topic cannot be changed by altering its settings").
+			with("key", "replication.factor").with("value", rf).with("allowed", t.Config["replication.factor"])
+	}
+	cfg, err := b.defaults.With(next)
+	if err != nil {
+		return TopicDescription{}, configError(err)
+	}
+	canonical, err := canonicalOverrides(cfg, set)
+	if err != nil {
+		return TopicDescription{}, configError(err)
+	}
+	t, err = b.meta.AlterTopicConfig(ctx, name, canonical, del)
+	if err != nil {
+		return TopicDescription{}, clusterError(err)
+	}
+	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
+		return TopicDescription{}, err
+	}
+	return b.describe(t), nil
+}
+
+// ListTopics lists every topic.
+func (b *Broker) ListTopics() []TopicSummary {
+	m := b.meta.Metadata()
+	out := []TopicSummary{}
+	for _, name := range m.TopicNames() {
+		t, _ := m.Topic(name)
+		rf := int32(0)
+		if len(t.Partitions) > 0 {
+			rf = int32(len(t.Partitions[0].Replicas))
+		}
+		out = append(out, TopicSummary{Name: name, Partitions: int32(len(t.Partitions)), ReplicationFactor: rf})
+	}
+	return out
+}
+
+// DescribeTopic describes a topic: settings, partitions and, for the
+// partitions held here, their logs.
+func (b *Broker) DescribeTopic(name string) (TopicDescription, error) {
+	t, ok := b.meta.Metadata().Topic(name)
+	if !ok {
+		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
+	}
+	return b.describe(t), nil
+}
+
+func (b *Broker) describe(t *cluster.TopicInfo) TopicDescription {
+	cfg, err := b.defaults.With(t.Config)
+	if err != nil {
+		cfg = b.defaults
+	}
+	d := TopicDescription{Name: t.Name, ID: t.ID, Config: cfg.Map(), Overrides: maps.Clone(t.Config)}
+	for _, info := range t.Partitions {
+		pd := PartitionDescription{PartitionView: partitionView(info)}
+		b.mu.RLock()
+		p, ok := b.mu.partitions[cluster.TopicPartition{Topic: t.Name, Partition: info.Partition}]
+		b.mu.RUnlock()
+		if ok && p.topicID == t.ID {
+			segs := p.log.Segments()
+			pd.Hosted = true
+			pd.LogStartOffset = p.log.LogStartOffset()
+			pd.HighWatermark = p.log.HighWatermark()
+			pd.LogEndOffset = p.log.LogEndOffset()
+			pd.LocalSegments = int32(len(segs))
+			for _, s := range segs {
+				pd.LocalBytes += s.Size
+			}
+		}
+		d.Partitions = append(d.Partitions, pd)
+	}
+	return d
+}
+
+func partitionView(info cluster.PartitionInfo) PartitionView {
+	return PartitionView{
+		Partition:   info.Partition,
+		Leader:      info.Leader,
+		LeaderEpoch: info.LeaderEpoch,
+		Replicas:    append([]int32(nil), info.Replicas...),
+		ISR:         append([]int32(nil), info.ISR...),
+	}
+}
+
+// Cluster returns the brokers and the topics (all, or those named) with
+// their leaders. Unknown names are left out.
+func (b *Broker) Cluster(topics []string) ClusterView {
+	m := b.meta.Metadata()
+	v := ClusterView{ControllerID: -1, Version: m.Version}
+	if id, ok := b.meta.ControllerID(); ok {
+		v.ControllerID = id
+	}
+	for _, id := range m.BrokerIDs() {
+		info, _ := m.Broker(id)
+		v.Brokers = append(v.Brokers, BrokerView{ID: info.ID, Addr: info.Addr, Rack: info.Rack})
+	}
+	if len(topics) == 0 {
+		topics = m.TopicNames()
+	}
+	for _, name := range topics {
+		t, ok := m.Topic(name)
+		if !ok {
+			continue
+		}
+		tv := TopicView{Name: t.Name, ID: t.ID}
+		for _, info := range t.Partitions {
+			tv.Partitions = append(tv.Partitions, partitionView(info))
+		}
+		v.Topics = append(v.Topics, tv)
+	}
+	return v
+}
+
+// CommitOffsets stores a consumer group's positions.
+func (b *Broker) CommitOffsets(ctx context.Context, group string, offsets []CommittedOffset) error {
+	if group == "" {
+		return refuse(ReasonInvalidRequest, nil, "a consumer group name is required")
+	}
+	m := b.meta.Metadata()
+	reqs := make([]cluster.OffsetCommitRequest, 0, len(offsets))
+	for _, o := range offsets {
+		if _, err := partitionInfo(m, o.Topic, o.Partition); err != nil {
+			return err
+		}
+		reqs = append(reqs, cluster.OffsetCommitRequest{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
+	}
+	if err := b.meta.CommitOffsets(ctx, group, reqs); err != nil {
+		return clusterError(err)
+	}
+	return nil
+}
+
+// FetchOffsets returns a group's positions: in the partitions named, or in
+// every partition it committed.
+func (b *Broker) FetchOffsets(group string, partitions []TopicPartition) []CommittedOffset {
+	var out []CommittedOffset
+	add := func(tp TopicPartition, c cluster.OffsetCommit) {
+		out = append(out, CommittedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: c.Offset, Metadata: c.Metadata, CommitTimeMs: c.CommittedAtMs})
+	}
+	if len(partitions) == 0 {
+		for tp, c := range b.meta.CommittedOffsets(group) {
+			add(TopicPartition(tp), c)
+		}
+		return out
+	}
+	for _, tp := range partitions {
+		if c, ok := b.meta.CommittedOffset(group, tp.Topic, tp.Partition); ok {
+			add(tp, c)
+		}
+	}
+	return out
+}
+
+// configError turns a settings error into INVALID_CONFIG naming the key, the
+// value and what is allowed.
+func configError(err error) error {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return refuse(ReasonInvalidConfig, err, "%v", err).with("key", ce.Key).with("value", ce.Value).with("allowed", ce.Allowed)
+	}
+	return refuse(ReasonInvalidConfig, err, "%v", err)
+}
+
+// clusterError translates the metadata group's refusals.
+func clusterError(err error) error {
+	var nc *cluster.NotControllerError
+	switch {
+	case errors.Is(err, cluster.ErrTopicExists):
+		return refuse(ReasonTopicAlreadyExists, err, "%v", err)
+	case errors.Is(err, cluster.ErrTopicNotFound):
+		return refuse(ReasonTopicNotFound, err, "%v", err)
+	case errors.Is(err, cluster.ErrPartitionNotFound):
+		return refuse(ReasonPartitionNotFound, err, "%v", err)
+	case errors.Is(err, cluster.ErrInvalidTopicName):
+		return refuse(ReasonInvalidTopicName, err, "%v", err)
+	case errors.Is(err, cluster.ErrNotEnoughBrokers), errors.Is(err, cluster.ErrInvalidReplicationFactor):
+		return refuse(ReasonInvalidConfig, err, "%v", err).with("key", "replication.factor")
+	case errors.Is(err, cluster.ErrInvalidPartitions), errors.Is(err, cluster.ErrInvalidOffsetCommit), errors.Is(err, cluster.ErrInvalidConfig):
+		return refuse(ReasonInvalidRequest, err, "%v", err)
+	case errors.Is(err, cluster.ErrStaleEpoch):
+		return refuse(ReasonFencedEpoch, err, "%v", err)
+	case errors.As(err, &nc):
+		return refuse(ReasonUnavailable, err, "%v", err).with("controller_id", strconv.Itoa(int(nc.ControllerID))).with("controller_address", nc.Addr)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, cluster.ErrOutcomeUnknown):
+		return refuse(ReasonTimeout, err, "%v", err)
+	}
+	return refuse(ReasonUnavailable, err, "%v", err)
+}

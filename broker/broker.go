@@ -1,0 +1,285 @@
+// Package broker is a running Strata broker: the partitions it holds, the
+// produce, fetch and admin logic on them, and the wiring to the cluster
+// metadata. It knows nothing of gRPC; package rpc translates.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/config"
+)
+
+// Broker is one running broker.
+type Broker struct {
+	cfg      config.Broker
+	id       int32
+	defaults config.Topic
+	log      *slog.Logger
+	meta     *cluster.Node
+	logsDir  string
+	lock     *os.File // flock on the data dir
+
+	mu struct {
+		sync.RWMutex
+		partitions map[cluster.TopicPartition]*partition
+		// reconciled is the metadata version the partitions reflect.
+		reconciled uint64
+		closed     bool
+	}
+	reconciledCh chan struct{} // closed and replaced after each reconcile
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Start opens the data dir, joins (or bootstraps) the metadata group, opens
+// every partition this broker holds and starts its background work. It
+// returns once the broker can serve.
+func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (*Broker, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	defaults, err := cfg.TopicDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:          cfg,
+		id:           cfg.NodeID,
+		defaults:     defaults,
+		log:          logger,
+		logsDir:      filepath.Join(cfg.DataDir, "logs"),
+		reconciledCh: make(chan struct{}),
+		stop:         make(chan struct{}),
+	}
+	b.mu.partitions = map[cluster.TopicPartition]*partition{}
+	if err := os.MkdirAll(b.logsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data dir: %w", err)
+	}
+	if b.lock, err = lockDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			b.closeAll()
+		}
+	}()
+
+	b.meta, err = cluster.Open(cluster.Config{
+		NodeID:    cfg.NodeID,
+		Dir:       filepath.Join(cfg.DataDir, "raft"),
+		Bind:      cfg.Raft.Listen,
+		Advertise: cfg.Raft.Advertise,
+		// A broker with nobody to join and nobody to wait for starts its own
+		// cluster; bootstrapping is a no-op once Raft state exists.
+		Bootstrap: len(cfg.Gossip.Join) == 0 && cfg.Gossip.BootstrapExpect <= 1,
+		Logger:    logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: metadata: %w", err)
+	}
+	if err := b.meta.WaitReady(ctx); err != nil {
+		return nil, fmt.Errorf("broker: waiting for the metadata group: %w", err)
+	}
+	if b.meta.IsController() {
+		if err := b.register(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.reconcile(); err != nil {
+		return nil, err
+	}
+	b.goLoop(b.reconcileLoop)
+	b.goLoop(b.housekeepingLoop)
+	ok = true
+	return b, nil
+}
+
+// register records this broker's addresses in the cluster metadata.
+func (b *Broker) register(ctx context.Context) error {
+	info := cluster.BrokerInfo{ID: b.id, Addr: b.cfg.AdvertiseAddr(), RaftAddr: b.meta.RaftAddr(), Rack: b.cfg.Gossip.Rack}
+	if cur, ok := b.meta.Metadata().Broker(b.id); ok && cur == info {
+		return nil
+	}
+	if err := b.meta.RegisterBroker(ctx, info); err != nil {
+		return fmt.Errorf("broker: register broker %d: %w", b.id, err)
+	}
+	return nil
+}
+
+// lockDir takes an exclusive lock on dir, so two brokers never share one.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("broker: data dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("broker: data dir %s is in use by another broker: %w", dir, err)
+	}
+	return f, nil
+}
+
+// ID is this broker's id.
+func (b *Broker) ID() int32 { return b.id }
+
+// DataDir is where this broker keeps its data.
+func (b *Broker) DataDir() string { return b.cfg.DataDir }
+
+// RaftAddr is the address of this broker's metadata transport.
+func (b *Broker) RaftAddr() string { return b.meta.RaftAddr() }
+
+func (b *Broker) goLoop(loop func()) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		loop()
+	}()
+}
+
+// Close stops background work, closes every partition (each fsyncs and
+// checkpoints its log) and leaves the metadata group. In-flight requests
+// should be finished first (the API server's graceful stop does that).
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.closed = true
+	b.mu.Unlock()
+	close(b.stop)
+	b.wg.Wait()
+	return b.closeAll()
+}
+
+func (b *Broker) closeAll() error {
+	var errs []error
+	b.mu.Lock()
+	for tp, p := range b.mu.partitions {
+		if err := p.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", p.name(), err))
+		}
+		delete(b.mu.partitions, tp)
+	}
+	b.mu.Unlock()
+	if b.meta != nil {
+		if err := b.meta.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.lock != nil {
+		b.lock.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// housekeepingLoop takes lagging followers out of the ISR, seals idle
+// segments that reached segment.ms (so their data can move on without a new
+// append) and checkpoints high watermarks.
+func (b *Broker) housekeepingLoop() {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var lastRoll, lastCheckpoint time.Time
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		roll, checkpoint := now.Sub(lastRoll) >= time.Second, now.Sub(lastCheckpoint) >= 5*time.Second
+		for _, p := range b.partitions() {
+			b.shrinkISR(p)
+			if roll {
+				if _, err := p.log.RollIfAged(); err != nil {
+					b.log.Warn("roll of an aged segment failed", "partition", p.name(), "err", err)
+				}
+			}
+			if checkpoint {
+				if err := p.log.Checkpoint(); err != nil {
+					b.log.Warn("checkpoint failed", "partition", p.name(), "err", err)
+				}
+			}
+		}
+		if roll {
+			lastRoll = now
+		}
+		if checkpoint {
+			lastCheckpoint = now
+		}
+	}
+}
+
+// shrinkISR asks the controller to drop a led partition's followers that
+// have lagged longer than replica.lag_time_max, carrying the leader epoch so
+// a deposed leader's request is refused.
+func (b *Broker) shrinkISR(p *partition) {
+	lagging := p.laggingFollowers(time.Duration(b.cfg.Replica.LagTimeMax))
+	if len(lagging) == 0 {
+		return
+	}
+	st := p.state.Load()
+	isr := slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return slices.Contains(lagging, id) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := b.meta.ChangeISR(ctx, p.topic, p.id, isr, st.LeaderEpoch); err != nil {
+		if !errors.Is(err, cluster.ErrNotController) {
+			b.log.Warn("shrinking the ISR failed", "partition", p.name(), "isr", isr, "err", err)
+		}
+		return
+	}
+	b.log.Info("followers left the ISR", "partition", p.name(), "removed", lagging, "isr", isr)
+}
+
+// AdmitBroker brings a broker into the cluster: it joins the metadata group,
+// as a voter while there are fewer than three and as a non-voter after, and
+// is registered with its addresses. Only the controller can do it.
+func (b *Broker) AdmitBroker(ctx context.Context, id int32, addr, raftAddr, rack string) error {
+	servers, err := b.meta.Servers()
+	if err != nil {
+		return clusterError(err)
+	}
+	voters := 0
+	for _, s := range servers {
+		if s.Voter {
+			voters++
+		}
+	}
+	if voters < 3 {
+		err = b.meta.AddVoter(ctx, id, raftAddr)
+	} else {
+		err = b.meta.AddNonvoter(ctx, id, raftAddr)
+	}
+	if err != nil {
+		return clusterError(err)
+	}
+	if err := b.meta.RegisterBroker(ctx, cluster.BrokerInfo{ID: id, Addr: addr, RaftAddr: raftAddr, Rack: rack}); err != nil {
+		return clusterError(err)
+	}
+	return nil
+}
+
+func (b *Broker) partitions() []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make([]*partition, 0, len(b.mu.partitions))
+	for _, p := range b.mu.partitions {
+		out = append(out, p)
+	}
+	return out
+}

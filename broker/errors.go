@@ -1,0 +1,92 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Reason is the machine-readable cause of a refused request. The names are
+// the wire names of the API's ErrorReason (without its ERROR_REASON_ prefix).
+type Reason string
+
+// Reasons, with whether retrying the same request can help.
+const (
+	ReasonTopicNotFound      Reason = "TOPIC_NOT_FOUND"
+	ReasonPartitionNotFound  Reason = "PARTITION_NOT_FOUND"
+	ReasonNotLeader          Reason = "NOT_LEADER"           // retriable, at the leader
+	ReasonOffsetOutOfRange   Reason = "OFFSET_OUT_OF_RANGE"  //
+	ReasonRecordTooLarge     Reason = "RECORD_TOO_LARGE"     //
+	ReasonCorruptBatch       Reason = "CORRUPT_BATCH"        //
+	ReasonInvalidConfig      Reason = "INVALID_CONFIG"       //
+	ReasonNotEnoughReplicas  Reason = "NOT_ENOUGH_REPLICAS"  // retriable
+	ReasonThrottled          Reason = "THROTTLED"            // retriable, after RetryAfter
+	ReasonTopicAlreadyExists Reason = "TOPIC_ALREADY_EXISTS" //
+	ReasonInvalidTopicName   Reason = "INVALID_TOPIC_NAME"   //
+	ReasonInvalidRequest     Reason = "INVALID_REQUEST"      //
+	ReasonTimeout            Reason = "TIMEOUT"              // retriable; the write may have happened
+	ReasonStorageError       Reason = "STORAGE_ERROR"        // retriable elsewhere
+	ReasonUnavailable        Reason = "UNAVAILABLE"          // retriable
+	ReasonFencedEpoch        Reason = "FENCED_EPOCH"         //
+	ReasonLeaderNotAvailable Reason = "LEADER_NOT_AVAILABLE" // retriable
+)
+
+var retriable = map[Reason]bool{
+	ReasonNotLeader:          true,
+	ReasonNotEnoughReplicas:  true,
+	ReasonThrottled:          true,
+	ReasonTimeout:            true,
+	ReasonStorageError:       true,
+	ReasonUnavailable:        true,
+	ReasonLeaderNotAvailable: true,
+}
+
+// Error is a refused request: a reason, a message for people, detail for
+// programs (Meta: for NOT_LEADER the leader's id and address, for
+// OFFSET_OUT_OF_RANGE the valid range, for INVALID_CONFIG the key, value and
+// allowed values) and, when throttled, how long to wait.
+type Error struct {
+	Reason     Reason
+	Message    string
+	Meta       map[string]string
+	RetryAfter time.Duration
+	cause      error
+}
+
+func (e *Error) Error() string { return "broker: " + e.Message }
+
+// Unwrap returns the underlying cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Retriable reports whether the same request may succeed later.
+func (e *Error) Retriable() bool { return retriable[e.Reason] }
+
+func refuse(reason Reason, cause error, format string, args ...any) *Error {
+	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...), cause: cause}
+}
+
+func (e *Error) with(key, value string) *Error {
+	if e.Meta == nil {
+		e.Meta = map[string]string{}
+	}
+	e.Meta[key] = value
+	return e
+}
+
+// ReasonOf returns the reason of a broker error, or "" for other errors.
+func ReasonOf(err error) Reason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// InvalidRequest is the error for a malformed request: a missing or
+// impossible field.
+func InvalidRequest(format string, args ...any) error {
+	return refuse(ReasonInvalidRequest, nil, format, args...)
+}

@@ -1,0 +1,147 @@
+package broker
+
+// Produce: the leader appends one batch to a partition.
+//
+// Checks, in order, each refusing with its reason and changing nothing:
+// the topic and partition exist (TOPIC_NOT_FOUND, PARTITION_NOT_FOUND); this
+// broker leads the partition (NOT_LEADER with the leader's address) and has
+// it open (LEADER_NOT_AVAILABLE); the disk has room (THROTTLED); the batch
+// is within max.message.bytes (RECORD_TOO_LARGE) and passes its length,
+// magic and CRC checks (CORRUPT_BATCH); for acks=all, the ISR has at least
+// min.insync.replicas members (NOT_ENOUGH_REPLICAS). Then the batch gets its
+// offsets (and, under LogAppendTime, the broker's clock) in its header and is
+// appended. acks=none returns once it is written, acks=leader once the flush
+// policy is met, acks=all once the high watermark passes it (TIMEOUT if that
+// takes longer than the request allows; the batch may still commit).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/record"
+)
+
+// Acks says when a produce is answered.
+type Acks int8
+
+const (
+	AcksAll Acks = iota
+	AcksLeader
+	AcksNone
+)
+
+// ProduceRequest is one batch for one partition.
+type ProduceRequest struct {
+	Topic     string
+	Partition int32
+	// Batch is an encoded batch; its header is rewritten in place.
+	Batch   record.Batch
+	Acks    Acks
+	Timeout time.Duration // for AcksAll; 0 means 30s
+}
+
+// ProduceResult says where the batch went.
+type ProduceResult struct {
+	BaseOffset     int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+}
+
+const defaultProduceTimeout = 30 * time.Second
+
+// Produce appends a batch to a partition this broker leads.
+func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult, error) {
+	p, err := b.leaderPartition(req.Topic, req.Partition)
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	if err := b.checkDiskSpace(); err != nil {
+		return ProduceResult{}, err
+	}
+	cfg := p.cfg.Load()
+	if int64(len(req.Batch)) > cfg.MaxMessageBytes {
+		return ProduceResult{}, refuse(ReasonRecordTooLarge, nil, "batch of %d bytes is over max.message.bytes (%d) of %s", len(req.Batch), cfg.MaxMessageBytes, req.Topic).
+			with("size", itoa(int64(len(req.Batch)))).with("max", itoa(cfg.MaxMessageBytes))
+	}
+	if err := req.Batch.Validate(); err != nil {
+		return ProduceResult{}, refuse(ReasonCorruptBatch, err, "%v", err)
+	}
+	st := p.state.Load()
+	if req.Acks == AcksAll && len(st.ISR) < cfg.MinInsyncReplicas {
+		return ProduceResult{}, refuse(ReasonNotEnoughReplicas, nil, "%s has %d in-sync replicas, min.insync.replicas is %d", p.name(), len(st.ISR), cfg.MinInsyncReplicas)
+	}
+	res := ProduceResult{LogAppendTime: -1}
+	if cfg.MessageTimestampType == config.LogAppendTime {
+		res.LogAppendTime = time.Now().UnixMilli()
+		req.Batch.SetLogAppendTime(res.LogAppendTime)
+	}
+
+	var ar hotlog.AppendResult
+	if req.Acks == AcksNone {
+		ar, err = p.log.AppendUnflushed(req.Batch, st.LeaderEpoch)
+	} else {
+		ar, err = p.log.Append(req.Batch, st.LeaderEpoch)
+	}
+	if err != nil {
+		return ProduceResult{}, appendError(p, err)
+	}
+	if cfg.FlushPolicy == config.FlushNever || req.Acks == AcksNone {
+		p.advanceHighWatermark()
+	}
+	res.BaseOffset, res.LastOffset, res.LogStartOffset = ar.BaseOffset, ar.LastOffset, p.log.LogStartOffset()
+	if req.Acks != AcksAll {
+		return res, nil
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = defaultProduceTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := p.log.WaitForHighWatermark(wctx, ar.LastOffset); err != nil {
+		if errors.Is(err, hotlog.ErrClosed) {
+			return ProduceResult{}, refuse(ReasonUnavailable, err, "%s was closed before the batch at %d committed", p.name(), ar.BaseOffset)
+		}
+		return ProduceResult{}, refuse(ReasonTimeout, err, "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", ar.BaseOffset, p.name(), timeout)
+	}
+	return res, nil
+}
+
+// appendError translates a log's refusal.
+func appendError(p *partition, err error) error {
+	switch {
+	case errors.Is(err, hotlog.ErrBatchTooLarge):
+		return refuse(ReasonRecordTooLarge, err, "%s: %v", p.name(), err)
+	case errors.Is(err, hotlog.ErrInvalidBatch):
+		return refuse(ReasonCorruptBatch, err, "%s: %v", p.name(), err)
+	case errors.Is(err, hotlog.ErrStaleEpoch):
+		return refuse(ReasonFencedEpoch, err, "%s: %v", p.name(), err)
+	case errors.Is(err, hotlog.ErrClosed):
+		return refuse(ReasonUnavailable, err, "%s is closing", p.name())
+	}
+	return refuse(ReasonStorageError, err, "%s: %v", p.name(), err)
+}
+
+// checkDiskSpace refuses produce while the data dir's file system has less
+// free space than storage.min_free_bytes: better a retriable error than a
+// full disk.
+func (b *Broker) checkDiskSpace() error {
+	min := int64(b.cfg.Storage.MinFreeBytes)
+	if min <= 0 {
+		return nil
+	}
+	free, err := freeBytes(b.cfg.DataDir)
+	if err != nil || free >= min {
+		return nil
+	}
+	return &Error{
+		Reason:     ReasonThrottled,
+		Message:    fmt.Sprintf("the data dir has %d bytes free, below storage.min_free_bytes (%d)", free, min),
+		RetryAfter: time.Second,
+	}
+}

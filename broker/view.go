@@ -1,0 +1,79 @@
+package broker
+
+// Views of the cluster and of topics handed to the API layer. They are
+// copies: the caller may keep and change them.
+
+// BrokerView is one broker of the cluster.
+type BrokerView struct {
+	ID   int32
+	Addr string
+	Rack string
+}
+
+// PartitionView is one partition's assignment and leadership.
+type PartitionView struct {
+	Partition   int32
+	Leader      int32
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+}
+
+// TopicView is one topic's partitions.
+type TopicView struct {
+	Name       string
+	ID         string
+	Partitions []PartitionView
+}
+
+// ClusterView is the metadata a client needs to route requests.
+type ClusterView struct {
+	Brokers      []BrokerView
+	Topics       []TopicView
+	ControllerID int32
+	Version      uint64
+}
+
+// TopicDescription is a topic with its settings and, for the partitions this
+// broker holds, its log figures.
+type TopicDescription struct {
+	Name       string
+	ID         string
+	Config     map[string]string // every setting in force
+	Overrides  map[string]string // those set on the topic
+	Partitions []PartitionDescription
+}
+
+// PartitionDescription is one partition as this broker sees it. Hosted is
+// false when this broker has no replica, and the log figures are then zero.
+type PartitionDescription struct {
+	PartitionView
+	Hosted         bool
+	LogStartOffset int64
+	HighWatermark  int64
+	LogEndOffset   int64
+	LocalBytes     int64
+	LocalSegments  int32
+}
+
+// TopicSummary is one line of a topic listing.
+type TopicSummary struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int32
+}
+
+// TopicPartition names one partition of one topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// CommittedOffset is a consumer group's position in one partition.
+type CommittedOffset struct {
+	Topic        string
+	Partition    int32
+	Offset       int64
+	Metadata     string
+	CommitTimeMs int64
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// defaultBroker is where client commands connect unless told otherwise: the
+// listen address `strata serve` uses by default.
+const defaultBroker = "127.0.0.1:7400"
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "strata",
+		Short: "Strata: a commit log with tiered storage",
+		Long: `Strata is a distributed, partitioned, append-only commit log. Each partition
+keeps its hot tail on local disk and its history in S3-compatible object
+storage, so any consumer can replay any offset or point in time.
+
+Run a broker with "strata serve"; the other commands talk to one over gRPC.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCommand(), newVersionCommand())
+	for _, add := range clientCommands {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// clientCommands builds the commands that talk to a broker; each file that
+// defines one adds itself here.
+var clientCommands []func() *cobra.Command

@@ -1,0 +1,231 @@
+package rpc
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/strata-log/strata/config"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// errorInfo returns the code and ErrorInfo of a call's error.
+func errorInfo(err error) (codes.Code, *errdetails.ErrorInfo, *errdetails.RetryInfo) {
+	st, _ := status.FromError(err)
+	var info *errdetails.ErrorInfo
+	var retry *errdetails.RetryInfo
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			info = d
+		case *errdetails.RetryInfo:
+			retry = d
+		}
+	}
+	return st.Code(), info, retry
+}
+
+func reasonOf(err error) string {
+	_, info, _ := errorInfo(err)
+	if info == nil {
+		return ""
+	}
+	return info.Reason
+}
+
+func topicDirs(t testing.TB, dataDir string) []string {
+	entries, err := os.ReadDir(filepath.Join(dataDir, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestBadInputMatrix sends a real request for every error reason through
+// the gRPC server, checks its code, reason, retriable flag and detail, and
+// then that the log holds exactly what it held before.
+func TestBadInputMatrix(t *testing.T) {
+	dir := t.TempDir()
+	cfg1 := brokerConfig(t, 1, filepath.Join(dir, "b1"))
+	// Replication arrives later: until then a follower never catches up, so
+	// it leaves the ISR once this passes.
+	cfg1.Replica.LagTimeMax = config.Duration(300 * time.Millisecond)
+	b1 := startBroker(t, cfg1)
+	ctx := testCtx(t)
+	b1.createTopic(t, "good", 2, map[string]string{"max.message.bytes": "4096"})
+	for i := range 3 {
+		if _, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, fmt.Sprint(i), "x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := b1.readAll(t, "good", 0, 0)
+
+	// A second broker in the same metadata group, for the reasons that need
+	// two: NOT_LEADER and NOT_ENOUGH_REPLICAS.
+	b2 := joinSecondBroker(t, b1, filepath.Join(dir, "b2"))
+	b1.createTopic(t, "pair", 2, map[string]string{"replication.factor": "2", "min.insync.replicas": "2"})
+
+	corrupt := batchOf(t, "corrupt")
+	corrupt[len(corrupt)-2] ^= 0xff
+	produce := func(req *stratav1.ProduceRequest) func() error {
+		return func() error { _, err := b1.produce.Produce(ctx, req); return err }
+	}
+	cases := []struct {
+		name      string
+		call      func() error
+		code      codes.Code
+		reason    string
+		retriable bool
+		meta      map[string]string
+	}{
+		{"unknown topic", produce(&stratav1.ProduceRequest{Topic: "nope", Batch: batchOf(t, "x")}), codes.NotFound, "TOPIC_NOT_FOUND", false, nil},
+		{"unknown partition", produce(&stratav1.ProduceRequest{Topic: "good", Partition: 7, Batch: batchOf(t, "x")}), codes.NotFound, "PARTITION_NOT_FOUND", false, nil},
+		{"batch over max.message.bytes", produce(&stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, string(make([]byte, 5000)))}), codes.InvalidArgument, "RECORD_TOO_LARGE", false, map[string]string{"max": "4096"}},
+		{"batch with a bad CRC", produce(&stratav1.ProduceRequest{Topic: "good", Batch: corrupt}), codes.InvalidArgument, "CORRUPT_BATCH", false, nil},
+		{"batch cut short", produce(&stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, "short")[:40]}), codes.InvalidArgument, "CORRUPT_BATCH", false, nil},
+		{"records and batch", produce(&stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, "x"), Records: []*stratav1.Record{{Value: []byte("y")}}}), codes.InvalidArgument, "INVALID_REQUEST", false, nil},
+		{"empty produce", produce(&stratav1.ProduceRequest{Topic: "good"}), codes.InvalidArgument, "INVALID_REQUEST", false, nil},
+		{"fetch past the end", func() error {
+			stream, err := b1.fetch.Fetch(ctx, &stratav1.FetchRequest{Topic: "good", Offset: 100})
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			return err
+		}, codes.OutOfRange, "OFFSET_OUT_OF_RANGE", false, map[string]string{"log_start_offset": "0", "high_watermark": "6"}},
+		{"bad config value", func() error {
+			_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "cfg", Config: map[string]string{"retention.ms": "soon"}})
+			return err
+		}, codes.InvalidArgument, "INVALID_CONFIG", false, map[string]string{"key": "retention.ms", "value": "soon"}},
+		{"unknown config key", func() error {
+			_, err := b1.admin.AlterTopicConfig(ctx, &stratav1.AlterTopicConfigRequest{Name: "good", Set: map[string]string{"retention.msec": "1"}})
+			return err
+		}, codes.InvalidArgument, "INVALID_CONFIG", false, map[string]string{"key": "retention.msec"}},
+		{"duplicate topic", func() error {
+			_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "good"})
+			return err
+		}, codes.AlreadyExists, "TOPIC_ALREADY_EXISTS", false, nil},
+		{"delete of a missing topic", func() error {
+			_, err := b1.admin.DeleteTopic(ctx, &stratav1.DeleteTopicRequest{Name: "missing"})
+			return err
+		}, codes.NotFound, "TOPIC_NOT_FOUND", false, nil},
+		{"bad topic name", func() error {
+			_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "no spaces"})
+			return err
+		}, codes.InvalidArgument, "INVALID_TOPIC_NAME", false, nil},
+		{"produce to a follower", func() error {
+			_, err := b2.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, "x")})
+			return err
+		}, codes.FailedPrecondition, "NOT_LEADER", true, map[string]string{"leader_id": "1", "leader_address": b1.addr}},
+		{"fetch from a follower", func() error {
+			stream, err := b2.fetch.Fetch(ctx, &stratav1.FetchRequest{Topic: "good"})
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			return err
+		}, codes.FailedPrecondition, "NOT_LEADER", true, map[string]string{"leader_address": b1.addr}},
+		{"acks=all below min.insync.replicas", func() error {
+			p := ledBy(t, b1, "pair", 1)
+			waitForISR(t, b1, "pair", p, 1)
+			_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "pair", Partition: p, Batch: batchOf(t, "x"), Acks: stratav1.Acks_ACKS_ALL})
+			return err
+		}, codes.Unavailable, "NOT_ENOUGH_REPLICAS", true, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.call()
+			code, info, _ := errorInfo(err)
+			if code != c.code || info == nil || info.Reason != c.reason || info.Domain != ErrorDomain {
+				t.Fatalf("got %v (reason %v), want %v %s", err, info, c.code, c.reason)
+			}
+			if info.Metadata["retriable"] != fmt.Sprint(c.retriable) {
+				t.Fatalf("retriable %q, want %v", info.Metadata["retriable"], c.retriable)
+			}
+			for k, v := range c.meta {
+				if info.Metadata[k] != v {
+					t.Fatalf("metadata %s = %q, want %q (all: %v)", k, info.Metadata[k], v, info.Metadata)
+				}
+			}
+			after, _ := b1.readAll(t, "good", 0, 0)
+			if string(after) != string(before) {
+				t.Fatal("the log changed")
+			}
+		})
+	}
+
+	t.Run("throttled while the disk is short of space", func(t *testing.T) {
+		b1.stop(t)
+		cfg := b1.cfg
+		cfg.Storage.MinFreeBytes = config.ByteSize(1 << 60)
+		b := startBroker(t, cfg)
+		_, err := b.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, "x")})
+		code, info, retry := errorInfo(err)
+		if code != codes.ResourceExhausted || info == nil || info.Reason != "THROTTLED" || info.Metadata["retriable"] != "true" || retry == nil || retry.RetryDelay.AsDuration() <= 0 {
+			t.Fatalf("got %v, want THROTTLED with a retry delay", err)
+		}
+		after, _ := b.readAll(t, "good", 0, 0)
+		if string(after) != string(before) {
+			t.Fatal("the log changed")
+		}
+	})
+}
+
+// joinSecondBroker starts broker 2 and has b1, the controller, admit it to
+// the cluster.
+func joinSecondBroker(t *testing.T, b1 *testBroker, dir string) *testBroker {
+	cfg := brokerConfig(t, 2, dir)
+	cfg.Gossip.BootstrapExpect = 2 // do not bootstrap a cluster of its own
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	cfg.Listen = addr
+	started := make(chan *testBroker, 1)
+	go func() { started <- startBrokerAt(t, cfg) }()
+	if err := b1.AdmitBroker(testCtx(t), 2, addr, cfg.Raft.Listen, ""); err != nil {
+		t.Fatal(err)
+	}
+	return <-started
+}
+
+// ledBy returns a partition of topic that broker id leads.
+func ledBy(t *testing.T, b *testBroker, topic string, id int32) int32 {
+	md, err := b.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range md.Topics[0].Partitions {
+		if p.Leader == id {
+			return p.Partition
+		}
+	}
+	t.Fatalf("broker %d leads no partition of %s", id, topic)
+	return 0
+}
+
+// waitForISR waits until a partition's ISR has n members.
+func waitForISR(t *testing.T, b *testBroker, topic string, p int32, n int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		md, err := b.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{Topics: []string{topic}})
+		if err == nil && len(md.Topics[0].Partitions[p].Isr) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ISR of %s/%d did not reach %d members: %v", topic, p, n, md)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,82 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/strata-log/strata/broker"
+)
+
+// ErrorDomain is the domain of every ErrorInfo Strata sends.
+const ErrorDomain = "strata.dev"
+
+// codeOf is the gRPC status code for each reason; see errors.proto.
+var codeOf = map[broker.Reason]codes.Code{
+	broker.ReasonTopicNotFound:      codes.NotFound,
+	broker.ReasonPartitionNotFound:  codes.NotFound,
+	broker.ReasonNotLeader:          codes.FailedPrecondition,
+	broker.ReasonOffsetOutOfRange:   codes.OutOfRange,
+	broker.ReasonRecordTooLarge:     codes.InvalidArgument,
+	broker.ReasonCorruptBatch:       codes.InvalidArgument,
+	broker.ReasonInvalidConfig:      codes.InvalidArgument,
+	broker.ReasonNotEnoughReplicas:  codes.Unavailable,
+	broker.ReasonThrottled:          codes.ResourceExhausted,
+	broker.ReasonTopicAlreadyExists: codes.AlreadyExists,
+	broker.ReasonInvalidTopicName:   codes.InvalidArgument,
+	broker.ReasonInvalidRequest:     codes.InvalidArgument,
+	broker.ReasonTimeout:            codes.DeadlineExceeded,
+	broker.ReasonStorageError:       codes.Unavailable,
+	broker.ReasonUnavailable:        codes.Unavailable,
+	broker.ReasonFencedEpoch:        codes.FailedPrecondition,
+	broker.ReasonLeaderNotAvailable: codes.Unavailable,
+}
+
+// toStatus turns an error from the broker into a gRPC status carrying an
+// ErrorInfo (reason, domain, metadata with "retriable") and, when the broker
+// asks the client to back off, a RetryInfo.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var be *broker.Error
+	if !errors.As(err, &be) {
+		switch {
+		case errors.Is(err, context.Canceled):
+			return status.Error(codes.Canceled, err.Error())
+		case errors.Is(err, context.DeadlineExceeded):
+			return status.Error(codes.DeadlineExceeded, err.Error())
+		}
+		return status.Error(codes.Internal, err.Error())
+	}
+	code, ok := codeOf[be.Reason]
+	if !ok {
+		code = codes.Internal
+	}
+	meta := map[string]string{"retriable": strconv.FormatBool(be.Retriable())}
+	for k, v := range be.Meta {
+		meta[k] = v
+	}
+	st := status.New(code, be.Error())
+	info := &errdetails.ErrorInfo{Reason: string(be.Reason), Domain: ErrorDomain, Metadata: meta}
+	var withDetails *status.Status
+	if be.RetryAfter > 0 {
+		withDetails, err = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(be.RetryAfter)})
+	} else {
+		withDetails, err = st.WithDetails(info)
+	}
+	if err != nil {
+		return st.Err() // cannot happen for these well-formed messages
+	}
+	return withDetails.Err()
+}
+
+// invalid is the status for a malformed request.
+func invalid(format string, args ...any) error {
+	return toStatus(broker.InvalidRequest(format, args...))
+}

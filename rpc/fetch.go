@@ -1,0 +1,139 @@
+package rpc
+
+// Fetch streams a partition from an offset: batches up to the high
+// watermark, then new ones as they commit, with an empty heartbeat carrying
+// the high watermark every max_wait_ms while nothing comes. With stop_at_end
+// the stream ends once it has caught up. With decode, records are sent
+// instead of batches, starting exactly at the requested offset.
+//
+// ListOffsets resolves earliest, latest, or a time.
+
+import (
+	"context"
+	"time"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/record"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+const defaultMaxWait = 500 * time.Millisecond
+
+type fetchService struct {
+	stratav1.UnimplementedFetchServiceServer
+	b *broker.Broker
+}
+
+func (s *fetchService) Fetch(req *stratav1.FetchRequest, stream stratav1.FetchService_FetchServer) error {
+	if req.Topic == "" {
+		return invalid("topic is required")
+	}
+	if req.MaxBytes < 0 || req.MaxWaitMs < 0 {
+		return invalid("max_bytes and max_wait_ms must not be negative")
+	}
+	wait := time.Duration(req.MaxWaitMs) * time.Millisecond
+	if wait == 0 {
+		wait = defaultMaxWait
+	}
+	if req.StopAtEnd {
+		wait = 0
+	}
+	ctx := stream.Context()
+	offset := req.Offset
+	for {
+		res, err := s.b.Fetch(ctx, broker.FetchRequest{
+			Topic:     req.Topic,
+			Partition: req.Partition,
+			Offset:    offset,
+			MaxBytes:  int(req.MaxBytes),
+			MaxWait:   wait,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the client went away
+			}
+			return toStatus(err)
+		}
+		resp := &stratav1.FetchResponse{
+			HighWatermark:  res.HighWatermark,
+			LogStartOffset: res.LogStartOffset,
+			NextOffset:     res.NextOffset,
+		}
+		if req.Decode {
+			if resp.Records, err = decodeBatches(res.Batches, offset); err != nil {
+				return toStatus(err)
+			}
+		} else {
+			resp.Batches = res.Batches
+		}
+		caughtUp := res.NextOffset >= res.HighWatermark
+		if len(res.Batches) > 0 || !req.StopAtEnd {
+			if err := stream.Send(resp); err != nil {
+				return err
+			}
+		}
+		if req.StopAtEnd && caughtUp {
+			return nil
+		}
+		offset = res.NextOffset
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// decodeBatches decodes stored batches into records at or after from.
+func decodeBatches(data []byte, from int64) ([]*stratav1.Record, error) {
+	var out []*stratav1.Record
+	for len(data) > 0 {
+		b, rest, err := record.Next(data)
+		if err != nil {
+			return nil, err
+		}
+		recs, err := b.Records()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.Offset < from {
+				continue
+			}
+			pr := &stratav1.Record{Key: r.Key, Value: r.Value, TimestampMs: r.Timestamp, Offset: r.Offset}
+			for _, h := range r.Headers {
+				pr.Headers = append(pr.Headers, &stratav1.Header{Key: h.Key, Value: h.Value})
+			}
+			out = append(out, pr)
+		}
+		data = rest
+	}
+	return out, nil
+}
+
+func (s *fetchService) ListOffsets(ctx context.Context, req *stratav1.ListOffsetsRequest) (*stratav1.ListOffsetsResponse, error) {
+	var q broker.OffsetQuery
+	switch query := req.Query.(type) {
+	case *stratav1.ListOffsetsRequest_Spec:
+		switch query.Spec {
+		case stratav1.OffsetSpec_OFFSET_SPEC_EARLIEST:
+			q.Earliest = true
+		case stratav1.OffsetSpec_OFFSET_SPEC_LATEST:
+			q.Latest = true
+		default:
+			return nil, invalid("spec must be EARLIEST or LATEST")
+		}
+	case *stratav1.ListOffsetsRequest_TimestampMs:
+		q.TimestampMs = query.TimestampMs
+	default:
+		return nil, invalid("a spec or a timestamp_ms is required")
+	}
+	ans, err := s.b.ListOffsets(ctx, req.Topic, req.Partition, q)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &stratav1.ListOffsetsResponse{
+		Offset:         ans.Offset,
+		TimestampMs:    ans.TimestampMs,
+		LogStartOffset: ans.LogStartOffset,
+		HighWatermark:  ans.HighWatermark,
+	}, nil
+}
