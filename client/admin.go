@@ -1,0 +1,152 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+	"google.golang.org/grpc"
+)
+
+// The admin calls below are thin wrappers over AdminService, OffsetService
+// and MetadataService. They go to any broker (which forwards them to the
+// controller when needed) and are retried a few times, with backoff within
+// ctx, while the errors are retriable.
+
+// CreateTopic creates a topic with the given number of partitions (0 means
+// 1), replication factor (0 means the broker's default) and per-topic
+// settings (retention.ms, segment.bytes, ...; nil for none). Since the call
+// is retried after a lost answer, ErrTopicAlreadyExists can also mean that
+// an earlier attempt of this very call succeeded.
+func (c *Client) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, config map[string]string) (*stratav1.TopicDescription, error) {
+	var resp *stratav1.CreateTopicResponse
+	err := c.callAny(ctx, fmt.Sprintf("create topic %q", name), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewAdminServiceClient(cc).CreateTopic(ctx, &stratav1.CreateTopicRequest{
+			Name: name, Partitions: partitions, ReplicationFactor: replicationFactor, Config: config,
+		})
+		return err
+	})
+	return resp.GetTopic(), err
+}
+
+// DeleteTopic deletes a topic and all its data.
+func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	return c.callAny(ctx, fmt.Sprintf("delete topic %q", name), func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := stratav1.NewAdminServiceClient(cc).DeleteTopic(ctx, &stratav1.DeleteTopicRequest{Name: name})
+		return err
+	})
+}
+
+// ListTopics lists every topic with its partition count and replication
+// factor.
+func (c *Client) ListTopics(ctx context.Context) ([]*stratav1.TopicSummary, error) {
+	var resp *stratav1.ListTopicsResponse
+	err := c.callAny(ctx, "list topics", func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewAdminServiceClient(cc).ListTopics(ctx, &stratav1.ListTopicsRequest{})
+		return err
+	})
+	return resp.GetTopics(), err
+}
+
+// DescribeTopic returns a topic's settings and partitions, with log figures
+// as the answering broker sees them.
+func (c *Client) DescribeTopic(ctx context.Context, name string) (*stratav1.TopicDescription, error) {
+	var resp *stratav1.DescribeTopicResponse
+	err := c.callAny(ctx, fmt.Sprintf("describe topic %q", name), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewAdminServiceClient(cc).DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: name})
+		return err
+	})
+	return resp.GetTopic(), err
+}
+
+// AlterTopicConfig sets the settings in set and returns those named in del
+// to their defaults; they take effect without a restart.
+func (c *Client) AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (*stratav1.TopicDescription, error) {
+	var resp *stratav1.AlterTopicConfigResponse
+	err := c.callAny(ctx, fmt.Sprintf("alter config of topic %q", name), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewAdminServiceClient(cc).AlterTopicConfig(ctx, &stratav1.AlterTopicConfigRequest{
+			Name: name, Set: set, Delete: del,
+		})
+		return err
+	})
+	return resp.GetTopic(), err
+}
+
+// Metadata returns the cluster metadata for the given topics (all when
+// none are named): brokers, partitions, leaders and in-sync replicas. An
+// answer for all topics also refreshes the client's own cache.
+func (c *Client) Metadata(ctx context.Context, topics ...string) (*stratav1.GetMetadataResponse, error) {
+	var resp *stratav1.GetMetadataResponse
+	err := c.callAny(ctx, "metadata", func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewMetadataServiceClient(cc).GetMetadata(ctx, &stratav1.GetMetadataRequest{Topics: topics})
+		return err
+	})
+	if err == nil && len(topics) == 0 {
+		c.meta.install(resp)
+	}
+	return resp, err
+}
+
+// ListOffsets resolves spec to an offset of one partition, asking its
+// leader: Earliest, Latest (the high watermark) or AtTime. AtOffset(n)
+// returns n without a call.
+func (c *Client) ListOffsets(ctx context.Context, topic string, partition int32, spec OffsetSpec) (int64, error) {
+	tp := TopicPartition{topic, partition}
+	if err := spec.validate("spec"); err != nil {
+		return -1, wrapOp("list offsets of "+tp.String(), err)
+	}
+	req := &stratav1.ListOffsetsRequest{Topic: topic, Partition: partition}
+	switch spec.kind {
+	case specOffset:
+		return spec.value, nil
+	case specEarliest:
+		req.Query = &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_EARLIEST}
+	case specLatest:
+		req.Query = &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_LATEST}
+	case specTime:
+		req.Query = &stratav1.ListOffsetsRequest_TimestampMs{TimestampMs: spec.value}
+	}
+	var resp *stratav1.ListOffsetsResponse
+	err := c.callLeader(ctx, fmt.Sprintf("list offsets %s of %s", spec, tp), tp, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewFetchServiceClient(cc).ListOffsets(ctx, req)
+		return err
+	})
+	if err != nil {
+		return -1, err
+	}
+	return resp.GetOffset(), nil
+}
+
+// CommitOffsets stores a consumer group's positions: for each partition the
+// next offset the group will consume (Consumer.Position).
+func (c *Client) CommitOffsets(ctx context.Context, group string, offsets map[TopicPartition]int64) error {
+	req := &stratav1.CommitOffsetsRequest{Group: group, Offsets: make([]*stratav1.CommittedOffset, 0, len(offsets))}
+	now := time.Now().UnixMilli()
+	for tp, off := range offsets {
+		req.Offsets = append(req.Offsets, &stratav1.CommittedOffset{
+			Topic: tp.Topic, Partition: tp.Partition, Offset: off, CommitTimeMs: now,
+		})
+	}
+	return c.callAny(ctx, fmt.Sprintf("commit offsets of group %q", group), func(ctx context.Context, cc *grpc.ClientConn) error {
+		_, err := stratav1.NewOffsetServiceClient(cc).CommitOffsets(ctx, req)
+		return err
+	})
+}
+
+// FetchOffsets returns every position a consumer group has committed.
+func (c *Client) FetchOffsets(ctx context.Context, group string) (map[TopicPartition]int64, error) {
+	var resp *stratav1.FetchOffsetsResponse
+	err := c.callAny(ctx, fmt.Sprintf("fetch offsets of group %q", group), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewOffsetServiceClient(cc).FetchOffsets(ctx, &stratav1.FetchOffsetsRequest{Group: group})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[TopicPartition]int64, len(resp.GetOffsets()))
+	for _, o := range resp.GetOffsets() {
+		out[TopicPartition{o.GetTopic(), o.GetPartition()}] = o.GetOffset()
+	}
+	return out, nil
+}

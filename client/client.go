@@ -1,0 +1,326 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Client is a connection to a Strata cluster: it knows which broker leads
+// which partition, keeps one gRPC connection per broker, runs admin calls
+// and creates producers and consumers. It is safe for concurrent use; make
+// one per process and share it.
+type Client struct {
+	cfg       clientConfig
+	log       *slog.Logger
+	bootstrap []string
+	meta      *metadataCache
+
+	mu struct {
+		sync.Mutex
+		conns  map[string]*grpc.ClientConn // by address; dialled lazily
+		closed bool
+	}
+}
+
+// adminAttempts is how many times an admin or offset call is tried when its
+// errors are retriable: enough to ride out a controller election, few enough
+// that a caller without a deadline still hears about a dead cluster.
+const adminAttempts = 4
+
+// New creates a Client and loads the cluster metadata from the first
+// bootstrap broker (host:port) that answers, trying each in turn until ctx
+// ends. Connections are made lazily with grpc.NewClient and insecure
+// transport credentials unless WithDialOptions says otherwise.
+func New(ctx context.Context, bootstrap []string, opts ...Option) (*Client, error) {
+	cfg := defaultClientConfig()
+	for _, o := range opts {
+		o.applyClient(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if len(bootstrap) == 0 {
+		return nil, configError("bootstrap", "[]", "at least one host:port")
+	}
+	c := newClient(cfg, bootstrap)
+	if err := c.meta.refresh(ctx); err != nil {
+		_ = c.Close()
+		return nil, wrapOp("load metadata from bootstrap brokers", err)
+	}
+	return c, nil
+}
+
+// newClient builds a Client without loading the metadata.
+func newClient(cfg clientConfig, bootstrap []string) *Client {
+	c := &Client{cfg: cfg, log: cfg.logger, bootstrap: append([]string(nil), bootstrap...)}
+	c.mu.conns = make(map[string]*grpc.ClientConn)
+	c.meta = newMetadataCache(c.fetchMetadata, cfg.metadataMinRefresh, cfg.metadataMaxAge)
+	return c
+}
+
+// Close closes every broker connection. Producers and consumers made from
+// the client should be closed first; their calls fail with ErrClosed after.
+func (c *Client) Close() error {
+	c.meta.close()
+	c.mu.Lock()
+	conns := c.mu.conns
+	c.mu.conns = nil
+	c.mu.closed = true
+	c.mu.Unlock()
+	var errs []error
+	for _, cc := range conns {
+		if err := cc.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("strata: close: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// conn returns the connection to addr, creating it on first use.
+// grpc.NewClient does not dial: the connection is made by the first RPC.
+func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, ErrClosed
+	}
+	if cc, ok := c.mu.conns[addr]; ok {
+		return cc, nil
+	}
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.cfg.dialOptions...)
+	cc, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("strata: connect to %s: %w", addr, err)
+	}
+	c.mu.conns[addr] = cc
+	return cc, nil
+}
+
+// brokerAddrs lists where to send a call that any broker can answer: the
+// known brokers in random order (to spread the load), then the bootstrap
+// list in case the known ones are all gone.
+func (c *Client) brokerAddrs() []string {
+	s := c.meta.current()
+	addrs := make([]string, 0, len(s.brokers)+len(c.bootstrap))
+	seen := make(map[string]bool, cap(addrs))
+	for _, a := range s.brokers {
+		if a != "" && !seen[a] {
+			seen[a] = true
+			addrs = append(addrs, a)
+		}
+	}
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	for _, a := range c.bootstrap {
+		if !seen[a] {
+			seen[a] = true
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+// fetchMetadata asks the brokers, one after the other, for the metadata of
+// every topic. It is the metadata cache's source.
+func (c *Client) fetchMetadata(ctx context.Context) (*stratav1.GetMetadataResponse, error) {
+	var last error
+	for _, addr := range c.brokerAddrs() {
+		cc, err := c.conn(addr)
+		if err != nil {
+			return nil, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
+		// All topics: the contract does not say how a missing topic in
+		// the list is answered, and an absent topic is easy to read.
+		resp, err := stratav1.NewMetadataServiceClient(cc).GetMetadata(rctx, &stratav1.GetMetadataRequest{})
+		cancel()
+		if err == nil {
+			return resp, nil
+		}
+		last = toError(err)
+		c.log.Debug("strata: metadata fetch failed", "broker", addr, "err", last)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx, last)
+	}
+	if last == nil {
+		last = newError(codes.Unavailable, "", true, "no broker address known")
+	}
+	return nil, last
+}
+
+// ctxError reports that ctx ended, naming the last failure seen before, so
+// errors.Is finds both the context error and the broker's answer.
+func ctxError(ctx context.Context, last error) error {
+	return withLast(ctx.Err(), last, "")
+}
+
+// callAny runs an RPC that any broker can answer (admin and offset calls:
+// brokers forward them to the controller), trying the next broker and
+// backing off while the errors are retriable, at most adminAttempts times.
+func (c *Client) callAny(ctx context.Context, op string, call func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	var last error
+	for attempt := 0; attempt < adminAttempts; attempt++ {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, defaultBackoff.delay(attempt-1, retryAfter(last))); err != nil {
+				return wrapOp(op, ctxError(ctx, last))
+			}
+		}
+		addrs := c.brokerAddrs()
+		if len(addrs) == 0 {
+			return wrapOp(op, newError(codes.Unavailable, "", true, "no broker address known"))
+		}
+		cc, err := c.conn(addrs[attempt%len(addrs)])
+		if err != nil {
+			return wrapOp(op, err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
+		err = call(rctx, cc)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = toError(err)
+		if ctx.Err() != nil {
+			return wrapOp(op, ctxError(ctx, last))
+		}
+		if !IsRetriable(last) {
+			return wrapOp(op, last)
+		}
+		c.log.Debug("strata: retrying", "op", op, "attempt", attempt+1, "err", last)
+	}
+	return wrapOp(op, last)
+}
+
+// callLeader runs an RPC on tp's leader, following NOT_LEADER answers and
+// refreshing metadata while the errors are retriable, at most adminAttempts
+// times. The producer and the consumer have their own loops with their own
+// limits; this one serves ListOffsets.
+func (c *Client) callLeader(ctx context.Context, op string, tp TopicPartition, call func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	var last error
+	for attempt := 0; attempt < adminAttempts; attempt++ {
+		if attempt > 0 && !errors.Is(last, ErrNotLeader) {
+			if err := sleepCtx(ctx, defaultBackoff.delay(attempt-1, retryAfter(last))); err != nil {
+				return wrapOp(op, ctxError(ctx, last))
+			}
+		}
+		cc, err := c.leaderConn(ctx, tp)
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
+			err = call(rctx, cc)
+			cancel()
+			if err == nil {
+				return nil
+			}
+			err = c.partitionError(ctx, tp, err)
+		}
+		last = toError(err)
+		if ctx.Err() != nil {
+			return wrapOp(op, ctxError(ctx, last))
+		}
+		if !IsRetriable(last) {
+			return wrapOp(op, last)
+		}
+		c.log.Debug("strata: retrying", "op", op, "partition", tp, "attempt", attempt+1, "err", last)
+	}
+	return wrapOp(op, last)
+}
+
+// leaderConn returns the connection to tp's leader. When the metadata does
+// not know the partition or its leader, it refreshes once and looks again.
+func (c *Client) leaderConn(ctx context.Context, tp TopicPartition) (*grpc.ClientConn, error) {
+	addr, err := c.meta.fresh().leaderAddr(tp)
+	if err != nil {
+		if rerr := c.meta.refresh(ctx); rerr != nil && ctx.Err() != nil {
+			return nil, ctxError(ctx, err)
+		}
+		addr, err = c.meta.current().leaderAddr(tp)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c.conn(addr)
+}
+
+// partitionCount returns the topic's partition count, waiting (at most a
+// request timeout, within ctx) for the metadata to list the topic and, for
+// partition >= 0, that partition: right after CreateTopic, or after
+// partitions were added, the brokers' metadata may lag.
+func (c *Client) partitionCount(ctx context.Context, topic string, partition int32) (int32, error) {
+	if n, ok := c.meta.fresh().partitions(topic); ok && n > 0 && partition < n {
+		return n, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		err := c.meta.refresh(wctx)
+		n, ok := c.meta.current().partitions(topic)
+		switch {
+		case ok && n > 0 && partition < n:
+			return n, nil
+		case ctx.Err() != nil:
+			return 0, ctxError(ctx, err)
+		case wctx.Err() != nil && !ok:
+			return 0, newError(codes.NotFound, "TOPIC_NOT_FOUND", false, "topic %q not in the cluster metadata after %s", topic, c.cfg.requestTimeout)
+		case wctx.Err() != nil:
+			return 0, newError(codes.NotFound, "PARTITION_NOT_FOUND", false, "partition %d of topic %q not in the cluster metadata (%d partitions) after %s", partition, topic, n, c.cfg.requestTimeout)
+		}
+		_ = sleepCtx(wctx, defaultBackoff.delay(attempt, 0))
+	}
+}
+
+// partitionError converts the error of a call to tp's leader and reacts to
+// what it says about the metadata: a NOT_LEADER hint is applied at once; a
+// NOT_LEADER without one, an unknown topic or partition, or a leader not yet
+// available make the next lookup refresh. Transport failures do too: the
+// broker may be gone for good.
+func (c *Client) partitionError(ctx context.Context, tp TopicPartition, err error) error {
+	err = toError(err)
+	e, ok := AsError(err)
+	if !ok {
+		return err
+	}
+	switch {
+	case e.Reason == "NOT_LEADER":
+		if c.meta.applyLeaderHint(tp, e.Metadata) {
+			c.log.Debug("strata: leader moved", "partition", tp, "leader", e.Metadata["leader_id"], "address", e.Metadata["leader_address"])
+			return err
+		}
+		c.refreshAfterError(ctx)
+	case e.Reason == "TOPIC_NOT_FOUND", e.Reason == "PARTITION_NOT_FOUND", e.Reason == "LEADER_NOT_AVAILABLE",
+		e.Reason == "" && e.Code == codes.Unavailable:
+		c.refreshAfterError(ctx)
+	}
+	return err
+}
+
+// refreshAfterError refreshes the metadata; failures are only logged, since
+// the caller is already handling an error and will look up again.
+func (c *Client) refreshAfterError(ctx context.Context) {
+	if err := c.meta.refresh(ctx); err != nil && ctx.Err() == nil {
+		c.log.Debug("strata: metadata refresh failed", "err", err)
+	}
+}
+
+// retryAfter is the RetryAfter of err, or zero.
+func retryAfter(err error) time.Duration {
+	if e, ok := AsError(err); ok {
+		return e.RetryAfter
+	}
+	return 0
+}
