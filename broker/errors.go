@@ -90,3 +90,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func InvalidRequest(format string, args ...any) error {
 	return refuse(ReasonInvalidRequest, nil, format, args...)
 }
+
+// Unavailable is the error for a request this broker cannot serve right now
+// (it is starting or stopping); the client should retry, here or elsewhere.
+func Unavailable(format string, args ...any) error {
+	return refuse(ReasonUnavailable, nil, format, args...)
+}

@@ -21,7 +21,8 @@ const defaultMaxWait = 500 * time.Millisecond
 
 type fetchService struct {
 	stratav1.UnimplementedFetchServiceServer
-	b *broker.Broker
+	b        *broker.Broker
+	stopping context.Context // done when the server shuts down
 }
 
 func (s *fetchService) Fetch(req *stratav1.FetchRequest, stream stratav1.FetchService_FetchServer) error {
@@ -38,7 +39,9 @@ func (s *fetchService) Fetch(req *stratav1.FetchRequest, stream stratav1.FetchSe
 	if req.StopAtEnd {
 		wait = 0
 	}
-	ctx := stream.Context()
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	defer context.AfterFunc(s.stopping, cancel)()
 	offset := req.Offset
 	for {
 		res, err := s.b.Fetch(ctx, broker.FetchRequest{
@@ -49,10 +52,7 @@ func (s *fetchService) Fetch(req *stratav1.FetchRequest, stream stratav1.FetchSe
 			MaxWait:   wait,
 		})
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil // the client went away
-			}
-			return toStatus(err)
+			return s.endStream(stream, err)
 		}
 		resp := &stratav1.FetchResponse{
 			HighWatermark:  res.HighWatermark,
@@ -77,9 +77,21 @@ func (s *fetchService) Fetch(req *stratav1.FetchRequest, stream stratav1.FetchSe
 		}
 		offset = res.NextOffset
 		if ctx.Err() != nil {
-			return nil
+			return s.endStream(stream, ctx.Err())
 		}
 	}
+}
+
+// endStream says why a stream ends: the client left, the server is
+// stopping, or err.
+func (s *fetchService) endStream(stream stratav1.FetchService_FetchServer, err error) error {
+	switch {
+	case stream.Context().Err() != nil:
+		return nil // the client went away
+	case s.stopping.Err() != nil:
+		return toStatus(broker.Unavailable("the broker is shutting down"))
+	}
+	return toStatus(err)
 }
 
 // decodeBatches decodes stored batches into records at or after from.

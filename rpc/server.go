@@ -5,6 +5,7 @@
 package rpc
 
 import (
+	"context"
 	"log/slog"
 	"net"
 
@@ -25,6 +26,11 @@ const maxMessageBytes = 64<<20 + 1<<20
 type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
+	// stopping ends open fetch streams when the server shuts down: they
+	// would otherwise hold a graceful stop open for as long as consumers
+	// stay connected.
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // NewServer registers every service over b.
@@ -33,15 +39,16 @@ func NewServer(b *broker.Broker, logger *slog.Logger) *Server {
 		logger = slog.Default()
 	}
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessageBytes))
+	s := &Server{grpc: g, health: health.NewServer()}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	stratav1.RegisterProduceServiceServer(g, &produceService{b: b})
-	stratav1.RegisterFetchServiceServer(g, &fetchService{b: b})
+	stratav1.RegisterFetchServiceServer(g, &fetchService{b: b, stopping: s.stopping})
 	stratav1.RegisterMetadataServiceServer(g, &metadataService{b: b})
 	stratav1.RegisterAdminServiceServer(g, &adminService{b: b})
 	stratav1.RegisterOffsetServiceServer(g, &offsetService{b: b})
-	h := health.NewServer()
-	healthpb.RegisterHealthServer(g, h)
+	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
-	return &Server{grpc: g, health: h}
+	return s
 }
 
 // Serve accepts connections on lis until Stop or GracefulStop.
@@ -50,15 +57,18 @@ func (s *Server) Serve(lis net.Listener) error {
 	return s.grpc.Serve(lis)
 }
 
-// GracefulStop reports NOT_SERVING, stops accepting and waits for in-flight
-// calls (open fetch streams included) to finish.
+// GracefulStop reports NOT_SERVING, stops accepting, ends open fetch streams
+// (with UNAVAILABLE, so consumers resume elsewhere or after a restart) and
+// waits for the other in-flight calls to finish.
 func (s *Server) GracefulStop() {
 	s.health.Shutdown()
+	s.stop()
 	s.grpc.GracefulStop()
 }
 
 // Stop closes every connection at once.
 func (s *Server) Stop() {
 	s.health.Shutdown()
+	s.stop()
 	s.grpc.Stop()
 }

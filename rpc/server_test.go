@@ -274,3 +274,67 @@ func TestHealthAndReflection(t *testing.T) {
 		}
 	}
 }
+
+// Consumers see only what a crash of the leader cannot take back: under
+// flush.policy=interval the high watermark waits for the fsync, and an
+// acks=all produce waits with it.
+func TestHighWatermarkWaitsForFsync(t *testing.T) {
+	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	ctx := testCtx(t)
+	tb.createTopic(t, "lazy", 1, map[string]string{"flush.policy": "interval", "flush.ms": "1h", "segment.bytes": "16KiB"})
+	latest := func() int64 {
+		ans, err := tb.fetch.ListOffsets(ctx, &stratav1.ListOffsetsRequest{Topic: "lazy", Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_LATEST}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ans.Offset
+	}
+	if _, err := tb.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "lazy", Batch: batchOf(t, "a"), Acks: stratav1.Acks_ACKS_LEADER}); err != nil {
+		t.Fatal(err)
+	}
+	if hw := latest(); hw != 0 {
+		t.Fatalf("high watermark %d before any fsync", hw)
+	}
+	_, err := tb.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "lazy", Batch: batchOf(t, "b"), Acks: stratav1.Acks_ACKS_ALL, TimeoutMs: 200})
+	if reasonOf(err) != "TIMEOUT" {
+		t.Fatalf("acks=all before the fsync: %v", err)
+	}
+	// Filling the segment seals it, with an fsync: the high watermark moves.
+	for i := 0; latest() == 0; i++ {
+		if i > 100 {
+			t.Fatal("the segment never rolled")
+		}
+		if _, err := tb.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "lazy", Batch: batchOf(t, string(make([]byte, 1000))), Acks: stratav1.Acks_ACKS_LEADER}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, recs := tb.readAll(t, "lazy", 0, 0); len(recs) == 0 || string(recs[0].Value) != "a" {
+		t.Fatalf("after the roll the first records are readable: %v", recs)
+	}
+}
+
+// A graceful stop ends open fetch streams with UNAVAILABLE at once instead
+// of waiting for consumers to leave.
+func TestGracefulStopEndsFetchStreams(t *testing.T) {
+	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	tb.createTopic(t, "s", 1, nil)
+	stream, err := tb.fetch.Fetch(testCtx(t), &stratav1.FetchRequest{Topic: "s", MaxWaitMs: 60_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := stream.Recv()
+		got <- err
+	}()
+	stopped := make(chan struct{})
+	go func() { tb.srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("GracefulStop waited on an open fetch stream")
+	}
+	if err := <-got; reasonOf(err) != "UNAVAILABLE" {
+		t.Fatalf("stream ended with %v, want UNAVAILABLE", err)
+	}
+}
