@@ -32,6 +32,20 @@ func (n *Node) RegisterBroker(ctx context.Context, b BrokerInfo) error {
 // per-topic config overrides (validated by the caller). It returns the topic
 // as created. A name that exists gives ErrTopicExists.
 func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int, config map[string]string) (*TopicInfo, error) {
+	return n.createTopic(ctx, name, newTopicID(), partitions, replicationFactor, config)
+}
+
+// RestoreTopic creates a topic under an id it had before: a topic brought
+// back from the cold tier keeps the id its objects are stored under. An id
+// already in use gives ErrTopicExists.
+func (n *Node) RestoreTopic(ctx context.Context, name, id string, partitions int32, replicationFactor int, config map[string]string) (*TopicInfo, error) {
+	if err := validateTopicID(id); err != nil {
+		return nil, err
+	}
+	return n.createTopic(ctx, name, id, partitions, replicationFactor, config)
+}
+
+func (n *Node) createTopic(ctx context.Context, name, id string, partitions int32, replicationFactor int, config map[string]string) (*TopicInfo, error) {
 	if err := ValidateTopicName(name); err != nil {
 		return nil, err
 	}
@@ -58,7 +72,7 @@ func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, r
 	}
 	resp, err := n.propose(ctx, &createTopicCmd{Topic: TopicInfo{
 		Name:        name,
-		ID:          newTopicID(),
+		ID:          id,
 		Config:      config, // encoded at once, so sharing the caller's map is safe
 		Partitions:  assignReplicas(brokers, partitions, replicationFactor, assignmentStart(md, len(brokers))),
 		CreatedAtMs: time.Now().UnixMilli(),

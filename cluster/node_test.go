@@ -388,3 +388,34 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "goroutines to stop", func() bool { return runtime.NumGoroutine() <= before })
 }
+
+func TestRestoreTopicKeepsItsID(t *testing.T) {
+	cfg := testConfig(t, 1)
+	cfg.Bootstrap = true
+	n := openNode(t, cfg)
+	waitReady(t, n)
+	ctx := testContext(t, 10*time.Second)
+	if err := n.RegisterBroker(ctx, broker(1)); err != nil {
+		t.Fatal(err)
+	}
+	first, err := n.CreateTopic(ctx, "history", 3, 1, map[string]string{"retention.ms": "-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.DeleteTopic(ctx, "history"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := n.RestoreTopic(ctx, "history", first.ID, 3, 1, first.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ID != first.ID || len(back.Partitions) != 3 || back.Config["retention.ms"] != "-1" {
+		t.Fatalf("restored %+v, want id %s", back, first.ID)
+	}
+	if _, err := n.RestoreTopic(ctx, "other", first.ID, 1, 1, nil); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("restore under a taken id: %v", err)
+	}
+	if _, err := n.RestoreTopic(ctx, "bad", "not-hex", 1, 1, nil); err == nil {
+		t.Fatal("restore under a malformed id succeeded")
+	}
+}

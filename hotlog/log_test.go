@@ -678,3 +678,32 @@ func TestOnDurableAndAppendUnflushed(t *testing.T) {
 		t.Fatalf("after roll durable %d, OnDurable %d, want 5", l.DurableOffset(), lastSeen())
 	}
 }
+
+func TestResetTo(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testOptions(DiskFS{}))
+	for i := range 20 {
+		if _, err := l.Append(seqBatch(t, i*3, 3, 0, 400), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.ResetTo(1000); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 1000 || l.LogEndOffset() != 1000 || l.HighWatermark() != 1000 || len(l.Segments()) != 1 {
+		t.Fatalf("after reset: start %d end %d hw %d segments %d", l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark(), len(l.Segments()))
+	}
+	_, err := l.Read(10, 100, 2000)
+	wantErr(t, err, ErrOffsetOutOfRange)
+	res, err := l.Append(seqBatch(t, 1000, 2, 0, 10), 3)
+	if err != nil || res.BaseOffset != 1000 {
+		t.Fatalf("append after reset: %+v %v", res, err)
+	}
+	l.Close()
+	l = mustOpen(t, dir, testOptions(DiskFS{}))
+	defer l.Close()
+	if l.LogStartOffset() != 1000 || l.LogEndOffset() != 1002 || len(l.Segments()) != 1 {
+		t.Fatalf("after reopen: start %d end %d segments %d", l.LogStartOffset(), l.LogEndOffset(), len(l.Segments()))
+	}
+	checkSeq(t, readRecords(t, l, 1000, 1002), 1000, 1000)
+}

@@ -102,20 +102,22 @@ func (l *Log) open() error {
 		if err != nil {
 			return err
 		}
-		if i > 0 && segs[i-1].next.Load() != base {
-			return fmt.Errorf("%w: segment %d ends at offset %d but the next begins at %d",
-				ErrCorrupt, segs[i-1].base, segs[i-1].next.Load(), base)
-		}
 	}
 
 	// Segments wholly below the checkpointed log start are what a crash left
-	// of a retention pass: finish it.
+	// of a retention pass or a reset: finish it.
 	for len(segs) > 1 && segs[0].lastOffset() < state.logStart {
 		if err := segs[0].remove(fsys); err != nil {
 			return err
 		}
 		l.recovery.RemovedFiles = append(l.recovery.RemovedFiles, filepath.Base(segs[0].path))
 		segs = segs[1:]
+	}
+	for i := 1; i < len(segs); i++ {
+		if end := segs[i-1].next.Load(); end != segs[i].base {
+			return fmt.Errorf("%w: segment %d ends at offset %d but the next begins at %d",
+				ErrCorrupt, segs[i-1].base, end, segs[i].base)
+		}
 	}
 	if len(segs) == 0 {
 		seg, err := createSegment(fsys, dir, state.logStart)

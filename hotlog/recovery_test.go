@@ -516,3 +516,20 @@ func appendBytes(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// A crash in the middle of ResetTo, after the new start was checkpointed
+// but before the old segments were removed, is finished by the next open.
+func TestCrashDuringReset(t *testing.T) {
+	fsys := newMemFS()
+	l := mustOpen(t, "/log", testOptions(fsys))
+	fillLog(t, l, 20)
+	fsys.failRemove = func(string) error { return errors.New("injected crash before remove") }
+	l.ResetTo(500) // the removes fail: the old files stay
+	fsys.failRemove = nil
+	fsys.Crash(nil)
+	l = mustOpen(t, "/log", testOptions(fsys))
+	defer l.Close()
+	if l.LogStartOffset() != 500 || l.LogEndOffset() != 500 || len(l.Segments()) != 1 {
+		t.Fatalf("after crash: start %d end %d segments %+v", l.LogStartOffset(), l.LogEndOffset(), l.Segments())
+	}
+}

@@ -149,3 +149,66 @@ func (l *Log) DeleteSegmentsBefore(offset int64) ([]SegmentInfo, error) {
 	l.changed.broadcast()
 	return deleted, nil
 }
+
+// ResetTo empties the log and starts it again at offset: every segment is
+// deleted and one empty segment begins at offset, which becomes the log
+// start and the log end. A leader uses it when its local log lies wholly
+// below what the cold tier already holds (a topic restored from the bucket,
+// or a replica far behind), so new appends continue the partition's offsets
+// rather than reuse them.
+func (l *Log) ResetTo(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("hotlog: reset to negative offset %d", offset)
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// The new start is checkpointed first: after a crash the next open drops
+	// the old segments, all below it, whether or not the new one exists.
+	l.logStart.Store(offset)
+	l.hw.Store(offset)
+	l.epochs.replace(nil)
+	if err := l.writeStateLocked(); err != nil {
+		l.fail(fmt.Errorf("reset: %w", err))
+		return l.failure()
+	}
+	if err := l.writeEpochsLocked(); err != nil {
+		l.fail(fmt.Errorf("reset: %w", err))
+		return l.failure()
+	}
+	old := l.mu.segments
+	if n := len(old); n > 0 && old[n-1].base == offset {
+		old[n-1].close() // createSegment replaces its files
+		old = old[:n-1]
+	}
+	seg, err := createSegment(l.opts.FS, l.dir, offset)
+	if err == nil {
+		err = l.opts.FS.SyncDir(l.dir)
+	}
+	if err != nil {
+		l.fail(fmt.Errorf("reset: %w", err))
+		return l.failure()
+	}
+	seg.created = l.opts.Now()
+	l.mu.segments = []*segment{seg}
+	l.active.Store(seg)
+	l.leo.Store(offset)
+	l.flushed.Store(offset)
+	for _, s := range old {
+		if err := s.remove(l.opts.FS); err != nil {
+			l.opts.Logger.Warn("hotlog: remove segment after reset", "path", s.path, "err", err)
+		}
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		l.fail(fmt.Errorf("reset: %w", err))
+		return l.failure()
+	}
+	l.changed.broadcast()
+	return nil
+}
