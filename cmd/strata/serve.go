@@ -57,7 +57,9 @@ finish, fsyncs and closes its logs.`,
 func serve(cmd *cobra.Command, cfg config.Broker) error {
 	logger := newLogger(cfg.Log, cmd.ErrOrStderr())
 	for _, name := range config.UnknownEnv(os.Environ()) {
-		logger.Warn("ignoring unknown environment variable", "name", name)
+		if name != brokerEnv { // the client commands' variable, not a broker setting
+			logger.Warn("ignoring unknown environment variable", "name", name)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

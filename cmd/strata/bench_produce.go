@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/config"
+)
+
+// benchProduceOptions are the flags of strata bench produce.
+type benchProduceOptions struct {
+	topic       string
+	create      bool
+	partitions  int32
+	records     int64
+	recordSize  int
+	keySize     int
+	acks        string
+	batchBytes  string
+	linger      time.Duration
+	inFlight    int
+	compression string
+	duration    time.Duration
+	json        bool
+}
+
+func newBenchProduceCommand(f *clientFlags) *cobra.Command {
+	var o benchProduceOptions
+	cmd := &cobra.Command{
+		Use:   "produce --topic TOPIC",
+		Short: "Measure produce throughput and per-record latency",
+		Long: `Produce --records generated records to a topic as fast as the producer
+settings allow and report throughput and the latency of each record, from
+the Produce call to its acknowledgement, as percentiles of an HDR histogram.
+
+Values are --record-size bytes of pseudo-random letters A-Z, each a slice at
+a random place of an 8 MiB pool generated once before the clock starts, so
+no two records are alike and compression ratios are those of such text
+(not of zeros). With --key-size each record gets a key of that many random
+letters, which spreads records over partitions by hash; without, records
+stick to a partition per batch.
+
+--in-flight above 1 lets a partition have several batches awaiting their
+answer at once: more throughput over a slow link, but a failed and retried
+batch can then land after a later one (records may be reordered).
+
+Ctrl-C stops producing, waits for what was sent and prints the summary.
+The command exits 1 when records failed.`,
+		Example: `  strata bench produce --topic bench --create --partitions 4
+  strata bench produce --topic bench --records 200000 --record-size 100 --acks all
+  strata bench produce --topic bench --compression zstd --duration 30s --json`,
+		Args: exactArgs(),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			return benchProduce(ctx, cmd, f, &o)
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.topic, "topic", "t", "", "topic to write to (required)")
+	fl.BoolVar(&o.create, "create", false, "create the topic with --partitions if it does not exist")
+	fl.Int32Var(&o.partitions, "partitions", 1, "partitions of the topic --create makes")
+	fl.Int64Var(&o.records, "records", 1_000_000, "records to produce")
+	fl.IntVar(&o.recordSize, "record-size", 1024, "bytes of each value")
+	fl.IntVar(&o.keySize, "key-size", 0, "bytes of each key (0: no key, records stick to a partition per batch)")
+	fl.StringVar(&o.acks, "acks", "leader", "when a record counts as written: none, leader or all")
+	fl.StringVar(&o.batchBytes, "batch-bytes", "1MiB", "size at which a partition's batch is sent")
+	fl.DurationVar(&o.linger, "linger", 5*time.Millisecond, "how long a batch waits for more records")
+	fl.IntVar(&o.inFlight, "in-flight", 1, "batches per partition awaiting an answer at once (>1 may reorder records)")
+	fl.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
+	fl.DurationVar(&o.duration, "duration", 0, "stop producing after this long even if --records are not all sent (0: no cap)")
+	fl.BoolVar(&o.json, "json", false, "print the summary as one JSON object on standard output")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}
+
+// payloadPoolBytes is the size of the random letters values are cut from.
+const payloadPoolBytes = 8 << 20
+
+// payloads cuts values and keys out of one pool of random letters.
+type payloads struct {
+	pool []byte
+	rng  *rand.Rand
+}
+
+func newPayloads(maxLen int) *payloads {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	pool := make([]byte, max(payloadPoolBytes, 2*maxLen))
+	for i := 0; i < len(pool); i += 8 {
+		v := rng.Uint64()
+		for j := i; j < min(i+8, len(pool)); j++ {
+			pool[j] = 'A' + byte((v&0xff)%26)
+			v >>= 8
+		}
+	}
+	return &payloads{pool: pool, rng: rng}
+}
+
+// next returns n bytes at a random place of the pool (shared, read-only).
+func (p *payloads) next(n int) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	off := p.rng.IntN(len(p.pool) - n + 1)
+	return p.pool[off : off+n : off+n]
+}
+
+func benchProduce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *benchProduceOptions) error {
+	acks, err := parseAcks(o.acks)
+	if err != nil {
+		return err
+	}
+	codec, err := parseCompression(o.compression)
+	if err != nil {
+		return err
+	}
+	batchBytes, err := config.ParseBytes(o.batchBytes)
+	if err != nil || batchBytes < 1 || batchBytes > 1<<30 {
+		return usageErrorf("--batch-bytes %q: want a size such as 1MiB or 65536", o.batchBytes)
+	}
+	switch {
+	case o.records < 1:
+		return usageErrorf("--records %d: want at least 1", o.records)
+	case o.recordSize < 0 || o.recordSize > maxLineBytes*16:
+		return usageErrorf("--record-size %d: want 0 to %d bytes", o.recordSize, maxLineBytes*16)
+	case o.keySize < 0 || o.keySize > 1<<16:
+		return usageErrorf("--key-size %d: want 0 to 65536 bytes", o.keySize)
+	case o.inFlight < 1:
+		return usageErrorf("--in-flight %d: want at least 1", o.inFlight)
+	case o.partitions < 1:
+		return usageErrorf("--partitions %d: want at least 1", o.partitions)
+	case o.linger < 0 || o.duration < 0:
+		return usageErrorf("--linger and --duration cannot be negative")
+	}
+
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	parts, err := ensureTopic(ctx, cmd, c, f, o)
+	if err != nil {
+		return err
+	}
+
+	pool := newPayloads(max(o.recordSize, o.keySize))
+	p := c.NewProducer(client.WithAcks(acks), client.WithCompression(codec), client.WithBatchBytes(int(batchBytes)),
+		client.WithLinger(o.linger), client.WithMaxInFlightPerPartition(o.inFlight), client.WithDeliveryTimeout(f.timeout))
+	defer p.Close()
+
+	var (
+		acked, ackedBytes, failed atomic.Int64
+		lastAck                   atomic.Int64 // ns since start
+		firstErr                  firstError
+	)
+	lat := newLatencies()
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		progress(cmd.ErrOrStderr(), "acknowledged", func() (int64, int64) { return acked.Load(), ackedBytes.Load() }, stopProgress)
+	}()
+
+	start := time.Now()
+	var capped <-chan time.Time
+	if o.duration > 0 {
+		t := time.NewTimer(o.duration)
+		defer t.Stop()
+		capped = t.C
+	}
+	sent := int64(0)
+produce:
+	for ; sent < o.records; sent++ {
+		select {
+		case <-ctx.Done():
+			break produce
+		case <-capped:
+			break produce
+		default:
+		}
+		r := &client.Record{Topic: o.topic, Partition: client.AnyPartition, Value: pool.next(o.recordSize)}
+		if o.keySize > 0 {
+			r.Key = pool.next(o.keySize)
+		}
+		size := int64(len(r.Key) + len(r.Value))
+		t0 := time.Now()
+		p.Produce(ctx, r, func(_ *client.Record, err error) {
+			now := time.Now()
+			if err != nil {
+				if !errors.Is(err, context.Canceled) { // Ctrl-C while waiting for buffer space: not sent
+					failed.Add(1)
+					firstErr.set(err)
+				}
+				return
+			}
+			lat.record(now.Sub(t0))
+			ackedBytes.Add(size)
+			acked.Add(1)
+			lastAck.Store(int64(now.Sub(start)))
+		})
+	}
+	// Wait for what was sent, Ctrl-C or not.
+	fctx, cancel := f.withTimeout(context.WithoutCancel(ctx))
+	flushErr := p.Flush(fctx)
+	cancel()
+	close(stopProgress)
+	<-progressDone
+
+	elapsed := time.Duration(lastAck.Load())
+	if elapsed == 0 {
+		elapsed = time.Since(start)
+	}
+	s := &benchSummary{
+		Bench: "produce", Topic: o.topic, Records: acked.Load(), Bytes: ackedBytes.Load(),
+		Latency: lat.summary(), LatencyOf: "per record, Produce call to acknowledgement",
+		Errors: failed.Load(), Interrupted: ctx.Err() != nil,
+		Settings: map[string]any{
+			"partitions": parts, "record_size": o.recordSize, "key_size": o.keySize, "acks": o.acks,
+			"batch_bytes": batchBytes, "linger": o.linger.String(), "in_flight": o.inFlight,
+			"compression": codec.String(), "records_requested": o.records, "records_sent": sent,
+		},
+	}
+	if err := firstErr.get(); err != nil {
+		s.FirstError = explain(err).Error()
+	}
+	s.finish(elapsed)
+	if err := s.write(cmd.OutOrStdout(), o.json); err != nil {
+		return err
+	}
+	switch {
+	case s.Errors > 0:
+		return usageErrorf("%d of %d records failed; first: %s", s.Errors, sent, s.FirstError)
+	case flushErr != nil:
+		return usageErrorf("%d records still unacknowledged after %s (--timeout)", sent-s.Records, f.timeout)
+	}
+	return nil
+}
+
+// ensureTopic checks that the bench topic exists, creating it with
+// --create, and returns its partition count.
+func ensureTopic(ctx context.Context, cmd *cobra.Command, c *client.Client, f *clientFlags, o *benchProduceOptions) (int, error) {
+	rctx, cancel := f.withTimeout(ctx)
+	defer cancel()
+	desc, err := c.DescribeTopic(rctx, o.topic)
+	switch {
+	case err == nil:
+		n := len(desc.GetPartitions())
+		if o.create && cmd.Flags().Changed("partitions") && n != int(o.partitions) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "topic %s exists with %d partitions (not %d): using it as it is\n", o.topic, n, o.partitions)
+		}
+		return n, nil
+	case !errors.Is(err, client.ErrTopicNotFound):
+		return 0, err
+	case !o.create:
+		return 0, usageErrorf("%s; add --create to create it", topicError(o.topic, err))
+	}
+	desc, err = c.CreateTopic(rctx, o.topic, o.partitions, 0, nil)
+	if errors.Is(err, client.ErrTopicAlreadyExists) { // created meanwhile, or by a retry of this call
+		desc, err = c.DescribeTopic(rctx, o.topic)
+	}
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "created topic %s with %d partitions\n", o.topic, len(desc.GetPartitions()))
+	return len(desc.GetPartitions()), nil
+}

@@ -1,0 +1,249 @@
+package main
+
+// What every client command shares: the --broker and --timeout flags, the
+// connection to the cluster, Ctrl-C handling and the translation of errors
+// into one line a person can act on.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-log/strata/client"
+)
+
+// brokerEnv names the environment variable that replaces defaultBroker.
+const brokerEnv = "STRATA_BROKER"
+
+// defaultTimeout bounds each request to the cluster unless --timeout says
+// otherwise.
+const defaultTimeout = 30 * time.Second
+
+// clientFlags are the persistent flags of a client command tree (topic,
+// produce, consume, bench): where the cluster is and how long to wait for it.
+type clientFlags struct {
+	brokers string
+	timeout time.Duration
+}
+
+// register adds --broker and --timeout to cmd and all its subcommands.
+func (f *clientFlags) register(cmd *cobra.Command) {
+	def := defaultBroker
+	if v := strings.TrimSpace(os.Getenv(brokerEnv)); v != "" {
+		def = v
+	}
+	cmd.PersistentFlags().StringVar(&f.brokers, "broker", def,
+		"broker host:port, or a comma-separated list of them to bootstrap from (env "+brokerEnv+")")
+	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", defaultTimeout,
+		"how long to wait for the cluster: connecting, each admin call, each produced record's acknowledgement")
+}
+
+// bootstrap splits --broker into addresses.
+func (f *clientFlags) bootstrap() ([]string, error) {
+	var addrs []string
+	for _, a := range strings.Split(f.brokers, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, errors.New("--broker is empty: want host:port, or a comma-separated list of them")
+	}
+	return addrs, nil
+}
+
+// connect makes a Client and loads the cluster metadata, within --timeout.
+// Each RPC the client makes later is bounded by --timeout too.
+func (f *clientFlags) connect(ctx context.Context) (*client.Client, error) {
+	if f.timeout <= 0 {
+		return nil, fmt.Errorf("--timeout %s: want a positive duration such as 30s", f.timeout)
+	}
+	addrs, err := f.bootstrap()
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	c, err := client.New(cctx, addrs, client.WithRequestTimeout(f.timeout))
+	if err != nil {
+		return nil, f.connectError(ctx, err)
+	}
+	return c, nil
+}
+
+// connectError explains why no broker answered.
+func (f *clientFlags) connectError(ctx context.Context, err error) error {
+	where := strings.Join(strings.Fields(strings.ReplaceAll(f.brokers, ",", " ")), ", ")
+	switch {
+	case ctx.Err() != nil:
+		return errInterrupted
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("no answer from a broker at %s within %s (--timeout)", where, f.timeout)
+	}
+	if e, ok := client.AsError(err); ok && e.Reason == "" {
+		return fmt.Errorf("cannot reach a broker at %s: %s (is `strata serve` running there? see --broker)", where, transportCause(e.Message))
+	}
+	return explain(err)
+}
+
+// transportCause shortens a gRPC transport message such as
+// `connection error: desc = "transport: Error while dialing: dial tcp
+// 127.0.0.1:7400: connect: connection refused"` to its last cause.
+func transportCause(msg string) string {
+	msg = strings.TrimRight(strings.TrimSpace(msg), `"`)
+	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// errInterrupted is returned by a command that Ctrl-C stopped before it
+// had anything to show.
+var errInterrupted = errors.New("interrupted")
+
+// signalContext is ctx ended by Ctrl-C (SIGINT) or SIGTERM. Once it has
+// ended, the handler is removed, so a second Ctrl-C kills the process at
+// once should the clean stop hang.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sctx.Done()
+		stop()
+	}()
+	return sctx, stop
+}
+
+// withTimeout bounds one request by --timeout.
+func (f *clientFlags) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, f.timeout)
+}
+
+// run wraps a client command's body: it gets a context that Ctrl-C ends
+// and its error is explained for people (explain).
+func run(body func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, stop := signalContext(cmd.Context())
+		defer stop()
+		err := body(ctx, cmd, args)
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return errInterrupted
+		}
+		return explain(err)
+	}
+}
+
+// userError is an error already worded for the person at the terminal;
+// explain passes it through.
+type userError struct{ msg string }
+
+func (e *userError) Error() string { return e.msg }
+
+// usageErrorf words a mistake in the command line.
+func usageErrorf(format string, args ...any) error {
+	return &userError{msg: fmt.Sprintf(format, args...)}
+}
+
+// explain turns an error of the client library into one line for people:
+// the broker's message and, in parentheses, its machine-readable reason,
+// as in `topic "x" not found (TOPIC_NOT_FOUND)`. main adds "strata: ".
+func explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *userError
+	if errors.As(err, &ue) || errors.Is(err, errInterrupted) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg := "timed out (raise --timeout to wait longer)"
+		if e, ok := client.AsError(err); ok && e.Reason != "" {
+			msg += "; last error: " + reasonText(e)
+		}
+		return &userError{msg: msg}
+	}
+	if e, ok := client.AsError(err); ok {
+		if e.Reason != "" {
+			msg := reasonText(e)
+			if errors.Is(err, client.ErrDeliveryTimeout) {
+				msg = "not delivered in time (raise --timeout to wait longer); last error: " + msg
+			}
+			return &userError{msg: msg}
+		}
+		return &userError{msg: fmt.Sprintf("broker unavailable: %s (%s)", transportCause(e.Message), e.Code)}
+	}
+	return &userError{msg: stripPrefixes(err.Error())}
+}
+
+// topicError words a missing topic the same way whichever call found it
+// missing: `topic "x" not found (TOPIC_NOT_FOUND)`.
+func topicError(topic string, err error) error {
+	if errors.Is(err, client.ErrTopicNotFound) {
+		return usageErrorf("topic %q not found (TOPIC_NOT_FOUND)", topic)
+	}
+	return err
+}
+
+// reasonText is a broker error as `message (REASON)`.
+func reasonText(e *client.Error) string {
+	msg := stripPrefixes(e.Message)
+	if msg == "" {
+		msg = strings.ToLower(strings.ReplaceAll(e.Reason, "_", " "))
+	}
+	return msg + " (" + e.Reason + ")"
+}
+
+// stripPrefixes drops the package prefixes ("strata: ", "broker: ",
+// "config: ", ...) that errors collect on their way through the layers:
+// the user reads "strata: " once, from main.
+func stripPrefixes(msg string) string {
+	for {
+		trimmed := msg
+		for _, p := range []string{"strata: ", "broker: ", "config: ", "cluster: ", "record: ", "hotlog: ", "rpc: "} {
+			trimmed = strings.TrimPrefix(trimmed, p)
+		}
+		if trimmed == msg {
+			return msg
+		}
+		msg = trimmed
+	}
+}
+
+// groupRun is the RunE of a command that only groups others (topic,
+// bench): alone it shows its help, and a mistyped subcommand is an error
+// rather than the help with success.
+func groupRun(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return usageErrorf("%s (see %s --help)", msg, cmd.CommandPath())
+	}
+	return cmd.Help()
+}
+
+// hideDefault keeps a flag's default out of its help line, for defaults
+// such as -1 that mean something the usage text already says.
+func hideDefault(cmd *cobra.Command, name string) {
+	cmd.Flags().Lookup(name).DefValue = ""
+}
+
+// exactArgs is cobra.ExactArgs with a message that names what is missing.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < len(names):
+			return usageErrorf("missing %s (usage: %s)", strings.ToUpper(names[len(args)]), cmd.UseLine())
+		case len(args) > len(names):
+			return usageErrorf("unexpected argument %q (usage: %s)", args[len(names)], cmd.UseLine())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,253 @@
+package main
+
+// strata consume: print a topic's records.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-log/strata/client"
+)
+
+// groupCommitInterval is how often a following consume with --group
+// commits its positions; it also commits when it stops.
+const groupCommitInterval = 5 * time.Second
+
+func init() { clientCommands = append(clientCommands, newConsumeCommand) }
+
+// consumeOptions are the flags of strata consume.
+type consumeOptions struct {
+	partition    int32
+	from         string
+	follow       bool
+	max          int64
+	format       string
+	keySeparator string
+	group        string
+}
+
+func newConsumeCommand() *cobra.Command {
+	var (
+		f clientFlags
+		o consumeOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print a topic's records",
+		Long: `Print a topic's records, one per line, from every partition (or the one
+given with --partition). Records of one partition come in offset order;
+partitions are interleaved as their records arrive.
+
+--from says where each partition starts: earliest (the default), latest,
+an offset, an RFC 3339 time (the first record at or after it) or a duration
+ago such as 15m, 2h30m or 1d. An offset applies to every partition read;
+one with fewer records starts at its end, but with --partition an offset
+outside the partition is an error.
+
+Without --follow, consume stops at the end of what each partition holds
+when it gets there; with --follow it waits for new records until Ctrl-C.
+--max stops after that many records.
+
+--format:
+  value  the value alone (the default)
+  kv     KEY<SEP>VALUE, SEP from --key-separator (default "=")
+  json   one object per line: {"topic","partition","offset","timestamp",
+         "key","value","headers":[{"key","value"}]}; timestamp is RFC 3339
+         in UTC with milliseconds; a null key or value is null; a key or
+         value (header values too) that is not valid UTF-8 is given in
+         base64 as "key_b64" / "value_b64" instead.
+
+With --group, each partition starts at the group's committed position where
+it has one (--from for the others), and the positions reached are committed
+when consume stops, and every 5 s while it follows.`,
+		Example: `  strata consume demo
+  strata consume demo --from latest --follow
+  strata consume demo --partition 2 --from 1042 --max 10
+  strata consume demo --from 2h --format json
+  strata consume demo --from 2024-05-01T00:00:00Z --format kv --key-separator ': '
+  strata consume demo --group audit --follow`,
+		Args: exactArgs("topic"),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return consume(ctx, cmd, &f, &o, args[0])
+		}),
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.Int32VarP(&o.partition, "partition", "p", -1, "read only this partition (default: all)")
+	hideDefault(cmd, "partition")
+	fl.StringVar(&o.from, "from", "earliest", "where to start: "+fromHelp)
+	fl.BoolVarP(&o.follow, "follow", "F", false, "keep waiting for new records until Ctrl-C")
+	fl.Int64VarP(&o.max, "max", "n", 0, "stop after this many records (0: no limit)")
+	fl.StringVarP(&o.format, "format", "o", "value", "output format: value, kv or json")
+	fl.StringVar(&o.keySeparator, "key-separator", "=", "separator between key and value for --format kv")
+	fl.StringVarP(&o.group, "group", "g", "", "start from this consumer group's committed positions and commit the new ones")
+	return cmd
+}
+
+func consume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *consumeOptions, topic string) error {
+	from, err := parseFrom(o.from, time.Now())
+	if err != nil {
+		return err
+	}
+	format, err := newRecordFormat(o.format, o.keySeparator)
+	if err != nil {
+		return err
+	}
+	if o.max < 0 {
+		return usageErrorf("--max %d: want a count >= 0 (0: no limit)", o.max)
+	}
+	if o.partition < -1 {
+		return usageErrorf("--partition %d: want a partition number >= 0", o.partition)
+	}
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	parts, err := partitionsToRead(ctx, c, f, topic, o.partition)
+	if err != nil {
+		return err
+	}
+	starts, err := startPositions(ctx, c, f, topic, parts, from, o.partition >= 0, o.group)
+	if err != nil {
+		return err
+	}
+
+	opts := []client.ConsumerOption{client.WithStopAtEnd(!o.follow)}
+	if o.group != "" {
+		// A committed position that retention has since deleted resumes at
+		// --from (earliest for an offset) rather than failing.
+		reset := from.spec
+		if from.isOffset {
+			reset = client.Earliest()
+		}
+		opts = append(opts, client.WithResetOnOutOfRange(reset))
+	}
+	k := c.NewConsumer(opts...)
+	defer k.Close()
+	for i, p := range parts {
+		if err := k.Assign(topic, p, starts[i]); err != nil {
+			return err
+		}
+	}
+
+	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	next := map[client.TopicPartition]int64{} // positions printed, for --group
+	commit := func() error {
+		if o.group == "" || len(next) == 0 {
+			return nil
+		}
+		// Also after Ctrl-C: the positions reached are what to keep.
+		cctx, cancel := f.withTimeout(context.WithoutCancel(ctx))
+		defer cancel()
+		return c.CommitOffsets(cctx, o.group, next)
+	}
+	lastCommit := time.Now()
+	var printed int64
+	var pollErr error
+	for o.max == 0 || printed < o.max {
+		recs, err := k.Poll(ctx)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				pollErr = err
+			}
+			break
+		}
+		for _, r := range recs {
+			format(out, r)
+			next[client.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
+			printed++
+			if o.max > 0 && printed >= o.max {
+				break
+			}
+		}
+		if o.follow {
+			if err := out.Flush(); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			if o.group != "" && time.Since(lastCommit) >= groupCommitInterval {
+				if err := commit(); err != nil {
+					return err
+				}
+				lastCommit = time.Now()
+			}
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	if err := commit(); err != nil {
+		return err
+	}
+	return pollErr
+}
+
+// partitionsToRead checks the topic (failing fast with the broker's reason
+// when it does not exist) and returns the partitions to read.
+func partitionsToRead(ctx context.Context, c *client.Client, f *clientFlags, topic string, only int32) ([]int32, error) {
+	rctx, cancel := f.withTimeout(ctx)
+	defer cancel()
+	desc, err := c.DescribeTopic(rctx, topic)
+	if err != nil {
+		return nil, topicError(topic, err)
+	}
+	n := int32(len(desc.GetPartitions()))
+	if only >= 0 {
+		if only >= n {
+			return nil, usageErrorf("topic %q has no partition %d: it has %d (PARTITION_NOT_FOUND)", topic, only, n)
+		}
+		return []int32{only}, nil
+	}
+	parts := make([]int32, n)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	return parts, nil
+}
+
+// startPositions returns where each partition starts: the group's
+// committed position where there is one, else from. An offset is used as
+// it is for a partition named with --partition (strict) and is otherwise
+// clamped to each partition's [log start, high watermark].
+func startPositions(ctx context.Context, c *client.Client, f *clientFlags, topic string, parts []int32, from startPosition, strict bool, group string) ([]client.OffsetSpec, error) {
+	var committed map[client.TopicPartition]int64
+	if group != "" {
+		rctx, cancel := f.withTimeout(ctx)
+		defer cancel()
+		var err error
+		if committed, err = c.FetchOffsets(rctx, group); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]client.OffsetSpec, len(parts))
+	for i, p := range parts {
+		if off, ok := committed[client.TopicPartition{Topic: topic, Partition: p}]; ok && off >= 0 {
+			out[i] = client.AtOffset(off)
+			continue
+		}
+		out[i] = from.spec
+		if !from.isOffset || strict {
+			continue
+		}
+		rctx, cancel := f.withTimeout(ctx)
+		lo, err := c.ListOffsets(rctx, topic, p, client.Earliest())
+		if err == nil {
+			var hi int64
+			if hi, err = c.ListOffsets(rctx, topic, p, client.Latest()); err == nil {
+				out[i] = client.AtOffset(min(max(from.offset, lo), hi))
+			}
+		}
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,311 @@
+package main
+
+// strata produce: one record per input line.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/record"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// maxLineBytes is the longest input line produce accepts, without its end.
+const maxLineBytes = 1 << 20
+
+func init() { clientCommands = append(clientCommands, newProduceCommand) }
+
+// produceOptions are the flags of strata produce.
+type produceOptions struct {
+	file         string
+	key          string
+	keySeparator string
+	partition    int32
+	acks         string
+	compression  string
+	headers      []string
+}
+
+func newProduceCommand() *cobra.Command {
+	var (
+		f clientFlags
+		o produceOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "produce TOPIC",
+		Short: "Write records to a topic, one per input line",
+		Long: `Write records to a topic: one record per line of standard input (or of
+--file), its value the line without the line end ("\n" or "\r\n"). Lines
+may be up to 1 MiB; an empty line is a record with an empty value. Empty
+input produces nothing and succeeds.
+
+With --key-separator each line is KEY<SEP>VALUE, split at the first SEP; a
+line without SEP is an error that names it. --key gives every record the
+same key. Records with a key go to the partition the key hashes to (murmur2,
+as Kafka's producer does), so one key keeps its order; records without one
+stick to a partition per batch. --partition sends everything to one
+partition.
+
+Records are sent asynchronously in batches and the command waits until each
+is acknowledged (--acks), then reports "produced N records to TOPIC" on
+standard error. If any record fails, it stops reading, reports the first
+error and exits 1. Ctrl-C ends the input: what was read is still sent.`,
+		Example: `  printf 'hello\nworld\n' | strata produce demo
+  strata produce demo --file events.txt --compression zstd
+  printf 'user-1:login\nuser-2:logout\n' | strata produce demo --key-separator :
+  echo '{"id":1}' | strata produce demo --key order-1 --header source=cli --header trace=abc`,
+		Args: exactArgs("topic"),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return produce(ctx, cmd, &f, &o, args[0])
+		}),
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&o.file, "file", "f", "", "read lines from this file instead of standard input")
+	fl.StringVarP(&o.key, "key", "k", "", "give every record this key")
+	fl.StringVar(&o.keySeparator, "key-separator", "", "split each line into KEY<SEP>VALUE at the first SEP")
+	fl.Int32VarP(&o.partition, "partition", "p", client.AnyPartition, "write to this partition (default: by key hash, sticky when no key)")
+	hideDefault(cmd, "partition")
+	fl.StringVar(&o.acks, "acks", "all", "when a record counts as written: none, leader or all (every in-sync replica)")
+	fl.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
+	fl.StringArrayVarP(&o.headers, "header", "H", nil, "add a header key=value to every record (repeatable)")
+	return cmd
+}
+
+// parseAcks reads --acks.
+func parseAcks(s string) (stratav1.Acks, error) {
+	switch strings.ToLower(s) {
+	case "none", "0":
+		return stratav1.Acks_ACKS_NONE, nil
+	case "leader", "1":
+		return stratav1.Acks_ACKS_LEADER, nil
+	case "all", "-1":
+		return stratav1.Acks_ACKS_ALL, nil
+	}
+	return 0, usageErrorf("--acks %q: want none, leader or all", s)
+}
+
+// parseCompression reads --compression.
+func parseCompression(s string) (record.Compression, error) {
+	c, err := record.ParseCompression(s)
+	if err != nil {
+		return 0, usageErrorf("--compression %q: want none, gzip, snappy, lz4 or zstd", s)
+	}
+	return c, nil
+}
+
+// parseHeaders reads --header key=value flags, in order; a value may be
+// empty, a key may repeat.
+func parseHeaders(values []string) ([]client.Header, error) {
+	var out []client.Header
+	for _, h := range values {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--header %q: want key=value", h)
+		}
+		out = append(out, client.Header{Key: k, Value: []byte(v)})
+	}
+	return out, nil
+}
+
+func produce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *produceOptions, topic string) error {
+	acks, err := parseAcks(o.acks)
+	if err != nil {
+		return err
+	}
+	codec, err := parseCompression(o.compression)
+	if err != nil {
+		return err
+	}
+	headers, err := parseHeaders(o.headers)
+	if err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("key") && cmd.Flags().Changed("key-separator") {
+		return usageErrorf("--key and --key-separator cannot be used together: one key for all, or one per line")
+	}
+	if cmd.Flags().Changed("key-separator") && o.keySeparator == "" {
+		return usageErrorf("--key-separator is empty")
+	}
+	if o.partition < client.AnyPartition {
+		return usageErrorf("--partition %d: want a partition number >= 0", o.partition)
+	}
+	var key []byte
+	if cmd.Flags().Changed("key") {
+		key = []byte(o.key)
+	}
+	in := cmd.InOrStdin()
+	if o.file != "" && o.file != "-" {
+		file, err := os.Open(o.file)
+		if err != nil {
+			return usageErrorf("--file: %v", err)
+		}
+		defer file.Close()
+		in = file
+	}
+
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := checkTopic(ctx, c, f, topic, o.partition); err != nil {
+		return err
+	}
+	p := c.NewProducer(client.WithAcks(acks), client.WithCompression(codec), client.WithDeliveryTimeout(f.timeout))
+	defer p.Close()
+
+	var (
+		produced atomic.Int64
+		failed   firstError
+	)
+	done := func(_ *client.Record, err error) {
+		if err != nil {
+			failed.set(err)
+			return
+		}
+		produced.Add(1)
+	}
+
+	// Records are handed to the producer as lines arrive. The reader is a
+	// goroutine so that Ctrl-C ends the input even while a read from a
+	// terminal blocks; it may then stay blocked until the process ends.
+	lines := make(chan lineOrErr, 64)
+	go readLines(ctx, in, lines)
+	// sendCtx is not the Ctrl-C context: records read before Ctrl-C are
+	// still sent and waited for.
+	sendCtx := context.WithoutCancel(ctx)
+	var inputErr error
+	n := 0
+loop:
+	for failed.get() == nil {
+		select {
+		case <-ctx.Done():
+			break loop
+		case l, ok := <-lines:
+			if !ok {
+				break loop
+			}
+			if l.err != nil {
+				inputErr = l.err
+				break loop
+			}
+			n++
+			r := &client.Record{Topic: topic, Partition: o.partition, Key: key, Value: l.line, Headers: headers}
+			if o.keySeparator != "" {
+				k, v, ok := bytes.Cut(l.line, []byte(o.keySeparator))
+				if !ok {
+					inputErr = usageErrorf("line %d has no key separator %q", n, o.keySeparator)
+					break loop
+				}
+				r.Key, r.Value = k, v
+			}
+			p.Produce(sendCtx, r, done)
+		}
+	}
+
+	fctx, cancel := context.WithTimeout(sendCtx, f.timeout)
+	defer cancel()
+	flushErr := p.Flush(fctx)
+	fmt.Fprintf(cmd.ErrOrStderr(), "produced %d records to %s\n", produced.Load(), topic)
+	switch {
+	case failed.get() != nil:
+		return failed.get()
+	case inputErr != nil:
+		return inputErr
+	case flushErr != nil:
+		return fmt.Errorf("%d records still unacknowledged after %s (--timeout): %w", int64(n)-produced.Load(), f.timeout, flushErr)
+	}
+	return nil
+}
+
+// checkTopic fails fast, with the broker's reason, when the topic or the
+// chosen partition does not exist (the producer itself would wait for
+// them to appear in the metadata for --timeout).
+func checkTopic(ctx context.Context, c *client.Client, f *clientFlags, topic string, partition int32) error {
+	rctx, cancel := f.withTimeout(ctx)
+	defer cancel()
+	desc, err := c.DescribeTopic(rctx, topic)
+	if err != nil {
+		return topicError(topic, err)
+	}
+	if n := int32(len(desc.GetPartitions())); partition >= n {
+		return usageErrorf("topic %q has no partition %d: it has %d (PARTITION_NOT_FOUND)", topic, partition, n)
+	}
+	return nil
+}
+
+// lineOrErr is one input line, or the error that ended the input.
+type lineOrErr struct {
+	line []byte
+	err  error
+}
+
+// readLines sends each line of in (a copy, without its "\n" or "\r\n") to
+// out and closes it at the end of the input or after an error.
+func readLines(ctx context.Context, in io.Reader, out chan<- lineOrErr) {
+	defer close(out)
+	sc := bufio.NewScanner(in)
+	// Room for the longest line plus its "\r\n".
+	sc.Buffer(make([]byte, 64<<10), maxLineBytes+2)
+	n := 0
+	for sc.Scan() {
+		n++
+		l := lineOrErr{line: bytes.Clone(sc.Bytes())}
+		if len(l.line) > maxLineBytes {
+			l = lineOrErr{err: usageErrorf("line %d is longer than 1 MiB", n)}
+		} else if l.line == nil {
+			l.line = []byte{}
+		}
+		select {
+		case out <- l:
+		case <-ctx.Done():
+			return
+		}
+		if l.err != nil {
+			return
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = usageErrorf("line %d is longer than 1 MiB", n+1)
+		} else {
+			err = usageErrorf("reading input: %v", err)
+		}
+		select {
+		case out <- lineOrErr{err: err}:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// firstError keeps the first error set by any goroutine.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (e *firstError) set(err error) {
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.mu.Unlock()
+}
+
+func (e *firstError) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}

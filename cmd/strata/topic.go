@@ -1,0 +1,390 @@
+package main
+
+// strata topic: create, list, describe, alter and delete topics.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-log/strata/config"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+func init() { clientCommands = append(clientCommands, newTopicCommand) }
+
+func newTopicCommand() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe, alter and delete topics",
+		Long: `Manage topics. A topic is a named log split into partitions; order holds
+within a partition. Per-topic settings keep Kafka's names (retention.ms,
+segment.bytes, ...); sizes and durations may be written the human way
+("90d", "128MiB"). "strata topic describe" lists every setting with its
+default.`,
+		Example: `  strata topic create events --partitions 6 --config retention.ms=90d
+  strata topic list
+  strata topic describe events
+  strata topic alter events --set retention.ms=30d --delete segment.bytes
+  strata topic delete events`,
+	}
+	cmd.RunE = groupRun
+	f.register(cmd)
+	cmd.AddCommand(newTopicCreateCommand(&f), newTopicListCommand(&f), newTopicDescribeCommand(&f),
+		newTopicAlterCommand(&f), newTopicDeleteCommand(&f))
+	return cmd
+}
+
+func newTopicCreateCommand(f *clientFlags) *cobra.Command {
+	var (
+		partitions, replication int32
+		settings                []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Long: `Create a topic and print it as "strata topic describe" does.
+
+--config sets per-topic settings; it may be repeated or given a
+comma-separated list. Settings not given keep the broker's defaults.`,
+		Example: `  strata topic create demo --partitions 3
+  strata topic create audit --replication-factor 3 --config retention.ms=-1
+  strata topic create clicks --config retention.ms=7d,segment.bytes=256MiB`,
+		Args: exactArgs("name"),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if partitions < 1 {
+				return usageErrorf("--partitions %d: want at least 1", partitions)
+			}
+			if replication < 0 {
+				return usageErrorf("--replication-factor %d: want at least 1, or 0 for the broker's default", replication)
+			}
+			cfg, err := parseKeyValues("--config", settings)
+			if err != nil {
+				return err
+			}
+			c, err := f.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rctx, cancel := f.withTimeout(ctx)
+			defer cancel()
+			desc, err := c.CreateTopic(rctx, args[0], partitions, replication, cfg)
+			if err != nil {
+				return err
+			}
+			return printTopic(cmd.OutOrStdout(), desc)
+		}),
+	}
+	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions")
+	cmd.Flags().Int32Var(&replication, "replication-factor", 0, "replicas of each partition (0: the broker's default)")
+	cmd.Flags().StringArrayVar(&settings, "config", nil, "a topic setting as key=value (repeatable, or comma-separated)")
+	return cmd
+}
+
+func newTopicListCommand(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List topics with their partitions and replication factor",
+		Example: "  strata topic list",
+		Args:    exactArgs(),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			c, err := f.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rctx, cancel := f.withTimeout(ctx)
+			defer cancel()
+			topics, err := c.ListTopics(rctx)
+			if err != nil {
+				return err
+			}
+			sort.Slice(topics, func(i, j int) bool { return topics[i].GetName() < topics[j].GetName() })
+			tw := newTable(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICATION")
+			for _, t := range topics {
+				fmt.Fprintf(tw, "%s\t%d\t%d\n", t.GetName(), t.GetPartitions(), t.GetReplicationFactor())
+			}
+			return tw.Flush()
+		}),
+	}
+}
+
+func newTopicDescribeCommand(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a topic's id, settings and partitions",
+		Long: `Show a topic: its id, every setting in force (raw value, human form, and
+*override where the topic sets it rather than inheriting the default), then
+one row per partition: leader, leader epoch, replicas, in-sync replicas, log
+start offset, high watermark, log end offset, and the bytes and segments on
+the answering broker's disk (zero where it holds no replica).`,
+		Example: "  strata topic describe demo",
+		Args:    exactArgs("name"),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			c, err := f.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rctx, cancel := f.withTimeout(ctx)
+			defer cancel()
+			desc, err := c.DescribeTopic(rctx, args[0])
+			if err != nil {
+				return topicError(args[0], err)
+			}
+			return printTopic(cmd.OutOrStdout(), desc)
+		}),
+	}
+}
+
+func newTopicAlterCommand(f *clientFlags) *cobra.Command {
+	var set, del []string
+	cmd := &cobra.Command{
+		Use:   "alter NAME",
+		Short: "Change a topic's settings",
+		Long: `Change a topic's settings; they take effect without a restart. --set
+gives a setting a value, --delete returns it to the default. Both may be
+repeated or given a comma-separated list. Prints the settings after the
+change.`,
+		Example: `  strata topic alter demo --set retention.ms=90d
+  strata topic alter demo --set retention.bytes=500GiB,segment.ms=1h --delete flush.policy`,
+		Args: exactArgs("name"),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			setMap, err := parseKeyValues("--set", set)
+			if err != nil {
+				return err
+			}
+			delKeys := splitList(del)
+			if len(setMap) == 0 && len(delKeys) == 0 {
+				return usageErrorf("nothing to change: give --set key=value or --delete key")
+			}
+			for _, k := range delKeys {
+				if _, ok := setMap[k]; ok {
+					return usageErrorf("%s is both set and deleted", k)
+				}
+			}
+			c, err := f.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rctx, cancel := f.withTimeout(ctx)
+			defer cancel()
+			desc, err := c.AlterTopicConfig(rctx, args[0], setMap, delKeys)
+			if err != nil {
+				return topicError(args[0], err)
+			}
+			tw := newTable(cmd.OutOrStdout())
+			printSettings(tw, desc)
+			return tw.Flush()
+		}),
+	}
+	cmd.Flags().StringArrayVar(&set, "set", nil, "set a setting, key=value (repeatable, or comma-separated)")
+	cmd.Flags().StringArrayVar(&del, "delete", nil, "return a setting to its default (repeatable, or comma-separated)")
+	return cmd
+}
+
+func newTopicDeleteCommand(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete NAME",
+		Short:   "Delete a topic and all its data",
+		Long:    `Delete a topic and all its data, on every broker. There is no undo.`,
+		Example: "  strata topic delete demo",
+		Args:    exactArgs("name"),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			c, err := f.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rctx, cancel := f.withTimeout(ctx)
+			defer cancel()
+			if err := c.DeleteTopic(rctx, args[0]); err != nil {
+				return topicError(args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %s\n", args[0])
+			return nil
+		}),
+	}
+}
+
+// splitList flattens repeated flag values that may each be a
+// comma-separated list, dropping empty items.
+func splitList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	}
+	return out
+}
+
+// parseKeyValues reads key=value items (repeated flags, each possibly a
+// comma-separated list). A key given twice is an error rather than a
+// silent choice.
+func parseKeyValues(flag string, values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, item := range splitList(values) {
+		k, v, ok := strings.Cut(item, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, usageErrorf("%s %q: want key=value, such as retention.ms=7d", flag, item)
+		}
+		if _, dup := out[k]; dup {
+			return nil, usageErrorf("%s: %s is given twice", flag, k)
+		}
+		out[k] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// table aligns columns like text/tabwriter and drops the padding that
+// empty last cells would leave at the end of lines.
+type table struct {
+	*tabwriter.Writer
+	buf bytes.Buffer
+	out io.Writer
+}
+
+// newTable is the writer of every table the commands print; Flush writes
+// what was buffered.
+func newTable(w io.Writer) *table {
+	t := &table{out: w}
+	t.Writer = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
+	return t
+}
+
+func (t *table) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(t.buf.String()) {
+		if _, err := io.WriteString(t.out, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	t.buf.Reset()
+	return nil
+}
+
+// printTopic writes a topic description: id, settings, partitions.
+func printTopic(w io.Writer, d *stratav1.TopicDescription) error {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "Topic:\t%s\n", d.GetName())
+	fmt.Fprintf(tw, "ID:\t%s\n", d.GetId())
+	fmt.Fprintf(tw, "Partitions:\t%d\n", len(d.GetPartitions()))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	printSettings(tw, d)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tLOG-END\tLOCAL-SIZE\tSEGMENTS")
+	parts := slices.Clone(d.GetPartitions())
+	sort.Slice(parts, func(i, j int) bool {
+		return parts[i].GetMetadata().GetPartition() < parts[j].GetMetadata().GetPartition()
+	})
+	for _, p := range parts {
+		m := p.GetMetadata()
+		leader := "none"
+		if m.GetLeader() >= 0 {
+			leader = strconv.Itoa(int(m.GetLeader()))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n",
+			m.GetPartition(), leader, m.GetLeaderEpoch(), joinIDs(m.GetReplicas()), joinIDs(m.GetIsr()),
+			p.GetLogStartOffset(), p.GetHighWatermark(), p.GetLogEndOffset(),
+			humanBytes(p.GetLocalBytes()), p.GetLocalSegments())
+	}
+	return tw.Flush()
+}
+
+// printSettings writes one row per setting in force: key, value as stored,
+// its human form where that differs, and *override where the topic sets
+// it. Known keys come in config.TopicKeys order, unknown ones after.
+func printSettings(tw *table, d *stratav1.TopicDescription) {
+	fmt.Fprintln(tw, "SETTING\tVALUE\t\t")
+	inForce, overrides := d.GetConfig(), d.GetOverrides()
+	known := map[string]bool{}
+	row := func(key, value, human string) {
+		if human == value {
+			human = ""
+		} else {
+			human = "(" + human + ")"
+		}
+		mark := ""
+		if _, ok := overrides[key]; ok {
+			mark = "*override"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", key, value, human, mark)
+	}
+	for _, k := range config.TopicKeys() {
+		known[k.Name] = true
+		v, ok := inForce[k.Name]
+		if !ok {
+			if v, ok = overrides[k.Name]; !ok {
+				continue
+			}
+		}
+		row(k.Name, v, k.Display(v))
+	}
+	rest := slices.Sorted(maps.Keys(inForce))
+	for k := range overrides {
+		if _, ok := inForce[k]; !ok {
+			rest = append(rest, k)
+		}
+	}
+	for _, k := range rest {
+		if known[k] {
+			continue
+		}
+		v, ok := inForce[k]
+		if !ok {
+			v = overrides[k]
+		}
+		row(k, v, v)
+	}
+}
+
+func joinIDs(ids []int32) string {
+	if len(ids) == 0 {
+		return "-"
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, ",")
+}
+
+// humanBytes renders a size for reading in a table: "0 B", "512 B",
+// "1.5 KiB", "12.0 MiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
