@@ -10,6 +10,9 @@ LDFLAGS   := -X main.version=$(VERSION)
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPCURL_VERSION            := v1.9.4
+# MinIO server for the object-store and end-to-end tests. Run as a separate
+# process, never imported; the first build takes a few minutes.
+MINIO_VERSION              := v0.0.0-20260212201848-7aac2a2c5b7c
 # Packages whose tests run under the race detector: all of them, today.
 RACE_PKGS ?= ./...
 FUZZTIME  ?= 30s
@@ -17,7 +20,7 @@ BENCHTIME ?= 2s
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test bench fuzz lint run proto tools clean
+.PHONY: help build test bench fuzz lint run proto tools minio clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -35,11 +38,16 @@ $(TOOLS)/bin/protoc-gen-go:
 $(TOOLS)/bin/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 
-tools: $(TOOLS)/bin/grpcurl ## install the tools the tests use into .tools/bin
+$(TOOLS)/bin/minio:
+	GOBIN=$(TOOLS)/bin $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+
+minio: $(TOOLS)/bin/minio ## install the pinned MinIO server the tests run into .tools/bin
+
+tools: $(TOOLS)/bin/grpcurl minio ## install the tools the tests use into .tools/bin
 
 test: tools build ## vet, then every test with -race (fuzz targets run over their seed corpus)
 	$(GO) vet ./...
-	STRATA_BIN=$(BIN)/strata STRATA_GRPCURL=$(TOOLS)/bin/grpcurl \
+	STRATA_BIN=$(BIN)/strata STRATA_GRPCURL=$(TOOLS)/bin/grpcurl STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -race -count=1 -timeout 25m $(RACE_PKGS)
 
 bench: ## engine benchmarks beside this machine's raw sequential write speed

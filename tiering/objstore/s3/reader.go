@@ -1,0 +1,114 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/strata-log/strata/tiering/objstore"
+)
+
+// maxStalls bounds the range GETs in one ReadAt that return no byte: a body
+// that ends early is asked again for the rest, but a store that keeps
+// sending nothing is failing.
+const maxStalls = 3
+
+// reader reads ranges of the version of an object that was current at
+// Open. Each ReadAt is its own request, so a reader is safe for concurrent
+// use and holds no connection between reads.
+type reader struct {
+	b    *bucket
+	key  string
+	size int64
+	etag string
+}
+
+func (r *reader) Size() int64  { return r.size }
+func (r *reader) Close() error { return nil }
+
+// ReadAt implements objstore.ObjectReader with GETs of a byte range, sent
+// with If-Match on the ETag seen at Open: if the object was replaced since,
+// the store refuses rather than mixing two versions into one read.
+func (r *reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fail("read", r.key, nil, err)
+	}
+	want, tailErr := readRange(r.key, r.size, off, len(p))
+	n, stalls := 0, 0
+	for n < want {
+		got, err := r.get(ctx, p[n:want], off+int64(n))
+		n += got
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errShortBody) {
+			return n, err
+		}
+		if got > 0 {
+			stalls = 0
+		} else if stalls++; stalls == maxStalls {
+			return n, fmt.Errorf("s3: read %q: %d range requests in a row returned no data: %w", r.key, maxStalls, err)
+		}
+	}
+	return n, tailErr
+}
+
+// errShortBody: a response body ended (or broke) before the range it was
+// asked for.
+var errShortBody = errors.New("response body shorter than the range")
+
+// get fills p from one range GET at off and returns how much it read.
+func (r *reader) get(ctx context.Context, p []byte, off int64) (int, error) {
+	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1)
+	out, err := r.b.client.GetObject(ctx, &s3sdk.GetObjectInput{
+		Bucket:  &r.b.bucket,
+		Key:     &r.key,
+		Range:   &rng,
+		IfMatch: quote(r.etag),
+	})
+	if err != nil {
+		a := classify(err)
+		switch {
+		case a.preconditionFailed():
+			return 0, fail("read", r.key, objstore.ErrNotFound, fmt.Errorf("replaced since Open: %w", err))
+		case a.notFound():
+			return 0, fail("read", r.key, objstore.ErrNotFound, err)
+		case a.invalidRange():
+			// Objects do not shrink; only a replacement the ETag check
+			// missed could get here.
+			return 0, fail("read", r.key, io.ErrUnexpectedEOF, err)
+		}
+		return 0, fail("read", r.key, nil, err)
+	}
+	defer out.Body.Close()
+	n, err := io.ReadFull(out.Body, p)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return n, fail("read", r.key, nil, ctxErr)
+		}
+		return n, fmt.Errorf("s3: read %q at %d: %w: %w", r.key, off+int64(n), errShortBody, err)
+	}
+	return n, nil
+}
+
+// readRange applies the ReadAt contract (see objstore.ObjectReader) to a
+// read of plen bytes at off in an object of size bytes: it returns how many
+// bytes the read can fill and the error to return once they are filled.
+func readRange(key string, size, off int64, plen int) (int, error) {
+	switch {
+	case off < 0:
+		return 0, fmt.Errorf("s3: read %q at negative offset %d", key, off)
+	case plen == 0:
+		return 0, nil
+	case off == size:
+		return 0, io.EOF
+	case off > size:
+		return 0, fmt.Errorf("s3: read %q at %d, past its end at %d: %w", key, off, size, io.ErrUnexpectedEOF)
+	case int64(plen) > size-off:
+		return int(size - off), fmt.Errorf("s3: read %q of %d bytes at %d, past its end at %d: %w", key, plen, off, size, io.ErrUnexpectedEOF)
+	}
+	return plen, nil
+}
