@@ -1,0 +1,173 @@
+package tiering
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/dgraph-io/ristretto/v2"
+)
+
+// chunkCache holds chunks of cold segment log bytes in memory, keyed by
+// object key and chunk index, and makes concurrent readers of a missing
+// chunk share one GET. A cached chunk is never written to: readers copy
+// out of it.
+//
+// Two regions share the byte budget. Every fetched chunk enters a small LRU
+// window (a quarter of the budget, in whole chunks) and is offered to the
+// main region, a ristretto cache whose cost is bytes. The window is there
+// because ristretto admits by frequency (TinyLFU): once it is full, a chunk
+// fetched a moment ago has no history and usually loses to the chunks it
+// would evict, so a consumer reading a 4 MiB chunk 1 MiB at a time, or
+// whose read-ahead has just landed, would GET the same chunk again. The
+// window keeps what was just fetched whatever admission decides, as
+// W-TinyLFU puts a window in front of its main region; the main region
+// keeps the chunks that many readers come back to. The two may hold the
+// same chunk (one slice, counted twice), so the memory they hold stays
+// within the budget.
+type chunkCache struct {
+	counters *readerCounters
+	// main is nil when the budget left after the window cannot hold a
+	// chunk.
+	main    *ristretto.Cache[string, *cachedChunk]
+	flights flight[string, []byte]
+	mu      struct {
+		sync.Mutex
+		window *lru[string, []byte]
+	}
+}
+
+// cachedChunk is a main-region entry. The key is kept so that a hit can be
+// checked against the key asked for: ristretto stores hashes, not keys.
+type cachedChunk struct {
+	key  string
+	data []byte
+}
+
+func newChunkCache(cacheBytes, chunkBytes int64, counters *readerCounters) (*chunkCache, error) {
+	windowChunks := cacheBytes / chunkBytes / 4
+	if windowChunks == 0 && cacheBytes >= chunkBytes {
+		windowChunks = 1
+	}
+	windowBytes := windowChunks * chunkBytes
+	c := &chunkCache{counters: counters}
+	c.flights.joins = &counters.sharedGets
+	c.mu.window = newLRU[string, []byte](windowBytes, nil)
+	if mainBytes := cacheBytes - windowBytes; mainBytes > 0 {
+		// Ristretto wants about ten counters per entry it may hold.
+		entries := mainBytes/chunkBytes + 1
+		main, err := ristretto.NewCache(&ristretto.Config[string, *cachedChunk]{
+			NumCounters:        max(10*entries, 1000),
+			MaxCost:            mainBytes,
+			BufferItems:        64,
+			IgnoreInternalCost: true, // cost is the chunk's bytes
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tiering: chunk cache: %w", err)
+		}
+		c.main = main
+	}
+	return c, nil
+}
+
+// chunkKey names chunk idx of an object. The index follows the last '#',
+// so no two (key, index) pairs share a name.
+func chunkKey(object string, idx int64) string {
+	return object + "#" + strconv.FormatInt(idx, 10)
+}
+
+// get returns the chunk named key, calling fetch to read it from the store
+// when it is not cached and no GET for it is in flight. prefetch marks a
+// read-ahead lookup, which is left out of the hit and miss counts.
+func (c *chunkCache) get(ctx context.Context, key string, prefetch bool, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
+	if data, ok := c.lookup(key); ok {
+		if !prefetch {
+			c.counters.chunkHits.Add(1)
+		}
+		return data, nil
+	}
+	if !prefetch {
+		c.counters.chunkMisses.Add(1)
+	}
+	data, _, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		// A GET that finished between the lookup above and now has
+		// cached the chunk: the window takes it synchronously.
+		if data, ok := c.lookup(key); ok {
+			return data, nil
+		}
+		data, err := fetch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.add(key, data)
+		return data, nil
+	})
+	return data, err
+}
+
+func (c *chunkCache) lookup(key string) ([]byte, bool) {
+	c.mu.Lock()
+	data, ok := c.mu.window.get(key)
+	c.mu.Unlock()
+	if ok {
+		return data, true
+	}
+	if ch, ok := c.main.Get(key); ok && ch != nil && ch.key == key {
+		return ch.data, true
+	}
+	return nil, false
+}
+
+func (c *chunkCache) add(key string, data []byte) {
+	c.mu.Lock()
+	c.mu.window.add(key, data, int64(len(data)))
+	c.mu.Unlock()
+	c.main.Set(key, &cachedChunk{key: key, data: data}, int64(len(data)))
+}
+
+// has reports whether the chunk is cached or being fetched, so read-ahead
+// can skip it without starting any work.
+func (c *chunkCache) has(key string) bool {
+	c.mu.Lock()
+	_, ok := c.mu.window.peek(key)
+	c.mu.Unlock()
+	if ok {
+		return true
+	}
+	if ch, ok := c.main.Get(key); ok && ch != nil && ch.key == key {
+		return true
+	}
+	return c.flights.busy(key)
+}
+
+// drop forgets a chunk, so that bytes found corrupt are fetched again on
+// the next read rather than served from memory for good.
+func (c *chunkCache) drop(key string) {
+	c.mu.Lock()
+	c.mu.window.remove(key)
+	c.mu.Unlock()
+	c.main.Del(key)
+}
+
+// bytes is what the cache holds now.
+func (c *chunkCache) bytes() int64 {
+	c.mu.Lock()
+	n := c.mu.window.cost()
+	c.mu.Unlock()
+	if c.main != nil {
+		n += c.main.MaxCost() - c.main.RemainingCost()
+	}
+	return n
+}
+
+// wait applies the main region's buffered admissions (ristretto admits
+// asynchronously), for tests that look at what it holds.
+func (c *chunkCache) wait() { c.main.Wait() }
+
+func (c *chunkCache) close() {
+	c.main.Close()
+	c.mu.Lock()
+	c.mu.window.clear()
+	c.mu.Unlock()
+}

@@ -1,0 +1,202 @@
+package tiering
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/tiering/objstore"
+)
+
+// coldObject is an open cold segment object with its checked trailer and
+// footer, kept by key (the most recently used readerObjects of them) so
+// that neither is fetched again. The handle is shared by the reads in
+// progress: each holds a reference, and the handle is closed once the
+// object has left the cache and the last reference is released.
+type coldObject struct {
+	seg     SegmentRef
+	trailer Trailer
+	footer  *Footer
+	rd      objstore.ObjectReader
+	mu      struct {
+		sync.Mutex
+		refs    int
+		evicted bool
+	}
+}
+
+// acquire takes a reference, unless the object has left the cache.
+func (o *coldObject) acquire() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.evicted {
+		return false
+	}
+	o.mu.refs++
+	return true
+}
+
+func (o *coldObject) release() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.mu.refs--
+	if o.mu.refs == 0 && o.mu.evicted {
+		o.rd.Close()
+	}
+}
+
+// evict is called as the object leaves the cache.
+func (o *coldObject) evict() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.mu.evicted = true
+	if o.mu.refs == 0 {
+		o.rd.Close()
+	}
+}
+
+// corrupt is an ErrCorrupt error naming the object.
+func (o *coldObject) corrupt(format string, args ...any) error {
+	return fmt.Errorf("tiering: cold segment %s: %w", o.seg.Key, corruptf(format, args...))
+}
+
+// entryFor returns the index entry where a scan for offset starts.
+func (o *coldObject) entryFor(offset int64) IndexEntry {
+	return o.entryAt(o.footer.PositionFor(offset))
+}
+
+// entryForTime returns the index entry where a scan for the first record
+// at or after ts starts.
+func (o *coldObject) entryForTime(ts int64) IndexEntry {
+	return o.entryAt(o.footer.PositionForTime(ts))
+}
+
+// entryAt returns the entry at position pos, which is one of the footer's
+// (positions strictly increase, DecodeFooter checks).
+func (o *coldObject) entryAt(pos int64) IndexEntry {
+	es := o.footer.Entries
+	i := sort.Search(len(es), func(i int) bool { return int64(es[i].Pos) >= pos })
+	return es[i]
+}
+
+// object returns seg's object with a reference the caller must release.
+// Concurrent first readers of an object share one open and one index read.
+func (r *ColdReader) object(ctx context.Context, seg SegmentRef) (*coldObject, error) {
+	for {
+		r.mu.Lock()
+		o, ok := r.mu.objects.get(seg.Key)
+		r.mu.Unlock()
+		if ok && o.acquire() {
+			return o, nil
+		}
+		o, shared, err := r.objects.do(ctx, seg.Key, func(ctx context.Context) (*coldObject, error) {
+			return r.openObject(ctx, seg)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !shared {
+			return o, nil // openObject took the caller's reference
+		}
+		if o.acquire() {
+			return o, nil
+		}
+		// It has left the cache already: open it again.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// forgetObject drops a cached object, after its store said it is gone.
+func (r *ColdReader) forgetObject(key string) {
+	r.mu.Lock()
+	r.mu.objects.remove(key)
+	r.mu.Unlock()
+}
+
+// openObject opens seg's object, reads and checks its trailer and footer,
+// caches it and returns it with one reference taken for the caller.
+func (r *ColdReader) openObject(ctx context.Context, seg SegmentRef) (*coldObject, error) {
+	rd, err := r.store.Open(ctx, seg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("tiering: open cold segment %s: %w", seg.Key, err)
+	}
+	o := &coldObject{seg: seg, rd: rd}
+	if err := r.readIndex(ctx, o); err != nil {
+		rd.Close()
+		return nil, err
+	}
+	o.mu.refs = 1
+	r.mu.Lock()
+	r.mu.objects.add(seg.Key, o, 1)
+	r.mu.Unlock()
+	return o, nil
+}
+
+// readIndex reads o's trailer and footer and checks them against each
+// other and against the manifest's SegmentRef. The manifest says where the
+// log bytes end, so one ranged read usually fetches both.
+func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) error {
+	seg := o.seg
+	size := seg.Size
+	if got := o.rd.Size(); got != size {
+		return o.corrupt("the object has %d bytes, the manifest says %d", got, size)
+	}
+	if size < trailerSize+record.HeaderSize {
+		return o.corrupt("object of %d bytes is too small", size)
+	}
+	at := size - trailerSize
+	if seg.LogLen >= record.HeaderSize && seg.LogLen <= at && at-seg.LogLen <= maxFooterLen(seg.LogLen) {
+		at = seg.LogLen
+	}
+	tail, err := r.readIndexBytes(ctx, o, at, size-at)
+	if err != nil {
+		return err
+	}
+	t, err := DecodeTrailer(tail[len(tail)-trailerSize:], size)
+	if err != nil {
+		return fmt.Errorf("tiering: cold segment %s: %w", seg.Key, err)
+	}
+	if t.BaseOffset != seg.BaseOffset || t.LastOffset != seg.LastOffset {
+		return o.corrupt("trailer says offsets %d..%d, the manifest %d..%d", t.BaseOffset, t.LastOffset, seg.BaseOffset, seg.LastOffset)
+	}
+	if seg.LogLen != 0 && (t.LogLen != seg.LogLen || t.LogCRC != seg.LogCRC) {
+		return o.corrupt("trailer says %d log bytes with crc %#08x, the manifest %d with %#08x", t.LogLen, t.LogCRC, seg.LogLen, seg.LogCRC)
+	}
+	if t.FooterLen() > maxFooterLen(t.LogLen) {
+		return o.corrupt("footer of %d entries for %d log bytes", t.Entries, t.LogLen)
+	}
+	footer := tail[:len(tail)-trailerSize]
+	if int64(len(footer)) != t.FooterLen() {
+		// The manifest did not say where the footer starts (or said it
+		// wrongly, which DecodeFooter would have caught): read it now.
+		if footer, err = r.readIndexBytes(ctx, o, t.LogLen, t.FooterLen()); err != nil {
+			return err
+		}
+	}
+	f, err := DecodeFooter(footer, t)
+	if err != nil {
+		return fmt.Errorf("tiering: cold segment %s: %w", seg.Key, err)
+	}
+	o.trailer, o.footer = t, f
+	return nil
+}
+
+func (r *ColdReader) readIndexBytes(ctx context.Context, o *coldObject, at, n int64) ([]byte, error) {
+	b := make([]byte, n)
+	r.counters.indexGets.Add(1)
+	if _, err := o.rd.ReadAt(ctx, b, at); err != nil {
+		return nil, fmt.Errorf("tiering: read cold segment %s at %d: %w", o.seg.Key, at, err)
+	}
+	return b, nil
+}
+
+// maxFooterLen bounds the footer of a log of logLen bytes: an index entry
+// names a batch, and no two the same one. It keeps a damaged trailer or
+// manifest from making the reader allocate and fetch more than that.
+func maxFooterLen(logLen int64) int64 {
+	return logLen / record.HeaderSize * footerEntrySize
+}

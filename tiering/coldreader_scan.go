@@ -1,0 +1,189 @@
+package tiering
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/strata-log/strata/record"
+)
+
+// readEnd is where in its object a read ended, for read-ahead.
+type readEnd struct {
+	pos    int64 // position in the log bytes after the last batch returned
+	logLen int64 // the object's log bytes
+}
+
+// readSegment reads whole batches of seg's object, starting with the one
+// holding offset, as Read describes, and says where they end. A read that
+// continues an earlier one (resume names seg's object) starts where that
+// one ended instead of at the index entry before offset.
+func (r *ColdReader) readSegment(ctx context.Context, seg SegmentRef, offset int64, maxBytes int, resume readMark) (ColdRead, readEnd, error) {
+	o, err := r.object(ctx, seg)
+	if err != nil {
+		return ColdRead{}, readEnd{}, err
+	}
+	defer o.release()
+	s := r.scan(o, o.entryFor(offset))
+	if resume.key == seg.Key && resume.next == offset && resume.pos > s.pos && resume.pos < o.trailer.LogLen {
+		// That position was found by a checked scan; the header check
+		// below still holds it to offset.
+		s.pos, s.next = resume.pos, offset
+	}
+	// Skip the batches before the one holding offset: the index entry is
+	// at most an index interval (and a batch) before it.
+	var b record.Batch
+	for {
+		if s.done() {
+			return ColdRead{}, readEnd{}, o.corrupt("no batch holds offset %d", offset)
+		}
+		if b, err = s.header(ctx); err != nil {
+			return ColdRead{}, readEnd{}, err
+		}
+		if b.LastOffset() >= offset {
+			break
+		}
+		s.skip(b)
+	}
+	// Sized for what will be returned, so appending never copies.
+	out := make([]byte, 0, max(min(int64(maxBytes), o.trailer.LogLen-s.pos), int64(b.Size())))
+	for first := true; !s.done(); first = false {
+		if !first {
+			if len(out) >= maxBytes {
+				break // full: do not even look at the next batch
+			}
+			if b, err = s.header(ctx); err != nil {
+				return ColdRead{}, readEnd{}, err
+			}
+			if len(out)+b.Size() > maxBytes {
+				break
+			}
+		}
+		if out, err = s.appendBatch(ctx, out, b); err != nil {
+			return ColdRead{}, readEnd{}, err
+		}
+	}
+	if err := s.checkEnd(); err != nil {
+		return ColdRead{}, readEnd{}, err
+	}
+	return ColdRead{Batches: out, NextOffset: s.next}, readEnd{pos: s.pos, logLen: o.trailer.LogLen}, nil
+}
+
+// scanner walks the batches of one object's log bytes from an indexed
+// batch on, checking that each one starts where the one before ended.
+type scanner struct {
+	r    *ColdReader
+	o    *coldObject
+	pos  int64 // position of the next batch
+	next int64 // the offset it must start at
+	hdr  [record.HeaderSize]byte
+}
+
+func (r *ColdReader) scan(o *coldObject, e IndexEntry) *scanner {
+	return &scanner{r: r, o: o, pos: int64(e.Pos), next: o.footer.Base + int64(e.Rel)}
+}
+
+// done reports whether the scan has reached the end of the log bytes.
+func (s *scanner) done() bool { return s.pos >= s.o.trailer.LogLen }
+
+// header reads the header of the next batch, checking its length and its
+// offsets; the rest of the batch is checked by appendBatch. The header is
+// valid until the next call.
+func (s *scanner) header(ctx context.Context) (record.Batch, error) {
+	logLen := s.o.trailer.LogLen
+	if s.pos+record.HeaderSize > logLen {
+		return nil, s.o.corrupt("the log ends inside the header of the batch at position %d", s.pos)
+	}
+	h, err := s.r.appendLog(ctx, s.o, s.hdr[:0], s.pos, s.pos+record.HeaderSize)
+	if err != nil {
+		return nil, err
+	}
+	size, err := record.PeekSize(h)
+	if err != nil {
+		return nil, s.o.corrupt("batch at position %d: %w", s.pos, err)
+	}
+	b := record.Batch(h)
+	switch {
+	case s.pos+int64(size) > logLen:
+		return nil, s.o.corrupt("batch of %d bytes at position %d runs past the log's end at %d", size, s.pos, logLen)
+	case b.BaseOffset() != s.next:
+		return nil, s.o.corrupt("batch at position %d has offset %d, want %d", s.pos, b.BaseOffset(), s.next)
+	case b.LastOffsetDelta() < 0:
+		return nil, s.o.corrupt("batch at position %d has last offset delta %d", s.pos, b.LastOffsetDelta())
+	}
+	return b, nil
+}
+
+// skip moves past the batch whose header was just read.
+func (s *scanner) skip(b record.Batch) {
+	s.pos += int64(b.Size())
+	s.next = b.NextOffset()
+}
+
+// appendBatch appends the batch whose header was just read to dst, after
+// checking all of it (length, magic, CRC, record count), and moves past
+// it. On error dst comes back as it was.
+func (s *scanner) appendBatch(ctx context.Context, dst []byte, b record.Batch) ([]byte, error) {
+	start, end := len(dst), s.pos+int64(b.Size())
+	dst, err := s.r.appendLog(ctx, s.o, dst, s.pos, end)
+	if err != nil {
+		return dst[:start], err
+	}
+	batch, _, err := record.Next(dst[start:])
+	if err != nil {
+		// Drop what the cache holds of it: if the damage was done on the
+		// way (not in the bucket), a later read fetches it again.
+		s.r.dropChunks(s.o, s.pos, end)
+		return dst[:start], s.o.corrupt("batch at position %d: %w", s.pos, err)
+	}
+	s.pos, s.next = end, batch.NextOffset()
+	return dst, nil
+}
+
+// checkEnd checks, once the scan reached the end of the log, that the
+// batches ended where the trailer says.
+func (s *scanner) checkEnd() error {
+	if s.done() && s.next != s.o.trailer.LastOffset+1 {
+		return s.o.corrupt("the batches end at offset %d, the trailer says %d", s.next-1, s.o.trailer.LastOffset)
+	}
+	return nil
+}
+
+// appendLog appends o's log bytes [from, to) to dst, chunk by chunk.
+func (r *ColdReader) appendLog(ctx context.Context, o *coldObject, dst []byte, from, to int64) ([]byte, error) {
+	cb := r.cfg.ChunkBytes
+	for idx := from / cb; idx*cb < to; idx++ {
+		data, err := r.chunk(ctx, o, idx, false)
+		if err != nil {
+			return dst, err
+		}
+		base := idx * cb
+		dst = append(dst, data[max(from-base, 0):min(to-base, int64(len(data)))]...)
+	}
+	return dst, nil
+}
+
+// chunk returns chunk idx of o's log bytes, from the cache or the store.
+func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefetch bool) ([]byte, error) {
+	off := idx * r.cfg.ChunkBytes
+	n := min(r.cfg.ChunkBytes, o.trailer.LogLen-off)
+	return r.chunks.get(ctx, chunkKey(o.seg.Key, idx), prefetch, func(ctx context.Context) ([]byte, error) {
+		b := make([]byte, n)
+		r.counters.chunkGets.Add(1)
+		if prefetch {
+			r.counters.readAheadChunks.Add(1)
+		}
+		if _, err := o.rd.ReadAt(ctx, b, off); err != nil {
+			return nil, fmt.Errorf("tiering: read cold segment %s chunk %d: %w", o.seg.Key, idx, err)
+		}
+		r.counters.bytesFetched.Add(uint64(n))
+		return b, nil
+	})
+}
+
+// dropChunks forgets the cached chunks holding o's log bytes [from, to).
+func (r *ColdReader) dropChunks(o *coldObject, from, to int64) {
+	cb := r.cfg.ChunkBytes
+	for idx := from / cb; idx*cb < to; idx++ {
+		r.chunks.drop(chunkKey(o.seg.Key, idx))
+	}
+}

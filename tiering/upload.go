@@ -1,0 +1,106 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/tiering/objstore"
+)
+
+// UploadSegment writes a sealed local segment to the store as a cold
+// segment object under a fresh key, leaving out the batches below from, and
+// returns the reference to commit. Nothing refers to the object until the
+// manifest names it, so a failure here leaves at most an orphan that
+// CollectOrphans removes later.
+func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef, epoch int32, seg hotlog.SegmentInfo, from int64) (SegmentRef, error) {
+	if !seg.Sealed {
+		return SegmentRef{}, fmt.Errorf("tiering: segment %d is not sealed", seg.BaseOffset)
+	}
+	f, err := os.Open(seg.Path)
+	if err != nil {
+		return SegmentRef{}, fmt.Errorf("tiering: open local segment: %w", err)
+	}
+	defer f.Close()
+	key := ref.newSegmentKey(max(seg.BaseOffset, from), epoch)
+	w, err := store.Create(ctx, key)
+	if err != nil {
+		return SegmentRef{}, fmt.Errorf("tiering: upload %s: %w", key, err)
+	}
+	t, err := EncodeSegment(w, f, seg.Size, seg.BaseOffset, from)
+	if err != nil {
+		w.Abort()
+		return SegmentRef{}, err
+	}
+	if err := w.Close(); err != nil {
+		return SegmentRef{}, fmt.Errorf("tiering: upload %s: %w", key, err)
+	}
+	return SegmentRef{
+		Key:        key,
+		BaseOffset: t.BaseOffset,
+		LastOffset: t.LastOffset,
+		MinTs:      t.MinTs,
+		MaxTs:      t.MaxTs,
+		Size:       t.ObjectSize(),
+		LogLen:     t.LogLen,
+		Epoch:      epoch,
+		LogCRC:     t.LogCRC,
+	}, nil
+}
+
+// LocalLog is what the uploader needs of a partition's local log.
+type LocalLog interface {
+	Segments() []hotlog.SegmentInfo
+	LogStartOffset() int64
+}
+
+// PendingUploads returns the sealed local segments holding offsets the cold
+// tier lacks, oldest first: those ending at or after the cold tier's end
+// (all of them while it is empty).
+func PendingUploads(log LocalLog, h *Head) []hotlog.SegmentInfo {
+	end := h.EndOffset()
+	var out []hotlog.SegmentInfo
+	for _, s := range log.Segments() {
+		if s.Sealed && s.LastOffset >= s.BaseOffset && s.LastOffset >= end {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// UploadNext uploads the oldest segment the cold tier lacks and commits it;
+// it reports false when there is nothing to upload. A segment that starts
+// before the cold tier's end (a new leader's segment boundaries differ from
+// the old leader's) is uploaded from that end on. A cold tier that ends
+// before the local log starts would leave a gap: that is refused, since
+// the manifest must stay contiguous.
+func UploadNext(ctx context.Context, c *Committer, log LocalLog, config map[string]string, partitions int32) (bool, error) {
+	pending := PendingUploads(log, c.Head())
+	if len(pending) == 0 {
+		return false, nil
+	}
+	seg := pending[0]
+	from := c.Head().EndOffset()
+	if from >= 0 && from < seg.BaseOffset {
+		return false, fmt.Errorf("%w: the cold tier of %s ends at %d but the local log continues at %d",
+			ErrGap, c.ref.dir(), from, seg.BaseOffset)
+	}
+	ref, err := UploadSegment(ctx, c.store, c.ref, c.epoch, seg, from)
+	if err != nil {
+		return false, err
+	}
+	if err := c.Append(ctx, ref, config, partitions); err != nil {
+		// Never named by a manifest: delete now rather than wait for the
+		// orphan sweep. A failed delete is left to that sweep.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+		c.store.Delete(dctx, ref.Key)
+		cancel()
+		return false, err
+	}
+	return true, nil
+}
+
+// ErrGap: the local log does not continue where the cold tier ends.
+var ErrGap = errors.New("tiering: gap between the cold tier and the local log")
