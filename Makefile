@@ -20,7 +20,7 @@ BENCHTIME ?= 2s
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test bench fuzz lint run proto tools minio clean
+.PHONY: help build test bench fuzz lint run run-minio proto tools minio clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -82,3 +82,6 @@ proto: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc ## regenerate 
 
 clean: ## remove build output and local data
 	rm -rf $(BIN) ./data
+
+run-minio: build minio ## start a local MinIO and one broker using it as the cold tier (Ctrl-C stops both)
+	@./scripts/run-minio.sh

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"maps"
 	"strconv"
+	"time"
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/tiering"
 )
 
 // CreateTopic creates a topic. partitions 0 means 1; replicationFactor 0
@@ -68,12 +70,79 @@ func canonicalOverrides(cfg config.Topic, overrides map[string]string) (map[stri
 	return out, nil
 }
 
-// DeleteTopic deletes a topic and, on every broker, its data.
+// DeleteTopic deletes a topic and, on every broker, its data; the cold tier
+// goes too, in the background (objects left by a failure there are under the
+// deleted topic's id, so no later topic of the same name sees them).
 func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	t, ok := b.meta.Metadata().Topic(name)
 	if err := b.meta.DeleteTopic(ctx, name); err != nil {
 		return clusterError(err)
 	}
+	if ok && b.store != nil {
+		b.goLoop(func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			go func() {
+				select {
+				case <-b.stop:
+					cancel()
+				case <-dctx.Done():
+				}
+			}()
+			if err := tiering.DeleteTopic(dctx, b.store, t.Name, t.ID); err != nil {
+				b.log.Warn("deleting the cold tier of a deleted topic failed", "topic", t.Name, "id", t.ID, "err", err)
+			}
+		})
+	}
 	return b.waitReconciled(ctx, b.meta.Metadata().Version)
+}
+
+// RestoreTopic brings a topic back from the cold tier: it is created again
+// under the id its objects carry (the most recently written one when id is
+// empty), with the partitions and settings its manifests recorded; its
+// leaders then continue the log where the cold tier ends.
+func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error) {
+	if b.store == nil {
+		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "this broker has no object store (object_store.type is none)")
+	}
+	if err := cluster.ValidateTopicName(name); err != nil {
+		return TopicDescription{}, refuse(ReasonInvalidTopicName, err, "%v", err)
+	}
+	found, err := tiering.FindTopic(ctx, b.store, name, id)
+	if err != nil {
+		if errors.Is(err, tiering.ErrNoColdTopic) {
+			return TopicDescription{}, refuse(ReasonTopicNotFound, err, "%v", err)
+		}
+		return TopicDescription{}, refuse(ReasonStorageError, err, "%v", err)
+	}
+	overrides := maps.Clone(found.Config)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	if replicationFactor > 0 {
+		overrides["replication.factor"] = strconv.Itoa(int(replicationFactor))
+	}
+	cfg, err := b.defaults.With(overrides)
+	if err != nil {
+		return TopicDescription{}, configError(err)
+	}
+	t, err := b.meta.RestoreTopic(ctx, name, found.TopicID, found.Partitions, cfg.ReplicationFactor, overrides)
+	if err != nil {
+		return TopicDescription{}, clusterError(err)
+	}
+	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
+		return TopicDescription{}, err
+	}
+	// The partitions led here continue from where their cold tiers end
+	// before the restore returns.
+	for _, p := range b.partitions() {
+		if p.topicID == t.ID && p.isLeader() {
+			if err := b.ensureTier(ctx, p); err != nil {
+				return TopicDescription{}, err
+			}
+		}
+	}
+	return b.describe(t), nil
 }
 
 // AlterTopicConfig sets and removes per-topic settings; they take effect on
@@ -151,14 +220,22 @@ func (b *Broker) describe(t *cluster.TopicInfo) TopicDescription {
 		b.mu.RUnlock()
 		if ok && p.topicID == t.ID {
 			segs := p.log.Segments()
+			tier := p.tier.Load()
 			pd.Hosted = true
-			pd.LogStartOffset = p.log.LogStartOffset()
+			pd.LogStartOffset = p.logStart()
 			pd.HighWatermark = p.log.HighWatermark()
 			pd.LogEndOffset = p.log.LogEndOffset()
+			pd.LocalStartOffset = p.log.LogStartOffset()
 			pd.LocalSegments = int32(len(segs))
 			for _, s := range segs {
 				pd.LocalBytes += s.Size
 			}
+			pd.ColdBytes, pd.ColdSegments, pd.ColdEndOffset = tier.coldBytes, int32(tier.coldSegments), tier.coldEnd
+			lagBytes, lagSegs := p.uploadLag()
+			if p.remote(b) {
+				pd.UploadLagBytes, pd.UploadLagSegs = lagBytes, int32(lagSegs)
+			}
+			pd.TieringError = tier.err
 		}
 		d.Partitions = append(d.Partitions, pd)
 	}

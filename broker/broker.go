@@ -12,11 +12,14 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/tiering"
+	"github.com/strata-log/strata/tiering/objstore"
 )
 
 // Broker is one running broker.
@@ -28,6 +31,14 @@ type Broker struct {
 	meta     *cluster.Node
 	logsDir  string
 	lock     *os.File // flock on the data dir
+
+	// The cold tier: nil when object_store.type is none.
+	store        objstore.Bucket
+	storeMetrics *objstore.Metrics
+	cold         *tiering.ColdReader
+	// unuploaded is the sealed bytes awaiting upload, summed by the tiering
+	// loop; produce is throttled beyond tiering.max_unuploaded_bytes.
+	unuploaded atomic.Int64
 
 	mu struct {
 		sync.RWMutex
@@ -79,6 +90,20 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (*Broker
 		}
 	}()
 
+	b.storeMetrics = &objstore.Metrics{}
+	if b.store, err = openStore(ctx, cfg, b.storeMetrics); err != nil {
+		return nil, fmt.Errorf("broker: object store: %w", err)
+	}
+	if b.store != nil {
+		b.cold, err = tiering.NewColdReader(b.store, tiering.ReaderConfig{
+			ChunkBytes: int64(cfg.Tiering.ChunkBytes),
+			CacheBytes: int64(cfg.Tiering.CacheBytes),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("broker: cold reader: %w", err)
+		}
+	}
+
 	b.meta, err = cluster.Open(cluster.Config{
 		NodeID:    cfg.NodeID,
 		Dir:       filepath.Join(cfg.DataDir, "raft"),
@@ -105,6 +130,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (*Broker
 	}
 	b.goLoop(b.reconcileLoop)
 	b.goLoop(b.housekeepingLoop)
+	b.goLoop(b.tierLoop)
 	ok = true
 	return b, nil
 }
@@ -181,6 +207,9 @@ func (b *Broker) closeAll() error {
 		if err := b.meta.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if b.cold != nil {
+		b.cold.Close()
 	}
 	if b.lock != nil {
 		b.lock.Close()

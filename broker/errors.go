@@ -30,6 +30,7 @@ const (
 	ReasonUnavailable        Reason = "UNAVAILABLE"          // retriable
 	ReasonFencedEpoch        Reason = "FENCED_EPOCH"         //
 	ReasonLeaderNotAvailable Reason = "LEADER_NOT_AVAILABLE" // retriable
+	ReasonCorruptData        Reason = "CORRUPT_DATA"         // stored data failed its checks; never returned
 )
 
 var retriable = map[Reason]bool{

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/tiering"
 )
 
 // FetchRequest asks for batches of one partition from an offset.
@@ -35,31 +36,110 @@ type FetchResult struct {
 
 const defaultFetchBytes = 1 << 20
 
-// Fetch reads committed batches from a partition this broker leads.
+// Fetch reads committed batches. The leader serves its local log, and,
+// below the local log's start, the cold tier; any other broker serves the
+// cold tier too (history is in the shared bucket) and answers NOT_LEADER for
+// offsets the cold tier does not hold.
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	p, err := b.leaderPartition(req.Topic, req.Partition)
-	if err != nil {
-		return FetchResult{}, err
-	}
 	if req.MaxBytes <= 0 {
 		req.MaxBytes = defaultFetchBytes
 	}
+	p, err := b.leaderPartition(req.Topic, req.Partition)
+	if err != nil {
+		if ReasonOf(err) == ReasonNotLeader || ReasonOf(err) == ReasonLeaderNotAvailable {
+			if res, ok := b.coldFetchAnywhere(ctx, req); ok {
+				return res, nil
+			}
+		}
+		return FetchResult{}, err
+	}
+	if err := b.ensureTier(ctx, p); err != nil {
+		return FetchResult{}, err
+	}
+	if req.Offset < p.log.LogStartOffset() && p.remote(b) && b.cold != nil {
+		return b.coldFetch(ctx, p, req)
+	}
 	res, err := p.read(req.Offset, req.MaxBytes)
 	if err != nil || len(res.Batches) > 0 || req.MaxWait <= 0 {
-		return res, err
+		return p.withLogStart(res), err
 	}
 	wctx, cancel := context.WithTimeout(ctx, req.MaxWait)
 	defer cancel()
 	if err := p.log.WaitForHighWatermark(wctx, req.Offset); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return p.read(req.Offset, req.MaxBytes) // nothing new: an empty answer
+			res, err := p.read(req.Offset, req.MaxBytes) // nothing new: an empty answer
+			return p.withLogStart(res), err
 		}
 		if errors.Is(err, hotlog.ErrClosed) {
 			return FetchResult{}, refuse(ReasonUnavailable, err, "%s is closing", p.name())
 		}
 		return FetchResult{}, err
 	}
-	return p.read(req.Offset, req.MaxBytes)
+	res, err = p.read(req.Offset, req.MaxBytes)
+	return p.withLogStart(res), err
+}
+
+// logStart is the first offset a consumer can read: the cold tier's start
+// when it holds older offsets than the local log, else the local start.
+func (p *partition) logStart() int64 {
+	local := p.log.LogStartOffset()
+	if cs := p.tier.Load().coldStart; cs >= 0 && cs < local {
+		return cs
+	}
+	return local
+}
+
+func (p *partition) withLogStart(res FetchResult) FetchResult {
+	res.LogStartOffset = p.logStart()
+	return res
+}
+
+// coldFetch serves a leader's read below its local log from the cold tier.
+func (b *Broker) coldFetch(ctx context.Context, p *partition, req FetchRequest) (FetchResult, error) {
+	r, err := b.cold.Read(ctx, p.ref(), req.Offset, req.MaxBytes)
+	if err != nil {
+		return FetchResult{}, b.coldError(p.name(), req.Offset, p.logStart(), p.log.HighWatermark(), err)
+	}
+	return FetchResult{Batches: r.Batches, NextOffset: r.NextOffset, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart()}, nil
+}
+
+// coldFetchAnywhere serves a read from the cold tier on a broker that does
+// not lead the partition; ok is false when the cold tier does not hold the
+// offset (the caller then answers NOT_LEADER). The high watermark it reports
+// is the cold tier's end: what this broker knows to be committed.
+func (b *Broker) coldFetchAnywhere(ctx context.Context, req FetchRequest) (FetchResult, bool) {
+	if b.cold == nil {
+		return FetchResult{}, false
+	}
+	t, ok := b.meta.Metadata().Topic(req.Topic)
+	if !ok {
+		return FetchResult{}, false
+	}
+	ref := tiering.PartitionRef{Topic: t.Name, TopicID: t.ID, Partition: req.Partition}
+	h, err := b.cold.Head(ctx, ref)
+	if err != nil || h == nil || h.Empty() || req.Offset < h.StartOffset() || req.Offset >= h.EndOffset() {
+		return FetchResult{}, false
+	}
+	r, err := b.cold.Read(ctx, ref, req.Offset, req.MaxBytes)
+	if err != nil {
+		return FetchResult{}, false
+	}
+	return FetchResult{Batches: r.Batches, NextOffset: r.NextOffset, HighWatermark: h.EndOffset(), LogStartOffset: h.StartOffset()}, true
+}
+
+// coldError translates a cold read's failure.
+func (b *Broker) coldError(name string, offset, start, hw int64, err error) error {
+	var oor *tiering.OutOfColdRangeError
+	switch {
+	case errors.As(err, &oor):
+		return refuse(ReasonOffsetOutOfRange, err, "offset %d of %s is out of range: valid offsets are %d to %d", offset, name, start, hw).
+			with("log_start_offset", itoa(start)).with("high_watermark", itoa(hw))
+	case errors.Is(err, tiering.ErrCorrupt):
+		return refuse(ReasonCorruptData, err, "%s: the cold tier holds damaged data: %v", name, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return refuse(ReasonStorageError, err, "%s: reading the cold tier: %v", name, err)
 }
 
 func (p *partition) read(offset int64, maxBytes int) (FetchResult, error) {
@@ -74,9 +154,9 @@ func (p *partition) read(offset int64, maxBytes int) (FetchResult, error) {
 func (p *partition) readError(offset int64, err error) error {
 	var re *hotlog.RangeError
 	if errors.As(err, &re) {
-		hw := p.log.HighWatermark()
-		return refuse(ReasonOffsetOutOfRange, err, "offset %d of %s is out of range: valid offsets are %d to %d", offset, p.name(), re.LogStart, hw).
-			with("log_start_offset", itoa(re.LogStart)).with("high_watermark", itoa(hw))
+		hw, start := p.log.HighWatermark(), p.logStart()
+		return refuse(ReasonOffsetOutOfRange, err, "offset %d of %s is out of range: valid offsets are %d to %d", offset, p.name(), start, hw).
+			with("log_start_offset", itoa(start)).with("high_watermark", itoa(hw))
 	}
 	if errors.Is(err, hotlog.ErrClosed) {
 		return refuse(ReasonUnavailable, err, "%s is closing", p.name())
@@ -100,25 +180,40 @@ type OffsetAnswer struct {
 	HighWatermark  int64
 }
 
-// ListOffsets resolves a query on a partition this broker leads. A time after
-// every committed record answers the high watermark.
+// ListOffsets resolves a query on a partition this broker leads, across
+// both tiers. A time after every committed record answers the high
+// watermark.
 func (b *Broker) ListOffsets(ctx context.Context, topic string, partition int32, q OffsetQuery) (OffsetAnswer, error) {
 	p, err := b.leaderPartition(topic, partition)
 	if err != nil {
 		return OffsetAnswer{}, err
 	}
-	ans := OffsetAnswer{TimestampMs: -1, LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark()}
+	if err := b.ensureTier(ctx, p); err != nil {
+		return OffsetAnswer{}, err
+	}
+	ans := OffsetAnswer{TimestampMs: -1, LogStartOffset: p.logStart(), HighWatermark: p.log.HighWatermark()}
 	switch {
 	case q.Earliest:
 		ans.Offset = ans.LogStartOffset
 	case q.Latest:
 		ans.Offset = ans.HighWatermark
 	default:
+		ans.Offset = ans.HighWatermark
+		local := p.log.LogStartOffset()
+		if ans.LogStartOffset < local && b.cold != nil {
+			off, ts, found, err := b.cold.OffsetForTimestamp(ctx, p.ref(), q.TimestampMs)
+			if err != nil {
+				return OffsetAnswer{}, b.coldError(p.name(), 0, ans.LogStartOffset, ans.HighWatermark, err)
+			}
+			if found && off < local {
+				ans.Offset, ans.TimestampMs = off, ts
+				return ans, nil
+			}
+		}
 		off, ts, found, err := p.log.OffsetForTimestamp(q.TimestampMs)
 		if err != nil {
 			return OffsetAnswer{}, p.readError(0, err)
 		}
-		ans.Offset = ans.HighWatermark
 		if found && off < ans.HighWatermark {
 			ans.Offset, ans.TimestampMs = off, ts
 		}

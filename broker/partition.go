@@ -25,6 +25,8 @@ type partition struct {
 
 	cfg   atomic.Pointer[config.Topic]
 	state atomic.Pointer[cluster.PartitionInfo]
+	tier  atomic.Pointer[tierState]
+	work  partitionTier // owned by the tiering loop
 
 	// hwMu serialises high watermark moves so it never goes backwards, and
 	// guards followers.
@@ -57,6 +59,8 @@ func openPartition(dir, topic, topicID string, id, self int32, cfg config.Topic,
 	p := &partition{topic: topic, id: id, topicID: topicID, dir: dir, self: self}
 	p.cfg.Store(&cfg)
 	p.state.Store(&info)
+	p.tier.Store(&tierState{coldStart: -1, coldEnd: -1})
+	p.work.aligned.Store(-1)
 	opts := hotlog.DefaultOptions()
 	opts.Config = logConfig(cfg)
 	opts.Logger = logger.With("topic", topic, "partition", id)

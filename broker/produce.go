@@ -63,6 +63,12 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	if err := b.checkDiskSpace(); err != nil {
 		return ProduceResult{}, err
 	}
+	if err := b.checkBacklog(); err != nil {
+		return ProduceResult{}, err
+	}
+	if err := b.ensureTier(ctx, p); err != nil {
+		return ProduceResult{}, err
+	}
 	cfg := p.cfg.Load()
 	if int64(len(req.Batch)) > cfg.MaxMessageBytes {
 		return ProduceResult{}, refuse(ReasonRecordTooLarge, nil, "batch of %d bytes is over max.message.bytes (%d) of %s", len(req.Batch), cfg.MaxMessageBytes, req.Topic).

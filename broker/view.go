@@ -48,12 +48,19 @@ type TopicDescription struct {
 // false when this broker has no replica, and the log figures are then zero.
 type PartitionDescription struct {
 	PartitionView
-	Hosted         bool
-	LogStartOffset int64
-	HighWatermark  int64
-	LogEndOffset   int64
-	LocalBytes     int64
-	LocalSegments  int32
+	Hosted           bool
+	LogStartOffset   int64 // first readable offset, either tier
+	HighWatermark    int64
+	LogEndOffset     int64
+	LocalStartOffset int64
+	LocalBytes       int64
+	LocalSegments    int32
+	ColdBytes        int64
+	ColdSegments     int32
+	ColdEndOffset    int64 // -1 while the cold tier is empty
+	UploadLagBytes   int64
+	UploadLagSegs    int32
+	TieringError     string
 }
 
 // TopicSummary is one line of a topic listing.

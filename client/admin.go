@@ -38,6 +38,19 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	})
 }
 
+// RestoreTopic brings a topic back from the cold tier: it is created again
+// under the id its objects are stored under (id empty: the one written most
+// recently), with the partitions and settings its manifests recorded.
+// replicationFactor 0 means the broker's default.
+func (c *Client) RestoreTopic(ctx context.Context, name, id string, replicationFactor int32) (*stratav1.TopicDescription, error) {
+	var resp *stratav1.RestoreTopicResponse
+	err := c.callAny(ctx, fmt.Sprintf("restore topic %q", name), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewAdminServiceClient(cc).RestoreTopic(ctx, &stratav1.RestoreTopicRequest{Name: name, Id: id, ReplicationFactor: replicationFactor})
+		return err
+	})
+	return resp.GetTopic(), err
+}
+
 // ListTopics lists every topic with its partition count and replication
 // factor.
 func (c *Client) ListTopics(ctx context.Context) ([]*stratav1.TopicSummary, error) {

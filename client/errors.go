@@ -121,6 +121,10 @@ var (
 	// ErrLeaderNotAvailable: the partition has no leader right now, or its
 	// new leader is still loading it. Retriable.
 	ErrLeaderNotAvailable = sentinel(codes.Unavailable, "LEADER_NOT_AVAILABLE", true)
+	// ErrCorruptData: data the broker read back from storage (the cold tier,
+	// say) failed its checks; nothing was returned. Error.Metadata["object"]
+	// names what is damaged.
+	ErrCorruptData = sentinel(codes.DataLoss, "CORRUPT_DATA", false)
 )
 
 // ErrClosed is returned by calls on a Client, Producer or Consumer after

@@ -39,6 +39,7 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_UNAVAILABLE:          {ErrUnavailable, codes.Unavailable, true},
 	stratav1.ErrorReason_ERROR_REASON_FENCED_EPOCH:         {ErrFencedEpoch, codes.FailedPrecondition, false},
 	stratav1.ErrorReason_ERROR_REASON_LEADER_NOT_AVAILABLE: {ErrLeaderNotAvailable, codes.Unavailable, true},
+	stratav1.ErrorReason_ERROR_REASON_CORRUPT_DATA:         {ErrCorruptData, codes.DataLoss, false},
 }
 
 // brokerError builds the status error a broker sends, as the contract

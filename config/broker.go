@@ -115,6 +115,10 @@ type ObjectStore struct {
 	// Prefix is prepended to every object key, so several clusters can
 	// share a bucket.
 	Prefix string `yaml:"prefix"`
+	// CreateBucket makes the broker create the s3 bucket when it does not
+	// exist. Off by default: in production a missing bucket is more likely a
+	// typo than a wish.
+	CreateBucket bool `yaml:"create_bucket"`
 }
 
 // Tiering tunes the uploader and the cold read path.
@@ -129,6 +133,9 @@ type Tiering struct {
 	// bytes, produce is throttled with a retriable error rather than letting
 	// the disk fill while the object store is unreachable.
 	MaxUnuploadedBytes ByteSize `yaml:"max_unuploaded_bytes"`
+	// OrphanGrace: objects in the bucket that no manifest names are deleted
+	// once they are this old. The grace spares uploads still in flight.
+	OrphanGrace Duration `yaml:"orphan_grace"`
 }
 
 // Storage guards the local disk.
@@ -186,6 +193,7 @@ func DefaultBroker() Broker {
 			CacheBytes:         256 << 20,
 			UploadParallelism:  4,
 			MaxUnuploadedBytes: 1 << 30,
+			OrphanGrace:        Duration(10 * time.Minute),
 		},
 		Replica:    Replica{LagTimeMax: Duration(30 * time.Second)},
 		Controller: Controller{DeadBrokerTimeout: Duration(5 * time.Minute)},

@@ -37,6 +37,9 @@ func (b Broker) Validate() error {
 	if err := b.Tiering.validate(topic); err != nil {
 		return err
 	}
+	if b.Tiering.OrphanGrace <= 0 {
+		return &Error{Key: "tiering.orphan_grace", Value: b.Tiering.OrphanGrace.String(), Allowed: "a positive duration such as 10m"}
+	}
 	if b.Replica.LagTimeMax <= 0 {
 		return &Error{Key: "replica.lag_time_max", Value: b.Replica.LagTimeMax.String(), Allowed: "a positive duration such as 30s"}
 	}

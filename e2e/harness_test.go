@@ -50,15 +50,31 @@ var (
 	buildErr  error
 )
 
-// freePort returns a loopback address whose port was free a moment ago.
+// freePort returns a loopback address whose port was free a moment ago and
+// that this test process has not handed out before (the kernel readily
+// gives a just-closed port again).
 func freePort(t testing.TB) string {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := lis.Addr().String()
+		lis.Close()
+		portsMu.Lock()
+		fresh := !portsUsed[addr]
+		portsUsed[addr] = true
+		portsMu.Unlock()
+		if fresh {
+			return addr
+		}
 	}
-	defer lis.Close()
-	return lis.Addr().String()
 }
+
+var (
+	portsMu   sync.Mutex
+	portsUsed = map[string]bool{}
+)
 
 // brokerProc is one `strata serve` process.
 type brokerProc struct {
@@ -84,9 +100,24 @@ func newBroker(t testing.TB, id int, extra ...string) *brokerProc {
 		"--gossip-listen", freePort(t),
 		"--admin-listen", "",
 		"--object-store-type", "none",
+		"--log-level", "debug",
 	}, extra...)
-	t.Cleanup(func() { b.kill() })
+	t.Cleanup(func() {
+		b.kill()
+		if t.Failed() {
+			t.Logf("broker %d log (%s):\n%s", id, b.logPath, tail(b.log(), 60))
+		}
+	})
 	return b
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // start runs the broker and waits until its health check says SERVING.
@@ -97,6 +128,7 @@ func (b *brokerProc) start() {
 		b.t.Fatal(err)
 	}
 	b.cmd = exec.Command(strataBin(b.t), b.args...)
+	b.cmd.Env = brokerEnv()
 	b.cmd.Stdout, b.cmd.Stderr = logf, logf
 	if err := b.cmd.Start(); err != nil {
 		b.t.Fatal(err)
@@ -126,6 +158,18 @@ func (b *brokerProc) start() {
 		case <-tick.C:
 		}
 	}
+}
+
+// brokerEnv is this process's environment without the STRATA_* variables
+// that steer the tests, which the broker would warn about as unknown.
+func brokerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STRATA_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // kill9 stops the broker with SIGKILL, as a crash would, and waits for it.

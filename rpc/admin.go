@@ -78,16 +78,31 @@ func (s *adminService) AlterTopicConfig(ctx context.Context, req *stratav1.Alter
 	return &stratav1.AlterTopicConfigResponse{Topic: topicDescription(d)}, nil
 }
 
+func (s *adminService) RestoreTopic(ctx context.Context, req *stratav1.RestoreTopicRequest) (*stratav1.RestoreTopicResponse, error) {
+	d, err := s.b.RestoreTopic(ctx, req.Name, req.Id, req.ReplicationFactor)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &stratav1.RestoreTopicResponse{Topic: topicDescription(d)}, nil
+}
+
 func topicDescription(d broker.TopicDescription) *stratav1.TopicDescription {
 	td := &stratav1.TopicDescription{Name: d.Name, Id: d.ID, Config: d.Config, Overrides: d.Overrides}
 	for _, p := range d.Partitions {
 		td.Partitions = append(td.Partitions, &stratav1.PartitionDescription{
-			Metadata:       partitionMetadata(p.PartitionView),
-			LogStartOffset: p.LogStartOffset,
-			HighWatermark:  p.HighWatermark,
-			LogEndOffset:   p.LogEndOffset,
-			LocalBytes:     p.LocalBytes,
-			LocalSegments:  p.LocalSegments,
+			Metadata:          partitionMetadata(p.PartitionView),
+			LogStartOffset:    p.LogStartOffset,
+			HighWatermark:     p.HighWatermark,
+			LogEndOffset:      p.LogEndOffset,
+			LocalStartOffset:  p.LocalStartOffset,
+			LocalBytes:        p.LocalBytes,
+			LocalSegments:     p.LocalSegments,
+			ColdBytes:         p.ColdBytes,
+			ColdSegments:      p.ColdSegments,
+			ColdEndOffset:     p.ColdEndOffset,
+			UploadLagBytes:    p.UploadLagBytes,
+			UploadLagSegments: p.UploadLagSegs,
+			TieringError:      p.TieringError,
 		})
 	}
 	return td

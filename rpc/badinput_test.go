@@ -73,7 +73,7 @@ func TestBadInputMatrix(t *testing.T) {
 
 	// A second broker in the same metadata group, for the reasons that need
 	// two: NOT_LEADER and NOT_ENOUGH_REPLICAS.
-	b2 := joinSecondBroker(t, b1, filepath.Join(dir, "b2"))
+	b2 := joinSecondBroker(t, b1, brokerConfig(t, 2, filepath.Join(dir, "b2")))
 	b1.createTopic(t, "pair", 2, map[string]string{"replication.factor": "2", "min.insync.replicas": "2"})
 
 	corrupt := batchOf(t, "corrupt")
@@ -182,8 +182,7 @@ func TestBadInputMatrix(t *testing.T) {
 
 // joinSecondBroker starts broker 2 and has b1, the controller, admit it to
 // the cluster.
-func joinSecondBroker(t *testing.T, b1 *testBroker, dir string) *testBroker {
-	cfg := brokerConfig(t, 2, dir)
+func joinSecondBroker(t *testing.T, b1 *testBroker, cfg config.Broker) *testBroker {
 	cfg.Gossip.BootstrapExpect = 2 // do not bootstrap a cluster of its own
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

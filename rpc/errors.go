@@ -35,6 +35,7 @@ var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonUnavailable:        codes.Unavailable,
 	broker.ReasonFencedEpoch:        codes.FailedPrecondition,
 	broker.ReasonLeaderNotAvailable: codes.Unavailable,
+	broker.ReasonCorruptData:        codes.DataLoss,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

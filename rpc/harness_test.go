@@ -125,12 +125,16 @@ func (tb *testBroker) createTopic(t testing.TB, name string, partitions int32, c
 	return resp.Topic
 }
 
+// baseTime is the timestamp of the first record of every batchOf batch: a
+// recent time, so that retention (7 days by default) keeps test data.
+var baseTime = time.Now().Add(-time.Hour).UnixMilli()
+
 // batchOf encodes records with values v0..vn-1 (as given) into one batch.
 func batchOf(t testing.TB, values ...string) record.Batch {
 	t.Helper()
 	bl := record.NewBuilder(record.DefaultBatchOptions())
 	for i, v := range values {
-		bl.Add(record.Record{Timestamp: 1_700_000_000_000 + int64(i), Key: []byte("k" + v), Value: []byte(v)})
+		bl.Add(record.Record{Timestamp: baseTime + int64(i), Key: []byte("k" + v), Value: []byte(v)})
 	}
 	b, err := bl.Build()
 	if err != nil {

@@ -85,7 +85,7 @@ func TestProduceAndFetchBothForms(t *testing.T) {
 	}{
 		{&stratav1.ListOffsetsRequest{Topic: "events", Partition: 1, Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_EARLIEST}}, 0},
 		{&stratav1.ListOffsetsRequest{Topic: "events", Partition: 1, Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_LATEST}}, 5},
-		{&stratav1.ListOffsetsRequest{Topic: "events", Partition: 1, Query: &stratav1.ListOffsetsRequest_TimestampMs{TimestampMs: 1_700_000_000_001}}, 1},
+		{&stratav1.ListOffsetsRequest{Topic: "events", Partition: 1, Query: &stratav1.ListOffsetsRequest_TimestampMs{TimestampMs: baseTime + 1}}, 1},
 		{&stratav1.ListOffsetsRequest{Topic: "events", Partition: 1, Query: &stratav1.ListOffsetsRequest_TimestampMs{TimestampMs: 1 << 60}}, 5},
 	} {
 		ans, err := tb.fetch.ListOffsets(ctx, c.q)

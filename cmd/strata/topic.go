@@ -36,12 +36,13 @@ default.`,
   strata topic list
   strata topic describe events
   strata topic alter events --set retention.ms=30d --delete segment.bytes
-  strata topic delete events`,
+  strata topic delete events
+  strata topic restore events`,
 	}
 	cmd.RunE = groupRun
 	f.register(cmd)
 	cmd.AddCommand(newTopicCreateCommand(&f), newTopicListCommand(&f), newTopicDescribeCommand(&f),
-		newTopicAlterCommand(&f), newTopicDeleteCommand(&f))
+		newTopicAlterCommand(&f), newTopicDeleteCommand(&f), newTopicRestoreCommand(&f))
 	return cmd
 }
 
@@ -128,8 +129,11 @@ func newTopicDescribeCommand(f *clientFlags) *cobra.Command {
 		Long: `Show a topic: its id, every setting in force (raw value, human form, and
 *override where the topic sets it rather than inheriting the default), then
 one row per partition: leader, leader epoch, replicas, in-sync replicas, log
-start offset, high watermark, log end offset, and the bytes and segments on
-the answering broker's disk (zero where it holds no replica).`,
+start offset (the first readable, in either tier), high watermark, log end
+offset, then the tiers as the answering broker sees them (zero where it holds
+no replica): where the local log starts, its bytes and segments on disk, the
+bytes and segments in the object store, and the sealed data still waiting
+for upload.`,
 		Example: "  strata topic describe demo",
 		Args:    exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -220,6 +224,43 @@ func newTopicDeleteCommand(f *clientFlags) *cobra.Command {
 	}
 }
 
+func newTopicRestoreCommand(f *clientFlags) *cobra.Command {
+	var id string
+	var replication int32
+	cmd := &cobra.Command{
+		Use:   "restore NAME",
+		Short: "Bring a topic back from the object store",
+		Long: `Bring a topic back from the cold tier alone, after the brokers that held it
+lost their disks (or the topic was deleted while its objects stayed): the
+topic is created again under the id its objects are stored under, with the
+partition count and settings its manifests recorded, and its whole history
+replays from the bucket. New records continue its offsets.
+
+When the bucket holds several topics of that name (one deleted and created
+again), the most recently written is restored unless --id names another.`,
+		Example: `  strata topic restore events
+  strata topic restore events --id 9f2c0d6e8b1a4c7d9e0f1a2b3c4d5e6f`,
+		Args: exactArgs("name"),
+		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			c, err := f.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			rctx, cancel := f.withTimeout(ctx)
+			defer cancel()
+			desc, err := c.RestoreTopic(rctx, args[0], id, replication)
+			if err != nil {
+				return topicError(args[0], err)
+			}
+			return printTopic(cmd.OutOrStdout(), desc)
+		}),
+	}
+	cmd.Flags().StringVar(&id, "id", "", "topic id to restore when the bucket holds several of that name")
+	cmd.Flags().Int32Var(&replication, "replication-factor", 0, "replicas per partition (0: the broker's default)")
+	return cmd
+}
+
 // splitList flattens repeated flag values that may each be a
 // comma-separated list, dropping empty items.
 func splitList(values []string) []string {
@@ -297,7 +338,7 @@ func printTopic(w io.Writer, d *stratav1.TopicDescription) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tLOG-END\tLOCAL-SIZE\tSEGMENTS")
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tLOG-END\tLOCAL-START\tLOCAL-SIZE\tSEGMENTS\tCOLD-SIZE\tCOLD-SEGMENTS\tUPLOAD-LAG")
 	parts := slices.Clone(d.GetPartitions())
 	sort.Slice(parts, func(i, j int) bool {
 		return parts[i].GetMetadata().GetPartition() < parts[j].GetMetadata().GetPartition()
@@ -308,12 +349,29 @@ func printTopic(w io.Writer, d *stratav1.TopicDescription) error {
 		if m.GetLeader() >= 0 {
 			leader = strconv.Itoa(int(m.GetLeader()))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n",
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%s\n",
 			m.GetPartition(), leader, m.GetLeaderEpoch(), joinIDs(m.GetReplicas()), joinIDs(m.GetIsr()),
-			p.GetLogStartOffset(), p.GetHighWatermark(), p.GetLogEndOffset(),
-			humanBytes(p.GetLocalBytes()), p.GetLocalSegments())
+			p.GetLogStartOffset(), p.GetHighWatermark(), p.GetLogEndOffset(), p.GetLocalStartOffset(),
+			humanBytes(p.GetLocalBytes()), p.GetLocalSegments(),
+			humanBytes(p.GetColdBytes()), p.GetColdSegments(), uploadLag(p))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if e := p.GetTieringError(); e != "" {
+			fmt.Fprintf(w, "partition %d: tiering is failing and will retry: %s\n", p.GetMetadata().GetPartition(), e)
+		}
+	}
+	return nil
+}
+
+// uploadLag is the sealed bytes and segments not yet in the cold tier.
+func uploadLag(p *stratav1.PartitionDescription) string {
+	if p.GetUploadLagSegments() == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%s (%d segments)", humanBytes(p.GetUploadLagBytes()), p.GetUploadLagSegments())
 }
 
 // printSettings writes one row per setting in force: key, value as stored,

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/strata-log/strata/tiering/objstore"
 )
@@ -244,4 +245,27 @@ func (b *bucket) Delete(ctx context.Context, key string) error {
 		return fail("delete", key, nil, err)
 	}
 	return nil
+}
+
+// EnsureBucket creates the configured bucket if it does not exist, and
+// reports whether it did. A development convenience (make run-minio); in
+// production a missing bucket is more likely a typo, so brokers call it only
+// when asked to (object_store.create_bucket).
+func EnsureBucket(ctx context.Context, b objstore.Bucket) (bool, error) {
+	s, ok := b.(*bucket)
+	if !ok {
+		return false, errors.New("s3: EnsureBucket needs a bucket made by s3.New")
+	}
+	_, err := s.client.HeadBucket(ctx, &s3sdk.HeadBucketInput{Bucket: aws.String(s.bucket)})
+	if err == nil {
+		return false, nil
+	}
+	var nf *types.NotFound
+	if !errors.As(err, &nf) {
+		return false, fmt.Errorf("s3: head bucket %q: %w", s.bucket, err)
+	}
+	if _, err := s.client.CreateBucket(ctx, &s3sdk.CreateBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		return false, fmt.Errorf("s3: create bucket %q: %w", s.bucket, err)
+	}
+	return true, nil
 }

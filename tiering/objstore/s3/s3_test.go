@@ -249,3 +249,25 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestEnsureBucket(t *testing.T) {
+	srv := miniotest.Start(t)
+	cfg := srv.S3Config()
+	cfg.Bucket = "made-by-ensure"
+	b, err := s3.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created, err := s3.EnsureBucket(t.Context(), b); err != nil || !created {
+		t.Fatalf("first EnsureBucket: created %v, %v", created, err)
+	}
+	if ok, err := srv.Client.BucketExists(t.Context(), "made-by-ensure"); err != nil || !ok {
+		t.Fatalf("the bucket is not there: %v %v", ok, err)
+	}
+	if created, err := s3.EnsureBucket(t.Context(), b); err != nil || created {
+		t.Fatalf("second EnsureBucket: created %v, %v", created, err)
+	}
+	if _, err := b.Put(t.Context(), "k", []byte("v"), objstore.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

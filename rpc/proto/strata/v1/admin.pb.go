@@ -21,6 +21,113 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type RestoreTopicRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The topic id to restore when the bucket holds more than one topic of
+	// that name; empty means the one written most recently.
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// 0 means the broker's default.
+	ReplicationFactor int32 `protobuf:"varint,3,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RestoreTopicRequest) Reset() {
+	*x = RestoreTopicRequest{}
+	mi := &file_strata_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreTopicRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreTopicRequest) ProtoMessage() {}
+
+func (x *RestoreTopicRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreTopicRequest.ProtoReflect.Descriptor instead.
+func (*RestoreTopicRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RestoreTopicRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RestoreTopicRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RestoreTopicRequest) GetReplicationFactor() int32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
+}
+
+type RestoreTopicResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         *TopicDescription      `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreTopicResponse) Reset() {
+	*x = RestoreTopicResponse{}
+	mi := &file_strata_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreTopicResponse) ProtoMessage() {}
+
+func (x *RestoreTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreTopicResponse.ProtoReflect.Descriptor instead.
+func (*RestoreTopicResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RestoreTopicResponse) GetTopic() *TopicDescription {
+	if x != nil {
+		return x.Topic
+	}
+	return nil
+}
+
 type CreateTopicRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -36,7 +143,7 @@ type CreateTopicRequest struct {
 
 func (x *CreateTopicRequest) Reset() {
 	*x = CreateTopicRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[0]
+	mi := &file_strata_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +155,7 @@ func (x *CreateTopicRequest) String() string {
 func (*CreateTopicRequest) ProtoMessage() {}
 
 func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[0]
+	mi := &file_strata_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +168,7 @@ func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicRequest.ProtoReflect.Descriptor instead.
 func (*CreateTopicRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{0}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateTopicRequest) GetName() string {
@@ -101,7 +208,7 @@ type CreateTopicResponse struct {
 
 func (x *CreateTopicResponse) Reset() {
 	*x = CreateTopicResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[1]
+	mi := &file_strata_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -113,7 +220,7 @@ func (x *CreateTopicResponse) String() string {
 func (*CreateTopicResponse) ProtoMessage() {}
 
 func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[1]
+	mi := &file_strata_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -126,7 +233,7 @@ func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicResponse.ProtoReflect.Descriptor instead.
 func (*CreateTopicResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateTopicResponse) GetTopic() *TopicDescription {
@@ -145,7 +252,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[2]
+	mi := &file_strata_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -157,7 +264,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[2]
+	mi := &file_strata_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -170,7 +277,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeleteTopicRequest) GetName() string {
@@ -188,7 +295,7 @@ type DeleteTopicResponse struct {
 
 func (x *DeleteTopicResponse) Reset() {
 	*x = DeleteTopicResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[3]
+	mi := &file_strata_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +307,7 @@ func (x *DeleteTopicResponse) String() string {
 func (*DeleteTopicResponse) ProtoMessage() {}
 
 func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[3]
+	mi := &file_strata_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +320,7 @@ func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 type ListTopicsRequest struct {
@@ -224,7 +331,7 @@ type ListTopicsRequest struct {
 
 func (x *ListTopicsRequest) Reset() {
 	*x = ListTopicsRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[4]
+	mi := &file_strata_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -236,7 +343,7 @@ func (x *ListTopicsRequest) String() string {
 func (*ListTopicsRequest) ProtoMessage() {}
 
 func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[4]
+	mi := &file_strata_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -249,7 +356,7 @@ func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 type ListTopicsResponse struct {
@@ -261,7 +368,7 @@ type ListTopicsResponse struct {
 
 func (x *ListTopicsResponse) Reset() {
 	*x = ListTopicsResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[5]
+	mi := &file_strata_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -273,7 +380,7 @@ func (x *ListTopicsResponse) String() string {
 func (*ListTopicsResponse) ProtoMessage() {}
 
 func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[5]
+	mi := &file_strata_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -286,7 +393,7 @@ func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsResponse.ProtoReflect.Descriptor instead.
 func (*ListTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListTopicsResponse) GetTopics() []*TopicSummary {
@@ -307,7 +414,7 @@ type TopicSummary struct {
 
 func (x *TopicSummary) Reset() {
 	*x = TopicSummary{}
-	mi := &file_strata_v1_admin_proto_msgTypes[6]
+	mi := &file_strata_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +426,7 @@ func (x *TopicSummary) String() string {
 func (*TopicSummary) ProtoMessage() {}
 
 func (x *TopicSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[6]
+	mi := &file_strata_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +439,7 @@ func (x *TopicSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicSummary.ProtoReflect.Descriptor instead.
 func (*TopicSummary) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TopicSummary) GetName() string {
@@ -365,7 +472,7 @@ type DescribeTopicRequest struct {
 
 func (x *DescribeTopicRequest) Reset() {
 	*x = DescribeTopicRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[7]
+	mi := &file_strata_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +484,7 @@ func (x *DescribeTopicRequest) String() string {
 func (*DescribeTopicRequest) ProtoMessage() {}
 
 func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[7]
+	mi := &file_strata_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +497,7 @@ func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTopicRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DescribeTopicRequest) GetName() string {
@@ -409,7 +516,7 @@ type DescribeTopicResponse struct {
 
 func (x *DescribeTopicResponse) Reset() {
 	*x = DescribeTopicResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[8]
+	mi := &file_strata_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +528,7 @@ func (x *DescribeTopicResponse) String() string {
 func (*DescribeTopicResponse) ProtoMessage() {}
 
 func (x *DescribeTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[8]
+	mi := &file_strata_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +541,7 @@ func (x *DescribeTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicResponse.ProtoReflect.Descriptor instead.
 func (*DescribeTopicResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DescribeTopicResponse) GetTopic() *TopicDescription {
@@ -457,7 +564,7 @@ type AlterTopicConfigRequest struct {
 
 func (x *AlterTopicConfigRequest) Reset() {
 	*x = AlterTopicConfigRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[9]
+	mi := &file_strata_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +576,7 @@ func (x *AlterTopicConfigRequest) String() string {
 func (*AlterTopicConfigRequest) ProtoMessage() {}
 
 func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[9]
+	mi := &file_strata_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +589,7 @@ func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AlterTopicConfigRequest) GetName() string {
@@ -515,7 +622,7 @@ type AlterTopicConfigResponse struct {
 
 func (x *AlterTopicConfigResponse) Reset() {
 	*x = AlterTopicConfigResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[10]
+	mi := &file_strata_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -527,7 +634,7 @@ func (x *AlterTopicConfigResponse) String() string {
 func (*AlterTopicConfigResponse) ProtoMessage() {}
 
 func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[10]
+	mi := &file_strata_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -540,7 +647,7 @@ func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AlterTopicConfigResponse) GetTopic() *TopicDescription {
@@ -565,7 +672,7 @@ type TopicDescription struct {
 
 func (x *TopicDescription) Reset() {
 	*x = TopicDescription{}
-	mi := &file_strata_v1_admin_proto_msgTypes[11]
+	mi := &file_strata_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -577,7 +684,7 @@ func (x *TopicDescription) String() string {
 func (*TopicDescription) ProtoMessage() {}
 
 func (x *TopicDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[11]
+	mi := &file_strata_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -590,7 +697,7 @@ func (x *TopicDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDescription.ProtoReflect.Descriptor instead.
 func (*TopicDescription) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TopicDescription) GetName() string {
@@ -633,19 +740,32 @@ type PartitionDescription struct {
 	Metadata *PartitionMetadata     `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	// Log figures as the answering broker sees them; zero when it holds no
 	// replica of the partition.
+	// The first offset a consumer can read, in either tier.
 	LogStartOffset int64 `protobuf:"varint,2,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
 	HighWatermark  int64 `protobuf:"varint,3,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
 	LogEndOffset   int64 `protobuf:"varint,4,opt,name=log_end_offset,json=logEndOffset,proto3" json:"log_end_offset,omitempty"`
 	// Bytes and segments in the hot tier (local disk).
 	LocalBytes    int64 `protobuf:"varint,5,opt,name=local_bytes,json=localBytes,proto3" json:"local_bytes,omitempty"`
 	LocalSegments int32 `protobuf:"varint,6,opt,name=local_segments,json=localSegments,proto3" json:"local_segments,omitempty"`
+	// The first offset on local disk.
+	LocalStartOffset int64 `protobuf:"varint,7,opt,name=local_start_offset,json=localStartOffset,proto3" json:"local_start_offset,omitempty"`
+	// Bytes and segments in the cold tier (object store), and where it ends
+	// (-1 while it is empty).
+	ColdBytes     int64 `protobuf:"varint,8,opt,name=cold_bytes,json=coldBytes,proto3" json:"cold_bytes,omitempty"`
+	ColdSegments  int32 `protobuf:"varint,9,opt,name=cold_segments,json=coldSegments,proto3" json:"cold_segments,omitempty"`
+	ColdEndOffset int64 `protobuf:"varint,10,opt,name=cold_end_offset,json=coldEndOffset,proto3" json:"cold_end_offset,omitempty"`
+	// Sealed local bytes and segments not yet in the cold tier.
+	UploadLagBytes    int64 `protobuf:"varint,11,opt,name=upload_lag_bytes,json=uploadLagBytes,proto3" json:"upload_lag_bytes,omitempty"`
+	UploadLagSegments int32 `protobuf:"varint,12,opt,name=upload_lag_segments,json=uploadLagSegments,proto3" json:"upload_lag_segments,omitempty"`
+	// The last tiering error on this partition, empty when all is well.
+	TieringError  string `protobuf:"bytes,13,opt,name=tiering_error,json=tieringError,proto3" json:"tiering_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PartitionDescription) Reset() {
 	*x = PartitionDescription{}
-	mi := &file_strata_v1_admin_proto_msgTypes[12]
+	mi := &file_strata_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +777,7 @@ func (x *PartitionDescription) String() string {
 func (*PartitionDescription) ProtoMessage() {}
 
 func (x *PartitionDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[12]
+	mi := &file_strata_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +790,7 @@ func (x *PartitionDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDescription.ProtoReflect.Descriptor instead.
 func (*PartitionDescription) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PartitionDescription) GetMetadata() *PartitionMetadata {
@@ -715,11 +835,66 @@ func (x *PartitionDescription) GetLocalSegments() int32 {
 	return 0
 }
 
+func (x *PartitionDescription) GetLocalStartOffset() int64 {
+	if x != nil {
+		return x.LocalStartOffset
+	}
+	return 0
+}
+
+func (x *PartitionDescription) GetColdBytes() int64 {
+	if x != nil {
+		return x.ColdBytes
+	}
+	return 0
+}
+
+func (x *PartitionDescription) GetColdSegments() int32 {
+	if x != nil {
+		return x.ColdSegments
+	}
+	return 0
+}
+
+func (x *PartitionDescription) GetColdEndOffset() int64 {
+	if x != nil {
+		return x.ColdEndOffset
+	}
+	return 0
+}
+
+func (x *PartitionDescription) GetUploadLagBytes() int64 {
+	if x != nil {
+		return x.UploadLagBytes
+	}
+	return 0
+}
+
+func (x *PartitionDescription) GetUploadLagSegments() int32 {
+	if x != nil {
+		return x.UploadLagSegments
+	}
+	return 0
+}
+
+func (x *PartitionDescription) GetTieringError() string {
+	if x != nil {
+		return x.TieringError
+	}
+	return ""
+}
+
 var File_strata_v1_admin_proto protoreflect.FileDescriptor
 
 const file_strata_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x15strata/v1/admin.proto\x12\tstrata.v1\x1a\x18strata/v1/metadata.proto\"\xf5\x01\n" +
+	"\x15strata/v1/admin.proto\x12\tstrata.v1\x1a\x18strata/v1/metadata.proto\"h\n" +
+	"\x13RestoreTopicRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12-\n" +
+	"\x12replication_factor\x18\x03 \x01(\x05R\x11replicationFactor\"I\n" +
+	"\x14RestoreTopicResponse\x121\n" +
+	"\x05topic\x18\x01 \x01(\v2\x1b.strata.v1.TopicDescriptionR\x05topic\"\xf5\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -770,7 +945,7 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a<\n" +
 	"\x0eOverridesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8f\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa8\x04\n" +
 	"\x14PartitionDescription\x128\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1c.strata.v1.PartitionMetadataR\bmetadata\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12%\n" +
@@ -778,14 +953,24 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"\x0elog_end_offset\x18\x04 \x01(\x03R\flogEndOffset\x12\x1f\n" +
 	"\vlocal_bytes\x18\x05 \x01(\x03R\n" +
 	"localBytes\x12%\n" +
-	"\x0elocal_segments\x18\x06 \x01(\x05R\rlocalSegments2\xa6\x03\n" +
+	"\x0elocal_segments\x18\x06 \x01(\x05R\rlocalSegments\x12,\n" +
+	"\x12local_start_offset\x18\a \x01(\x03R\x10localStartOffset\x12\x1d\n" +
+	"\n" +
+	"cold_bytes\x18\b \x01(\x03R\tcoldBytes\x12#\n" +
+	"\rcold_segments\x18\t \x01(\x05R\fcoldSegments\x12&\n" +
+	"\x0fcold_end_offset\x18\n" +
+	" \x01(\x03R\rcoldEndOffset\x12(\n" +
+	"\x10upload_lag_bytes\x18\v \x01(\x03R\x0euploadLagBytes\x12.\n" +
+	"\x13upload_lag_segments\x18\f \x01(\x05R\x11uploadLagSegments\x12#\n" +
+	"\rtiering_error\x18\r \x01(\tR\ftieringError2\xf7\x03\n" +
 	"\fAdminService\x12L\n" +
 	"\vCreateTopic\x12\x1d.strata.v1.CreateTopicRequest\x1a\x1e.strata.v1.CreateTopicResponse\x12L\n" +
 	"\vDeleteTopic\x12\x1d.strata.v1.DeleteTopicRequest\x1a\x1e.strata.v1.DeleteTopicResponse\x12I\n" +
 	"\n" +
 	"ListTopics\x12\x1c.strata.v1.ListTopicsRequest\x1a\x1d.strata.v1.ListTopicsResponse\x12R\n" +
 	"\rDescribeTopic\x12\x1f.strata.v1.DescribeTopicRequest\x1a .strata.v1.DescribeTopicResponse\x12[\n" +
-	"\x10AlterTopicConfig\x12\".strata.v1.AlterTopicConfigRequest\x1a#.strata.v1.AlterTopicConfigResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\x10AlterTopicConfig\x12\".strata.v1.AlterTopicConfigRequest\x1a#.strata.v1.AlterTopicConfigResponse\x12O\n" +
+	"\fRestoreTopic\x12\x1e.strata.v1.RestoreTopicRequest\x1a\x1f.strata.v1.RestoreTopicResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_admin_proto_rawDescOnce sync.Once
@@ -799,53 +984,58 @@ func file_strata_v1_admin_proto_rawDescGZIP() []byte {
 	return file_strata_v1_admin_proto_rawDescData
 }
 
-var file_strata_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_strata_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_strata_v1_admin_proto_goTypes = []any{
-	(*CreateTopicRequest)(nil),       // 0: strata.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 1: strata.v1.CreateTopicResponse
-	(*DeleteTopicRequest)(nil),       // 2: strata.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 3: strata.v1.DeleteTopicResponse
-	(*ListTopicsRequest)(nil),        // 4: strata.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 5: strata.v1.ListTopicsResponse
-	(*TopicSummary)(nil),             // 6: strata.v1.TopicSummary
-	(*DescribeTopicRequest)(nil),     // 7: strata.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),    // 8: strata.v1.DescribeTopicResponse
-	(*AlterTopicConfigRequest)(nil),  // 9: strata.v1.AlterTopicConfigRequest
-	(*AlterTopicConfigResponse)(nil), // 10: strata.v1.AlterTopicConfigResponse
-	(*TopicDescription)(nil),         // 11: strata.v1.TopicDescription
-	(*PartitionDescription)(nil),     // 12: strata.v1.PartitionDescription
-	nil,                              // 13: strata.v1.CreateTopicRequest.ConfigEntry
-	nil,                              // 14: strata.v1.AlterTopicConfigRequest.SetEntry
-	nil,                              // 15: strata.v1.TopicDescription.ConfigEntry
-	nil,                              // 16: strata.v1.TopicDescription.OverridesEntry
-	(*PartitionMetadata)(nil),        // 17: strata.v1.PartitionMetadata
+	(*RestoreTopicRequest)(nil),      // 0: strata.v1.RestoreTopicRequest
+	(*RestoreTopicResponse)(nil),     // 1: strata.v1.RestoreTopicResponse
+	(*CreateTopicRequest)(nil),       // 2: strata.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 3: strata.v1.CreateTopicResponse
+	(*DeleteTopicRequest)(nil),       // 4: strata.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 5: strata.v1.DeleteTopicResponse
+	(*ListTopicsRequest)(nil),        // 6: strata.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 7: strata.v1.ListTopicsResponse
+	(*TopicSummary)(nil),             // 8: strata.v1.TopicSummary
+	(*DescribeTopicRequest)(nil),     // 9: strata.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),    // 10: strata.v1.DescribeTopicResponse
+	(*AlterTopicConfigRequest)(nil),  // 11: strata.v1.AlterTopicConfigRequest
+	(*AlterTopicConfigResponse)(nil), // 12: strata.v1.AlterTopicConfigResponse
+	(*TopicDescription)(nil),         // 13: strata.v1.TopicDescription
+	(*PartitionDescription)(nil),     // 14: strata.v1.PartitionDescription
+	nil,                              // 15: strata.v1.CreateTopicRequest.ConfigEntry
+	nil,                              // 16: strata.v1.AlterTopicConfigRequest.SetEntry
+	nil,                              // 17: strata.v1.TopicDescription.ConfigEntry
+	nil,                              // 18: strata.v1.TopicDescription.OverridesEntry
+	(*PartitionMetadata)(nil),        // 19: strata.v1.PartitionMetadata
 }
 var file_strata_v1_admin_proto_depIdxs = []int32{
-	13, // 0: strata.v1.CreateTopicRequest.config:type_name -> strata.v1.CreateTopicRequest.ConfigEntry
-	11, // 1: strata.v1.CreateTopicResponse.topic:type_name -> strata.v1.TopicDescription
-	6,  // 2: strata.v1.ListTopicsResponse.topics:type_name -> strata.v1.TopicSummary
-	11, // 3: strata.v1.DescribeTopicResponse.topic:type_name -> strata.v1.TopicDescription
-	14, // 4: strata.v1.AlterTopicConfigRequest.set:type_name -> strata.v1.AlterTopicConfigRequest.SetEntry
-	11, // 5: strata.v1.AlterTopicConfigResponse.topic:type_name -> strata.v1.TopicDescription
-	15, // 6: strata.v1.TopicDescription.config:type_name -> strata.v1.TopicDescription.ConfigEntry
-	16, // 7: strata.v1.TopicDescription.overrides:type_name -> strata.v1.TopicDescription.OverridesEntry
-	12, // 8: strata.v1.TopicDescription.partitions:type_name -> strata.v1.PartitionDescription
-	17, // 9: strata.v1.PartitionDescription.metadata:type_name -> strata.v1.PartitionMetadata
-	0,  // 10: strata.v1.AdminService.CreateTopic:input_type -> strata.v1.CreateTopicRequest
-	2,  // 11: strata.v1.AdminService.DeleteTopic:input_type -> strata.v1.DeleteTopicRequest
-	4,  // 12: strata.v1.AdminService.ListTopics:input_type -> strata.v1.ListTopicsRequest
-	7,  // 13: strata.v1.AdminService.DescribeTopic:input_type -> strata.v1.DescribeTopicRequest
-	9,  // 14: strata.v1.AdminService.AlterTopicConfig:input_type -> strata.v1.AlterTopicConfigRequest
-	1,  // 15: strata.v1.AdminService.CreateTopic:output_type -> strata.v1.CreateTopicResponse
-	3,  // 16: strata.v1.AdminService.DeleteTopic:output_type -> strata.v1.DeleteTopicResponse
-	5,  // 17: strata.v1.AdminService.ListTopics:output_type -> strata.v1.ListTopicsResponse
-	8,  // 18: strata.v1.AdminService.DescribeTopic:output_type -> strata.v1.DescribeTopicResponse
-	10, // 19: strata.v1.AdminService.AlterTopicConfig:output_type -> strata.v1.AlterTopicConfigResponse
-	15, // [15:20] is the sub-list for method output_type
-	10, // [10:15] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	13, // 0: strata.v1.RestoreTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	15, // 1: strata.v1.CreateTopicRequest.config:type_name -> strata.v1.CreateTopicRequest.ConfigEntry
+	13, // 2: strata.v1.CreateTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	8,  // 3: strata.v1.ListTopicsResponse.topics:type_name -> strata.v1.TopicSummary
+	13, // 4: strata.v1.DescribeTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	16, // 5: strata.v1.AlterTopicConfigRequest.set:type_name -> strata.v1.AlterTopicConfigRequest.SetEntry
+	13, // 6: strata.v1.AlterTopicConfigResponse.topic:type_name -> strata.v1.TopicDescription
+	17, // 7: strata.v1.TopicDescription.config:type_name -> strata.v1.TopicDescription.ConfigEntry
+	18, // 8: strata.v1.TopicDescription.overrides:type_name -> strata.v1.TopicDescription.OverridesEntry
+	14, // 9: strata.v1.TopicDescription.partitions:type_name -> strata.v1.PartitionDescription
+	19, // 10: strata.v1.PartitionDescription.metadata:type_name -> strata.v1.PartitionMetadata
+	2,  // 11: strata.v1.AdminService.CreateTopic:input_type -> strata.v1.CreateTopicRequest
+	4,  // 12: strata.v1.AdminService.DeleteTopic:input_type -> strata.v1.DeleteTopicRequest
+	6,  // 13: strata.v1.AdminService.ListTopics:input_type -> strata.v1.ListTopicsRequest
+	9,  // 14: strata.v1.AdminService.DescribeTopic:input_type -> strata.v1.DescribeTopicRequest
+	11, // 15: strata.v1.AdminService.AlterTopicConfig:input_type -> strata.v1.AlterTopicConfigRequest
+	0,  // 16: strata.v1.AdminService.RestoreTopic:input_type -> strata.v1.RestoreTopicRequest
+	3,  // 17: strata.v1.AdminService.CreateTopic:output_type -> strata.v1.CreateTopicResponse
+	5,  // 18: strata.v1.AdminService.DeleteTopic:output_type -> strata.v1.DeleteTopicResponse
+	7,  // 19: strata.v1.AdminService.ListTopics:output_type -> strata.v1.ListTopicsResponse
+	10, // 20: strata.v1.AdminService.DescribeTopic:output_type -> strata.v1.DescribeTopicResponse
+	12, // 21: strata.v1.AdminService.AlterTopicConfig:output_type -> strata.v1.AlterTopicConfigResponse
+	1,  // 22: strata.v1.AdminService.RestoreTopic:output_type -> strata.v1.RestoreTopicResponse
+	17, // [17:23] is the sub-list for method output_type
+	11, // [11:17] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_admin_proto_init() }
@@ -860,7 +1050,7 @@ func file_strata_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_admin_proto_rawDesc), len(file_strata_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

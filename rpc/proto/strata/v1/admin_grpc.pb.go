@@ -24,6 +24,7 @@ const (
 	AdminService_ListTopics_FullMethodName       = "/strata.v1.AdminService/ListTopics"
 	AdminService_DescribeTopic_FullMethodName    = "/strata.v1.AdminService/DescribeTopic"
 	AdminService_AlterTopicConfig_FullMethodName = "/strata.v1.AdminService/AlterTopicConfig"
+	AdminService_RestoreTopic_FullMethodName     = "/strata.v1.AdminService/RestoreTopic"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -39,6 +40,11 @@ type AdminServiceClient interface {
 	// AlterTopicConfig changes per-topic settings; they take effect without a
 	// restart.
 	AlterTopicConfig(ctx context.Context, in *AlterTopicConfigRequest, opts ...grpc.CallOption) (*AlterTopicConfigResponse, error)
+	// RestoreTopic brings a topic back from the cold tier alone (after its
+	// brokers' disks were lost, say): the topic is created again under the id
+	// its objects are stored under, with the partitions and settings its
+	// manifests recorded, and its history replays from the bucket.
+	RestoreTopic(ctx context.Context, in *RestoreTopicRequest, opts ...grpc.CallOption) (*RestoreTopicResponse, error)
 }
 
 type adminServiceClient struct {
@@ -99,6 +105,16 @@ func (c *adminServiceClient) AlterTopicConfig(ctx context.Context, in *AlterTopi
 	return out, nil
 }
 
+func (c *adminServiceClient) RestoreTopic(ctx context.Context, in *RestoreTopicRequest, opts ...grpc.CallOption) (*RestoreTopicResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestoreTopicResponse)
+	err := c.cc.Invoke(ctx, AdminService_RestoreTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -112,6 +128,11 @@ type AdminServiceServer interface {
 	// AlterTopicConfig changes per-topic settings; they take effect without a
 	// restart.
 	AlterTopicConfig(context.Context, *AlterTopicConfigRequest) (*AlterTopicConfigResponse, error)
+	// RestoreTopic brings a topic back from the cold tier alone (after its
+	// brokers' disks were lost, say): the topic is created again under the id
+	// its objects are stored under, with the partitions and settings its
+	// manifests recorded, and its history replays from the bucket.
+	RestoreTopic(context.Context, *RestoreTopicRequest) (*RestoreTopicResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -136,6 +157,9 @@ func (UnimplementedAdminServiceServer) DescribeTopic(context.Context, *DescribeT
 }
 func (UnimplementedAdminServiceServer) AlterTopicConfig(context.Context, *AlterTopicConfigRequest) (*AlterTopicConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AlterTopicConfig not implemented")
+}
+func (UnimplementedAdminServiceServer) RestoreTopic(context.Context, *RestoreTopicRequest) (*RestoreTopicResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestoreTopic not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -248,6 +272,24 @@ func _AdminService_AlterTopicConfig_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_RestoreTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreTopicRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RestoreTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RestoreTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RestoreTopic(ctx, req.(*RestoreTopicRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -274,6 +316,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AlterTopicConfig",
 			Handler:    _AdminService_AlterTopicConfig_Handler,
+		},
+		{
+			MethodName: "RestoreTopic",
+			Handler:    _AdminService_RestoreTopic_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

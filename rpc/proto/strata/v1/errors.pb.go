@@ -72,6 +72,9 @@ const (
 	ErrorReason_ERROR_REASON_FENCED_EPOCH ErrorReason = 16
 	// Unavailable, retriable: the partition's new leader is still loading it.
 	ErrorReason_ERROR_REASON_LEADER_NOT_AVAILABLE ErrorReason = 17
+	// DataLoss: stored data failed its checks (a CRC, a length) when read
+	// back; metadata "object" names what is damaged. Never returned as data.
+	ErrorReason_ERROR_REASON_CORRUPT_DATA ErrorReason = 18
 )
 
 // Enum value maps for ErrorReason.
@@ -95,6 +98,7 @@ var (
 		15: "ERROR_REASON_UNAVAILABLE",
 		16: "ERROR_REASON_FENCED_EPOCH",
 		17: "ERROR_REASON_LEADER_NOT_AVAILABLE",
+		18: "ERROR_REASON_CORRUPT_DATA",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":          0,
@@ -115,6 +119,7 @@ var (
 		"ERROR_REASON_UNAVAILABLE":          15,
 		"ERROR_REASON_FENCED_EPOCH":         16,
 		"ERROR_REASON_LEADER_NOT_AVAILABLE": 17,
+		"ERROR_REASON_CORRUPT_DATA":         18,
 	}
 )
 
@@ -149,7 +154,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xe8\x04\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x87\x05\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -169,7 +174,8 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"\x1aERROR_REASON_STORAGE_ERROR\x10\x0e\x12\x1c\n" +
 	"\x18ERROR_REASON_UNAVAILABLE\x10\x0f\x12\x1d\n" +
 	"\x19ERROR_REASON_FENCED_EPOCH\x10\x10\x12%\n" +
-	"!ERROR_REASON_LEADER_NOT_AVAILABLE\x10\x11B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"!ERROR_REASON_LEADER_NOT_AVAILABLE\x10\x11\x12\x1d\n" +
+	"\x19ERROR_REASON_CORRUPT_DATA\x10\x12B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once
