@@ -235,8 +235,8 @@ func TestRetentionCut(t *testing.T) {
 		want  int64
 	}{
 		{"forever", Retention{-1, -1}, 0, -1},
-		{"by age", Retention{Ms: now.UnixMilli() - 3500}, 0, 40},         // segments 0..3 are older
-		{"by size", Retention{Ms: -1, Bytes: 650}, 0, 40},                // 1000 bytes, keep at most 650
+		{"by age", Retention{Ms: now.UnixMilli() - 3500}, 0, 40},             // segments 0..3 are older
+		{"by size", Retention{Ms: -1, Bytes: 650}, 0, 40},                    // 1000 bytes, keep at most 650
 		{"by size with local bytes", Retention{Ms: -1, Bytes: 650}, 200, 60}, // 1200 in all
 		{"newest kept", Retention{Ms: 0, Bytes: -1}, 0, 100},
 	} {
