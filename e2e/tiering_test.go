@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,6 +118,36 @@ func describeTier(ctx context.Context, t *testing.T, c *client.Client, topic str
 	return p.LocalBytes, p.ColdBytes, p.UploadLagBytes, p.ColdSegments, p.LogStartOffset, p.LocalStartOffset, p.HighWatermark
 }
 
+// scrape reads a broker's /metrics into a map of series to value.
+func scrape(t testing.TB, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("bad metrics line %q", line)
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("bad metrics line %q", line)
+		}
+		out[name] = v
+	}
+	return out
+}
+
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -147,7 +179,8 @@ func bucketObjects(t *testing.T, m *miniotest.Server, prefix string) map[string]
 // every record, byte-identical, in order, across both tiers.
 func TestTieredHistoryReplays(t *testing.T) {
 	m := miniotest.Start(t)
-	b := newBroker(t, 1, s3Flags(m)...)
+	admin := freePort(t)
+	b := newBroker(t, 1, s3Flags(m, "--admin-listen", admin)...)
 	b.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -236,6 +269,13 @@ func TestTieredHistoryReplays(t *testing.T) {
 		}
 	}
 	t.Logf("replayed %d records (%d MB) from both tiers in %v", len(recs), total*size/1_000_000, took)
+
+	// The admin endpoint counts what the cold tier did.
+	metrics := scrape(t, admin)
+	if metrics["strata_cold_chunk_gets_total"] <= 0 || metrics[`strata_objstore_calls_total{op="create"}`] < float64(coldSegs) ||
+		metrics["strata_upload_backlog_bytes"] != 0 {
+		t.Fatalf("metrics after the replay: %v", metrics)
+	}
 
 	// From a time in the middle of the cold tier.
 	mid := int64(total / 3)

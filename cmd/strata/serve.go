@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -77,6 +79,16 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 
+	admin, err := serveAdmin(cfg.Admin.Listen, b, logger)
+	if err != nil {
+		srv.Stop()
+		b.Close()
+		return err
+	}
+	if admin != nil {
+		defer admin.Close()
+	}
+
 	dataDir, _ := filepath.Abs(cfg.DataDir)
 	fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s (raft %s), data in %s\n",
 		version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir)
@@ -101,6 +113,40 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// serveAdmin serves the admin HTTP endpoint on addr, unless addr is empty:
+// /healthz answers 200 while the broker serves, /metrics gives its counters
+// in the Prometheus text format, /debug/pprof/ the Go profiler.
+func serveAdmin(addr string, b *broker.Broker, logger *slog.Logger) (*http.Server, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		b.WriteMetrics(w)
+	})
+	// Go's profiler, for whoever can reach the admin address (loopback by
+	// default): go tool pprof http://<admin>/debug/pprof/profile
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && err != http.ErrServerClosed {
+			logger.Error("admin endpoint stopped", "err", err)
+		}
+	}()
+	return srv, nil
 }
 
 func newLogger(c config.Logging, w interface{ Write([]byte) (int, error) }) *slog.Logger {
