@@ -20,7 +20,7 @@ BENCHTIME ?= 2s
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test bench bench-cold fuzz lint run run-minio proto tools minio clean
+.PHONY: help build test bench bench-cold fuzz lint run run-minio cluster proto tools minio clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -85,6 +85,9 @@ clean: ## remove build output and local data
 
 run-minio: build minio ## start a local MinIO and one broker using it as the cold tier (Ctrl-C stops both)
 	@./scripts/run-minio.sh
+
+cluster: build minio ## start MinIO and three brokers forming one cluster on loopback, data in ./.cluster (Ctrl-C stops all)
+	@./scripts/run-cluster.sh
 
 bench-cold: build minio ## replay ~1 GB of history from MinIO: cold and warm cache, GETs per GB, beside raw MinIO GETs and a hot-tier read
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \

@@ -148,7 +148,7 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 // AlterTopicConfig sets and removes per-topic settings; they take effect on
 // every replica without a restart.
 func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
-	t, ok := b.meta.Metadata().Topic(name)
+	t, ok := b.topicMetadata(name).Topic(name)
 	if !ok {
 		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
 	}
@@ -200,7 +200,7 @@ func (b *Broker) ListTopics() []TopicSummary {
 // DescribeTopic describes a topic: settings, partitions and, for the
 // partitions held here, their logs.
 func (b *Broker) DescribeTopic(name string) (TopicDescription, error) {
-	t, ok := b.meta.Metadata().Topic(name)
+	t, ok := b.topicMetadata(name).Topic(name)
 	if !ok {
 		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
 	}

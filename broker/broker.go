@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/gossip"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore"
 )
@@ -49,6 +49,10 @@ type Broker struct {
 	}
 	reconciledCh chan struct{} // closed and replaced after each reconcile
 
+	peers    peers          // connections to other brokers
+	fetchers *fetchers      // this broker's replication as a follower
+	gossip   *gossip.Gossip // membership
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -77,6 +81,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (*Broker
 		stop:         make(chan struct{}),
 	}
 	b.mu.partitions = map[cluster.TopicPartition]*partition{}
+	b.fetchers = newFetchers(b)
 	if err := os.MkdirAll(b.logsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data dir: %w", err)
 	}
@@ -104,15 +109,21 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (*Broker
 		}
 	}
 
+	if err := b.startGossip(""); err != nil {
+		return nil, fmt.Errorf("broker: gossip: %w", err)
+	}
+	bootstrap, servers, err := b.bootstrapPlan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b.meta, err = cluster.Open(cluster.Config{
-		NodeID:    cfg.NodeID,
-		Dir:       filepath.Join(cfg.DataDir, "raft"),
-		Bind:      cfg.Raft.Listen,
-		Advertise: cfg.Raft.Advertise,
-		// A broker with nobody to join and nobody to wait for starts its own
-		// cluster; bootstrapping is a no-op once Raft state exists.
-		Bootstrap: len(cfg.Gossip.Join) == 0 && cfg.Gossip.BootstrapExpect <= 1,
-		Logger:    logger,
+		NodeID:           cfg.NodeID,
+		Dir:              filepath.Join(cfg.DataDir, "raft"),
+		Bind:             cfg.Raft.Listen,
+		Advertise:        cfg.Raft.Advertise,
+		Bootstrap:        bootstrap,
+		BootstrapServers: servers,
+		Logger:           logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: metadata: %w", err)
@@ -131,6 +142,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (*Broker
 	b.goLoop(b.reconcileLoop)
 	b.goLoop(b.housekeepingLoop)
 	b.goLoop(b.tierLoop)
+	b.goLoop(b.controllerLoop)
 	ok = true
 	return b, nil
 }
@@ -194,6 +206,7 @@ func (b *Broker) Close() error {
 }
 
 func (b *Broker) closeAll() error {
+	b.fetchers.stop()
 	var errs []error
 	b.mu.Lock()
 	for tp, p := range b.mu.partitions {
@@ -208,9 +221,13 @@ func (b *Broker) closeAll() error {
 			errs = append(errs, err)
 		}
 	}
+	if b.gossip != nil {
+		b.gossip.Close() // a graceful leave: peers see a departure, not a failure
+	}
 	if b.cold != nil {
 		b.cold.Close()
 	}
+	b.peers.close()
 	if b.lock != nil {
 		b.lock.Close()
 	}
@@ -252,55 +269,6 @@ func (b *Broker) housekeepingLoop() {
 			lastCheckpoint = now
 		}
 	}
-}
-
-// shrinkISR asks the controller to drop a led partition's followers that
-// have lagged longer than replica.lag_time_max, carrying the leader epoch so
-// a deposed leader's request is refused.
-func (b *Broker) shrinkISR(p *partition) {
-	lagging := p.laggingFollowers(time.Duration(b.cfg.Replica.LagTimeMax))
-	if len(lagging) == 0 {
-		return
-	}
-	st := p.state.Load()
-	isr := slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return slices.Contains(lagging, id) })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := b.meta.ChangeISR(ctx, p.topic, p.id, isr, st.LeaderEpoch); err != nil {
-		if !errors.Is(err, cluster.ErrNotController) {
-			b.log.Warn("shrinking the ISR failed", "partition", p.name(), "isr", isr, "err", err)
-		}
-		return
-	}
-	b.log.Info("followers left the ISR", "partition", p.name(), "removed", lagging, "isr", isr)
-}
-
-// AdmitBroker brings a broker into the cluster: it joins the metadata group,
-// as a voter while there are fewer than three and as a non-voter after, and
-// is registered with its addresses. Only the controller can do it.
-func (b *Broker) AdmitBroker(ctx context.Context, id int32, addr, raftAddr, rack string) error {
-	servers, err := b.meta.Servers()
-	if err != nil {
-		return clusterError(err)
-	}
-	voters := 0
-	for _, s := range servers {
-		if s.Voter {
-			voters++
-		}
-	}
-	if voters < 3 {
-		err = b.meta.AddVoter(ctx, id, raftAddr)
-	} else {
-		err = b.meta.AddNonvoter(ctx, id, raftAddr)
-	}
-	if err != nil {
-		return clusterError(err)
-	}
-	if err := b.meta.RegisterBroker(ctx, cluster.BrokerInfo{ID: id, Addr: addr, RaftAddr: raftAddr, Rack: rack}); err != nil {
-		return clusterError(err)
-	}
-	return nil
 }
 
 func (b *Broker) partitions() []*partition {

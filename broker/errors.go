@@ -31,6 +31,11 @@ const (
 	ReasonFencedEpoch        Reason = "FENCED_EPOCH"         //
 	ReasonLeaderNotAvailable Reason = "LEADER_NOT_AVAILABLE" // retriable
 	ReasonCorruptData        Reason = "CORRUPT_DATA"         // stored data failed its checks; never returned
+	// An idempotent producer's batch does not follow its last one: retriable,
+	// since resending the earlier batches in order fills the gap.
+	ReasonOutOfOrderSequence Reason = "OUT_OF_ORDER_SEQUENCE"
+	// A newer instance of an idempotent producer has fenced this one.
+	ReasonInvalidProducerEpoch Reason = "INVALID_PRODUCER_EPOCH"
 )
 
 var retriable = map[Reason]bool{
@@ -41,6 +46,7 @@ var retriable = map[Reason]bool{
 	ReasonStorageError:       true,
 	ReasonUnavailable:        true,
 	ReasonLeaderNotAvailable: true,
+	ReasonOutOfOrderSequence: true,
 }
 
 // Error is a refused request: a reason, a message for people, detail for

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/strata-log/strata/cluster"
 )
@@ -12,7 +13,7 @@ import (
 // exist, another broker leads it (with that broker's address), or this
 // broker leads it but has not opened it yet.
 func (b *Broker) leaderPartition(topic string, id int32) (*partition, error) {
-	m := b.meta.Metadata()
+	m := b.topicMetadata(topic)
 	info, err := partitionInfo(m, topic, id)
 	if err != nil {
 		return nil, err
@@ -28,6 +29,35 @@ func (b *Broker) leaderPartition(topic string, id int32) (*partition, error) {
 	}
 	return p, nil
 }
+
+// topicMetadata returns the metadata, waiting a little for a topic this
+// broker does not know yet: a topic just created (or changed) through
+// another broker reaches this one's copy of the metadata a few
+// milliseconds later, and a client that follows up at once should not be
+// told it does not exist.
+func (b *Broker) topicMetadata(topic string) *cluster.Metadata {
+	m := b.meta.Metadata()
+	if _, ok := m.Topic(topic); ok || b.meta.IsController() {
+		return m
+	}
+	deadline := time.NewTimer(metadataCatchUp)
+	defer deadline.Stop()
+	for {
+		changed := b.meta.Changed()
+		if m = b.meta.Metadata(); func() bool { _, ok := m.Topic(topic); return ok }() {
+			return m
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return m
+		}
+	}
+}
+
+// metadataCatchUp bounds how long a broker waits for its copy of the
+// metadata to learn of a topic it does not know.
+const metadataCatchUp = time.Second
 
 func partitionInfo(m *cluster.Metadata, topic string, id int32) (cluster.PartitionInfo, error) {
 	t, ok := m.Topic(topic)

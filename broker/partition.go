@@ -23,18 +23,31 @@ type partition struct {
 	self    int32
 	log     *hotlog.Log
 
-	cfg   atomic.Pointer[config.Topic]
-	state atomic.Pointer[cluster.PartitionInfo]
-	tier  atomic.Pointer[tierState]
-	work  partitionTier // owned by the tiering loop
+	cfg       atomic.Pointer[config.Topic]
+	state     atomic.Pointer[cluster.PartitionInfo]
+	tier      atomic.Pointer[tierState]
+	work      partitionTier // owned by the tiering loop
+	producers *producerState
 
-	// hwMu serialises high watermark moves so it never goes backwards, and
-	// guards followers.
-	hwMu sync.Mutex
-	// followers is the leader's view of each follower: when it was last
-	// caught up. Reset whenever this broker becomes leader.
-	followers   map[int32]time.Time
-	leaderEpoch int32 // the epoch followers was reset for
+	// hwMu serialises high watermark moves, so it never goes backwards, and
+	// guards the leader's view of its followers.
+	hwMu      sync.Mutex
+	followers map[int32]*followerState
+	ledEpoch  int32 // the epoch followers was reset for; -1 when not leading
+}
+
+// followerState is what a leader knows of one follower.
+type followerState struct {
+	// leo is the follower's log end as it last reported it (counting what
+	// its flush policy made durable); -1 until it reports in this epoch.
+	leo int64
+	// caughtUpAt is when the follower last had everything the leader had.
+	caughtUpAt time.Time
+	// caughtUpEnd/caughtUpSent: the last chunk sent that brought the
+	// follower to the leader's end at the time, and when it was sent; once
+	// the follower acknowledges it, it was caught up then.
+	caughtUpEnd  int64
+	caughtUpSent time.Time
 }
 
 func logConfig(t config.Topic) hotlog.Config {
@@ -56,7 +69,7 @@ func logConfig(t config.Topic) hotlog.Config {
 
 // openPartition opens (creating or recovering) the log of one replica.
 func openPartition(dir, topic, topicID string, id, self int32, cfg config.Topic, info cluster.PartitionInfo, logger *slog.Logger) (*partition, error) {
-	p := &partition{topic: topic, id: id, topicID: topicID, dir: dir, self: self}
+	p := &partition{topic: topic, id: id, topicID: topicID, dir: dir, self: self, ledEpoch: -1, producers: newProducerState()}
 	p.cfg.Store(&cfg)
 	p.state.Store(&info)
 	p.tier.Store(&tierState{coldStart: -1, coldEnd: -1})
@@ -73,44 +86,6 @@ func openPartition(dir, topic, topicID string, id, self int32, cfg config.Topic,
 	p.resetFollowers(info)
 	p.advanceHighWatermark()
 	return p, nil
-}
-
-// resetFollowers starts the lag clock of every follower afresh when this
-// broker takes the lead in a new epoch: a follower gets replica.lag_time_max
-// from then on to catch up before it leaves the ISR.
-func (p *partition) resetFollowers(info cluster.PartitionInfo) {
-	p.hwMu.Lock()
-	defer p.hwMu.Unlock()
-	if info.Leader != p.self || (p.followers != nil && p.leaderEpoch == info.LeaderEpoch) {
-		return
-	}
-	p.leaderEpoch = info.LeaderEpoch
-	p.followers = map[int32]time.Time{}
-	now := time.Now()
-	for _, id := range info.Replicas {
-		if id != p.self {
-			p.followers[id] = now
-		}
-	}
-}
-
-// laggingFollowers returns the in-sync followers that have not been caught up
-// for longer than maxLag. Replication arrives later; until then a follower is
-// never caught up, so it leaves the ISR once maxLag passes.
-func (p *partition) laggingFollowers(maxLag time.Duration) []int32 {
-	st := p.state.Load()
-	if st.Leader != p.self {
-		return nil
-	}
-	p.hwMu.Lock()
-	defer p.hwMu.Unlock()
-	var out []int32
-	for _, id := range st.ISR {
-		if at, ok := p.followers[id]; ok && id != p.self && time.Since(at) > maxLag {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 func (p *partition) name() string { return fmt.Sprintf("%s/%d", p.topic, p.id) }
@@ -132,6 +107,91 @@ func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error
 	return nil
 }
 
+// resetFollowers starts the leader's view of its followers afresh when this
+// broker takes the lead in a new epoch: positions unknown until they report,
+// and replica.lag_time_max from now to catch up before they leave the ISR.
+func (p *partition) resetFollowers(info cluster.PartitionInfo) {
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
+	if info.Leader != p.self {
+		p.followers, p.ledEpoch = nil, -1
+		return
+	}
+	if p.ledEpoch == info.LeaderEpoch && p.followers != nil {
+		return
+	}
+	p.ledEpoch = info.LeaderEpoch
+	p.followers = map[int32]*followerState{}
+	now := time.Now()
+	for _, id := range info.Replicas {
+		if id != p.self {
+			p.followers[id] = &followerState{leo: -1, caughtUpAt: now, caughtUpEnd: -1}
+		}
+	}
+}
+
+// followerReport records a follower's acknowledged log end and moves the
+// high watermark. It reports whether the follower may join the ISR: it is
+// not in it, and has every committed record.
+func (p *partition) followerReport(id int32, leo int64) (expand bool) {
+	p.hwMu.Lock()
+	f, ok := p.followers[id]
+	if !ok {
+		p.hwMu.Unlock()
+		return false
+	}
+	f.leo = leo
+	if f.caughtUpEnd >= 0 && leo >= f.caughtUpEnd && f.caughtUpSent.After(f.caughtUpAt) {
+		f.caughtUpAt = f.caughtUpSent
+	}
+	if leo >= p.log.LogEndOffset() {
+		f.caughtUpAt = time.Now()
+	}
+	p.hwMu.Unlock()
+	p.advanceHighWatermark()
+	st := p.state.Load()
+	return !slices.Contains(st.ISR, id) && leo >= p.log.HighWatermark()
+}
+
+// sentTo records that a chunk ending at end was sent to a follower when the
+// leader's log ended at leo.
+func (p *partition) sentTo(id int32, end, leo int64) {
+	if end < leo {
+		return
+	}
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
+	if f, ok := p.followers[id]; ok {
+		f.caughtUpEnd, f.caughtUpSent = end, time.Now()
+	}
+}
+
+// laggingFollowers returns the in-sync followers that have not been caught
+// up for longer than maxLag.
+func (p *partition) laggingFollowers(maxLag time.Duration) []int32 {
+	st := p.state.Load()
+	if st.Leader != p.self {
+		return nil
+	}
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
+	leo := p.log.LogEndOffset()
+	var out []int32
+	for _, id := range st.ISR {
+		f, ok := p.followers[id]
+		if !ok || id == p.self {
+			continue
+		}
+		if f.leo >= leo {
+			f.caughtUpAt = time.Now() // idle and caught up
+		}
+		if time.Since(f.caughtUpAt) > maxLag {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // committedEnd is how far this replica's own log counts towards the high
 // watermark: what is fsynced, unless the topic asked never to fsync, in
 // which case what is written. So under "always" and "interval" a consumer
@@ -143,18 +203,29 @@ func (p *partition) committedEnd() int64 {
 	return min(p.log.DurableOffset(), p.log.LogEndOffset())
 }
 
-// advanceHighWatermark moves the high watermark of a leader to the smallest
-// committed end among the in-sync replicas. Until replication arrives the
-// leader is the only replica that reports, so a partition whose ISR holds
-// other brokers keeps its high watermark where it is.
+// advanceHighWatermark moves a leader's high watermark to the smallest
+// committed end among the in-sync replicas: its own, and what each
+// in-sync follower has acknowledged. A follower that has not reported in
+// this epoch holds it where it is.
 func (p *partition) advanceHighWatermark() {
 	st := p.state.Load()
-	if st.Leader != p.self || !slices.Equal(st.ISR, []int32{p.self}) {
+	if st.Leader != p.self {
 		return
 	}
 	p.hwMu.Lock()
 	defer p.hwMu.Unlock()
-	if hw := p.committedEnd(); hw > p.log.HighWatermark() {
+	hw := p.committedEnd()
+	for _, id := range st.ISR {
+		if id == p.self {
+			continue
+		}
+		f, ok := p.followers[id]
+		if !ok || f.leo < 0 {
+			return
+		}
+		hw = min(hw, f.leo)
+	}
+	if hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
 	}
 }

@@ -8,11 +8,17 @@ package broker
 // it open (LEADER_NOT_AVAILABLE); the disk has room (THROTTLED); the batch
 // is within max.message.bytes (RECORD_TOO_LARGE) and passes its length,
 // magic and CRC checks (CORRUPT_BATCH); for acks=all, the ISR has at least
-// min.insync.replicas members (NOT_ENOUGH_REPLICAS). Then the batch gets its
-// offsets (and, under LogAppendTime, the broker's clock) in its header and is
-// appended. acks=none returns once it is written, acks=leader once the flush
-// policy is met, acks=all once the high watermark passes it (TIMEOUT if that
-// takes longer than the request allows; the batch may still commit).
+// min.insync.replicas members (NOT_ENOUGH_REPLICAS). A batch of an
+// idempotent producer (with a producer id) is then checked against what the
+// producer wrote before (producers.go): a resend of one of its last batches
+// is answered with that batch's offsets and Duplicate set, writing nothing; a
+// gap is OUT_OF_ORDER_SEQUENCE, a fenced epoch INVALID_PRODUCER_EPOCH. Then
+// the batch gets its offsets (and, under LogAppendTime, the broker's clock)
+// in its header and is appended. acks=none returns once it is written,
+// acks=leader once the flush policy is met, acks=all once the high watermark
+// passes it (TIMEOUT if that takes longer than the request allows; the batch
+// may still commit). A duplicate is answered under the same rules, for the
+// original batch.
 
 import (
 	"context"
@@ -50,6 +56,9 @@ type ProduceResult struct {
 	LastOffset     int64
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
 	LogStartOffset int64
+	// Duplicate says the batch was a resend of one already written: the
+	// offsets and append time are the original's, and nothing was written.
+	Duplicate bool
 }
 
 const defaultProduceTimeout = 30 * time.Second
@@ -87,19 +96,33 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 		req.Batch.SetLogAppendTime(res.LogAppendTime)
 	}
 
-	var ar hotlog.AppendResult
-	if req.Acks == AcksNone {
-		ar, err = p.log.AppendUnflushed(req.Batch, st.LeaderEpoch)
+	if req.Batch.ProducerID() == record.NoProducerID {
+		ar, err := p.log.AppendUnflushed(req.Batch, st.LeaderEpoch)
+		if err != nil {
+			return ProduceResult{}, appendError(p, err)
+		}
+		res.BaseOffset, res.LastOffset = ar.BaseOffset, ar.LastOffset
 	} else {
-		ar, err = p.log.Append(req.Batch, st.LeaderEpoch)
-	}
-	if err != nil {
-		return ProduceResult{}, appendError(p, err)
+		ar, dup, err := appendIdempotent(p, req.Batch, st.LeaderEpoch)
+		switch {
+		case err != nil:
+			return ProduceResult{}, err
+		case dup != nil:
+			res.BaseOffset, res.LastOffset, res.LogAppendTime, res.Duplicate = dup.baseOffset, dup.lastOffset, dup.logAppendTime, true
+		default:
+			res.BaseOffset, res.LastOffset = ar.BaseOffset, ar.LastOffset
+		}
 	}
 	if cfg.FlushPolicy == config.FlushNever || req.Acks == AcksNone {
 		p.advanceHighWatermark()
 	}
-	res.BaseOffset, res.LastOffset, res.LogStartOffset = ar.BaseOffset, ar.LastOffset, p.log.LogStartOffset()
+	res.LogStartOffset = p.log.LogStartOffset()
+	if req.Acks == AcksNone {
+		return res, nil
+	}
+	if err := p.log.WaitDurable(res.LastOffset + 1); err != nil {
+		return ProduceResult{}, appendError(p, err)
+	}
 	if req.Acks != AcksAll {
 		return res, nil
 	}
@@ -109,13 +132,42 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := p.log.WaitForHighWatermark(wctx, ar.LastOffset); err != nil {
+	if err := p.log.WaitForHighWatermark(wctx, res.LastOffset); err != nil {
 		if errors.Is(err, hotlog.ErrClosed) {
-			return ProduceResult{}, refuse(ReasonUnavailable, err, "%s was closed before the batch at %d committed", p.name(), ar.BaseOffset)
+			return ProduceResult{}, refuse(ReasonUnavailable, err, "%s was closed before the batch at %d committed", p.name(), res.BaseOffset)
 		}
-		return ProduceResult{}, refuse(ReasonTimeout, err, "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", ar.BaseOffset, p.name(), timeout)
+		return ProduceResult{}, refuse(ReasonTimeout, err, "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", res.BaseOffset, p.name(), timeout)
 	}
 	return res, nil
+}
+
+// appendIdempotent appends a batch of an idempotent producer unless it is a
+// resend of one already written, which it returns instead. The check, the
+// append and the record run under the partition's producer lock, so two
+// copies of one batch sent at once cannot both pass the check; the caller
+// waits for the fsync after it is released, so that concurrent producers
+// still share one (group commit).
+func appendIdempotent(p *partition, batch record.Batch, epoch int32) (hotlog.AppendResult, *producerBatch, error) {
+	s := p.producers
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ensureBuiltLocked(p.log); err != nil {
+		return hotlog.AppendResult{}, nil, refuse(ReasonStorageError, err, "%s: %v", p.name(), err)
+	}
+	dup, refusal := s.checkLocked(batch)
+	if refusal != nil {
+		refusal.Message = p.name() + ": " + refusal.Message
+		return hotlog.AppendResult{}, nil, refusal
+	}
+	if dup != nil {
+		return hotlog.AppendResult{}, dup, nil
+	}
+	ar, err := p.log.AppendUnflushed(batch, epoch)
+	if err != nil {
+		return hotlog.AppendResult{}, nil, appendError(p, err)
+	}
+	s.recordLocked(batch)
+	return ar, nil, nil
 }
 
 // appendError translates a log's refusal.

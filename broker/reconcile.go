@@ -87,12 +87,31 @@ func (b *Broker) reconcile() error {
 			b.dropLocked(tp, p)
 		}
 	}
+	b.followLocked(m)
 	if firstErr == nil {
 		b.mu.reconciled = m.Version
 		close(b.reconciledCh)
 		b.reconciledCh = make(chan struct{})
 	}
 	return firstErr
+}
+
+// followLocked points the fetchers at the leader of every partition this
+// broker follows.
+func (b *Broker) followLocked(m *cluster.Metadata) {
+	targets := map[cluster.TopicPartition]followTarget{}
+	for tp, p := range b.mu.partitions {
+		st := p.state.Load()
+		if st.Leader == b.id || st.Leader == cluster.NoLeader {
+			continue
+		}
+		info, ok := m.Broker(st.Leader)
+		if !ok {
+			continue
+		}
+		targets[tp] = followTarget{p: p, leader: st.Leader, addr: info.Addr, epoch: st.LeaderEpoch}
+	}
+	b.fetchers.update(targets)
 }
 
 // dropLocked closes a replica this broker no longer holds and deletes its

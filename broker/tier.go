@@ -312,7 +312,9 @@ func (b *Broker) align(p *partition, h *tiering.Head, epoch int32) error {
 	if h != nil && p.isLeader() {
 		if end := h.EndOffset(); end > p.log.LogEndOffset() {
 			b.log.Info("local log starts where the cold tier ends", "partition", p.name(), "offset", end)
-			if err := p.log.ResetTo(end); err != nil {
+			err := p.log.ResetTo(end)
+			p.producers.reset()
+			if err != nil {
 				return err
 			}
 		}

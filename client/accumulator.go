@@ -42,6 +42,10 @@ type batch struct {
 	recs  []pendingRecord
 	bytes int64 // buffer bytes (limiter) to give back when done
 	done  chan struct{}
+	// stamped says the batch carries identity and a sequence number
+	// (idempotence): set when it is first sent, fixed from then on.
+	stamped  bool
+	identity identity
 }
 
 // partQueue is one partition's batches.
@@ -57,6 +61,7 @@ type partQueue struct {
 		open     *batch
 		queued   []*batch
 		inflight []*batch
+		seq      sequence // for the next batch stamped (idempotence)
 	}
 }
 

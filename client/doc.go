@@ -27,8 +27,10 @@
 //
 // Records of one partition are written in the order they were produced,
 // retries included, as long as WithMaxInFlightPerPartition stays 1 (the
-// default). Delivery is at least once: a retry after a lost answer can write
-// a batch twice.
+// default). The producer is idempotent by default (WithIdempotence): a retry
+// after a lost answer, a timeout or a leader failover does not write a batch
+// twice, so every acknowledged record is in its partition exactly once.
+// Without idempotence delivery is at least once.
 //
 // # Errors
 //

@@ -125,6 +125,14 @@ var (
 	// say) failed its checks; nothing was returned. Error.Metadata["object"]
 	// names what is damaged.
 	ErrCorruptData = sentinel(codes.DataLoss, "CORRUPT_DATA", false)
+	// ErrOutOfOrderSequence: an idempotent producer's batch does not follow
+	// its previous one in the partition (metadata "producer_id",
+	// "sequence", "expected_sequence"); nothing was written. Retriable: the
+	// producer retries it in order (see WithIdempotence).
+	ErrOutOfOrderSequence = sentinel(codes.FailedPrecondition, "OUT_OF_ORDER_SEQUENCE", true)
+	// ErrInvalidProducerEpoch: a newer instance of the idempotent producer
+	// has fenced this one.
+	ErrInvalidProducerEpoch = sentinel(codes.FailedPrecondition, "INVALID_PRODUCER_EPOCH", false)
 )
 
 // ErrClosed is returned by calls on a Client, Producer or Consumer after

@@ -31,6 +31,7 @@ type Producer struct {
 
 	acc    *accumulator
 	buffer *limiter // bytes of records not yet answered
+	idem   idempotence
 
 	// ctx ends in-flight calls and retry waits when Close gives up.
 	ctx    context.Context
@@ -58,6 +59,7 @@ func (c *Client) NewProducer(opts ...ProducerOption) *Producer {
 		o.applyProducer(&cfg)
 	}
 	p := &Producer{c: c, cfg: cfg, log: c.log, closing: make(chan struct{}), stop: make(chan struct{})}
+	p.idem.cur = noIdentity
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := cfg.validate(); err != nil {
 		p.cfgErr = fmt.Errorf("strata: new producer: %w", err)
@@ -79,11 +81,13 @@ func (c *Client) NewProducer(opts ...ProducerOption) *Producer {
 // done gets the error.
 //
 // ctx also bounds the delivery: a record whose ctx has ended is not sent
-// again after a failure (one already sent may still be written). Produce
-// sets r.Partition when it is AnyPartition and r.Timestamp when it is
-// zero. done is called from a producer goroutine, in produce order for the
-// records of one partition; it must not block for long, since the
-// partition's next batch waits for it.
+// again after a failure (one already sent may still be written; with
+// idempotence, it is sent again while other records of its batch still
+// wait, see WithIdempotence). Produce sets r.Partition when it is
+// AnyPartition and r.Timestamp when it is zero. done is called from a
+// producer goroutine, in produce order for the records of one partition;
+// it must not block for long, since the partition's next batch waits for
+// it.
 func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, error)) {
 	if done == nil {
 		done = func(*Record, error) {}
@@ -311,7 +315,9 @@ func (p *Producer) waitBatch(pq *partQueue, timer *time.Timer) *batch {
 
 // send writes one batch, retrying retriable failures with backoff until it
 // is written, its records' contexts end, the retries run out or the
-// delivery timeout passes, then gives every record its answer.
+// delivery timeout passes, then gives every record its answer. With
+// idempotence the batch is stamped before it is first sent, and resent as
+// stamped.
 func (p *Producer) send(pq *partQueue, b *batch) {
 	op := "produce to " + b.tp.String()
 	if err := p.acc.encode(b); err != nil {
@@ -345,11 +351,12 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 				return
 			}
 			if !left {
+				p.abandon(b)
 				p.acc.finish(pq, b)
 				return
 			}
 		}
-		resp, err := p.produceOnce(b, deadline)
+		resp, err := p.produceOnce(pq, b, deadline)
 		if err == nil {
 			p.complete(pq, b, resp)
 			return
@@ -370,11 +377,15 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 	}
 }
 
-// produceOnce sends the batch to the partition's leader once.
-func (p *Producer) produceOnce(b *batch, deadline time.Time) (*stratav1.ProduceResponse, error) {
+// produceOnce sends the batch to the partition's leader once, stamping it
+// first if it needs to be.
+func (p *Producer) produceOnce(pq *partQueue, b *batch, deadline time.Time) (*stratav1.ProduceResponse, error) {
 	timeout := p.c.cfg.requestTimeout
 	ctx, cancel := context.WithDeadline(p.ctx, earliest(time.Now().Add(timeout), deadline))
 	defer cancel()
+	if err := p.stamp(ctx, pq, b); err != nil {
+		return nil, err
+	}
 	cc, err := p.c.leaderConn(ctx, b.tp)
 	if err != nil {
 		return nil, toError(err)
@@ -403,6 +414,8 @@ func earliest(a, b time.Time) time.Time {
 
 // dropEnded fails the records whose context has ended before a retry and
 // re-encodes the batch without them. It reports whether records are left.
+// A stamped batch's sequence numbers are fixed: it is sent again whole
+// while any of its records still waits.
 func (p *Producer) dropEnded(b *batch, last error) (left bool, err error) {
 	n := 0
 	for _, pr := range b.recs {
@@ -410,7 +423,7 @@ func (p *Producer) dropEnded(b *batch, last error) (left bool, err error) {
 			n++
 		}
 	}
-	if n == 0 {
+	if n == 0 || (b.stamped && n < len(b.recs)) {
 		return true, nil
 	}
 	kept := make([]pendingRecord, 0, len(b.recs)-n)
@@ -438,6 +451,9 @@ func (p *Producer) complete(pq *partQueue, b *batch, resp *stratav1.ProduceRespo
 		p.log.Warn("strata: produce answer does not match the batch", "partition", b.tp,
 			"records", len(b.recs), "base_offset", base, "last_offset", resp.GetLastOffset())
 	}
+	if resp.GetDuplicate() {
+		p.log.Debug("strata: the broker had written the batch already", "partition", b.tp, "base_offset", base)
+	}
 	recs := b.recs
 	p.buffer.release(b.bytes)
 	for i, pr := range recs {
@@ -456,6 +472,7 @@ func (p *Producer) fail(pq *partQueue, b *batch, err error) {
 	if len(b.recs) > 0 {
 		p.log.Warn("strata: produce failed", "partition", b.tp, "records", len(b.recs), "err", err)
 	}
+	p.abandon(b)
 	recs := b.recs
 	p.buffer.release(b.bytes)
 	b.bytes = 0

@@ -31,6 +31,7 @@ type producerConfig struct {
 	backoff          backoff
 	deliveryTimeout  time.Duration
 	partitioner      Partitioner
+	idempotent       bool
 }
 
 func defaultProducerConfig() producerConfig {
@@ -45,6 +46,7 @@ func defaultProducerConfig() producerConfig {
 		backoff:          backoff{min: 100 * time.Millisecond, max: time.Second},
 		deliveryTimeout:  2 * time.Minute,
 		partitioner:      NewDefaultPartitioner(),
+		idempotent:       true,
 	}
 }
 
@@ -131,8 +133,8 @@ func WithMaxInFlightPerPartition(n int) ProducerOption {
 // WithRetries bounds how many times a batch is sent again after a
 // retriable error (NOT_LEADER, NOT_ENOUGH_REPLICAS, THROTTLED, a broken
 // connection, ...). Default -1: no bound other than the delivery timeout
-// and each record's context. Without idempotence a retry after a lost
-// answer can write a batch twice: delivery is at least once.
+// and each record's context. Without idempotence (WithIdempotence) a retry
+// after a lost answer can write a batch twice: delivery is at least once.
 func WithRetries(n int) ProducerOption {
 	return producerOption(func(c *producerConfig) { c.retries = n })
 }
@@ -155,4 +157,30 @@ func WithDeliveryTimeout(d time.Duration) ProducerOption {
 // for records produced with AnyPartition.
 func WithPartitioner(p Partitioner) ProducerOption {
 	return producerOption(func(c *producerConfig) { c.partitioner = p })
+}
+
+// WithIdempotence turns the idempotent producer on (the default) or off.
+// The producer takes a producer id from the cluster before its first batch
+// and stamps each batch with it and a per-partition sequence number, fixed
+// when the batch is first sent; a retry resends the same bytes, so a leader
+// that already wrote the batch (its answer was lost, it timed out, it failed
+// over after replicating it) answers with the original offsets instead of
+// writing it again: every acknowledged record is in its partition once, as
+// long as the leader still knows the producer (its last 5 batches per
+// partition are remembered; a restarted broker rebuilds that from the last
+// 64 MiB of each log).
+//
+// Some consequences. A batch is resent only whole, so a record whose
+// context ended is still sent again while other records of its batch wait.
+// When a batch fails for good after it was first sent, nobody knows whether
+// the leader wrote it, so the producer takes a new producer id for the
+// batches after it (a request to the controller). The leader refuses a batch
+// that leaves a gap (OUT_OF_ORDER_SEQUENCE, retried like other retriable
+// errors): with one batch in flight per partition (the default) that only
+// happens when the leader lost acknowledged batches (acks other than
+// ACKS_ALL, then a failover), and the batch fails at the delivery timeout;
+// with more in flight it also happens while an earlier batch is retried,
+// and resolves when that one lands.
+func WithIdempotence(on bool) ProducerOption {
+	return producerOption(func(c *producerConfig) { c.idempotent = on })
 }

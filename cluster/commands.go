@@ -28,6 +28,7 @@ const (
 	cmdCommitOffsets    = "commitOffsets"
 	cmdChangeLeader     = "changeLeader"
 	cmdChangeISR        = "changeISR"
+	cmdAllocateProducer = "allocateProducerId"
 )
 
 // header is the tag every command starts with.
@@ -118,13 +119,21 @@ type changeISRCmd struct {
 	LeaderEpoch int32   `json:"leaderEpoch"`
 }
 
-func (*registerBrokerCmd) typ() string   { return cmdRegisterBroker }
-func (*createTopicCmd) typ() string      { return cmdCreateTopic }
-func (*deleteTopicCmd) typ() string      { return cmdDeleteTopic }
-func (*alterTopicConfigCmd) typ() string { return cmdAlterTopicConfig }
-func (*commitOffsetsCmd) typ() string    { return cmdCommitOffsets }
-func (*changeLeaderCmd) typ() string     { return cmdChangeLeader }
-func (*changeISRCmd) typ() string        { return cmdChangeISR }
+// allocateProducerIDCmd hands out the next producer id. It carries nothing:
+// the id comes from the state machine's counter, so every replica hands out
+// the same one, and an id is never handed out twice.
+type allocateProducerIDCmd struct {
+	header
+}
+
+func (*registerBrokerCmd) typ() string     { return cmdRegisterBroker }
+func (*createTopicCmd) typ() string        { return cmdCreateTopic }
+func (*deleteTopicCmd) typ() string        { return cmdDeleteTopic }
+func (*alterTopicConfigCmd) typ() string   { return cmdAlterTopicConfig }
+func (*commitOffsetsCmd) typ() string      { return cmdCommitOffsets }
+func (*changeLeaderCmd) typ() string       { return cmdChangeLeader }
+func (*changeISRCmd) typ() string          { return cmdChangeISR }
+func (*allocateProducerIDCmd) typ() string { return cmdAllocateProducer }
 
 // newCommand returns an empty command of the given type and version, or nil
 // if this build does not know it.
@@ -147,6 +156,8 @@ func newCommand(typ string, v int) command {
 		return &changeLeaderCmd{}
 	case cmdChangeISR:
 		return &changeISRCmd{}
+	case cmdAllocateProducer:
+		return &allocateProducerIDCmd{}
 	}
 	return nil
 }

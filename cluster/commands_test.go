@@ -20,6 +20,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		&commitOffsetsCmd{Group: "g", CommittedAtMs: 42, Commits: []offsetCommitEntry{{Topic: "orders", Partition: 1, Offset: 9, Metadata: "m"}}},
 		&changeLeaderCmd{Topic: "orders", Partition: 2, NewLeader: NoLeader, ExpectedEpoch: 4},
 		&changeISRCmd{Topic: "orders", Partition: 2, ISR: []int32{2, 1}, LeaderEpoch: 4},
+		&allocateProducerIDCmd{},
 	} {
 		data, err := encodeCommand(c)
 		if err != nil {
@@ -50,6 +51,7 @@ func TestDecodeCommandErrors(t *testing.T) {
 		`{"type":"deleteTopic","v":1,"name":"x"}{}`:       `after top-level value`,
 		`{"type":"changeISR","v":1,"isr":"all"}`:          `cannot unmarshal`,
 		`{"type":"changeLeader","v":1,"partition":1e100}`: `cannot unmarshal`,
+		`{"type":"allocateProducerId","v":1,"count":5}`:   `unknown field "count"`,
 	} {
 		_, err := decodeCommand([]byte(raw))
 		mustIs(t, err, ErrInvalidCommand)

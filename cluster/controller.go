@@ -192,6 +192,22 @@ func (n *Node) ChangeISR(ctx context.Context, topic string, partition int32, isr
 	return resp.partition, nil
 }
 
+// AllocateProducerID hands out a producer id for an idempotent producer:
+// unique in the cluster, and larger than every id handed out before it
+// (from FirstProducerID on), snapshots and restarts included. An answer
+// lost to a timeout or a change of controller (ErrOutcomeUnknown) may have
+// used up an id; the next call returns a later one.
+func (n *Node) AllocateProducerID(ctx context.Context) (int64, error) {
+	if err := n.syncLeader(ctx); err != nil {
+		return 0, err
+	}
+	resp, err := n.propose(ctx, &allocateProducerIDCmd{})
+	if err != nil {
+		return 0, err
+	}
+	return resp.producerID, nil
+}
+
 // dryRun runs a command's transition against the local state without
 // applying it, so that a request the state machine would refuse (a stale
 // epoch, most often: a deposed leader retrying) is answered without a trip
@@ -199,6 +215,6 @@ func (n *Node) ChangeISR(ctx context.Context, topic string, partition int32, isr
 // transition does not read the offset table may use it, since that table is
 // the FSM goroutine's to read without a lock.
 func (n *Node) dryRun(c command) error {
-	_, err := transition(n.Metadata(), nil, c)
+	_, err := transition(n.Metadata(), nil, 0, c)
 	return err
 }

@@ -21,6 +21,9 @@ type fsm struct {
 	meta atomic.Pointer[Metadata]
 	// offsets holds committed consumer offsets.
 	offsets offsetTable
+	// nextProducerID is the producer id the next allocation hands out.
+	// Only the FSM goroutine touches it (Apply, Snapshot, Restore).
+	nextProducerID int64
 	// index is the Raft index of the last command applied, accepted or
 	// refused (or of the restored snapshot's last command). Node.WaitReady
 	// compares it with what Raft has committed.
@@ -32,7 +35,7 @@ type fsm struct {
 var _ raft.FSM = (*fsm)(nil)
 
 func newFSM(log *slog.Logger) *fsm {
-	f := &fsm{log: log}
+	f := &fsm{log: log, nextProducerID: FirstProducerID}
 	f.meta.Store(emptyMetadata())
 	return f
 }
@@ -46,6 +49,8 @@ type applyResponse struct {
 	// return them.
 	topic     *TopicInfo
 	partition PartitionInfo
+	// producerID is the id an allocateProducerId command handed out.
+	producerID int64
 	// err is the refusal, wrapping one of the package's sentinels; nothing
 	// was changed.
 	err error
@@ -76,7 +81,7 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 		return &applyResponse{index: index, err: err}
 	}
 	cur := f.meta.Load()
-	ch, err := transition(cur, f.offsets.groups, cmd)
+	ch, err := transition(cur, f.offsets.groups, f.nextProducerID, cmd)
 	if err != nil {
 		f.log.Debug("cluster: command refused", "index", index, "type", cmd.typ(), "err", err)
 		return &applyResponse{index: index, err: err}
@@ -89,9 +94,12 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 	}
 	next.Version = index
 	f.offsets.install(ch.offsets)
+	if ch.producerID != 0 {
+		f.nextProducerID = ch.producerID + 1
+	}
 	f.meta.Store(next)
 	f.changed.broadcast()
-	return &applyResponse{index: index, topic: ch.topic, partition: ch.partition}
+	return &applyResponse{index: index, topic: ch.topic, partition: ch.partition, producerID: ch.producerID}
 }
 
 // Snapshot captures the state in O(groups): Metadata is immutable and the
@@ -99,9 +107,10 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 // Persist can encode it while Apply goes on.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{
-		index:   f.index.Load(),
-		meta:    f.meta.Load(),
-		offsets: f.offsets.snapshot(),
+		index:          f.index.Load(),
+		meta:           f.meta.Load(),
+		offsets:        f.offsets.snapshot(),
+		nextProducerID: f.nextProducerID,
 	}, nil
 }
 
@@ -115,6 +124,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("cluster: restore snapshot: %w", err)
 	}
 	f.offsets.replace(s.offsets)
+	f.nextProducerID = s.nextProducerID
 	f.meta.Store(s.meta)
 	f.index.Store(s.index)
 	f.changed.broadcast()
@@ -123,14 +133,15 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 
 // fsmSnapshot is a point-in-time state waiting to be persisted.
 type fsmSnapshot struct {
-	index   uint64
-	meta    *Metadata
-	offsets map[string]groupOffsets
+	index          uint64
+	meta           *Metadata
+	offsets        map[string]groupOffsets
+	nextProducerID int64
 }
 
 // Persist writes the snapshot as JSON to the sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := encodeSnapshot(sink, s.index, s.meta, s.offsets); err != nil {
+	if err := encodeSnapshot(sink, s.index, s.meta, s.offsets, s.nextProducerID); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("cluster: persist snapshot: %w", err)
 	}

@@ -435,3 +435,22 @@ func equalPartition(a, b PartitionInfo) bool {
 	return a.Partition == b.Partition && a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch &&
 		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR)
 }
+
+// TestFSMAllocateProducerID: ids come from FirstProducerID up, one per
+// command, and only an accepted allocation moves the counter.
+func TestFSMAllocateProducerID(t *testing.T) {
+	h := threeBrokers(t)
+	for i := range int64(3) {
+		if id := h.ok(&allocateProducerIDCmd{}).producerID; id != FirstProducerID+i {
+			t.Fatalf("allocation %d handed out %d, want %d", i, id, FirstProducerID+i)
+		}
+		// Other commands in between neither hand out nor use up an id.
+		if id := h.ok(&registerBrokerCmd{Broker: broker(4)}).producerID; id != 0 {
+			t.Fatalf("registerBroker answered producer id %d", id)
+		}
+	}
+	h.refusedRaw([]byte(`{"type":"allocateProducerId","v":1,"count":2}`), ErrInvalidCommand)
+	if id := h.ok(&allocateProducerIDCmd{}).producerID; id != FirstProducerID+3 {
+		t.Fatalf("after a refused command: %d, want %d", id, FirstProducerID+3)
+	}
+}

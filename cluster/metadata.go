@@ -9,6 +9,11 @@ import (
 // gone and unclean election is off).
 const NoLeader int32 = -1
 
+// FirstProducerID is the first producer id Node.AllocateProducerID hands
+// out; ids grow from there. Ids below it are never handed out, so they can
+// never be mistaken for an allocated one.
+const FirstProducerID int64 = 1000
+
 // The JSON tags on the types below are the encoding of commands in the Raft
 // log and of snapshots on disk: renaming a tag is a format change.
 

@@ -87,6 +87,10 @@ func TestThreeNodes(t *testing.T) {
 	if err := leader.CommitOffsets(ctx, "g", []OffsetCommitRequest{{Topic: "events", Partition: 4, Offset: 77}}); err != nil {
 		t.Fatal(err)
 	}
+	lastPID, err := leader.AllocateProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := leader.Metadata()
 
 	// Every follower reaches the same state, woken by Changed.
@@ -115,6 +119,10 @@ func TestThreeNodes(t *testing.T) {
 	_, err = followers[1].ChangeLeader(ctx, "events", 0, 1, 0)
 	mustIs(t, err, ErrNotController)
 	mustIs(t, followers[1].AddVoter(ctx, 9, "127.0.0.1:1"), ErrNotController)
+	_, err = followers[0].AllocateProducerID(ctx)
+	if !errors.As(err, &nce) || nce.ControllerID != leader.cfg.NodeID {
+		t.Fatalf("producer id allocation on a follower: %v", err)
+	}
 
 	// Fail the controller. The other two elect one of themselves, which
 	// has everything and takes writes.
@@ -147,6 +155,10 @@ func TestThreeNodes(t *testing.T) {
 		}
 		_, err = next.ChangeLeader(ctx, "events", p.Partition, to, p.LeaderEpoch)
 		mustIs(t, err, ErrStaleEpoch)
+	}
+	// The new controller goes on from the old one's producer ids.
+	if pid, err := next.AllocateProducerID(ctx); err != nil || pid <= lastPID {
+		t.Fatalf("producer id %d (%v) after failover, the old controller handed out %d", pid, err, lastPID)
 	}
 	after, err := next.CreateTopic(ctx, "after-failover", 2, 2, nil)
 	if err != nil {

@@ -235,6 +235,50 @@ func TestNodeSnapshotRestore(t *testing.T) {
 	mustEqual(t, "offsets after restore and replay", n2.CommittedOffsets("g"), wantOffsets)
 }
 
+// TestNodeAllocateProducerID: producer ids only grow, across a snapshot
+// that compacts the log behind it, commands after the snapshot, and a
+// restart that restores the one and replays the others.
+func TestNodeAllocateProducerID(t *testing.T) {
+	cfg := testConfig(t, 1)
+	cfg.Bootstrap = true
+	cfg.TrailingLogs = 1
+	n := openNode(t, cfg)
+	waitReady(t, n)
+	ctx := testContext(t, 10*time.Second)
+
+	last := FirstProducerID - 1
+	allocate := func(n *Node, what string) {
+		t.Helper()
+		id, err := n.AllocateProducerID(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if id <= last || (last < FirstProducerID && id != FirstProducerID) {
+			t.Fatalf("%s: producer id %d after %d", what, id, last)
+		}
+		last = id
+	}
+	for range 3 {
+		allocate(n, "before the snapshot")
+	}
+	if err := n.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if first, err := n.store.FirstIndex(); err != nil || first <= 3 {
+		t.Fatalf("log not compacted after the snapshot: first index %d (%v)", first, err)
+	}
+	allocate(n, "after the snapshot")
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Bind = n.RaftAddr()
+	n2 := openNode(t, cfg)
+	waitReady(t, n2)
+	allocate(n2, "after a restart")
+	allocate(n2, "after a restart")
+}
+
 // TestNodeFencing drives leader and ISR changes through Raft, with stale
 // epochs refused. Brokers 2 and 3 are registered without running: the
 // metadata does not care who is alive (that is gossip's business).

@@ -9,8 +9,10 @@ import (
 	"slices"
 )
 
-// snapshotVersion is the version of the snapshot format below.
-const snapshotVersion = 1
+// snapshotVersion is the version of the snapshot format below. Version 2
+// added the producer id counter; a version 1 snapshot (written before there
+// was one) restores with the counter at FirstProducerID.
+const snapshotVersion = 2
 
 // snapshotFile is the whole state as one JSON document. Lists are sorted
 // (brokers by id, topics by name, groups by name, offsets by topic and
@@ -23,6 +25,8 @@ type snapshotFile struct {
 	Brokers []BrokerInfo    `json:"brokers"`
 	Topics  []*TopicInfo    `json:"topics"`
 	Groups  []groupSnapshot `json:"groups"`
+	// NextProducerID is the producer id the next allocation hands out.
+	NextProducerID int64 `json:"nextProducerId"`
 }
 
 // groupSnapshot is one consumer group's offsets in a snapshot.
@@ -32,14 +36,15 @@ type groupSnapshot struct {
 }
 
 // encodeSnapshot writes the state to w.
-func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[string]groupOffsets) error {
+func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[string]groupOffsets, nextProducerID int64) error {
 	s := snapshotFile{
-		V:       snapshotVersion,
-		Index:   index,
-		Version: meta.Version,
-		Brokers: make([]BrokerInfo, 0, len(meta.Brokers)),
-		Topics:  make([]*TopicInfo, 0, len(meta.Topics)),
-		Groups:  make([]groupSnapshot, 0, len(offsets)),
+		V:              snapshotVersion,
+		Index:          index,
+		Version:        meta.Version,
+		Brokers:        make([]BrokerInfo, 0, len(meta.Brokers)),
+		Topics:         make([]*TopicInfo, 0, len(meta.Topics)),
+		Groups:         make([]groupSnapshot, 0, len(offsets)),
+		NextProducerID: nextProducerID,
 	}
 	for _, id := range meta.BrokerIDs() {
 		s.Brokers = append(s.Brokers, meta.Brokers[id])
@@ -71,9 +76,10 @@ func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[strin
 
 // restoredState is a decoded snapshot, ready to install.
 type restoredState struct {
-	index   uint64
-	meta    *Metadata
-	offsets map[string]groupOffsets
+	index          uint64
+	meta           *Metadata
+	offsets        map[string]groupOffsets
+	nextProducerID int64
 }
 
 // decodeSnapshot reads and checks a snapshot. It refuses unknown versions and
@@ -89,8 +95,13 @@ func decodeSnapshot(r io.Reader) (*restoredState, error) {
 	if err := decodeStrict(data, &s); err != nil {
 		return nil, err
 	}
-	if s.V != snapshotVersion {
+	switch {
+	case s.V == 1 && s.NextProducerID == 0:
+		s.NextProducerID = FirstProducerID
+	case s.V != snapshotVersion:
 		return nil, fmt.Errorf("unknown snapshot version %d", s.V)
+	case s.NextProducerID < FirstProducerID:
+		return nil, fmt.Errorf("producer id counter %d is below the first producer id %d", s.NextProducerID, FirstProducerID)
 	}
 	meta := &Metadata{
 		Version: s.Version,
@@ -145,5 +156,5 @@ func decodeSnapshot(r io.Reader) (*restoredState, error) {
 		}
 		offsets[g.Group] = offs
 	}
-	return &restoredState{index: s.Index, meta: meta, offsets: offsets}, nil
+	return &restoredState{index: s.Index, meta: meta, offsets: offsets, nextProducerID: s.NextProducerID}, nil
 }

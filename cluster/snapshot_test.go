@@ -25,6 +25,8 @@ func richState(t *testing.T) *fsmHarness {
 	h.ok(&commitOffsetsCmd{Group: "audit", CommittedAtMs: 2000, Commits: []offsetCommitEntry{{Topic: "gone", Partition: 0, Offset: 1}}})
 	h.ok(&deleteTopicCmd{Name: "gone"})
 	h.ok(&alterTopicConfigCmd{Name: "events", Set: map[string]string{"flush.policy": "never"}})
+	h.ok(&allocateProducerIDCmd{})
+	h.ok(&allocateProducerIDCmd{})
 	h.refused(&deleteTopicCmd{Name: "gone"}, ErrTopicNotFound) // the index moves past the version
 	return h
 }
@@ -51,6 +53,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 	mustEqual(t, "metadata", dst.f.meta.Load(), src.f.meta.Load())
 	mustEqual(t, "offsets", dst.f.offsets.groups, src.f.offsets.groups)
+	if got := dst.f.nextProducerID; got != FirstProducerID+2 {
+		t.Fatalf("restored producer id counter %d, want %d", got, FirstProducerID+2)
+	}
 	if got, want := dst.f.index.Load(), src.f.index.Load(); got != want {
 		t.Fatalf("index %d, want %d", got, want)
 	}
@@ -65,6 +70,28 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	dst.index = dst.f.index.Load()
 	dst.ok(createCmd(dst.f.meta.Load(), "after", 1, 3, nil))
 	dst.refused(createCmd(dst.f.meta.Load(), "orders", 1, 1, nil), ErrTopicExists)
+	if id := dst.ok(&allocateProducerIDCmd{}).producerID; id != FirstProducerID+2 {
+		t.Fatalf("first producer id after restore %d, want %d", id, FirstProducerID+2)
+	}
+}
+
+// TestSnapshotVersion1: a snapshot written before producer ids existed
+// restores with the counter at its start.
+func TestSnapshotVersion1(t *testing.T) {
+	src := richState(t)
+	v2 := string(snapshotBytes(t, src.f))
+	v1 := strings.Replace(strings.Replace(v2, `{"v":2,`, `{"v":1,`, 1), `,"nextProducerId":1002`, ``, 1)
+	if v1 == v2 || strings.Contains(v1, "nextProducerId") {
+		t.Fatalf("could not make a version 1 snapshot of %s", v2)
+	}
+	dst := newFSMHarness(t)
+	if err := dst.f.Restore(io.NopCloser(strings.NewReader(v1))); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "metadata", dst.f.meta.Load(), src.f.meta.Load())
+	if dst.f.nextProducerID != FirstProducerID {
+		t.Fatalf("producer id counter %d after a version 1 snapshot, want %d", dst.f.nextProducerID, FirstProducerID)
+	}
 }
 
 func TestSnapshotEmptyRoundTrip(t *testing.T) {
@@ -83,8 +110,10 @@ func TestRestoreRefusesDamage(t *testing.T) {
 	good := string(snapshotBytes(t, richState(t).f))
 	for name, damaged := range map[string]string{
 		"truncated":       good[:len(good)/2],
-		"version":         strings.Replace(good, `{"v":1,`, `{"v":2,`, 1),
-		"unknown field":   strings.Replace(good, `{"v":1,`, `{"v":1,"extra":1,`, 1),
+		"version":         strings.Replace(good, `{"v":2,`, `{"v":3,`, 1),
+		"unknown field":   strings.Replace(good, `{"v":2,`, `{"v":2,"extra":1,`, 1),
+		"producer ids":    strings.Replace(good, `"nextProducerId":1002`, `"nextProducerId":999`, 1),
+		"v1 producer ids": strings.Replace(good, `{"v":2,`, `{"v":1,`, 1),
 		"duplicate topic": strings.Replace(good, `"name":"events"`, `"name":"orders"`, 1),
 		"bad broker ref":  strings.Replace(good, `"replicas":[`, `"replicas":[77,`, 1),
 		"empty":           ``,

@@ -27,11 +27,15 @@ type change struct {
 	// topic and partition are the response to the proposer.
 	topic     *TopicInfo
 	partition PartitionInfo
+	// producerID is the producer id handed out (the counter moves past
+	// it), or 0 for commands that hand out none.
+	producerID int64
 }
 
 // transition validates c against the state and computes its change.
-// offsets is the FSM's current table, read-only.
-func transition(cur *Metadata, offsets map[string]groupOffsets, c command) (change, error) {
+// offsets is the FSM's current table, read-only; nextProducerID is its
+// producer id counter.
+func transition(cur *Metadata, offsets map[string]groupOffsets, nextProducerID int64, c command) (change, error) {
 	switch c := c.(type) {
 	case *registerBrokerCmd:
 		return applyRegisterBroker(cur, c)
@@ -47,6 +51,9 @@ func transition(cur *Metadata, offsets map[string]groupOffsets, c command) (chan
 		return applyChangeLeader(cur, c)
 	case *changeISRCmd:
 		return applyChangeISR(cur, c)
+	case *allocateProducerIDCmd:
+		// The counter is an int64 from FirstProducerID: it does not run out.
+		return change{producerID: nextProducerID}, nil
 	}
 	return change{}, errorf(ErrInvalidCommand, "no transition for %T", c)
 }

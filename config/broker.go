@@ -70,6 +70,10 @@ type Gossip struct {
 	BootstrapExpect int `yaml:"bootstrap_expect"`
 	// Rack labels the broker's failure domain for replica placement.
 	Rack string `yaml:"rack"`
+	// Profile tunes failure detection: "lan" (memberlist's LAN defaults, a
+	// failed broker is noticed in a few seconds) or "local" (brokers on one
+	// host or a fast, quiet network: about a second).
+	Profile string `yaml:"profile"`
 }
 
 // Admin configures the HTTP admin endpoint.
@@ -180,6 +184,7 @@ func DefaultBroker() Broker {
 		Gossip: Gossip{
 			Listen:          "127.0.0.1:7402",
 			BootstrapExpect: 1,
+			Profile:         "lan",
 		},
 		Admin: Admin{Listen: "127.0.0.1:7403"},
 		ObjectStore: ObjectStore{

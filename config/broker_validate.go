@@ -159,6 +159,9 @@ func (g Gossip) validate() error {
 	if g.BootstrapExpect < 1 {
 		return &Error{Key: "gossip.bootstrap_expect", Value: strconv.Itoa(g.BootstrapExpect), Allowed: "an integer of at least 1"}
 	}
+	if !oneOf(g.Profile, "lan", "local") {
+		return &Error{Key: "gossip.profile", Value: g.Profile, Allowed: "lan or local"}
+	}
 	return nil
 }
 

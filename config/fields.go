@@ -42,6 +42,7 @@ func brokerFields() []field {
 		listField("gossip.join", "seed gossip addresses to join, comma-separated; empty starts a new cluster", func(b *Broker) *[]string { return &b.Gossip.Join }),
 		secretField("gossip.secret_key", "base64 of a 16, 24 or 32-byte key encrypting gossip; empty means unencrypted", func(b *Broker) *Secret { return &b.Gossip.SecretKey }),
 		intField("gossip.bootstrap_expect", "brokers to wait for before bootstrapping the controller group", func(b *Broker) *int { return &b.Gossip.BootstrapExpect }),
+		stringField("gossip.profile", "failure detection timing: lan, or local for brokers on one host (faster)", func(b *Broker) *string { return &b.Gossip.Profile }),
 		stringField("gossip.rack", "failure domain label for replica placement; empty means none", func(b *Broker) *string { return &b.Gossip.Rack }),
 		stringField("admin.listen", "HTTP address for health and metrics; empty disables it", func(b *Broker) *string { return &b.Admin.Listen }),
 		stringField("object_store.type", "cold tier store: fs, s3 or none", func(b *Broker) *string { return &b.ObjectStore.Type }),

@@ -134,6 +134,7 @@ func sampleBroker() Broker {
 			Join:            []string{"broker1:9402", "broker2:9402"},
 			SecretKey:       "AAAAAAAAAAAAAAAAAAAAAA==",
 			BootstrapExpect: 3,
+			Profile:         "local",
 			Rack:            "eu-west-1a",
 		},
 		Admin: Admin{Listen: "0.0.0.0:9403"},

@@ -253,4 +253,3 @@ func waitUntil(b testing.TB, within time.Duration, what string, cond func() bool
 		<-time.After(100 * time.Millisecond)
 	}
 }
-

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +19,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/record"
 )
 
 // strataBin returns the binary under test: $STRATA_BIN (make test builds it)
@@ -123,6 +127,13 @@ func tail(s string, n int) string {
 // start runs the broker and waits until its health check says SERVING.
 func (b *brokerProc) start() {
 	b.t.Helper()
+	b.launch()
+	b.waitServing()
+}
+
+// launch starts the broker process without waiting for it.
+func (b *brokerProc) launch() {
+	b.t.Helper()
 	logf, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		b.t.Fatal(err)
@@ -135,6 +146,11 @@ func (b *brokerProc) start() {
 	}
 	b.exited = make(chan struct{})
 	go func() { b.cmd.Wait(); logf.Close(); close(b.exited) }()
+}
+
+// waitServing waits until the broker's health check says SERVING.
+func (b *brokerProc) waitServing() {
+	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	conn, err := grpc.NewClient(b.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -246,6 +262,50 @@ func lines(s string) []string {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		out = append(out, sc.Text())
+	}
+	return out
+}
+
+func grpcConn(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// localLog reads a stopped broker's log of a partition from its data dir.
+func localLog(t *testing.T, dataDir, topic, id string, p int32) []byte {
+	t.Helper()
+	opts := hotlog.DefaultOptions()
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := hotlog.Open(filepath.Join(dataDir, "logs", topic+"-"+id, fmt.Sprint(p)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var out []byte
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+		res, err := l.Read(off, 1<<20, l.LogEndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, off = append(out, res.Data...), res.NextOffset
+	}
+	return out
+}
+
+// decodeAll decodes concatenated batches into records.
+func decodeAll(t *testing.T, data []byte) []record.Record {
+	t.Helper()
+	var out []record.Record
+	for len(data) > 0 {
+		b, rest, err := record.Next(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := b.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, recs...)
+		data = rest
 	}
 	return out
 }

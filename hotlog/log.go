@@ -312,6 +312,13 @@ func (l *Log) appendLocked(b record.Batch) error {
 	return nil
 }
 
+// WaitDurable returns once every offset below end is as durable as the
+// flush policy asks: under FlushAlways, once fsynced; under the other
+// policies at once. AppendUnflushed followed by WaitDurable is Append, split
+// so that a caller can release its own lock before the fsync and let
+// concurrent appenders share it.
+func (l *Log) WaitDurable(end int64) error { return l.afterAppend(end) }
+
 func (l *Log) afterAppend(next int64) error {
 	if l.cfg.Load().FlushPolicy == FlushAlways {
 		return l.waitFlushed(next)

@@ -150,6 +150,18 @@ func (b Batch) SetLogAppendTime(ts int64) {
 	b.updateCRC()
 }
 
+// SetProducer stamps the batch with an idempotent producer's identity and
+// the sequence number of its first record, then recomputes the CRC in place.
+// A producer fixes these only when it first sends a batch (its sequence
+// depends on what went before), after the records were encoded; this is
+// cheaper than encoding them again.
+func (b Batch) SetProducer(id int64, epoch int16, baseSequence int32) {
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(id))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(baseSequence))
+	b.updateCRC()
+}
+
 // updateCRC stores the CRC-32C of bytes [21:].
 func (b Batch) updateCRC() {
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))

@@ -56,6 +56,28 @@ func TestSetLogAppendTime(t *testing.T) {
 	}
 }
 
+func TestSetProducer(t *testing.T) {
+	for _, codec := range allCodecs {
+		in := sampleRecords(3)
+		b := Batch(clone(mustEncode(t, codecOpts(codec), in...)))
+		if b.ProducerID() != NoProducerID || b.ProducerEpoch() != -1 || b.BaseSequence() != -1 {
+			t.Fatalf("%v: default producer fields %d %d %d", codec, b.ProducerID(), b.ProducerEpoch(), b.BaseSequence())
+		}
+		b.SetProducer(1<<40, 3, 1<<31-2)
+		if err := b.ValidateRecords(); err != nil {
+			t.Fatalf("%v: after SetProducer: %v", codec, err)
+		}
+		if b.ProducerID() != 1<<40 || b.ProducerEpoch() != 3 || b.BaseSequence() != 1<<31-2 || b.Compression() != codec {
+			t.Fatalf("%v: producer %d epoch %d sequence %d", codec, b.ProducerID(), b.ProducerEpoch(), b.BaseSequence())
+		}
+		opts := codecOpts(codec)
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = 1<<40, 3, 1<<31-2
+		if want := mustEncode(t, opts, in...); string(b) != string(want) {
+			t.Fatalf("%v: differs from a batch built with the same producer fields", codec)
+		}
+	}
+}
+
 func TestAttributeBits(t *testing.T) {
 	b := Batch(clone(mustEncode(t, codecOpts(CompressionLZ4), Record{})))
 	b[22] |= attrTransactional | attrControl

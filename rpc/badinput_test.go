@@ -2,9 +2,9 @@ package rpc
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,11 +57,7 @@ func topicDirs(t testing.TB, dataDir string) []string {
 // then that the log holds exactly what it held before.
 func TestBadInputMatrix(t *testing.T) {
 	dir := t.TempDir()
-	cfg1 := brokerConfig(t, 1, filepath.Join(dir, "b1"))
-	// Replication arrives later: until then a follower never catches up, so
-	// it leaves the ISR once this passes.
-	cfg1.Replica.LagTimeMax = config.Duration(300 * time.Millisecond)
-	b1 := startBroker(t, cfg1)
+	b1 := startBroker(t, brokerConfig(t, 1, filepath.Join(dir, "b1")))
 	ctx := testCtx(t)
 	b1.createTopic(t, "good", 2, map[string]string{"max.message.bytes": "4096"})
 	for i := range 3 {
@@ -74,7 +70,8 @@ func TestBadInputMatrix(t *testing.T) {
 	// A second broker in the same metadata group, for the reasons that need
 	// two: NOT_LEADER and NOT_ENOUGH_REPLICAS.
 	b2 := joinSecondBroker(t, b1, brokerConfig(t, 2, filepath.Join(dir, "b2")))
-	b1.createTopic(t, "pair", 2, map[string]string{"replication.factor": "2", "min.insync.replicas": "2"})
+	b3 := joinSecondBroker(t, b1, brokerConfig(t, 3, filepath.Join(dir, "b3")))
+	b1.createTopic(t, "trio", 3, map[string]string{"replication.factor": "3", "min.insync.replicas": "3"})
 
 	corrupt := batchOf(t, "corrupt")
 	corrupt[len(corrupt)-2] ^= 0xff
@@ -135,9 +132,13 @@ func TestBadInputMatrix(t *testing.T) {
 			return err
 		}, codes.FailedPrecondition, "NOT_LEADER", true, map[string]string{"leader_address": b1.addr}},
 		{"acks=all below min.insync.replicas", func() error {
-			p := ledBy(t, b1, "pair", 1)
-			waitForISR(t, b1, "pair", p, 1)
-			_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "pair", Partition: p, Batch: batchOf(t, "x"), Acks: stratav1.Acks_ACKS_ALL})
+			// Broker 3 stops: the controller takes it out of the ISRs, and
+			// the partitions broker 1 leads are left with two in-sync
+			// replicas of the three min.insync.replicas asks for.
+			p := ledBy(t, b1, "trio", 1)
+			b3.stop(t)
+			waitForISR(t, b1, "trio", p, 2)
+			_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "trio", Partition: p, Batch: batchOf(t, "x"), Acks: stratav1.Acks_ACKS_ALL})
 			return err
 		}, codes.Unavailable, "NOT_ENOUGH_REPLICAS", true, nil},
 	}
@@ -180,23 +181,22 @@ func TestBadInputMatrix(t *testing.T) {
 	})
 }
 
-// joinSecondBroker starts broker 2 and has b1, the controller, admit it to
-// the cluster.
+// joinSecondBroker starts another broker with b1 as its gossip seed: b1,
+// the controller, adds it to the metadata group and registers it.
 func joinSecondBroker(t *testing.T, b1 *testBroker, cfg config.Broker) *testBroker {
-	cfg.Gossip.BootstrapExpect = 2 // do not bootstrap a cluster of its own
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	cfg.Gossip.Join = []string{b1.cfg.Gossip.Listen}
+	b2 := startBroker(t, cfg)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		md, err := b1.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{})
+		if err == nil && slices.ContainsFunc(md.Brokers, func(b *stratav1.Broker) bool { return b.Id == cfg.NodeID }) {
+			return b2
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker 2 was not registered: %v %v", md, err)
+		}
+		<-time.After(10 * time.Millisecond)
 	}
-	addr := lis.Addr().String()
-	lis.Close()
-	cfg.Listen = addr
-	started := make(chan *testBroker, 1)
-	go func() { started <- startBrokerAt(t, cfg) }()
-	if err := b1.AdmitBroker(testCtx(t), 2, addr, cfg.Raft.Listen, ""); err != nil {
-		t.Fatal(err)
-	}
-	return <-started
 }
 
 // ledBy returns a partition of topic that broker id leads.

@@ -36,6 +36,10 @@ var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonFencedEpoch:        codes.FailedPrecondition,
 	broker.ReasonLeaderNotAvailable: codes.Unavailable,
 	broker.ReasonCorruptData:        codes.DataLoss,
+	// Like NOT_LEADER: the request is sound, the partition's state does not
+	// allow it now.
+	broker.ReasonOutOfOrderSequence:   codes.FailedPrecondition,
+	broker.ReasonInvalidProducerEpoch: codes.FailedPrecondition,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

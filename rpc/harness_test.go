@@ -41,7 +41,8 @@ func brokerConfig(t testing.TB, id int32, dir string) config.Broker {
 	cfg.NodeID = id
 	cfg.DataDir = dir
 	cfg.Raft.Listen = freeAddr(t)
-	cfg.Gossip.Listen = "127.0.0.1:0"
+	cfg.Gossip.Listen = freeAddr(t)
+	cfg.Gossip.Profile = "local"
 	cfg.Admin.Listen = ""
 	cfg.ObjectStore.Type = config.ObjectStoreNone
 	return cfg

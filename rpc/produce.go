@@ -2,7 +2,11 @@ package rpc
 
 // Produce: one batch for one partition, sent as simple records (which this
 // handler encodes into one batch with the requested compression; timestamp 0
-// means now) or as one encoded batch, stored as sent.
+// means now) or as one encoded batch, stored as sent. A resend of an
+// idempotent producer's batch is answered with the original offsets and
+// duplicate set.
+//
+// InitProducer: a producer id from the controller, with epoch 0.
 
 import (
 	"context"
@@ -55,7 +59,16 @@ func (s *produceService) Produce(ctx context.Context, req *stratav1.ProduceReque
 		LastOffset:      res.LastOffset,
 		LogAppendTimeMs: res.LogAppendTime,
 		LogStartOffset:  res.LogStartOffset,
+		Duplicate:       res.Duplicate,
 	}, nil
+}
+
+func (s *produceService) InitProducer(ctx context.Context, _ *stratav1.InitProducerRequest) (*stratav1.InitProducerResponse, error) {
+	id, epoch, err := s.b.InitProducer(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &stratav1.InitProducerResponse{ProducerId: id, ProducerEpoch: int32(epoch)}, nil
 }
 
 func ackMode(a stratav1.Acks) (broker.Acks, error) {

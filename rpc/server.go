@@ -29,8 +29,9 @@ type Server struct {
 	// stopping ends open fetch streams when the server shuts down: they
 	// would otherwise hold a graceful stop open for as long as consumers
 	// stay connected.
-	stopping context.Context
-	stop     context.CancelFunc
+	stopping  context.Context
+	stop      context.CancelFunc
+	forwarder *forwarder
 }
 
 // NewServer registers every service over b.
@@ -38,14 +39,16 @@ func NewServer(b *broker.Broker, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessageBytes))
-	s := &Server{grpc: g, health: health.NewServer()}
+	fwd := &forwarder{}
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.ChainUnaryInterceptor(fwd.interceptor))
+	s := &Server{grpc: g, health: health.NewServer(), forwarder: fwd}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	stratav1.RegisterProduceServiceServer(g, &produceService{b: b})
 	stratav1.RegisterFetchServiceServer(g, &fetchService{b: b, stopping: s.stopping})
 	stratav1.RegisterMetadataServiceServer(g, &metadataService{b: b})
 	stratav1.RegisterAdminServiceServer(g, &adminService{b: b})
 	stratav1.RegisterOffsetServiceServer(g, &offsetService{b: b})
+	stratav1.RegisterReplicationServiceServer(g, &replicationService{b: b, stopping: s.stopping})
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
 	return s
@@ -64,6 +67,7 @@ func (s *Server) GracefulStop() {
 	s.health.Shutdown()
 	s.stop()
 	s.grpc.GracefulStop()
+	s.forwarder.close()
 }
 
 // Stop closes every connection at once.
@@ -71,4 +75,5 @@ func (s *Server) Stop() {
 	s.health.Shutdown()
 	s.stop()
 	s.grpc.Stop()
+	s.forwarder.close()
 }

@@ -265,6 +265,11 @@ func EnsureBucket(ctx context.Context, b objstore.Bucket) (bool, error) {
 		return false, fmt.Errorf("s3: head bucket %q: %w", s.bucket, err)
 	}
 	if _, err := s.client.CreateBucket(ctx, &s3sdk.CreateBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		// Brokers starting together race to create it: losing is fine.
+		var owned *types.BucketAlreadyOwnedByYou
+		if errors.As(err, &owned) {
+			return false, nil
+		}
 		return false, fmt.Errorf("s3: create bucket %q: %w", s.bucket, err)
 	}
 	return true, nil

@@ -32,6 +32,10 @@ const (
 //	RECORD_TOO_LARGE: "size", "max"
 //	INVALID_CONFIG: "key", "value", "allowed"
 //	THROTTLED: a google.rpc.RetryInfo detail says when to retry
+//	UNAVAILABLE from a call only the controller serves: "controller_id",
+//	  "controller_address" (empty while electing)
+//	OUT_OF_ORDER_SEQUENCE: "producer_id", "sequence", "expected_sequence"
+//	INVALID_PRODUCER_EPOCH: "producer_id", "producer_epoch", "current_epoch"
 type ErrorReason int32
 
 const (
@@ -75,6 +79,18 @@ const (
 	// DataLoss: stored data failed its checks (a CRC, a length) when read
 	// back; metadata "object" names what is damaged. Never returned as data.
 	ErrorReason_ERROR_REASON_CORRUPT_DATA ErrorReason = 18
+	// FailedPrecondition, retriable: an idempotent producer's batch does not
+	// follow its last one (base sequence is not last sequence + 1, nor the
+	// batch a resend of one of its last 5). Nothing was written. A producer
+	// that sends one batch at a time per partition sees it only after the
+	// leader lost batches it had acknowledged (acks=leader or none and a
+	// failover); with more in flight, also while an earlier batch is being
+	// retried, which resending in order resolves.
+	ErrorReason_ERROR_REASON_OUT_OF_ORDER_SEQUENCE ErrorReason = 19
+	// FailedPrecondition: the batch carries a producer epoch older than the
+	// latest the partition has seen for its producer id: a newer instance of
+	// the producer has fenced this one.
+	ErrorReason_ERROR_REASON_INVALID_PRODUCER_EPOCH ErrorReason = 20
 )
 
 // Enum value maps for ErrorReason.
@@ -99,27 +115,31 @@ var (
 		16: "ERROR_REASON_FENCED_EPOCH",
 		17: "ERROR_REASON_LEADER_NOT_AVAILABLE",
 		18: "ERROR_REASON_CORRUPT_DATA",
+		19: "ERROR_REASON_OUT_OF_ORDER_SEQUENCE",
+		20: "ERROR_REASON_INVALID_PRODUCER_EPOCH",
 	}
 	ErrorReason_value = map[string]int32{
-		"ERROR_REASON_UNSPECIFIED":          0,
-		"ERROR_REASON_TOPIC_NOT_FOUND":      1,
-		"ERROR_REASON_PARTITION_NOT_FOUND":  2,
-		"ERROR_REASON_NOT_LEADER":           3,
-		"ERROR_REASON_OFFSET_OUT_OF_RANGE":  4,
-		"ERROR_REASON_RECORD_TOO_LARGE":     5,
-		"ERROR_REASON_CORRUPT_BATCH":        6,
-		"ERROR_REASON_INVALID_CONFIG":       7,
-		"ERROR_REASON_NOT_ENOUGH_REPLICAS":  8,
-		"ERROR_REASON_THROTTLED":            9,
-		"ERROR_REASON_TOPIC_ALREADY_EXISTS": 10,
-		"ERROR_REASON_INVALID_TOPIC_NAME":   11,
-		"ERROR_REASON_INVALID_REQUEST":      12,
-		"ERROR_REASON_TIMEOUT":              13,
-		"ERROR_REASON_STORAGE_ERROR":        14,
-		"ERROR_REASON_UNAVAILABLE":          15,
-		"ERROR_REASON_FENCED_EPOCH":         16,
-		"ERROR_REASON_LEADER_NOT_AVAILABLE": 17,
-		"ERROR_REASON_CORRUPT_DATA":         18,
+		"ERROR_REASON_UNSPECIFIED":            0,
+		"ERROR_REASON_TOPIC_NOT_FOUND":        1,
+		"ERROR_REASON_PARTITION_NOT_FOUND":    2,
+		"ERROR_REASON_NOT_LEADER":             3,
+		"ERROR_REASON_OFFSET_OUT_OF_RANGE":    4,
+		"ERROR_REASON_RECORD_TOO_LARGE":       5,
+		"ERROR_REASON_CORRUPT_BATCH":          6,
+		"ERROR_REASON_INVALID_CONFIG":         7,
+		"ERROR_REASON_NOT_ENOUGH_REPLICAS":    8,
+		"ERROR_REASON_THROTTLED":              9,
+		"ERROR_REASON_TOPIC_ALREADY_EXISTS":   10,
+		"ERROR_REASON_INVALID_TOPIC_NAME":     11,
+		"ERROR_REASON_INVALID_REQUEST":        12,
+		"ERROR_REASON_TIMEOUT":                13,
+		"ERROR_REASON_STORAGE_ERROR":          14,
+		"ERROR_REASON_UNAVAILABLE":            15,
+		"ERROR_REASON_FENCED_EPOCH":           16,
+		"ERROR_REASON_LEADER_NOT_AVAILABLE":   17,
+		"ERROR_REASON_CORRUPT_DATA":           18,
+		"ERROR_REASON_OUT_OF_ORDER_SEQUENCE":  19,
+		"ERROR_REASON_INVALID_PRODUCER_EPOCH": 20,
 	}
 )
 
@@ -154,7 +174,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x87\x05\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xd8\x05\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -175,7 +195,9 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"\x18ERROR_REASON_UNAVAILABLE\x10\x0f\x12\x1d\n" +
 	"\x19ERROR_REASON_FENCED_EPOCH\x10\x10\x12%\n" +
 	"!ERROR_REASON_LEADER_NOT_AVAILABLE\x10\x11\x12\x1d\n" +
-	"\x19ERROR_REASON_CORRUPT_DATA\x10\x12B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\x19ERROR_REASON_CORRUPT_DATA\x10\x12\x12&\n" +
+	"\"ERROR_REASON_OUT_OF_ORDER_SEQUENCE\x10\x13\x12'\n" +
+	"#ERROR_REASON_INVALID_PRODUCER_EPOCH\x10\x14B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once

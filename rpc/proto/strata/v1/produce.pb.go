@@ -88,6 +88,17 @@ type ProduceRequest struct {
 	// Exactly one of records and batch. records are encoded into one batch by
 	// the broker with the given compression; batch is one encoded Kafka v2
 	// RecordBatch (magic 2) and is stored as sent, with offsets assigned.
+	//
+	// An idempotent producer (see InitProducer) sends batch, with its producer
+	// id and epoch and the sequence number of its first record in the header;
+	// sequences count records per partition from 0, wrapping from 2^31-1 to 0.
+	// The leader writes a batch that follows the producer's last one
+	// (base sequence = last sequence + 1) and answers a resend of one of the
+	// producer's last 5 batches with that batch's original offsets and
+	// duplicate set, writing nothing. A gap gets OUT_OF_ORDER_SEQUENCE, an
+	// epoch older than the producer's latest INVALID_PRODUCER_EPOCH. A
+	// producer the leader does not know (new, or forgotten) may start at any
+	// sequence.
 	Records     []*Record   `protobuf:"bytes,4,rep,name=records,proto3" json:"records,omitempty"`
 	Compression Compression `protobuf:"varint,5,opt,name=compression,proto3,enum=strata.v1.Compression" json:"compression,omitempty"`
 	Batch       []byte      `protobuf:"bytes,6,opt,name=batch,proto3" json:"batch,omitempty"`
@@ -185,8 +196,11 @@ type ProduceResponse struct {
 	// LogAppendTime; -1 otherwise.
 	LogAppendTimeMs int64 `protobuf:"varint,3,opt,name=log_append_time_ms,json=logAppendTimeMs,proto3" json:"log_append_time_ms,omitempty"`
 	LogStartOffset  int64 `protobuf:"varint,4,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The batch was a resend of one already written: nothing was written and
+	// the offsets (and log_append_time_ms) are those of the original.
+	Duplicate     bool `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProduceResponse) Reset() {
@@ -247,6 +261,103 @@ func (x *ProduceResponse) GetLogStartOffset() int64 {
 	return 0
 }
 
+func (x *ProduceResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+type InitProducerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerRequest) Reset() {
+	*x = InitProducerRequest{}
+	mi := &file_strata_v1_produce_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerRequest) ProtoMessage() {}
+
+func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_produce_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerRequest.ProtoReflect.Descriptor instead.
+func (*InitProducerRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_produce_proto_rawDescGZIP(), []int{2}
+}
+
+type InitProducerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An id no other producer of the cluster has had or will have, from 1000
+	// up, and the epoch to send with it (0).
+	ProducerId    int64 `protobuf:"varint,1,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	ProducerEpoch int32 `protobuf:"varint,2,opt,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerResponse) Reset() {
+	*x = InitProducerResponse{}
+	mi := &file_strata_v1_produce_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerResponse) ProtoMessage() {}
+
+func (x *InitProducerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_produce_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerResponse.ProtoReflect.Descriptor instead.
+func (*InitProducerResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_produce_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InitProducerResponse) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerResponse) GetProducerEpoch() int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return 0
+}
+
 var File_strata_v1_produce_proto protoreflect.FileDescriptor
 
 const file_strata_v1_produce_proto_rawDesc = "" +
@@ -260,21 +371,28 @@ const file_strata_v1_produce_proto_rawDesc = "" +
 	"\vcompression\x18\x05 \x01(\x0e2\x16.strata.v1.CompressionR\vcompression\x12\x14\n" +
 	"\x05batch\x18\x06 \x01(\fR\x05batch\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\a \x01(\x05R\ttimeoutMs\"\xaa\x01\n" +
+	"timeout_ms\x18\a \x01(\x05R\ttimeoutMs\"\xc8\x01\n" +
 	"\x0fProduceResponse\x12\x1f\n" +
 	"\vbase_offset\x18\x01 \x01(\x03R\n" +
 	"baseOffset\x12\x1f\n" +
 	"\vlast_offset\x18\x02 \x01(\x03R\n" +
 	"lastOffset\x12+\n" +
 	"\x12log_append_time_ms\x18\x03 \x01(\x03R\x0flogAppendTimeMs\x12(\n" +
-	"\x10log_start_offset\x18\x04 \x01(\x03R\x0elogStartOffset*J\n" +
+	"\x10log_start_offset\x18\x04 \x01(\x03R\x0elogStartOffset\x12\x1c\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x15\n" +
+	"\x13InitProducerRequest\"^\n" +
+	"\x14InitProducerResponse\x12\x1f\n" +
+	"\vproducer_id\x18\x01 \x01(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\x02 \x01(\x05R\rproducerEpoch*J\n" +
 	"\x04Acks\x12\x14\n" +
 	"\x10ACKS_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tACKS_NONE\x10\x01\x12\x0f\n" +
 	"\vACKS_LEADER\x10\x02\x12\f\n" +
-	"\bACKS_ALL\x10\x032R\n" +
+	"\bACKS_ALL\x10\x032\xa3\x01\n" +
 	"\x0eProduceService\x12@\n" +
-	"\aProduce\x12\x19.strata.v1.ProduceRequest\x1a\x1a.strata.v1.ProduceResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\aProduce\x12\x19.strata.v1.ProduceRequest\x1a\x1a.strata.v1.ProduceResponse\x12O\n" +
+	"\fInitProducer\x12\x1e.strata.v1.InitProducerRequest\x1a\x1f.strata.v1.InitProducerResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_produce_proto_rawDescOnce sync.Once
@@ -289,22 +407,26 @@ func file_strata_v1_produce_proto_rawDescGZIP() []byte {
 }
 
 var file_strata_v1_produce_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_strata_v1_produce_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_strata_v1_produce_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_strata_v1_produce_proto_goTypes = []any{
-	(Acks)(0),               // 0: strata.v1.Acks
-	(*ProduceRequest)(nil),  // 1: strata.v1.ProduceRequest
-	(*ProduceResponse)(nil), // 2: strata.v1.ProduceResponse
-	(*Record)(nil),          // 3: strata.v1.Record
-	(Compression)(0),        // 4: strata.v1.Compression
+	(Acks)(0),                    // 0: strata.v1.Acks
+	(*ProduceRequest)(nil),       // 1: strata.v1.ProduceRequest
+	(*ProduceResponse)(nil),      // 2: strata.v1.ProduceResponse
+	(*InitProducerRequest)(nil),  // 3: strata.v1.InitProducerRequest
+	(*InitProducerResponse)(nil), // 4: strata.v1.InitProducerResponse
+	(*Record)(nil),               // 5: strata.v1.Record
+	(Compression)(0),             // 6: strata.v1.Compression
 }
 var file_strata_v1_produce_proto_depIdxs = []int32{
 	0, // 0: strata.v1.ProduceRequest.acks:type_name -> strata.v1.Acks
-	3, // 1: strata.v1.ProduceRequest.records:type_name -> strata.v1.Record
-	4, // 2: strata.v1.ProduceRequest.compression:type_name -> strata.v1.Compression
+	5, // 1: strata.v1.ProduceRequest.records:type_name -> strata.v1.Record
+	6, // 2: strata.v1.ProduceRequest.compression:type_name -> strata.v1.Compression
 	1, // 3: strata.v1.ProduceService.Produce:input_type -> strata.v1.ProduceRequest
-	2, // 4: strata.v1.ProduceService.Produce:output_type -> strata.v1.ProduceResponse
-	4, // [4:5] is the sub-list for method output_type
-	3, // [3:4] is the sub-list for method input_type
+	3, // 4: strata.v1.ProduceService.InitProducer:input_type -> strata.v1.InitProducerRequest
+	2, // 5: strata.v1.ProduceService.Produce:output_type -> strata.v1.ProduceResponse
+	4, // 6: strata.v1.ProduceService.InitProducer:output_type -> strata.v1.InitProducerResponse
+	5, // [5:7] is the sub-list for method output_type
+	3, // [3:5] is the sub-list for method input_type
 	3, // [3:3] is the sub-list for extension type_name
 	3, // [3:3] is the sub-list for extension extendee
 	0, // [0:3] is the sub-list for field type_name
@@ -322,7 +444,7 @@ func file_strata_v1_produce_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_produce_proto_rawDesc), len(file_strata_v1_produce_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

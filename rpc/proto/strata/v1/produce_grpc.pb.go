@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ProduceService_Produce_FullMethodName = "/strata.v1.ProduceService/Produce"
+	ProduceService_Produce_FullMethodName      = "/strata.v1.ProduceService/Produce"
+	ProduceService_InitProducer_FullMethodName = "/strata.v1.ProduceService/InitProducer"
 )
 
 // ProduceServiceClient is the client API for ProduceService service.
@@ -31,6 +32,11 @@ const (
 type ProduceServiceClient interface {
 	// Produce appends one batch to one partition and returns its offsets.
 	Produce(ctx context.Context, in *ProduceRequest, opts ...grpc.CallOption) (*ProduceResponse, error)
+	// InitProducer gives an idempotent producer its identity. Only the
+	// controller hands out producer ids: another broker forwards the call
+	// there, or, when it cannot, answers UNAVAILABLE with metadata
+	// "controller_id" and "controller_address".
+	InitProducer(ctx context.Context, in *InitProducerRequest, opts ...grpc.CallOption) (*InitProducerResponse, error)
 }
 
 type produceServiceClient struct {
@@ -51,6 +57,16 @@ func (c *produceServiceClient) Produce(ctx context.Context, in *ProduceRequest, 
 	return out, nil
 }
 
+func (c *produceServiceClient) InitProducer(ctx context.Context, in *InitProducerRequest, opts ...grpc.CallOption) (*InitProducerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InitProducerResponse)
+	err := c.cc.Invoke(ctx, ProduceService_InitProducer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProduceServiceServer is the server API for ProduceService service.
 // All implementations must embed UnimplementedProduceServiceServer
 // for forward compatibility.
@@ -60,6 +76,11 @@ func (c *produceServiceClient) Produce(ctx context.Context, in *ProduceRequest, 
 type ProduceServiceServer interface {
 	// Produce appends one batch to one partition and returns its offsets.
 	Produce(context.Context, *ProduceRequest) (*ProduceResponse, error)
+	// InitProducer gives an idempotent producer its identity. Only the
+	// controller hands out producer ids: another broker forwards the call
+	// there, or, when it cannot, answers UNAVAILABLE with metadata
+	// "controller_id" and "controller_address".
+	InitProducer(context.Context, *InitProducerRequest) (*InitProducerResponse, error)
 	mustEmbedUnimplementedProduceServiceServer()
 }
 
@@ -72,6 +93,9 @@ type UnimplementedProduceServiceServer struct{}
 
 func (UnimplementedProduceServiceServer) Produce(context.Context, *ProduceRequest) (*ProduceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Produce not implemented")
+}
+func (UnimplementedProduceServiceServer) InitProducer(context.Context, *InitProducerRequest) (*InitProducerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InitProducer not implemented")
 }
 func (UnimplementedProduceServiceServer) mustEmbedUnimplementedProduceServiceServer() {}
 func (UnimplementedProduceServiceServer) testEmbeddedByValue()                        {}
@@ -112,6 +136,24 @@ func _ProduceService_Produce_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProduceService_InitProducer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InitProducerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProduceServiceServer).InitProducer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProduceService_InitProducer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProduceServiceServer).InitProducer(ctx, req.(*InitProducerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ProduceService_ServiceDesc is the grpc.ServiceDesc for ProduceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -122,6 +164,10 @@ var ProduceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Produce",
 			Handler:    _ProduceService_Produce_Handler,
+		},
+		{
+			MethodName: "InitProducer",
+			Handler:    _ProduceService_InitProducer_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,356 @@
+package broker
+
+// Membership and the controller's reactions to it. Brokers find each other
+// through gossip; the metadata group grows from it:
+//
+//   - At first start with gossip.bootstrap_expect N, a broker waits until
+//     gossip shows N brokers; the lowest id among them bootstraps the Raft
+//     group with all N as voters, unless one of them already belongs to a
+//     cluster (then it waits to be added, like a late joiner).
+//   - The controller (the Raft leader) registers every broker gossip sees,
+//     adds it to the group (as a voter while there are fewer than three,
+//     else as a non-voter, so every broker has the metadata locally) and
+//     removes brokers gone longer than controller.dead_broker_timeout.
+//   - When a partition's leader is gone, the controller elects the first
+//     live member of its ISR (any live replica if the topic allows unclean
+//     election), bumping the leader epoch, and takes dead brokers out of the
+//     ISR so the survivors can commit; with nobody eligible the partition
+//     has no leader until an ISR member returns.
+//
+// Gossip decides nothing that needs agreement: every change goes through
+// the Raft log, and the controller acts on what its own gossip member sees.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/gossip"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// startGossip joins the cluster's gossip with this broker's addresses.
+func (b *Broker) startGossip(version string) error {
+	key, err := b.cfg.Gossip.SecretKeyBytes()
+	if err != nil {
+		return err
+	}
+	timing := gossip.LANTiming()
+	if b.cfg.Gossip.Profile == "local" {
+		timing = gossip.FastFailureDetection()
+	}
+	advertise, err := resolveHostPort(b.cfg.Gossip.Advertise)
+	if err != nil {
+		return fmt.Errorf("gossip.advertise: %w", err)
+	}
+	b.gossip, err = gossip.Start(gossip.Config{
+		Bind:      b.cfg.Gossip.Listen,
+		Advertise: advertise,
+		Join:      b.cfg.Gossip.Join,
+		SecretKey: key,
+		Timing:    timing,
+		Logger:    b.log,
+		Meta: gossip.Meta{
+			BrokerID:  b.id,
+			GRPCAddr:  b.cfg.AdvertiseAddr(),
+			RaftAddr:  b.cfg.Raft.AdvertiseAddr(),
+			AdminAddr: b.cfg.Admin.Listen,
+			Rack:      b.cfg.Gossip.Rack,
+			Version:   version,
+		},
+	})
+	return err
+}
+
+// resolveHostPort turns host:port with a host name (a container's service
+// name, say) into ip:port, as memberlist advertises only addresses.
+func resolveHostPort(addr string) (string, error) {
+	if addr == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if net.ParseIP(host) != nil {
+		return addr, nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("resolve %s: %v", host, err)
+	}
+	return net.JoinHostPort(ips[0].String(), port), nil
+}
+
+// bootstrapPlan decides how this broker's Raft node starts: bootstrap a
+// group (alone, or with the brokers gossip found), or wait to be added.
+func (b *Broker) bootstrapPlan(ctx context.Context) (bool, []cluster.Server, error) {
+	cfg := b.cfg.Gossip
+	if cfg.BootstrapExpect <= 1 && len(cfg.Join) == 0 {
+		return true, nil, nil // a broker on its own; a no-op once Raft state exists
+	}
+	if _, err := os.Stat(filepath.Join(b.cfg.DataDir, "raft", "raft.db")); err == nil {
+		return false, nil, nil // it was in a group before
+	}
+	if cfg.BootstrapExpect <= 1 {
+		return false, nil, nil // joining an existing cluster
+	}
+	b.log.Info("waiting for brokers before bootstrapping the metadata group", "expect", cfg.BootstrapExpect)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		members := b.gossip.Members()
+		if len(members) >= cfg.BootstrapExpect {
+			sort.Slice(members, func(i, j int) bool { return members[i].Meta.BrokerID < members[j].Meta.BrokerID })
+			members = members[:cfg.BootstrapExpect]
+			if members[0].Meta.BrokerID != b.id {
+				return false, nil, nil // the lowest id bootstraps; the group adds us
+			}
+			if b.anyInCluster(ctx, members) {
+				b.log.Info("a broker already belongs to a cluster; waiting to be added to it")
+				return false, nil, nil
+			}
+			var servers []cluster.Server
+			for _, m := range members {
+				servers = append(servers, cluster.Server{ID: m.Meta.BrokerID, RaftAddr: m.Meta.RaftAddr, Voter: true})
+			}
+			return true, servers, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil, fmt.Errorf("waiting for %d brokers (seen %d): %w", cfg.BootstrapExpect, len(members), ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// anyInCluster asks each member whether it knows a controller: a broker
+// that joins a running cluster must not bootstrap a second one.
+func (b *Broker) anyInCluster(ctx context.Context, members []gossip.Member) bool {
+	for _, m := range members {
+		if m.Meta.BrokerID == b.id {
+			continue
+		}
+		conn, err := b.peers.conn(m.Meta.BrokerID, m.Meta.GRPCAddr)
+		if err != nil {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		md, err := stratav1.NewMetadataServiceClient(conn).GetMetadata(rctx, &stratav1.GetMetadataRequest{})
+		cancel()
+		if err == nil && md.ControllerId >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// controllerLoop runs the controller's duties while this broker is the
+// controller: membership, leader election, ISR cleanup.
+func (b *Broker) controllerLoop() {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	c := &controllerState{seen: map[int32]time.Time{}, started: time.Now()}
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-tick.C:
+		case <-b.gossip.Events():
+		}
+		c.observe(b.gossip.Members())
+		if !b.meta.IsController() {
+			c.since = time.Time{}
+			continue
+		}
+		if c.since.IsZero() {
+			c.since = time.Now()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		b.reconcileMembership(ctx, c)
+		b.electLeaders(ctx, c)
+		cancel()
+	}
+}
+
+// controllerState is what the controller loop remembers between rounds.
+// Every broker keeps it up to date from its own gossip, so a broker that
+// becomes controller already knows who was alive before.
+type controllerState struct {
+	started time.Time           // when this broker started watching gossip
+	since   time.Time           // when this broker became controller
+	seen    map[int32]time.Time // when gossip last showed each broker alive
+	now     map[int32]bool      // the brokers gossip shows alive this round
+}
+
+// observe records the members gossip shows alive now.
+func (c *controllerState) observe(members []gossip.Member) {
+	now := time.Now()
+	c.now = map[int32]bool{}
+	for _, m := range members {
+		c.seen[m.Meta.BrokerID] = now
+		c.now[m.Meta.BrokerID] = true
+	}
+}
+
+// alive reports whether a broker counts as alive this round. A broker this
+// broker has never seen in gossip counts as alive during a short grace
+// after it started watching, so a controller that just started does not
+// depose leaders it has not heard of yet.
+func (c *controllerState) alive(id int32) bool {
+	if c.now[id] {
+		return true
+	}
+	_, seen := c.seen[id]
+	return !seen && time.Since(c.started) < controllerGrace
+}
+
+// controllerGrace is how long a broker that just started waits before it
+// treats a broker it has never seen in gossip as gone.
+const controllerGrace = 10 * time.Second
+
+// reconcileMembership registers live brokers, grows the Raft group with
+// them and removes brokers gone for longer than dead_broker_timeout.
+func (b *Broker) reconcileMembership(ctx context.Context, c *controllerState) {
+	now := time.Now()
+	members := b.gossip.Members()
+	servers, err := b.meta.Servers()
+	if err != nil {
+		return
+	}
+	voters := 0
+	inGroup := map[int32]cluster.Server{}
+	for _, s := range servers {
+		inGroup[s.ID] = s
+		if s.Voter {
+			voters++
+		}
+	}
+	md := b.meta.Metadata()
+	for _, m := range members {
+		id := m.Meta.BrokerID
+		info := cluster.BrokerInfo{ID: id, Addr: m.Meta.GRPCAddr, RaftAddr: m.Meta.RaftAddr, Rack: m.Meta.Rack}
+		if cur, ok := md.Broker(id); !ok || cur != info {
+			if err := b.meta.RegisterBroker(ctx, info); err != nil {
+				b.log.Warn("registering a broker failed", "broker", id, "err", err)
+			}
+		}
+		s, ok := inGroup[id]
+		switch {
+		case !ok && voters < 3, ok && !s.Voter && voters < 3:
+			if err := b.meta.AddVoter(ctx, id, m.Meta.RaftAddr); err != nil {
+				b.log.Warn("adding a voter failed", "broker", id, "err", err)
+				continue
+			}
+			voters++
+			b.log.Info("broker joined the metadata group as a voter", "broker", id)
+		case !ok:
+			if err := b.meta.AddNonvoter(ctx, id, m.Meta.RaftAddr); err != nil {
+				b.log.Warn("adding a non-voter failed", "broker", id, "err", err)
+				continue
+			}
+			b.log.Info("broker joined the metadata group as a non-voter", "broker", id)
+		}
+	}
+	timeout := time.Duration(b.cfg.Controller.DeadBrokerTimeout)
+	for id := range inGroup {
+		last, ok := c.seen[id]
+		if !ok {
+			last = c.started
+		}
+		if id != b.id && now.Sub(last) > timeout {
+			if err := b.meta.RemoveServer(ctx, id); err != nil {
+				b.log.Warn("removing a dead broker failed", "broker", id, "err", err)
+				continue
+			}
+			b.log.Warn("removed a broker gone too long from the metadata group", "broker", id, "gone_for", now.Sub(last).Round(time.Second))
+		}
+	}
+}
+
+// electLeaders moves leadership off brokers that are gone and takes them
+// out of the ISRs they were in.
+func (b *Broker) electLeaders(ctx context.Context, c *controllerState) {
+	md := b.meta.Metadata()
+	for _, name := range md.TopicNames() {
+		t, _ := md.Topic(name)
+		unclean := false
+		if cfg, err := b.defaults.With(t.Config); err == nil {
+			unclean = cfg.UncleanLeaderElectionEnable
+		}
+		for _, info := range t.Partitions {
+			b.electLeader(ctx, c, t.Name, info, unclean)
+		}
+	}
+}
+
+func (b *Broker) electLeader(ctx context.Context, c *controllerState, topic string, info cluster.PartitionInfo, unclean bool) {
+	alive := c.alive
+	if info.Leader != cluster.NoLeader && alive(info.Leader) {
+		// The leader is fine; dead followers leave the ISR at once, so the
+		// rest can commit without waiting out replica.lag_time_max.
+		isr := slices.DeleteFunc(slices.Clone(info.ISR), func(id int32) bool { return id != info.Leader && !alive(id) })
+		if len(isr) < len(info.ISR) {
+			if _, err := b.meta.ChangeISR(ctx, topic, info.Partition, isr, info.LeaderEpoch); err != nil {
+				b.log.Warn("removing dead brokers from an ISR failed", "partition", fmt.Sprintf("%s/%d", topic, info.Partition), "err", err)
+			}
+		}
+		return
+	}
+	next := cluster.NoLeader
+	for _, id := range info.ISR {
+		if id != info.Leader && alive(id) {
+			next = id
+			break
+		}
+	}
+	if next == cluster.NoLeader && unclean {
+		for _, id := range info.Replicas {
+			if id != info.Leader && alive(id) {
+				next = id
+				break
+			}
+		}
+	}
+	if next == info.Leader {
+		return
+	}
+	name := fmt.Sprintf("%s/%d", topic, info.Partition)
+	if next != cluster.NoLeader && !slices.Contains(info.ISR, next) {
+		// Unclean: the new leader becomes the ISR before it leads.
+		if _, err := b.meta.ChangeISR(ctx, topic, info.Partition, []int32{info.Leader, next}, info.LeaderEpoch); err != nil && !errors.Is(err, cluster.ErrNotInISR) {
+			b.log.Warn("unclean election failed", "partition", name, "err", err)
+			return
+		}
+		info, _ = b.meta.Metadata().Partition(topic, info.Partition)
+	}
+	if info.Leader == cluster.NoLeader && next == cluster.NoLeader {
+		return
+	}
+	moved, err := b.meta.ChangeLeader(ctx, topic, info.Partition, next, info.LeaderEpoch)
+	if err != nil {
+		b.log.Warn("electing a leader failed", "partition", name, "err", err)
+		return
+	}
+	if next == cluster.NoLeader {
+		b.log.Warn("partition has no live in-sync replica; it stays offline until one returns", "partition", name, "epoch", moved.LeaderEpoch)
+		return
+	}
+	b.log.Info("elected a new leader", "partition", name, "leader", next, "epoch", moved.LeaderEpoch, "previous", info.Leader)
+	isr := slices.DeleteFunc(slices.Clone(moved.ISR), func(id int32) bool { return id != next && !alive(id) })
+	if unclean && !slices.Contains(info.ISR, next) {
+		isr = []int32{next}
+	}
+	if len(isr) < len(moved.ISR) {
+		if _, err := b.meta.ChangeISR(ctx, topic, info.Partition, isr, moved.LeaderEpoch); err != nil {
+			b.log.Warn("removing dead brokers from an ISR failed", "partition", name, "err", err)
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package broker
+
+// Idempotent producers (Kafka's KIP-98): a producer retrying a batch after a
+// lost answer, a timeout or a leader failover must not write it twice.
+//
+// A producer gets an id from the controller (InitProducer) and stamps each
+// batch with it, its epoch and the sequence number of the batch's first
+// record; sequences count the producer's records in one partition from 0 and
+// wrap from MaxInt32 to 0. Per partition, producerState keeps each producer's
+// epoch and its last producerBatches batches: first and last sequence, first
+// and last offset. The leader checks a batch before appending it
+// (checkLocked), in this order:
+//   - an id, epoch or sequence out of range: INVALID_REQUEST;
+//   - a producer it does not know: accepted at any sequence. It is new, or
+//     its state was lost (batches beyond the window rebuilt at open, or
+//     forgotten to bound memory); refusing it would wedge it for good;
+//   - an epoch older than the producer's: INVALID_PRODUCER_EPOCH (a newer
+//     instance fenced it); a newer epoch starts over at sequence 0;
+//   - the same sequence range as a remembered batch: a duplicate, answered
+//     with the original's offsets while nothing is written;
+//   - otherwise the batch must start right after the producer's last one:
+//     OUT_OF_ORDER_SEQUENCE if not.
+// Every replica records each batch it appends (record), so a follower that
+// becomes leader knows what its predecessor wrote.
+//
+// The state is not checkpointed: it is rebuilt from the batch headers of the
+// log's tail (the last producerRebuildBytes) the first time a leader checks a
+// batch. A retry older than that window, or from a producer forgotten since,
+// is not recognised; at 64 MiB the window holds far more than the batches a
+// producer has in flight. Memory is bounded by maxProducers per partition:
+// past it, the producer seen least recently is forgotten.
+//
+// Lock order: producerState.mu, then the log's locks (the leader appends
+// while holding it).
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/record"
+)
+
+const (
+	// producerBatches is how many of a producer's latest batches a
+	// partition remembers: a resend of any of them is recognised. Kafka's
+	// number, which its clients' in-flight limit matches.
+	producerBatches = 5
+	// maxProducers bounds the producers a partition remembers.
+	maxProducers = 10_000
+	// producerRebuildBytes is how much of a log's tail the state is rebuilt
+	// from.
+	producerRebuildBytes = 64 << 20
+)
+
+// InitProducer gives an idempotent producer its identity: an id no other
+// producer of the cluster has had, and epoch 0. Only the controller hands
+// out ids; another broker answers UNAVAILABLE naming it.
+func (b *Broker) InitProducer(ctx context.Context) (id int64, epoch int16, err error) {
+	id, err = b.meta.AllocateProducerID(ctx)
+	if err != nil {
+		return 0, 0, clusterError(err)
+	}
+	return id, 0, nil
+}
+
+// producerBatch is a batch a producer wrote.
+type producerBatch struct {
+	firstSeq, lastSeq      int32
+	baseOffset, lastOffset int64
+	logAppendTime          int64 // -1 under CreateTime
+}
+
+// producerEntry is what a partition knows of one producer.
+type producerEntry struct {
+	id    int64
+	epoch int16
+	// batches is a ring of the latest batches of this epoch, oldest at
+	// head; n of them are set.
+	batches [producerBatches]producerBatch
+	head, n int
+}
+
+func (e *producerEntry) last() *producerBatch {
+	return &e.batches[(e.head+e.n-1)%producerBatches]
+}
+
+func (e *producerEntry) add(b producerBatch) {
+	if e.n < producerBatches {
+		e.n++
+	} else {
+		e.head = (e.head + 1) % producerBatches
+	}
+	*e.last() = b
+}
+
+// producerState remembers, per partition, the recent batches of idempotent
+// producers, so that a retried batch is recognised instead of written
+// twice. It is kept by leaders and followers alike (from the batches they
+// append), so a new leader knows what its predecessor accepted.
+type producerState struct {
+	// mu is held by the leader from the check of a batch to its record,
+	// so that two copies of one batch cannot both pass.
+	mu struct {
+		sync.Mutex
+		// built is false until the state is rebuilt from the log, and
+		// again after reset.
+		built     bool
+		producers map[int64]*list.Element // of *producerEntry
+		lru       list.List               // most recently seen first
+	}
+}
+
+func newProducerState() *producerState {
+	s := &producerState{}
+	s.mu.producers = make(map[int64]*list.Element)
+	return s
+}
+
+// record notes a batch appended to the log, with its offsets assigned.
+// Followers call it for every batch they append.
+func (s *producerState) record(b record.Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.built {
+		s.recordLocked(b)
+	} // else the rebuild will find it in the log
+}
+
+// reset forgets everything: the state is rebuilt from the log before the
+// next check. Call it after the log lost its tail (truncated to a new
+// leader's, or reset to a new start), which may hold remembered batches.
+func (s *producerState) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+}
+
+func (s *producerState) clearLocked() {
+	clear(s.mu.producers)
+	s.mu.lru.Init()
+	s.mu.built = false
+}
+
+// rebuild replaces the state with what the headers of the last maxBytes of
+// l say (whole segments, then an offset estimated in proportion to size in
+// the segment where the window starts). On error the state is left
+// unbuilt, to be rebuilt at the next check.
+func (s *producerState) rebuild(l *hotlog.Log, maxBytes int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rebuildLocked(l, maxBytes)
+}
+
+func (s *producerState) rebuildLocked(l *hotlog.Log, maxBytes int64) error {
+	s.clearLocked()
+	end := l.LogEndOffset()
+	for off := max(tailStart(l.Segments(), maxBytes), l.LogStartOffset()); off < end; {
+		rr, err := l.Read(off, 1<<20, end)
+		var re *hotlog.RangeError
+		if errors.As(err, &re) && off < re.LogStart {
+			off = re.LogStart // retention moved the start meanwhile
+			continue
+		}
+		if err != nil {
+			s.clearLocked()
+			return fmt.Errorf("broker: rebuilding producer state from %s at offset %d: %w", l.Dir(), off, err)
+		}
+		if len(rr.Data) == 0 {
+			break
+		}
+		for data := rr.Data; len(data) > 0; {
+			b, rest, err := record.Next(data)
+			if err != nil {
+				s.clearLocked()
+				return fmt.Errorf("broker: rebuilding producer state from %s near offset %d: %w", l.Dir(), off, err)
+			}
+			s.recordLocked(b)
+			data = rest
+		}
+		off = rr.NextOffset
+	}
+	s.mu.built = true
+	return nil
+}
+
+// tailStart is the offset where the last maxBytes of a log begin.
+func tailStart(segs []hotlog.SegmentInfo, maxBytes int64) int64 {
+	start := int64(0)
+	for i := len(segs) - 1; i >= 0; i-- {
+		seg := segs[i]
+		if seg.Size <= maxBytes {
+			maxBytes -= seg.Size
+			start = seg.BaseOffset
+			continue
+		}
+		skip := float64(seg.Size-maxBytes) / float64(seg.Size)
+		return seg.BaseOffset + int64(skip*float64(seg.LastOffset-seg.BaseOffset+1))
+	}
+	return start
+}
+
+// ensureBuiltLocked rebuilds the state from l unless it is built.
+func (s *producerState) ensureBuiltLocked(l *hotlog.Log) error {
+	if s.mu.built {
+		return nil
+	}
+	return s.rebuildLocked(l, producerRebuildBytes)
+}
+
+// recordLocked notes an appended batch.
+func (s *producerState) recordLocked(b record.Batch) {
+	id := b.ProducerID()
+	if id == record.NoProducerID {
+		return
+	}
+	var e *producerEntry
+	if el, ok := s.mu.producers[id]; ok {
+		s.mu.lru.MoveToFront(el)
+		e = el.Value.(*producerEntry)
+	} else {
+		if len(s.mu.producers) >= maxProducers {
+			oldest := s.mu.lru.Back()
+			delete(s.mu.producers, oldest.Value.(*producerEntry).id)
+			s.mu.lru.Remove(oldest)
+		}
+		e = &producerEntry{id: id, epoch: b.ProducerEpoch()}
+		s.mu.producers[id] = s.mu.lru.PushFront(e)
+	}
+	if b.ProducerEpoch() != e.epoch {
+		*e = producerEntry{id: id, epoch: b.ProducerEpoch()}
+	}
+	pb := producerBatch{
+		firstSeq:      b.BaseSequence(),
+		lastSeq:       addSequence(b.BaseSequence(), b.LastOffsetDelta()),
+		baseOffset:    b.BaseOffset(),
+		lastOffset:    b.LastOffset(),
+		logAppendTime: -1,
+	}
+	if b.TimestampType() == record.LogAppendTime {
+		pb.logAppendTime = b.MaxTimestamp()
+	}
+	e.add(pb)
+}
+
+// checkLocked decides whether the leader may append a batch of an
+// idempotent producer (see the top of this file): nil and nil to append it,
+// the original batch for a duplicate, or a refusal.
+func (s *producerState) checkLocked(b record.Batch) (dup *producerBatch, refusal *Error) {
+	id, epoch, first := b.ProducerID(), b.ProducerEpoch(), b.BaseSequence()
+	if id < 0 || epoch < 0 || first < 0 {
+		return nil, refuse(ReasonInvalidRequest, nil, "batch has producer id %d, epoch %d and base sequence %d: with a producer id, none may be negative", id, epoch, first)
+	}
+	el, ok := s.mu.producers[id]
+	if !ok {
+		return nil, nil
+	}
+	e := el.Value.(*producerEntry)
+	switch {
+	case epoch < e.epoch:
+		return nil, refuse(ReasonInvalidProducerEpoch, nil, "producer %d: epoch %d is fenced by epoch %d", id, epoch, e.epoch).
+			with("producer_id", itoa(id)).with("producer_epoch", itoa(int64(epoch))).with("current_epoch", itoa(int64(e.epoch)))
+	case epoch > e.epoch:
+		if first != 0 {
+			return nil, outOfOrder(id, first, 0)
+		}
+		return nil, nil
+	}
+	last := addSequence(first, b.LastOffsetDelta())
+	for i := range e.n {
+		if pb := &e.batches[i]; pb.firstSeq == first && pb.lastSeq == last {
+			orig := *pb
+			return &orig, nil
+		}
+	}
+	if want := addSequence(e.last().lastSeq, 1); first != want {
+		return nil, outOfOrder(id, first, want)
+	}
+	return nil, nil
+}
+
+func outOfOrder(id int64, got, want int32) *Error {
+	return refuse(ReasonOutOfOrderSequence, nil, "producer %d: batch starts at sequence %d, expected %d", id, got, want).
+		with("producer_id", itoa(id)).with("sequence", strconv.Itoa(int(got))).with("expected_sequence", strconv.Itoa(int(want)))
+}
+
+// addSequence returns the sequence n records after seq, wrapping from
+// MaxInt32 to 0 as Kafka's producers do.
+func addSequence(seq, n int32) int32 {
+	if seq > math.MaxInt32-n {
+		return n - (math.MaxInt32 - seq) - 1
+	}
+	return seq + n
+}

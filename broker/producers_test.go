@@ -1,0 +1,327 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/record"
+)
+
+// idemBatch encodes n records stamped with a producer identity.
+func idemBatch(t testing.TB, id int64, epoch int16, seq int32, n int) record.Batch {
+	t.Helper()
+	opts := record.DefaultBatchOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = id, epoch, seq
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i] = record.Record{Timestamp: 1_700_000_000_000 + int64(i), Value: fmt.Appendf(nil, "p%d-s%d-%d", id, seq, i)}
+	}
+	b, err := record.Encode(opts, recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// leader is the leader's side of producerState over a log: check, append,
+// record, as Produce does (batches without a producer id skip the check).
+type leader struct {
+	t *testing.T
+	s *producerState
+	l *hotlog.Log
+}
+
+func newLeader(t *testing.T, cfg hotlog.Config) *leader {
+	opts := hotlog.DefaultOptions()
+	opts.Config = cfg
+	l, err := hotlog.Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return &leader{t: t, s: newProducerState(), l: l}
+}
+
+// send offers a batch as a produce would and returns where it went (dup
+// says it was a duplicate of an earlier one) or the refusal.
+func (ld *leader) send(b record.Batch) (base, last int64, dup bool, refusal *Error) {
+	ld.t.Helper()
+	ld.s.mu.Lock()
+	defer ld.s.mu.Unlock()
+	if err := ld.s.ensureBuiltLocked(ld.l); err != nil {
+		ld.t.Fatal(err)
+	}
+	if b.ProducerID() != record.NoProducerID {
+		orig, refusal := ld.s.checkLocked(b)
+		if refusal != nil {
+			return 0, 0, false, refusal
+		}
+		if orig != nil {
+			return orig.baseOffset, orig.lastOffset, true, nil
+		}
+	}
+	ar, err := ld.l.AppendUnflushed(b, 0)
+	if err != nil {
+		ld.t.Fatal(err)
+	}
+	ld.s.recordLocked(b)
+	return ar.BaseOffset, ar.LastOffset, false, nil
+}
+
+// accept sends a batch that must be written, and returns its offsets.
+func (ld *leader) accept(b record.Batch) (base, last int64) {
+	ld.t.Helper()
+	base, last, dup, refusal := ld.send(b)
+	if refusal != nil || dup {
+		ld.t.Fatalf("producer %d sequence %d: refusal %v, duplicate %v", b.ProducerID(), b.BaseSequence(), refusal, dup)
+	}
+	return base, last
+}
+
+// refused sends a batch that must be refused with reason, changing nothing.
+func (ld *leader) refused(b record.Batch, reason Reason) *Error {
+	ld.t.Helper()
+	before, end := dumpState(ld.s), ld.l.LogEndOffset()
+	_, _, _, refusal := ld.send(b)
+	if refusal == nil || refusal.Reason != reason {
+		ld.t.Fatalf("producer %d epoch %d sequence %d: got %v, want %s", b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), refusal, reason)
+	}
+	if !reflect.DeepEqual(dumpState(ld.s), before) || ld.l.LogEndOffset() != end {
+		ld.t.Fatal("a refused batch changed the state or the log")
+	}
+	return refusal
+}
+
+// stateEntry is one producer's remembered state, oldest batch first.
+type stateEntry struct {
+	epoch   int16
+	batches []producerBatch
+}
+
+func dumpState(s *producerState) map[int64]stateEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int64]stateEntry{}
+	for id, el := range s.mu.producers {
+		e := el.Value.(*producerEntry)
+		se := stateEntry{epoch: e.epoch}
+		for i := range e.n {
+			se.batches = append(se.batches, e.batches[(e.head+i)%producerBatches])
+		}
+		out[id] = se
+	}
+	return out
+}
+
+// TestProducerDuplicates: each of a producer's last five batches, sent
+// again, is answered with its original offsets and not written; the sixth
+// oldest is no longer remembered and, not following the last, is refused.
+func TestProducerDuplicates(t *testing.T) {
+	ld := newLeader(t, hotlog.DefaultConfig())
+	const id = 1000
+	type sent struct{ base, last int64 }
+	var batches []sent
+	for i := range 6 {
+		base, last := ld.accept(idemBatch(t, id, 0, int32(i*3), 3))
+		batches = append(batches, sent{base, last})
+		ld.accept(record.Batch(mustBatch(t, "unrelated"))) // other writers in between
+	}
+	end := ld.l.LogEndOffset()
+	for i := 1; i < 6; i++ {
+		base, last, dup, refusal := ld.send(idemBatch(t, id, 0, int32(i*3), 3))
+		if refusal != nil || !dup || base != batches[i].base || last != batches[i].last {
+			t.Fatalf("resend of batch %d: offsets %d-%d dup %v refusal %v, want %d-%d", i, base, last, dup, refusal, batches[i].base, batches[i].last)
+		}
+	}
+	if ld.l.LogEndOffset() != end {
+		t.Fatal("a duplicate was written")
+	}
+	r := ld.refused(idemBatch(t, id, 0, 0, 3), ReasonOutOfOrderSequence)
+	if r.Meta["expected_sequence"] != "18" || r.Meta["sequence"] != "0" || r.Meta["producer_id"] != "1000" || !r.Retriable() {
+		t.Fatalf("refusal of the sixth oldest: %+v", r)
+	}
+	// A batch with the same first sequence as a remembered one but another
+	// length is not a resend of it.
+	ld.refused(idemBatch(t, id, 0, 15, 2), ReasonOutOfOrderSequence)
+	ld.accept(idemBatch(t, id, 0, 18, 1))
+}
+
+func mustBatch(t testing.TB, values ...string) record.Batch {
+	t.Helper()
+	recs := make([]record.Record, len(values))
+	for i, v := range values {
+		recs[i] = record.Record{Timestamp: 1_700_000_000_000, Value: []byte(v)}
+	}
+	b, err := record.Encode(record.DefaultBatchOptions(), recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestProducerSequenceRules(t *testing.T) {
+	ld := newLeader(t, hotlog.DefaultConfig())
+
+	// An unknown producer starts wherever it likes.
+	ld.accept(idemBatch(t, 2000, 0, 12345, 2))
+	ld.accept(idemBatch(t, 2001, 3, 0, 1))
+
+	// A gap, and a batch from before the last one, change nothing.
+	ld.refused(idemBatch(t, 2000, 0, 12348, 1), ReasonOutOfOrderSequence)
+	ld.refused(idemBatch(t, 2000, 0, 12340, 1), ReasonOutOfOrderSequence)
+	ld.accept(idemBatch(t, 2000, 0, 12347, 1))
+
+	// Epochs: an older one is fenced; a newer one starts again at 0, and
+	// the batches of the old epoch are forgotten.
+	r := ld.refused(idemBatch(t, 2001, 2, 1, 1), ReasonInvalidProducerEpoch)
+	if r.Retriable() || r.Meta["current_epoch"] != "3" || r.Meta["producer_epoch"] != "2" {
+		t.Fatalf("fenced epoch: %+v", r)
+	}
+	ld.refused(idemBatch(t, 2001, 4, 1, 1), ReasonOutOfOrderSequence)
+	ld.accept(idemBatch(t, 2001, 4, 0, 5))
+	ld.refused(idemBatch(t, 2001, 3, 0, 1), ReasonInvalidProducerEpoch)
+	ld.accept(idemBatch(t, 2001, 4, 5, 1))
+
+	// Malformed identities.
+	for _, b := range []record.Batch{
+		idemBatch(t, -2, 0, 0, 1),
+		idemBatch(t, 2002, -1, 0, 1),
+		idemBatch(t, 2002, 0, -1, 1),
+	} {
+		ld.refused(b, ReasonInvalidRequest)
+	}
+}
+
+// TestProducerSequenceWrap: sequences wrap from MaxInt32 to 0.
+func TestProducerSequenceWrap(t *testing.T) {
+	ld := newLeader(t, hotlog.DefaultConfig())
+	base, last := ld.accept(idemBatch(t, 3000, 0, math.MaxInt32-1, 3)) // MaxInt32-1, MaxInt32, 0
+	if got := dumpState(ld.s)[3000].batches[0].lastSeq; got != 0 {
+		t.Fatalf("last sequence %d, want 0", got)
+	}
+	if b, l, dup, _ := ld.send(idemBatch(t, 3000, 0, math.MaxInt32-1, 3)); !dup || b != base || l != last {
+		t.Fatalf("resend of the wrapping batch: %d-%d dup %v", b, l, dup)
+	}
+	ld.refused(idemBatch(t, 3000, 0, 0, 1), ReasonOutOfOrderSequence)
+	ld.accept(idemBatch(t, 3000, 0, 1, 1))
+
+	for _, c := range []struct{ seq, n, want int32 }{
+		{0, 1, 1}, {5, 0, 5}, {math.MaxInt32, 1, 0}, {math.MaxInt32 - 2, 5, 2}, {math.MaxInt32, math.MaxInt32, math.MaxInt32 - 1},
+	} {
+		if got := addSequence(c.seq, c.n); got != c.want {
+			t.Errorf("addSequence(%d, %d) = %d, want %d", c.seq, c.n, got, c.want)
+		}
+	}
+}
+
+// TestProducerRebuild: the state rebuilt from a real log, across segments
+// and with other writers' batches between, is the state the leader built
+// while appending; a smaller window knows only the producers in it.
+func TestProducerRebuild(t *testing.T) {
+	cfg := hotlog.DefaultConfig()
+	cfg.SegmentBytes = 4 << 10
+	ld := newLeader(t, cfg)
+	seqs := map[int64]int32{}
+	for i := range 300 {
+		id := int64(1000 + i%7)
+		if i >= 200 {
+			id = 1000 + int64(i%2) // only two producers at the tail
+		}
+		n := 1 + i%4
+		ld.accept(idemBatch(t, id, 0, seqs[id], n))
+		seqs[id] += int32(n)
+		if i%5 == 0 {
+			ld.accept(mustBatch(t, "plain"))
+		}
+	}
+	if segs := len(ld.l.Segments()); segs < 5 {
+		t.Fatalf("only %d segments", segs)
+	}
+	want := dumpState(ld.s)
+
+	s := newProducerState()
+	if err := s.rebuild(ld.l, ld.l.Size()); err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpState(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("rebuilt state differs:\n got %+v\nwant %+v", got, want)
+	}
+
+	// The last 4 KiB (about 35 batches) hold only the two producers still
+	// writing at the tail.
+	small := newProducerState()
+	if err := small.rebuild(ld.l, 4<<10); err != nil {
+		t.Fatal(err)
+	}
+	got := dumpState(small)
+	if len(got) != 2 || !reflect.DeepEqual(got[1000], want[1000]) || !reflect.DeepEqual(got[1001], want[1001]) {
+		t.Fatalf("state from the last 4 KiB: %+v", got)
+	}
+
+	// reset forgets everything until the next check rebuilds it.
+	ld.s.reset()
+	if len(dumpState(ld.s)) != 0 {
+		t.Fatal("reset kept producers")
+	}
+	ld.s.record(idemBatch(t, 9999, 0, 0, 1)) // not built: left to the rebuild
+	ld.accept(idemBatch(t, 1000, 0, seqs[1000], 1))
+	if _, ok := dumpState(ld.s)[9999]; ok {
+		t.Fatal("a batch recorded while unbuilt (and not in the log) survived the rebuild")
+	}
+	if got := dumpState(ld.s)[1003]; !reflect.DeepEqual(got, want[1003]) {
+		t.Fatalf("after reset and rebuild, producer 1003: %+v, want %+v", got, want[1003])
+	}
+}
+
+// TestProducerLRU: past maxProducers, the producer seen least recently is
+// forgotten.
+func TestProducerLRU(t *testing.T) {
+	s := newProducerState()
+	s.mu.built = true
+	next := int64(0)
+	add := func(id int64) {
+		b := idemBatch(t, id, 0, 0, 1)
+		b.SetBaseOffset(next)
+		next++
+		s.record(b)
+	}
+	for id := range int64(maxProducers) {
+		add(id)
+	}
+	add(0) // seen again: now the most recent
+	add(maxProducers)
+	got := dumpState(s)
+	if len(got) != maxProducers {
+		t.Fatalf("%d producers remembered, bound is %d", len(got), maxProducers)
+	}
+	if _, ok := got[1]; ok {
+		t.Fatal("the least recently seen producer was kept")
+	}
+	if _, ok := got[0]; !ok {
+		t.Fatal("a producer seen again was forgotten")
+	}
+}
+
+func TestTailStart(t *testing.T) {
+	segs := []hotlog.SegmentInfo{
+		{BaseOffset: 0, LastOffset: 99, Size: 1000},
+		{BaseOffset: 100, LastOffset: 199, Size: 1000},
+		{BaseOffset: 200, LastOffset: 209, Size: 100},
+	}
+	for _, c := range []struct {
+		max  int64
+		want int64
+	}{
+		{50, 205}, {100, 200}, {600, 150}, {1100, 100}, {2100, 0}, {1 << 30, 0},
+	} {
+		if got := tailStart(segs, c.max); got != c.want {
+			t.Errorf("tailStart(%d) = %d, want %d", c.max, got, c.want)
+		}
+	}
+	if got := tailStart(nil, 100); got != 0 {
+		t.Errorf("tailStart of no segments = %d", got)
+	}
+}

@@ -1,0 +1,209 @@
+package rpc
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/record"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// idemBatch encodes values into one batch of an idempotent producer.
+func idemBatch(t testing.TB, id int64, seq int32, values ...string) record.Batch {
+	t.Helper()
+	opts := record.DefaultBatchOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = id, 0, seq
+	bl := record.NewBuilder(opts)
+	for i, v := range values {
+		bl.Add(record.Record{Timestamp: baseTime + int64(i), Value: []byte(v)})
+	}
+	b, err := bl.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// send produces b to partition 0 of topic.
+func (tb *testBroker) send(t testing.TB, topic string, b record.Batch, acks stratav1.Acks) (*stratav1.ProduceResponse, error) {
+	t.Helper()
+	return tb.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: topic, Batch: b, Acks: acks})
+}
+
+// values reads a partition's record values from the start.
+func (tb *testBroker) values(t testing.TB, topic string) []string {
+	t.Helper()
+	_, recs := tb.readAll(t, topic, 0, 0)
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = string(r.Value)
+	}
+	return out
+}
+
+func mustValues(t testing.TB, got []string, want ...string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("log holds %q, want %q", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("log holds %q, want %q", got, want)
+		}
+	}
+}
+
+func initProducer(t testing.TB, tb *testBroker) int64 {
+	t.Helper()
+	resp, err := tb.produce.InitProducer(testCtx(t), &stratav1.InitProducerRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProducerEpoch != 0 {
+		t.Fatalf("producer epoch %d", resp.ProducerEpoch)
+	}
+	return resp.ProducerId
+}
+
+// TestIdempotentProduce: a batch sent again (a retry after a lost answer)
+// gets the first answer's offsets, flagged duplicate, and is stored once,
+// under every acks mode and after a restart of the broker (which rebuilds
+// the producers' state from the log); a gap in the sequence is refused and
+// changes nothing.
+func TestIdempotentProduce(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	tb := startBroker(t, cfg)
+	tb.createTopic(t, "idem", 1, nil)
+
+	pid := initProducer(t, tb)
+	if pid < 1000 {
+		t.Fatalf("producer id %d", pid)
+	}
+	if next := initProducer(t, tb); next <= pid {
+		t.Fatalf("second producer id %d after %d", next, pid)
+	}
+
+	first := idemBatch(t, pid, 0, "a", "b")
+	res, err := tb.send(t, "idem", first, stratav1.Acks_ACKS_ALL)
+	if err != nil || res.BaseOffset != 0 || res.LastOffset != 1 || res.Duplicate {
+		t.Fatalf("first send: %v %v", res, err)
+	}
+	for _, acks := range []stratav1.Acks{stratav1.Acks_ACKS_ALL, stratav1.Acks_ACKS_LEADER, stratav1.Acks_ACKS_NONE} {
+		again, err := tb.send(t, "idem", first, acks)
+		if err != nil || again.BaseOffset != 0 || again.LastOffset != 1 || !again.Duplicate {
+			t.Fatalf("resend with %v: %v %v", acks, again, err)
+		}
+	}
+	// Other producers, with and without idempotence, in between.
+	if _, err := tb.send(t, "idem", batchOf(t, "plain"), stratav1.Acks_ACKS_ALL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.send(t, "idem", idemBatch(t, pid+1, 7, "other"), stratav1.Acks_ACKS_ALL); err != nil {
+		t.Fatal(err)
+	}
+	second := idemBatch(t, pid, 2, "c")
+	if res, err := tb.send(t, "idem", second, stratav1.Acks_ACKS_ALL); err != nil || res.BaseOffset != 4 || res.Duplicate {
+		t.Fatalf("next batch: %v %v", res, err)
+	}
+
+	// A gap: batch 3 is missing.
+	_, err = tb.send(t, "idem", idemBatch(t, pid, 4, "e"), stratav1.Acks_ACKS_ALL)
+	code, info, _ := errorInfo(err)
+	if code != codes.FailedPrecondition || info == nil || info.Reason != "OUT_OF_ORDER_SEQUENCE" ||
+		info.Metadata["retriable"] != "true" || info.Metadata["expected_sequence"] != "3" || info.Metadata["sequence"] != "4" {
+		t.Fatalf("gap: %v", err)
+	}
+	want := []string{"a", "b", "plain", "other", "c"}
+	mustValues(t, tb.values(t, "idem"), want...)
+
+	// The broker restarts: the state comes back from the log.
+	tb.stop(t)
+	tb = startBroker(t, cfg)
+	for _, b := range []record.Batch{first, second} {
+		res, err := tb.send(t, "idem", b, stratav1.Acks_ACKS_ALL)
+		if err != nil || !res.Duplicate || res.BaseOffset != map[int32]int64{0: 0, 2: 4}[b.BaseSequence()] {
+			t.Fatalf("resend of sequence %d after a restart: %v %v", b.BaseSequence(), res, err)
+		}
+	}
+	if _, err := tb.send(t, "idem", idemBatch(t, pid, 4, "e"), stratav1.Acks_ACKS_ALL); reasonOf(err) != "OUT_OF_ORDER_SEQUENCE" {
+		t.Fatalf("gap after a restart: %v", err)
+	}
+	res, err = tb.send(t, "idem", idemBatch(t, pid, 3, "d"), stratav1.Acks_ACKS_ALL)
+	if err != nil || res.BaseOffset != 5 || res.Duplicate {
+		t.Fatalf("next batch after a restart: %v %v", res, err)
+	}
+	if next := initProducer(t, tb); next <= pid+1 {
+		t.Fatalf("producer id %d after a restart; %d was handed out before", next, pid+1)
+	}
+	mustValues(t, tb.values(t, "idem"), append(want, "d")...)
+}
+
+// TestIdempotentConcurrentCopies: copies of one batch sent at once are
+// written once; every sender gets the same offsets.
+func TestIdempotentConcurrentCopies(t *testing.T) {
+	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	tb.createTopic(t, "race", 1, nil)
+	pid := initProducer(t, tb)
+	b := idemBatch(t, pid, 0, "x", "y", "z")
+	const copies = 8
+	var wg sync.WaitGroup
+	answers := make([]*stratav1.ProduceResponse, copies)
+	errs := make([]error, copies)
+	for i := range copies {
+		wg.Go(func() { answers[i], errs[i] = tb.send(t, "race", b, stratav1.Acks_ACKS_ALL) })
+	}
+	wg.Wait()
+	dups := 0
+	for i, res := range answers {
+		if errs[i] != nil || res.BaseOffset != 0 || res.LastOffset != 2 {
+			t.Fatalf("copy %d: %v %v", i, res, errs[i])
+		}
+		if res.Duplicate {
+			dups++
+		}
+	}
+	if dups != copies-1 {
+		t.Fatalf("%d of %d copies were duplicates, want all but one", dups, copies)
+	}
+	mustValues(t, tb.values(t, "race"), "x", "y", "z")
+}
+
+// TestIdempotentLogAppendTime: a duplicate carries the original's append
+// time.
+func TestIdempotentLogAppendTime(t *testing.T) {
+	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	tb.createTopic(t, "lat", 1, map[string]string{"message.timestamp.type": "LogAppendTime"})
+	b := idemBatch(t, initProducer(t, tb), 0, "x")
+	res, err := tb.send(t, "lat", b, stratav1.Acks_ACKS_ALL)
+	if err != nil || res.LogAppendTimeMs <= 0 {
+		t.Fatalf("first send: %v %v", res, err)
+	}
+	again, err := tb.send(t, "lat", b, stratav1.Acks_ACKS_ALL)
+	if err != nil || !again.Duplicate || again.LogAppendTimeMs != res.LogAppendTimeMs {
+		t.Fatalf("resend: %v %v, first answer %v", again, err, res)
+	}
+}
+
+// TestInitProducerNeedsTheController: a broker that is not the controller
+// refuses to hand out producer ids and names the controller; its API
+// forwards the call there.
+func TestInitProducerNeedsTheController(t *testing.T) {
+	dir := t.TempDir()
+	b1 := startBroker(t, brokerConfig(t, 1, filepath.Join(dir, "b1")))
+	b2 := joinSecondBroker(t, b1, brokerConfig(t, 2, filepath.Join(dir, "b2")))
+	first := initProducer(t, b1)
+
+	_, _, err := b2.InitProducer(testCtx(t))
+	var be *broker.Error
+	if !errors.As(err, &be) || be.Reason != broker.ReasonUnavailable || !be.Retriable() || be.Meta["controller_address"] != b1.addr {
+		t.Fatalf("InitProducer on a follower: %v", err)
+	}
+	if id := initProducer(t, b2); id <= first {
+		t.Fatalf("producer id %d through broker 2, after %d", id, first)
+	}
+}

@@ -1,0 +1,80 @@
+package rpc
+
+// Replication between brokers: the leader's side of the follower streams,
+// where a follower's latest epoch ended, and ISR changes asked of the
+// controller.
+
+import (
+	"context"
+
+	"github.com/strata-log/strata/broker"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+type replicationService struct {
+	stratav1.UnimplementedReplicationServiceServer
+	b        *broker.Broker
+	stopping context.Context // done when the server shuts down
+}
+
+// replicaStream adapts the gRPC stream to the broker's.
+type replicaStream struct {
+	s stratav1.ReplicationService_ReplicateServer
+}
+
+func (r replicaStream) Recv() (broker.ReplicaUpdate, error) {
+	req, err := r.s.Recv()
+	if err != nil {
+		return broker.ReplicaUpdate{}, err
+	}
+	u := broker.ReplicaUpdate{FollowerID: req.FollowerId}
+	for _, p := range req.Positions {
+		u.Positions = append(u.Positions, broker.ReplicaPosition{
+			Topic: p.Topic, TopicID: p.TopicId, Partition: p.Partition,
+			LeaderEpoch: p.LeaderEpoch, LogEnd: p.LogEndOffset, Stop: p.Stop,
+		})
+	}
+	return u, nil
+}
+
+func (r replicaStream) Send(c broker.ReplicaChunk) error {
+	return r.s.Send(&stratav1.ReplicateResponse{
+		Topic: c.Topic, TopicId: c.TopicID, Partition: c.Partition, LeaderEpoch: c.LeaderEpoch,
+		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStartOffset: c.LogStart,
+		ErrorReason: string(c.ErrReason), ErrorMessage: c.ErrMessage,
+	})
+}
+
+// Replicate serves a follower's stream until it ends or the server stops:
+// a stream would otherwise hold a graceful stop open for as long as the
+// follower stays connected.
+func (s *replicationService) Replicate(stream stratav1.ReplicationService_ReplicateServer) error {
+	served := make(chan error, 1)
+	go func() { served <- s.b.ServeReplication(stream.Context(), replicaStream{stream}) }()
+	select {
+	case err := <-served:
+		if stream.Context().Err() != nil {
+			return nil
+		}
+		return toStatus(err)
+	case <-s.stopping.Done():
+		// Returning ends the stream, which ends ServeReplication.
+		return toStatus(broker.Unavailable("the broker is shutting down"))
+	}
+}
+
+func (s *replicationService) EndOffsetForEpoch(ctx context.Context, req *stratav1.EndOffsetForEpochRequest) (*stratav1.EndOffsetForEpochResponse, error) {
+	epoch, end, err := s.b.EndOffsetForEpoch(req.Topic, req.TopicId, req.Partition, req.LeaderEpoch)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &stratav1.EndOffsetForEpochResponse{LeaderEpoch: epoch, EndOffset: end}, nil
+}
+
+func (s *replicationService) AlterISR(ctx context.Context, req *stratav1.AlterISRRequest) (*stratav1.AlterISRResponse, error) {
+	info, err := s.b.AlterISR(ctx, req.Topic, req.TopicId, req.Partition, req.LeaderId, req.LeaderEpoch, req.Isr)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &stratav1.AlterISRResponse{Isr: info.ISR, LeaderEpoch: info.LeaderEpoch}, nil
+}
