@@ -20,7 +20,7 @@ BENCHTIME ?= 2s
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test bench bench-cold fuzz lint run run-minio cluster proto tools minio clean
+.PHONY: help build test bench bench-cold bench-failover fuzz lint run run-minio cluster proto tools minio clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -92,3 +92,7 @@ cluster: build minio ## start MinIO and three brokers forming one cluster on loo
 bench-cold: build minio ## replay ~1 GB of history from MinIO: cold and warm cache, GETs per GB, beside raw MinIO GETs and a hot-tier read
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench ColdReplay -benchtime 1x -timeout 30m -v ./e2e/
+
+bench-failover: build ## five times: kill -9 a partition leader of a three-broker cluster, time to the next acknowledged write
+	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
+	  $(GO) test -run '^$$' -bench Failover -benchtime 1x -timeout 10m -v ./e2e/

@@ -26,7 +26,7 @@ import (
 // testCluster is brokers run as processes that form a cluster through
 // gossip, optionally with a MinIO bucket as their cold tier.
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	brokers []*brokerProc
 	gossip  []string
 	m       *miniotest.Server
@@ -34,7 +34,7 @@ type testCluster struct {
 
 // startCluster starts n brokers that find each other through gossip and
 // bootstrap the metadata group once they see all n.
-func startCluster(t *testing.T, n int, m *miniotest.Server, extra ...string) *testCluster {
+func startCluster(t testing.TB, n int, m *miniotest.Server, extra ...string) *testCluster {
 	tc := &testCluster{t: t, m: m}
 	for range n {
 		tc.gossip = append(tc.gossip, freePort(t))

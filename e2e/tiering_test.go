@@ -148,7 +148,7 @@ func scrape(t testing.TB, addr string) map[string]float64 {
 	return out
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {

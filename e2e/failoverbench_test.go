@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/client"
+)
+
+// BenchmarkFailover measures, five times, the time from kill -9 of a
+// partition's leader to the first acks=all write acknowledged by its new
+// leader, with a producer writing all along, on three broker processes
+// with gossip.profile local. Run it with make bench-failover.
+func BenchmarkFailover(b *testing.B) {
+	tc := startCluster(b, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, tc.addrs())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "failover", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lastAck time.Time
+	p := c.NewProducer(client.WithLinger(0))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			err := p.ProduceSync(ctx, &client.Record{Topic: "failover", Partition: 0, Value: []byte("x")})
+			if err == nil {
+				mu.Lock()
+				lastAck = time.Now()
+				mu.Unlock()
+			}
+		}
+	}()
+	var times []time.Duration
+	for range 5 {
+		waitUntil(b, time.Minute, "every replica in sync", func() bool {
+			md := tc.metadata(ctx)
+			return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], 3)
+		})
+		leader := tc.leaderOf(ctx, "failover", 0)
+		victim := tc.byID(leader)
+		killed := time.Now()
+		victim.kill9()
+		waitUntil(b, time.Minute, "an acknowledged write after the kill", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return lastAck.After(killed)
+		})
+		mu.Lock()
+		times = append(times, lastAck.Sub(killed))
+		mu.Unlock()
+		victim.start()
+	}
+	close(stop)
+	<-done
+	p.Close()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "median-ms")
+	b.Logf("kill -9 of the leader to the next acknowledged acks=all write: %v (median %v)", times, times[len(times)/2])
+	for b.Loop() {
+		// The measurements above run once; the loop only satisfies the
+		// benchmark protocol.
+	}
+}
