@@ -23,7 +23,7 @@ export GOFLAGS ?= -buildvcs=false
 .PHONY: help build test bench bench-cold bench-failover fuzz lint run run-minio cluster proto tools minio clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
 
 build: ## compile every package and build bin/strata
 	$(GO) build ./...
@@ -56,7 +56,10 @@ bench: ## engine benchmarks beside this machine's raw sequential write speed
 	@echo "== raw disk: 256 MiB of 64 KiB writes, each synced (oflag=dsync)"
 	@dd if=/dev/zero of=$(CURDIR)/.bench-dd bs=64k count=4096 oflag=dsync 2>&1 | tail -n 1
 	@rm -f $(CURDIR)/.bench-dd
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./record/ ./hotlog/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./record/
+	@# 16384 appends of ~64 KiB: the same gigabyte dd wrote above.
+	$(GO) test -run '^$$' -bench Append -benchmem -benchtime 16384x ./hotlog/
+	$(GO) test -run '^$$' -bench Read -benchmem -benchtime $(BENCHTIME) ./hotlog/
 
 fuzz: ## run each fuzz target for FUZZTIME (default 30s); new findings land in testdata
 	@for pkg in ./record/ ./hotlog/; do \

@@ -44,7 +44,11 @@ func (b *Broker) expandISR(p *partition, follower int32) {
 			isr = append(isr, id)
 		}
 	}
+	if !p.expanding.CompareAndSwap(false, true) {
+		return
+	}
 	go func() {
+		defer p.expanding.Store(false)
 		if err := b.alterISR(p, isr, st.LeaderEpoch); err != nil {
 			b.log.Warn("expanding the ISR failed", "partition", p.name(), "isr", isr, "err", err)
 			return

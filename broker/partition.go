@@ -34,6 +34,9 @@ type partition struct {
 	hwMu      sync.Mutex
 	followers map[int32]*followerState
 	ledEpoch  int32 // the epoch followers was reset for; -1 when not leading
+	// expanding is set while a request to grow the ISR is out, so that the
+	// follower's next acknowledgements do not send more.
+	expanding atomic.Bool
 }
 
 // followerState is what a leader knows of one follower.

@@ -65,7 +65,7 @@ func waitGoroutines(t *testing.T, baseline int) {
 			buf := make([]byte, 1<<20)
 			t.Fatalf("%d goroutines left, %d before:\n%s", runtime.NumGoroutine(), baseline, buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-time.After(10 * time.Millisecond)
 	}
 }
 

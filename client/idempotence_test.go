@@ -76,7 +76,7 @@ func (tb *testBroker) start() error {
 		return fmt.Errorf("start broker: %w", err)
 	}
 	tb.mu.Lock()
-	tb.b, tb.srv = b, rpc.NewServer(b, quiet)
+	tb.b, tb.srv = b, rpc.NewServer(b)
 	go tb.srv.Serve(lis)
 	tb.mu.Unlock()
 	return nil

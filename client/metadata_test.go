@@ -133,8 +133,12 @@ func TestRefreshSingleFlight(t *testing.T) {
 		}()
 	}
 	// Wait until the first caller is fetching, then let it finish.
+	deadline := time.Now().Add(5 * time.Second)
 	for calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("no caller started fetching")
+		}
+		<-time.After(time.Millisecond)
 	}
 	close(release)
 	wg.Wait()
@@ -185,15 +189,19 @@ func TestFreshMaxAge(t *testing.T) {
 				t.Fatalf("%d fetches, want %d", calls.Load(), n)
 			}
 			m.fresh()
-			time.Sleep(2 * time.Millisecond)
+			<-time.After(2 * time.Millisecond)
 		}
 	}
 	if s := m.fresh(); s.version != 0 {
 		t.Fatal("fresh waited for the refresh") // it returns the stale map at once
 	}
 	waitFor(1)
+	deadline := time.Now().Add(5 * time.Second)
 	for m.current().version != 1 {
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("the refreshed metadata never arrived")
+		}
+		<-time.After(time.Millisecond)
 	}
 	m.fresh()
 	m.fresh()

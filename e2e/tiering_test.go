@@ -52,13 +52,11 @@ func payload(seq int64, size int) []byte {
 func seqOf(v []byte) int64 { return int64(binary.BigEndian.Uint64(v)) }
 
 // tieredProducer produces records seq0.. to one partition and remembers
-// which were acknowledged and at which time they were stamped.
+// which were acknowledged, at which offset.
 type tieredProducer struct {
-	mu      sync.Mutex
-	acked   map[int64]int64 // seq -> offset
-	times   map[int64]time.Time
-	failed  []error
-	throttl int
+	mu     sync.Mutex
+	acked  map[int64]int64 // seq -> offset
+	failed []error
 }
 
 func (tp *tieredProducer) produce(ctx context.Context, p *client.Producer, topic string, seq0, n int64, size int, ts func(int64) time.Time) {
@@ -71,9 +69,7 @@ func (tp *tieredProducer) produce(ctx context.Context, p *client.Producer, topic
 				tp.failed = append(tp.failed, err)
 				return
 			}
-			s := seqOf(r.Value)
-			tp.acked[s] = r.Offset
-			tp.times[s] = r.Timestamp
+			tp.acked[seqOf(r.Value)] = r.Offset
 		})
 	}
 }
@@ -204,7 +200,7 @@ func TestTieredHistoryReplays(t *testing.T) {
 	}
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	stamp := func(seq int64) time.Time { return base.Add(time.Duration(seq) * time.Millisecond) }
-	tp := &tieredProducer{acked: map[int64]int64{}, times: map[int64]time.Time{}}
+	tp := &tieredProducer{acked: map[int64]int64{}}
 	p := c.NewProducer(client.WithAcks(stratav1.Acks_ACKS_LEADER))
 	tp.produce(ctx, p, "history", 0, total, size, stamp)
 	if err := p.Flush(ctx); err != nil {
@@ -305,7 +301,7 @@ func TestStoreOutageThrottlesThenDrains(t *testing.T) {
 	}
 	const size = 2000
 	now := func(int64) time.Time { return time.Time{} }
-	tp := &tieredProducer{acked: map[int64]int64{}, times: map[int64]time.Time{}}
+	tp := &tieredProducer{acked: map[int64]int64{}}
 	p := c.NewProducer(client.WithAcks(stratav1.Acks_ACKS_LEADER), client.WithRetries(0))
 	tp.produce(ctx, p, "outage", 0, 2000, size, now)
 	if err := p.Flush(ctx); err != nil {
@@ -391,7 +387,7 @@ func TestKill9DuringUploadsKeepsManifestConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const size = 1000
-	tp := &tieredProducer{acked: map[int64]int64{}, times: map[int64]time.Time{}}
+	tp := &tieredProducer{acked: map[int64]int64{}}
 	p := c.NewProducer()
 	tp.produce(ctx, p, "crashy", 0, 20_000, size, func(int64) time.Time { return time.Time{} })
 	if err := p.Flush(ctx); err != nil {
@@ -474,7 +470,7 @@ func TestRestoreFromBucketAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	const size, total = 500, 3000
-	tp := &tieredProducer{acked: map[int64]int64{}, times: map[int64]time.Time{}}
+	tp := &tieredProducer{acked: map[int64]int64{}}
 	p := c.NewProducer()
 	tp.produce(ctx, p, "precious", 0, total, size, func(int64) time.Time { return time.Time{} })
 	if err := p.Flush(ctx); err != nil {
@@ -536,7 +532,7 @@ func TestCorruptObjectIsAnErrorNeverData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := &tieredProducer{acked: map[int64]int64{}, times: map[int64]time.Time{}}
+	tp := &tieredProducer{acked: map[int64]int64{}}
 	p := c.NewProducer()
 	tp.produce(ctx, p, "fragile", 0, 2000, 500, func(int64) time.Time { return time.Time{} })
 	if err := p.Flush(ctx); err != nil {

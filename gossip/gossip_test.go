@@ -300,7 +300,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			buf = buf[:runtime.Stack(buf, true)]
 			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf)
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-time.After(20 * time.Millisecond)
 	}
 }
 

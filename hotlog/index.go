@@ -126,16 +126,6 @@ func (x *sparseIndex[E]) at(i int) E {
 	return x.entries[i]
 }
 
-func (x *sparseIndex[E]) last() (E, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if len(x.entries) == 0 {
-		var zero E
-		return zero, false
-	}
-	return x.entries[len(x.entries)-1], true
-}
-
 // search returns the last entry for which before reports true, given that
 // before is true for a prefix of the entries and false after it.
 func (x *sparseIndex[E]) search(before func(E) bool) (E, bool) {

@@ -82,7 +82,7 @@ func startBrokerAt(t testing.TB, cfg config.Broker) *testBroker {
 		t.Errorf("start broker %d: %v", cfg.NodeID, err)
 		runtime.Goexit()
 	}
-	tb := &testBroker{Broker: b, cfg: cfg, srv: NewServer(b, quietLogger()), addr: cfg.Listen}
+	tb := &testBroker{Broker: b, cfg: cfg, srv: NewServer(b), addr: cfg.Listen}
 	go tb.srv.Serve(lis)
 	tb.conn, err = grpc.NewClient(tb.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -171,9 +171,8 @@ func TestLeaderFailover(t *testing.T) {
 		}
 	}
 	// The old leader returns as a follower and rejoins the ISR.
-	back := startBrokerAt(t, old.cfg)
+	startBrokerAt(t, old.cfg)
 	waitUntil(t, "the old leader to rejoin the ISR", func() bool {
 		return len(partitionState(t, bs[0], "f", p).Metadata.Isr) == 3
 	})
-	_ = back
 }

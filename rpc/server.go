@@ -6,7 +6,6 @@ package rpc
 
 import (
 	"context"
-	"log/slog"
 	"net"
 
 	"google.golang.org/grpc"
@@ -35,10 +34,7 @@ type Server struct {
 }
 
 // NewServer registers every service over b.
-func NewServer(b *broker.Broker, logger *slog.Logger) *Server {
-	if logger == nil {
-		logger = slog.Default()
-	}
+func NewServer(b *broker.Broker) *Server {
 	fwd := &forwarder{}
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.ChainUnaryInterceptor(fwd.interceptor))
 	s := &Server{grpc: g, health: health.NewServer(), forwarder: fwd}

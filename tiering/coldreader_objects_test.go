@@ -19,8 +19,10 @@ func (c *closeCounter) Close() error { c.closes++; return nil }
 func TestColdObjectHandleOutlivesEviction(t *testing.T) {
 	rd := &closeCounter{}
 	o := &coldObject{rd: rd}
-	if !o.acquire() || !o.acquire() {
-		t.Fatal("acquire of a cached object failed")
+	for range 2 {
+		if !o.acquire() {
+			t.Fatal("acquire of a cached object failed")
+		}
 	}
 	o.evict()
 	if o.acquire() {

@@ -95,9 +95,6 @@ func TestColdReadAcrossClosedParts(t *testing.T) {
 // partSegments+1 appends through Committer, so that the first thousand
 // segments move into a closed part.
 func TestColdReadAfterManyAppends(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1001 manifest commits")
-	}
 	f := newColdFixture(t)
 	for range partSegments + 1 {
 		f.addSegment(batchSpec{count: 1, records: 1, valueLen: 10})

@@ -75,7 +75,7 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 		lis.Close()
 		return err
 	}
-	srv := rpc.NewServer(b, logger)
+	srv := rpc.NewServer(b)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 
