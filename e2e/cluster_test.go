@@ -468,7 +468,9 @@ func TestFollowerDivergenceIsTruncated(t *testing.T) {
 // for the cluster to elect another, then lets it run again: acks=all writes
 // sent to it straight away are never acknowledged by it (its followers
 // follow the new leader), and it becomes a follower.
-func TestIsolatedLeaderCannotAcknowledge(t *testing.T) {
+func TestIsolatedLeaderCannotAcknowledge(t *testing.T) { isolateWithSIGSTOP(t) }
+
+func isolateWithSIGSTOP(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -90,18 +90,28 @@ type brokerProc struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	logPath string
+	prefix  []string // a command the broker runs under, if any
 }
 
 // newBroker prepares a broker with its own data dir and loopback ports.
 func newBroker(t testing.TB, id int, extra ...string) *brokerProc {
+	return newBrokerAt(t, id, brokerAddrs{grpc: freePort(t), raft: freePort(t), gossip: freePort(t)}, nil, extra...)
+}
+
+// brokerAddrs are the addresses a broker listens on.
+type brokerAddrs struct{ grpc, raft, gossip string }
+
+// newBrokerAt prepares a broker on the given addresses; prefix, when set,
+// is a command the broker runs under (ip netns exec NS, say).
+func newBrokerAt(t testing.TB, id int, addrs brokerAddrs, prefix []string, extra ...string) *brokerProc {
 	dir := t.TempDir()
-	b := &brokerProc{t: t, id: id, dataDir: filepath.Join(dir, "data"), addr: freePort(t), logPath: filepath.Join(dir, "broker.log")}
+	b := &brokerProc{t: t, id: id, dataDir: filepath.Join(dir, "data"), addr: addrs.grpc, logPath: filepath.Join(dir, "broker.log"), prefix: prefix}
 	b.args = append([]string{"serve",
 		"--node-id", fmt.Sprint(id),
 		"--data-dir", b.dataDir,
 		"--listen", b.addr,
-		"--raft-listen", freePort(t),
-		"--gossip-listen", freePort(t),
+		"--raft-listen", addrs.raft,
+		"--gossip-listen", addrs.gossip,
 		"--admin-listen", "",
 		"--object-store-type", "none",
 		"--log-level", "debug",
@@ -138,7 +148,8 @@ func (b *brokerProc) launch() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	b.cmd = exec.Command(strataBin(b.t), b.args...)
+	argv := append(append(append([]string(nil), b.prefix...), strataBin(b.t)), b.args...)
+	b.cmd = exec.Command(argv[0], argv[1:]...)
 	b.cmd.Env = brokerEnv()
 	b.cmd.Stdout, b.cmd.Stderr = logf, logf
 	if err := b.cmd.Start(); err != nil {

@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/client"
+)
+
+// netns is a network namespace joined to this one by a veth pair: a host
+// of its own on a private subnet.
+type netns struct {
+	name    string
+	veth    string // this side of the pair
+	inner   string // the namespace's side of the pair
+	hostIP  string // this side's address
+	innerIP string // the namespace's address
+}
+
+func ip(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// newNetns makes the namespace and its link, and removes both when the test
+// ends. It fails when the machine does not allow it (no ip, no privilege).
+func newNetns(t *testing.T) (*netns, error) {
+	n := rand.IntN(200) + 20
+	ns := &netns{
+		name:    fmt.Sprintf("strata-e2e-%d-%d", n, rand.IntN(1<<20)),
+		veth:    fmt.Sprintf("stv%d%d", n, rand.IntN(1000)),
+		hostIP:  fmt.Sprintf("10.231.%d.1", n),
+		innerIP: fmt.Sprintf("10.231.%d.2", n),
+	}
+	ns.inner = ns.veth + "n"
+	inner := ns.inner
+	steps := [][]string{
+		{"netns", "add", ns.name},
+		{"link", "add", ns.veth, "type", "veth", "peer", "name", inner},
+		{"link", "set", inner, "netns", ns.name},
+		{"addr", "add", ns.hostIP + "/24", "dev", ns.veth},
+		{"link", "set", ns.veth, "up"},
+		{"netns", "exec", ns.name, "ip", "addr", "add", ns.innerIP + "/24", "dev", inner},
+		{"netns", "exec", ns.name, "ip", "link", "set", inner, "up"},
+		{"netns", "exec", ns.name, "ip", "link", "set", "lo", "up"},
+	}
+	t.Cleanup(func() {
+		ip("link", "del", ns.veth)
+		ip("netns", "del", ns.name)
+	})
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
+}
+
+// freePortOn returns host:port with a port free on host a moment ago.
+func freePortOn(t *testing.T, host string) string {
+	lis, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	return lis.Addr().String()
+}
+
+// TestNetworkPartition cuts one broker off from the others with a real
+// network partition: brokers 1 and 2 on this host's side of a veth pair,
+// broker 3 in a network namespace behind it, and the link taken down. The
+// cut-off broker leads a partition; acks=all writes sent to it from inside
+// its namespace are never acknowledged, the majority elects another leader
+// and goes on, and when the link returns the cut-off broker comes back as a
+// follower without the writes it took alone. Where the machine does not
+// allow network namespaces, the cut is made with SIGSTOP instead
+// (TestIsolatedLeaderCannotAcknowledge does the same from the other side).
+func TestNetworkPartition(t *testing.T) {
+	ns, err := newNetns(t)
+	if err != nil {
+		t.Logf("network namespaces unavailable here (%v); cutting the broker off with SIGSTOP instead", err)
+		isolateWithSIGSTOP(t)
+		return
+	}
+	tc := &testCluster{t: t}
+	addrs := []brokerAddrs{
+		{grpc: freePortOn(t, ns.hostIP), raft: freePortOn(t, ns.hostIP), gossip: freePortOn(t, ns.hostIP)},
+		{grpc: freePortOn(t, ns.hostIP), raft: freePortOn(t, ns.hostIP), gossip: freePortOn(t, ns.hostIP)},
+		{grpc: ns.innerIP + ":7400", raft: ns.innerIP + ":7401", gossip: ns.innerIP + ":7402"},
+	}
+	for _, a := range addrs {
+		tc.gossip = append(tc.gossip, a.gossip)
+	}
+	for i, a := range addrs {
+		var prefix []string
+		if i == 2 {
+			prefix = []string{"ip", "netns", "exec", ns.name}
+		}
+		tc.brokers = append(tc.brokers, newBrokerAt(t, i+1, a, prefix,
+			"--gossip-join", strings.Join(tc.gossip, ","),
+			"--gossip-bootstrap-expect", "3", "--gossip-profile", "local"))
+	}
+	for _, b := range tc.brokers {
+		b.launch()
+	}
+	for _, b := range tc.brokers {
+		b.waitServing()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, tc.addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "cut", 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "replicas in sync", func() bool {
+		md := tc.metadata(ctx)
+		return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], 3)
+	})
+	part := int32(-1)
+	for p := range int32(3) {
+		if tc.leaderOf(ctx, "cut", p) == 3 {
+			part = p
+		}
+	}
+	if part < 0 {
+		t.Fatal("broker 3 leads no partition")
+	}
+	isolated := tc.brokers[2]
+	isolated.run(strings.NewReader("before-1\nbefore-2\n"), "produce", "cut", "--partition", fmt.Sprint(part), "--acks", "all")
+
+	// The cut is made on the namespace's side: taking this side down
+	// would also take its address out of service for brokers 1 and 2.
+	if err := ip("netns", "exec", ns.name, "ip", "link", "set", ns.inner, "down"); err != nil {
+		t.Fatal(err)
+	}
+	// From inside the namespace, acks=all writes to the cut-off leader.
+	for i := range 3 {
+		cmd := exec.Command("ip", append([]string{"netns", "exec", ns.name, strataBin(t)},
+			"produce", "cut", "--partition", fmt.Sprint(part), "--acks", "all", "--timeout", "3s", "--broker", isolated.addr)...)
+		cmd.Env = brokerEnv()
+		cmd.Stdin = strings.NewReader(fmt.Sprintf("alone-%d\n", i))
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("the cut-off leader acknowledged an acks=all write: %s", out)
+		}
+	}
+	// The majority elects another leader and takes writes.
+	waitFor(t, time.Minute, "a new leader on the majority side", func() bool {
+		pm := tc.partition(ctx, "cut", part, 3)
+		return pm != nil && pm.Leader > 0 && pm.Leader != 3
+	})
+	majority, err := client.New(ctx, []string{tc.brokers[0].addr, tc.brokers[1].addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer majority.Close()
+	if err := majority.NewProducer().ProduceSync(ctx, &client.Record{Topic: "cut", Partition: part, Value: []byte("majority")}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := ip("netns", "exec", ns.name, "ip", "link", "set", ns.inner, "up"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the cut-off broker back in the ISR", func() bool {
+		pm := tc.partition(ctx, "cut", part)
+		return pm != nil && len(pm.Isr) == 3
+	})
+	var got []string
+	for _, l := range lines(tc.brokers[0].run(nil, "consume", "cut", "--partition", fmt.Sprint(part), "--from", "earliest")) {
+		got = append(got, l)
+	}
+	if strings.Join(got, ",") != "before-1,before-2,majority" {
+		t.Fatalf("partition %d holds %v; want the writes before the cut and the majority's", part, got)
+	}
+}
