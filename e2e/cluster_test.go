@@ -167,10 +167,7 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 	if _, err := c.CreateTopic(ctx, "orders", 3, 3, map[string]string{"min.insync.replicas": "2", "segment.bytes": "256KiB"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "every partition's replicas in sync", func() bool {
-		md := tc.metadata(ctx)
-		return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], 3)
-	})
+	tc.waitInSync(ctx, time.Minute, "every partition's replicas in sync")
 
 	acks := &keyedAcks{where: map[int64]position{}, lastAck: map[int32]time.Time{}}
 	p := c.NewProducer(client.WithLinger(time.Millisecond))
@@ -213,10 +210,7 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 		failovers = append(failovers, acks.lastAck[part].Sub(killed))
 		acks.mu.Unlock()
 		victim.start()
-		waitFor(t, 2*time.Minute, fmt.Sprintf("broker %d back in every ISR", leader), func() bool {
-			md := tc.metadata(ctx)
-			return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], 3)
-		})
+		tc.waitInSync(ctx, 2*time.Minute, fmt.Sprintf("broker %d back in every ISR", leader))
 	}
 	close(stop)
 	total := <-produced
@@ -269,6 +263,16 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 		}
 		t.Logf("orders/%d: %d segments in the cold tier up to offset %d, last written in leader epoch %d", part, len(h.Tail), h.EndOffset(), h.LeaderEpoch)
 	}
+}
+
+// waitInSync waits until every partition of the cluster's one topic has a
+// leader and all its replicas in the ISR.
+func (tc *testCluster) waitInSync(ctx context.Context, within time.Duration, what string) {
+	tc.t.Helper()
+	waitFor(tc.t, within, what, func() bool {
+		md := tc.metadata(ctx)
+		return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], len(tc.brokers))
+	})
 }
 
 func allISR(t *stratav1.TopicMetadata, n int) bool {
@@ -379,10 +383,7 @@ func TestFollowerDivergenceIsTruncated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "replicas in sync", func() bool {
-		md := tc.metadata(ctx)
-		return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], 3)
-	})
+	tc.waitInSync(ctx, time.Minute, "replicas in sync")
 	// A partition whose leader is not the controller, so that with both
 	// other brokers stopped the leader can change nothing in the metadata.
 	ctrl := tc.controller(ctx)
@@ -482,10 +483,7 @@ func isolateWithSIGSTOP(t *testing.T) {
 	if _, err := c.CreateTopic(ctx, "iso", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "replicas in sync", func() bool {
-		md := tc.metadata(ctx)
-		return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], 3)
-	})
+	tc.waitInSync(ctx, time.Minute, "replicas in sync")
 	leader := tc.leaderOf(ctx, "iso", 0)
 	old := tc.byID(leader)
 	old.cmd.Process.Signal(syscall.SIGSTOP)

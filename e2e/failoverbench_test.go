@@ -49,15 +49,12 @@ func BenchmarkFailover(b *testing.B) {
 	}()
 	var times []time.Duration
 	for range 5 {
-		waitUntil(b, time.Minute, "every replica in sync", func() bool {
-			md := tc.metadata(ctx)
-			return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], 3)
-		})
+		tc.waitInSync(ctx, time.Minute, "every replica in sync")
 		leader := tc.leaderOf(ctx, "failover", 0)
 		victim := tc.byID(leader)
 		killed := time.Now()
 		victim.kill9()
-		waitUntil(b, time.Minute, "an acknowledged write after the kill", func() bool {
+		waitFor(b, time.Minute, "an acknowledged write after the kill", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return lastAck.After(killed)
@@ -71,10 +68,11 @@ func BenchmarkFailover(b *testing.B) {
 	<-done
 	p.Close()
 	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "median-ms")
 	b.Logf("kill -9 of the leader to the next acknowledged acks=all write: %v (median %v)", times, times[len(times)/2])
 	for b.Loop() {
 		// The measurements above run once; the loop only satisfies the
 		// benchmark protocol.
 	}
+	// Reported after the loop: its first call resets user metrics.
+	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "median-ms")
 }

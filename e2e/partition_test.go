@@ -125,10 +125,7 @@ func TestNetworkPartition(t *testing.T) {
 	if _, err := c.CreateTopic(ctx, "cut", 3, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "replicas in sync", func() bool {
-		md := tc.metadata(ctx)
-		return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], 3)
-	})
+	tc.waitInSync(ctx, time.Minute, "replicas in sync")
 	part := int32(-1)
 	for p := range int32(3) {
 		if tc.leaderOf(ctx, "cut", p) == 3 {
