@@ -51,6 +51,14 @@ func payload(seq int64, size int) []byte {
 
 func seqOf(v []byte) int64 { return int64(binary.BigEndian.Uint64(v)) }
 
+// newTieredProducer makes a producer whose batches are far smaller than the
+// test topics' segments: a log rolls its segment only between batches, and
+// a producer left to fill 1 MiB batches (as it does when the broker is slow)
+// could put a test's whole history in one segment that never seals.
+func newTieredProducer(c *client.Client, opts ...client.ProducerOption) *client.Producer {
+	return c.NewProducer(append([]client.ProducerOption{client.WithBatchBytes(16 << 10)}, opts...)...)
+}
+
 // tieredProducer produces records seq0.. to one partition and remembers
 // which were acknowledged, at which offset.
 type tieredProducer struct {
@@ -201,7 +209,7 @@ func TestTieredHistoryReplays(t *testing.T) {
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	stamp := func(seq int64) time.Time { return base.Add(time.Duration(seq) * time.Millisecond) }
 	tp := &tieredProducer{acked: map[int64]int64{}}
-	p := c.NewProducer(client.WithAcks(stratav1.Acks_ACKS_LEADER))
+	p := newTieredProducer(c, client.WithAcks(stratav1.Acks_ACKS_LEADER))
 	tp.produce(ctx, p, "history", 0, total, size, stamp)
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -302,7 +310,7 @@ func TestStoreOutageThrottlesThenDrains(t *testing.T) {
 	const size = 2000
 	now := func(int64) time.Time { return time.Time{} }
 	tp := &tieredProducer{acked: map[int64]int64{}}
-	p := c.NewProducer(client.WithAcks(stratav1.Acks_ACKS_LEADER), client.WithRetries(0))
+	p := newTieredProducer(c, client.WithAcks(stratav1.Acks_ACKS_LEADER), client.WithRetries(0))
 	tp.produce(ctx, p, "outage", 0, 2000, size, now)
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -344,7 +352,7 @@ func TestStoreOutageThrottlesThenDrains(t *testing.T) {
 	// Produce is accepted again (a producer that retries rides over the
 	// moment the broker takes to notice the backlog is gone).
 	p.Close()
-	p = c.NewProducer(client.WithAcks(stratav1.Acks_ACKS_LEADER))
+	p = newTieredProducer(c, client.WithAcks(stratav1.Acks_ACKS_LEADER))
 	tp.produce(ctx, p, "outage", seq, 100, size, now)
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -388,7 +396,7 @@ func TestKill9DuringUploadsKeepsManifestConsistent(t *testing.T) {
 	}
 	const size = 1000
 	tp := &tieredProducer{acked: map[int64]int64{}}
-	p := c.NewProducer()
+	p := newTieredProducer(c)
 	tp.produce(ctx, p, "crashy", 0, 20_000, size, func(int64) time.Time { return time.Time{} })
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -471,7 +479,7 @@ func TestRestoreFromBucketAlone(t *testing.T) {
 	}
 	const size, total = 500, 3000
 	tp := &tieredProducer{acked: map[int64]int64{}}
-	p := c.NewProducer()
+	p := newTieredProducer(c)
 	tp.produce(ctx, p, "precious", 0, total, size, func(int64) time.Time { return time.Time{} })
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -533,7 +541,7 @@ func TestCorruptObjectIsAnErrorNeverData(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := &tieredProducer{acked: map[int64]int64{}}
-	p := c.NewProducer()
+	p := newTieredProducer(c)
 	tp.produce(ctx, p, "fragile", 0, 2000, 500, func(int64) time.Time { return time.Time{} })
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
