@@ -125,6 +125,19 @@ func (f *clientFlags) withTimeout(ctx context.Context) (context.Context, context
 	return context.WithTimeout(ctx, f.timeout)
 }
 
+// admin connects, makes one admin call bounded by --timeout, and closes the
+// client.
+func (f *clientFlags) admin(ctx context.Context, call func(ctx context.Context, c *client.Client) error) error {
+	c, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	cctx, cancel := f.withTimeout(ctx)
+	defer cancel()
+	return call(cctx, c)
+}
+
 // run wraps a client command's body: it gets a context that Ctrl-C ends
 // and its error is explained for people (explain).
 func run(body func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/config"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -73,18 +74,13 @@ comma-separated list. Settings not given keep the broker's defaults.`,
 			if err != nil {
 				return err
 			}
-			c, err := f.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rctx, cancel := f.withTimeout(ctx)
-			defer cancel()
-			desc, err := c.CreateTopic(rctx, args[0], partitions, replication, cfg)
-			if err != nil {
-				return err
-			}
-			return printTopic(cmd.OutOrStdout(), desc)
+			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
+				desc, err := c.CreateTopic(ctx, args[0], partitions, replication, cfg)
+				if err != nil {
+					return err
+				}
+				return printTopic(cmd.OutOrStdout(), desc)
+			})
 		}),
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions")
@@ -100,24 +96,19 @@ func newTopicListCommand(f *clientFlags) *cobra.Command {
 		Example: "  strata topic list",
 		Args:    exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
-			c, err := f.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rctx, cancel := f.withTimeout(ctx)
-			defer cancel()
-			topics, err := c.ListTopics(rctx)
-			if err != nil {
-				return err
-			}
-			sort.Slice(topics, func(i, j int) bool { return topics[i].GetName() < topics[j].GetName() })
-			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICATION")
-			for _, t := range topics {
-				fmt.Fprintf(tw, "%s\t%d\t%d\n", t.GetName(), t.GetPartitions(), t.GetReplicationFactor())
-			}
-			return tw.Flush()
+			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
+				topics, err := c.ListTopics(ctx)
+				if err != nil {
+					return err
+				}
+				sort.Slice(topics, func(i, j int) bool { return topics[i].GetName() < topics[j].GetName() })
+				tw := newTable(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICATION")
+				for _, t := range topics {
+					fmt.Fprintf(tw, "%s\t%d\t%d\n", t.GetName(), t.GetPartitions(), t.GetReplicationFactor())
+				}
+				return tw.Flush()
+			})
 		}),
 	}
 }
@@ -137,18 +128,13 @@ for upload.`,
 		Example: "  strata topic describe demo",
 		Args:    exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			c, err := f.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rctx, cancel := f.withTimeout(ctx)
-			defer cancel()
-			desc, err := c.DescribeTopic(rctx, args[0])
-			if err != nil {
-				return topicError(args[0], err)
-			}
-			return printTopic(cmd.OutOrStdout(), desc)
+			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
+				desc, err := c.DescribeTopic(ctx, args[0])
+				if err != nil {
+					return topicError(args[0], err)
+				}
+				return printTopic(cmd.OutOrStdout(), desc)
+			})
 		}),
 	}
 }
@@ -179,20 +165,15 @@ change.`,
 					return usageErrorf("%s is both set and deleted", k)
 				}
 			}
-			c, err := f.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rctx, cancel := f.withTimeout(ctx)
-			defer cancel()
-			desc, err := c.AlterTopicConfig(rctx, args[0], setMap, delKeys)
-			if err != nil {
-				return topicError(args[0], err)
-			}
-			tw := newTable(cmd.OutOrStdout())
-			printSettings(tw, desc)
-			return tw.Flush()
+			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
+				desc, err := c.AlterTopicConfig(ctx, args[0], setMap, delKeys)
+				if err != nil {
+					return topicError(args[0], err)
+				}
+				tw := newTable(cmd.OutOrStdout())
+				printSettings(tw, desc)
+				return tw.Flush()
+			})
 		}),
 	}
 	cmd.Flags().StringArrayVar(&set, "set", nil, "set a setting, key=value (repeatable, or comma-separated)")
@@ -208,18 +189,13 @@ func newTopicDeleteCommand(f *clientFlags) *cobra.Command {
 		Example: "  strata topic delete demo",
 		Args:    exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			c, err := f.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rctx, cancel := f.withTimeout(ctx)
-			defer cancel()
-			if err := c.DeleteTopic(rctx, args[0]); err != nil {
-				return topicError(args[0], err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %s\n", args[0])
-			return nil
+			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
+				if err := c.DeleteTopic(ctx, args[0]); err != nil {
+					return topicError(args[0], err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted topic %s\n", args[0])
+				return nil
+			})
 		}),
 	}
 }
@@ -242,18 +218,13 @@ again), the most recently written is restored unless --id names another.`,
   strata topic restore events --id 9f2c0d6e8b1a4c7d9e0f1a2b3c4d5e6f`,
 		Args: exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			c, err := f.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			rctx, cancel := f.withTimeout(ctx)
-			defer cancel()
-			desc, err := c.RestoreTopic(rctx, args[0], id, replication)
-			if err != nil {
-				return topicError(args[0], err)
-			}
-			return printTopic(cmd.OutOrStdout(), desc)
+			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
+				desc, err := c.RestoreTopic(ctx, args[0], id, replication)
+				if err != nil {
+					return topicError(args[0], err)
+				}
+				return printTopic(cmd.OutOrStdout(), desc)
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&id, "id", "", "topic id to restore when the bucket holds several of that name")

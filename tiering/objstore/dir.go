@@ -542,7 +542,7 @@ func (r *dirReader) ReadAt(ctx context.Context, p []byte, off int64) (int, error
 	if err := ctxErr(ctx, "read", r.key); err != nil {
 		return 0, err
 	}
-	n, tailErr := readRange(r.key, r.size, off, len(p))
+	n, tailErr := ReadRange(r.key, r.size, off, len(p))
 	if n == 0 {
 		return 0, tailErr
 	}

@@ -185,7 +185,7 @@ func (r *memReader) ReadAt(ctx context.Context, p []byte, off int64) (int, error
 	if err := ctxErr(ctx, "read", r.key); err != nil {
 		return 0, err
 	}
-	n, err := readRange(r.key, int64(len(r.data)), off, len(p))
+	n, err := ReadRange(r.key, int64(len(r.data)), off, len(p))
 	if n > 0 {
 		copy(p[:n], r.data[off:])
 	}

@@ -36,7 +36,7 @@ func (r *reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fail("read", r.key, nil, err)
 	}
-	want, tailErr := readRange(r.key, r.size, off, len(p))
+	want, tailErr := objstore.ReadRange(r.key, r.size, off, len(p))
 	n, stalls := 0, 0
 	for n < want {
 		got, err := r.get(ctx, p[n:want], off+int64(n))
@@ -92,23 +92,4 @@ func (r *reader) get(ctx context.Context, p []byte, off int64) (int, error) {
 		return n, fmt.Errorf("s3: read %q at %d: %w: %w", r.key, off+int64(n), errShortBody, err)
 	}
 	return n, nil
-}
-
-// readRange applies the ReadAt contract (see objstore.ObjectReader) to a
-// read of plen bytes at off in an object of size bytes: it returns how many
-// bytes the read can fill and the error to return once they are filled.
-func readRange(key string, size, off int64, plen int) (int, error) {
-	switch {
-	case off < 0:
-		return 0, fmt.Errorf("s3: read %q at negative offset %d", key, off)
-	case plen == 0:
-		return 0, nil
-	case off == size:
-		return 0, io.EOF
-	case off > size:
-		return 0, fmt.Errorf("s3: read %q at %d, past its end at %d: %w", key, off, size, io.ErrUnexpectedEOF)
-	case int64(plen) > size-off:
-		return int(size - off), fmt.Errorf("s3: read %q of %d bytes at %d, past its end at %d: %w", key, plen, off, size, io.ErrUnexpectedEOF)
-	}
-	return plen, nil
 }
