@@ -28,6 +28,9 @@ var (
 	// ErrStaleEpoch: a batch carries a leader epoch older than the newest one
 	// the log has seen.
 	ErrStaleEpoch = errors.New("hotlog: leader epoch older than the log's latest")
+	// ErrAboveHighWatermark: retention was asked to delete records the high
+	// watermark has not passed, which are not committed yet.
+	ErrAboveHighWatermark = errors.New("hotlog: cut above the high watermark")
 	// ErrCorrupt: the files on disk are damaged beyond what recovery repairs on
 	// its own (a sealed segment or a checkpoint that fails its checks).
 	ErrCorrupt = errors.New("hotlog: corrupt log files")

@@ -32,7 +32,7 @@ func FuzzRecoverSegment(f *testing.F) {
 			t.Fatalf("open of a damaged active segment must repair, not fail: %v", err)
 		}
 		defer l.Close()
-		kept := fsys.read(filepath.Join("/log", segmentName(0, logSuffix)))
+		kept := fsys.ReadFile(filepath.Join("/log", segmentName(0, logSuffix)))
 		if len(kept) > len(logBytes) || string(kept) != string(logBytes[:len(kept)]) {
 			t.Fatalf("recovery kept %d bytes that are not a prefix of the %d given", len(kept), len(logBytes))
 		}

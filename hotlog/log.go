@@ -113,6 +113,28 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return l.epochs.endOffsetFor(epoch, l.leo.Load())
 }
 
+// BeginEpoch records that leader epoch epoch starts at the log end, before
+// anything is appended in it: a replica that takes the lead does this so
+// that its history names its own epoch at once, and a follower asking where
+// a newer epoch of its own ended gets the start of the leader's epoch as
+// the answer. An epoch not newer than the latest changes nothing.
+func (l *Log) BeginEpoch(epoch int32) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if epoch <= l.epochs.latest() {
+		return nil
+	}
+	l.epochs.assign(epoch, l.leo.Load())
+	if err := l.writeEpochsLocked(); err != nil {
+		l.fail(err)
+		return l.failure()
+	}
+	return nil
+}
+
 // Recovery reports what opening the log repaired.
 func (l *Log) Recovery() RecoveryReport { return l.recovery }
 
@@ -521,11 +543,20 @@ func (l *Log) Checkpoint() error {
 }
 
 func (l *Log) writeStateLocked() error {
-	return writeFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(logState{
+	return l.writeState(l.currentState())
+}
+
+// currentState is what the state checkpoint would record now.
+func (l *Log) currentState() logState {
+	return logState{
 		logStart:      l.logStart.Load(),
 		highWatermark: l.hw.Load(),
 		recoveryPoint: l.flushed.Load(),
-	}))
+	}
+}
+
+func (l *Log) writeState(s logState) error {
+	return writeFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(s))
 }
 
 func (l *Log) writeEpochsLocked() error {

@@ -424,14 +424,23 @@ func TestDeleteSegmentsBefore(t *testing.T) {
 	if len(segs) < 4 {
 		t.Fatalf("want at least 4 segments, got %d", len(segs))
 	}
+	// Nothing above the high watermark may go: it is not committed.
+	l.SetHighWatermark(segs[2].BaseOffset)
+	if _, err := l.DeleteSegmentsBefore(segs[2].BaseOffset + 1); !errors.Is(err, ErrAboveHighWatermark) {
+		t.Fatalf("a cut above the high watermark: %v, want ErrAboveHighWatermark", err)
+	}
+	if l.LogStartOffset() != 0 || len(l.Segments()) != len(segs) {
+		t.Fatalf("a refused cut changed the log: start %d, %d segments", l.LogStartOffset(), len(l.Segments()))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
 	// Offset inside segment 2: segments 0 and 1 go, 2 stays.
 	cut := segs[2].BaseOffset + 1
 	deleted, err := l.DeleteSegmentsBefore(cut)
 	if err != nil || len(deleted) != 2 || deleted[0].BaseOffset != 0 || deleted[1].BaseOffset != segs[1].BaseOffset {
 		t.Fatalf("deleted %+v, %v", deleted, err)
 	}
-	if l.LogStartOffset() != segs[2].BaseOffset {
-		t.Fatalf("log start %d, want %d", l.LogStartOffset(), segs[2].BaseOffset)
+	if l.LogStartOffset() != segs[2].BaseOffset || l.HighWatermark() != l.LogEndOffset() {
+		t.Fatalf("log start %d, high watermark %d; want %d, %d", l.LogStartOffset(), l.HighWatermark(), segs[2].BaseOffset, l.LogEndOffset())
 	}
 	for _, s := range deleted {
 		if _, err := os.Stat(s.Path); !errors.Is(err, os.ErrNotExist) {
@@ -441,7 +450,7 @@ func TestDeleteSegmentsBefore(t *testing.T) {
 	_, err = l.Read(0, 100, 80)
 	wantErr(t, err, ErrOffsetOutOfRange)
 	// The active segment is never deleted, whatever the offset.
-	if _, err := l.DeleteSegmentsBefore(1 << 40); err != nil {
+	if _, err := l.DeleteSegmentsBefore(l.HighWatermark()); err != nil {
 		t.Fatal(err)
 	}
 	if segs := l.Segments(); len(segs) != 1 || segs[0].Sealed || l.LogStartOffset() != segs[0].BaseOffset {

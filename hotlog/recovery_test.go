@@ -330,8 +330,8 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 	defer l.Close()
 	// Slow fsyncs make appenders pile up behind each round, as on a disk.
 	var gate sync.Mutex
-	fsys.failSync = func(string) error { gate.Lock(); defer gate.Unlock(); return nil }
-	before := fsys.syncCount()
+	fsys.FailSync = func(string) error { gate.Lock(); defer gate.Unlock(); return nil }
+	before := fsys.SyncCount()
 	const writers, each = 8, 50
 	var wg sync.WaitGroup
 	for range writers {
@@ -347,7 +347,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	syncs := fsys.syncCount() - before
+	syncs := fsys.SyncCount() - before
 	if syncs >= writers*each {
 		t.Fatalf("%d fsyncs for %d appends: no group commit", syncs, writers*each)
 	}
@@ -364,7 +364,7 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := errors.New("injected EIO")
-	fsys.failSync = func(p string) error {
+	fsys.FailSync = func(p string) error {
 		if strings.HasSuffix(p, logSuffix) {
 			return broken
 		}
@@ -373,7 +373,7 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 	_, err := l.Append(seqBatch(t, 1, 1, 0, 10), 0)
 	wantErr(t, err, ErrLogFailed)
 	wantErr(t, err, broken)
-	fsys.failSync = nil // the disk "recovers": the log must still refuse
+	fsys.FailSync = nil // the disk "recovers": the log must still refuse
 	_, err = l.Append(seqBatch(t, 1, 1, 0, 10), 0)
 	wantErr(t, err, ErrLogFailed)
 	_, err = l.AppendReplica(replicaBatch(t, 2, 1, 0))
@@ -399,10 +399,10 @@ func TestFailedWriteIsSticky(t *testing.T) {
 	opts.FlushPolicy = FlushNever
 	l := mustOpen(t, "/log", opts)
 	defer l.Close()
-	fsys.failWrite = func(p string) error { return errors.New("injected ENOSPC") }
+	fsys.FailWrite = func(p string) error { return errors.New("injected ENOSPC") }
 	_, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0)
 	wantErr(t, err, ErrLogFailed)
-	fsys.failWrite = nil
+	fsys.FailWrite = nil
 	_, err = l.Append(seqBatch(t, 0, 1, 0, 10), 0)
 	wantErr(t, err, ErrLogFailed)
 	if l.LogEndOffset() != 0 {
@@ -416,12 +416,13 @@ func TestRetentionFinishesAfterCrash(t *testing.T) {
 	fsys := newMemFS()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 40)
+	l.SetHighWatermark(l.LogEndOffset())
 	segs := l.Segments()
-	fsys.failRemove = func(string) error { return errors.New("injected crash before remove") }
+	fsys.FailRemove = func(string) error { return errors.New("injected crash before remove") }
 	if _, err := l.DeleteSegmentsBefore(segs[2].BaseOffset); err == nil {
 		t.Fatal("want the injected remove failure")
 	}
-	fsys.failRemove = nil
+	fsys.FailRemove = nil
 	fsys.Crash(nil)
 	l = mustOpen(t, "/log", testOptions(fsys))
 	defer l.Close()
@@ -442,9 +443,9 @@ func TestCrashDuringRoll(t *testing.T) {
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 14)
 	segs := l.Segments()
-	fsys.failSyncDir = func(string) error { return errors.New("injected crash before the directory sync") }
+	fsys.FailSyncDir = func(string) error { return errors.New("injected crash before the directory sync") }
 	wantErr(t, l.Roll(), ErrLogFailed)
-	fsys.failSyncDir = nil
+	fsys.FailSyncDir = nil
 	fsys.Crash(nil)
 	l = mustOpen(t, "/log", testOptions(fsys))
 	defer l.Close()
@@ -522,13 +523,76 @@ func TestCrashDuringReset(t *testing.T) {
 	fsys := newMemFS()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 20)
-	fsys.failRemove = func(string) error { return errors.New("injected crash before remove") }
+	fsys.FailRemove = func(string) error { return errors.New("injected crash before remove") }
 	l.ResetTo(500) // the removes fail: the old files stay
-	fsys.failRemove = nil
+	fsys.FailRemove = nil
 	fsys.Crash(nil)
 	l = mustOpen(t, "/log", testOptions(fsys))
 	defer l.Close()
 	if l.LogStartOffset() != 500 || l.LogEndOffset() != 500 || len(l.Segments()) != 1 {
 		t.Fatalf("after crash: start %d end %d segments %+v", l.LogStartOffset(), l.LogEndOffset(), l.Segments())
 	}
+}
+
+// A retention pass whose checkpoint cannot be written changes nothing: the
+// log start stays where it was, in memory and on disk, and every segment
+// is still readable.
+func TestRetentionFailedCheckpointChangesNothing(t *testing.T) {
+	fsys := newMemFS()
+	l := mustOpen(t, "/log", testOptions(fsys))
+	defer l.Close()
+	fillLog(t, l, 40)
+	l.SetHighWatermark(l.LogEndOffset())
+	segs := l.Segments()
+	fsys.FailWrite = func(p string) error {
+		if strings.Contains(p, stateFile) {
+			return errors.New("injected ENOSPC")
+		}
+		return nil
+	}
+	if _, err := l.DeleteSegmentsBefore(segs[2].BaseOffset); err == nil {
+		t.Fatal("want the injected checkpoint failure")
+	}
+	fsys.FailWrite = nil
+	if l.LogStartOffset() != 0 || len(l.Segments()) != len(segs) {
+		t.Fatalf("after a failed retention: start %d with %d segments, want 0 with %d", l.LogStartOffset(), len(l.Segments()), len(segs))
+	}
+	checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
+}
+
+// Truncation rewrites the state checkpoint before it cuts: a follower that
+// truncates from 120 to 60, appends a new leader's records at 60.. and then
+// crashes must not come back with its old high watermark, which would count
+// the new, unacknowledged records as committed.
+func TestTruncateRewritesCheckpoint(t *testing.T) {
+	fsys := newMemFS()
+	l := mustOpen(t, "/log", testOptions(fsys))
+	fillLog(t, l, 40)
+	l.SetHighWatermark(l.LogEndOffset())
+	if err := l.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(60) // a new leader's answer: committed below 60 only
+	if _, err := l.TruncateTo(60); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendReplica(seqBatchAt(t, 60, 30, 1)); err != nil {
+		t.Fatal(err)
+	}
+	fsys.Crash(nil)
+	l = mustOpen(t, "/log", testOptions(fsys))
+	defer l.Close()
+	if hw := l.HighWatermark(); hw > 60 {
+		t.Fatalf("after truncation to 60 and a crash the high watermark is %d", hw)
+	}
+}
+
+// seqBatchAt is a batch of n records with sequence numbers from first, its
+// offsets assigned from first and its leader epoch set, as a leader would
+// send it to a follower.
+func seqBatchAt(t *testing.T, first, n int, epoch int32) []byte {
+	b := seqBatch(t, first, n, 0, 120)
+	b.SetBaseOffset(int64(first))
+	b.SetLeaderEpoch(epoch)
+	return b
 }

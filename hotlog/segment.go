@@ -3,6 +3,7 @@ package hotlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -282,4 +283,31 @@ func (s *segment) info() SegmentInfo {
 		IndexPath:     s.index.path,
 		TimeIndexPath: s.times.path,
 	}
+}
+
+// SegmentReader reads one segment's log bytes.
+type SegmentReader interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// OpenSegment opens the segment that begins at base for reading, through
+// the log's file system, for a copy of it (an upload to the cold tier). The
+// reader stays valid if retention deletes the segment meanwhile.
+func (l *Log) OpenSegment(base int64) (SegmentReader, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return nil, ErrClosed
+	}
+	for _, s := range l.mu.segments {
+		if s.base == base {
+			f, err := l.opts.FS.OpenFile(s.path, os.O_RDONLY, 0)
+			if err != nil {
+				return nil, fmt.Errorf("hotlog: open segment %d: %w", base, err)
+			}
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("hotlog: no segment begins at %d", base)
 }

@@ -9,7 +9,9 @@ import (
 // suffix diverged from its new leader. When offset falls inside a batch, that
 // whole batch goes too, so the new log end may be below offset; it is
 // returned. Segments past the cut are deleted newest first, so a crash midway
-// leaves a valid prefix. An offset at or past the log end changes nothing.
+// leaves a valid prefix. An offset past the log end changes nothing; one at
+// the log end removes only leader epochs begun there with no records yet
+// (BeginEpoch), which the new leader's history does not have.
 func (l *Log) TruncateTo(offset int64) (int64, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -17,11 +19,33 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		return 0, err
 	}
 	leo := l.leo.Load()
-	if offset >= leo {
+	if offset > leo {
+		return leo, nil
+	}
+	if offset == leo {
+		if l.epochs.truncateFrom(leo) {
+			if err := l.writeEpochsLocked(); err != nil {
+				l.fail(err)
+				return 0, l.failure()
+			}
+		}
 		return leo, nil
 	}
 	if start := l.logStart.Load(); offset < start {
 		return 0, &RangeError{Offset: offset, LogStart: start, LogEnd: leo}
+	}
+	// The checkpoint goes first, with the high watermark and recovery point
+	// no higher than the cut: a checkpoint left above it would, after a
+	// restart, count whatever is appended at those offsets later (a new
+	// leader's records) as committed or fsynced before it is. A crash after
+	// this write and before the cut leaves a suffix the follower protocol
+	// cuts again.
+	st := l.currentState()
+	st.highWatermark = min(st.highWatermark, offset)
+	st.recoveryPoint = min(st.recoveryPoint, offset)
+	if err := l.writeState(st); err != nil {
+		l.fail(fmt.Errorf("truncate: %w", err))
+		return 0, l.failure()
 	}
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -104,12 +128,21 @@ func (l *Log) cutSegmentLocked(seg *segment, offset int64) error {
 // example only what the cold tier has) and moves the log start to the first
 // remaining segment. The active segment is never deleted. The new log start
 // is checkpointed before any file is removed, so after a crash the open
-// finishes the job. It returns the segments it deleted.
+// finishes the job; if that checkpoint fails, nothing changes. It returns the
+// segments it deleted.
+//
+// Only committed records may go: a cut above the high watermark is refused
+// with ErrAboveHighWatermark, and the high watermark never moves here.
+// Raising it to the new start would count records as committed that no
+// follower acknowledged.
 func (l *Log) DeleteSegmentsBefore(offset int64) ([]SegmentInfo, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
 		return nil, err
+	}
+	if hw := l.hw.Load(); offset > hw {
+		return nil, fmt.Errorf("%w: cut at %d, high watermark %d", ErrAboveHighWatermark, offset, hw)
 	}
 	l.mu.RLock()
 	segs := l.mu.segments
@@ -124,11 +157,12 @@ func (l *Log) DeleteSegmentsBefore(offset int64) ([]SegmentInfo, error) {
 	victims := segs[:n]
 	newStart := segs[n].base
 	if newStart > l.logStart.Load() {
+		st := l.currentState()
+		st.logStart = newStart
+		if err := l.writeState(st); err != nil {
+			return nil, err
+		}
 		l.logStart.Store(newStart)
-		l.hw.Store(max(l.hw.Load(), newStart))
-	}
-	if err := l.writeStateLocked(); err != nil {
-		return nil, err
 	}
 
 	l.syncMu.Lock()
