@@ -49,7 +49,7 @@ type Broker struct {
 	}
 	reconciledCh chan struct{} // closed and replaced after each reconcile
 
-	peers    peers          // connections to other brokers
+	peers    Peers          // the other brokers
 	fetchers *fetchers      // this broker's replication as a follower
 	gossip   *gossip.Gossip // membership
 
@@ -59,10 +59,14 @@ type Broker struct {
 
 // Start opens the data dir, joins (or bootstraps) the metadata group, opens
 // every partition this broker holds and starts its background work. It
+// reaches other brokers through peers, which it closes when it stops. It
 // returns once the broker can serve.
-func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (*Broker, error) {
+func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Peers) (*Broker, error) {
 	if logger == nil {
 		logger = slog.Default()
+	}
+	if peers == nil {
+		return nil, errors.New("broker: no transport to other brokers")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -79,6 +83,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (*Broker
 		logsDir:      filepath.Join(cfg.DataDir, "logs"),
 		reconciledCh: make(chan struct{}),
 		stop:         make(chan struct{}),
+		peers:        peers,
 	}
 	b.mu.partitions = map[cluster.TopicPartition]*partition{}
 	b.fetchers = newFetchers(b)
@@ -189,6 +194,17 @@ func (b *Broker) goLoop(loop func()) {
 	}()
 }
 
+// goTask runs task in the background unless the broker is closing; Close
+// waits for it.
+func (b *Broker) goTask(task func()) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.mu.closed {
+		return
+	}
+	b.goLoop(task)
+}
+
 // Close stops background work, closes every partition (each fsyncs and
 // checkpoints its log) and leaves the metadata group. In-flight requests
 // should be finished first (the API server's graceful stop does that).
@@ -227,7 +243,7 @@ func (b *Broker) closeAll() error {
 	if b.cold != nil {
 		b.cold.Close()
 	}
-	b.peers.close()
+	b.peers.Close()
 	if b.lock != nil {
 		b.lock.Close()
 	}

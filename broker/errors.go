@@ -36,6 +36,10 @@ const (
 	ReasonOutOfOrderSequence Reason = "OUT_OF_ORDER_SEQUENCE"
 	// A newer instance of an idempotent producer has fenced this one.
 	ReasonInvalidProducerEpoch Reason = "INVALID_PRODUCER_EPOCH"
+	// An acks=all batch was written, but the ISR fell below
+	// min.insync.replicas before it committed: retriable, and a retry may
+	// write it twice unless the producer is idempotent.
+	ReasonNotEnoughReplicasAfterAppend Reason = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 )
 
 var retriable = map[Reason]bool{
@@ -47,6 +51,8 @@ var retriable = map[Reason]bool{
 	ReasonUnavailable:        true,
 	ReasonLeaderNotAvailable: true,
 	ReasonOutOfOrderSequence: true,
+
+	ReasonNotEnoughReplicasAfterAppend: true,
 }
 
 // Error is a refused request: a reason, a message for people, detail for

@@ -60,6 +60,12 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 		return b.coldFetch(ctx, p, req)
 	}
 	res, err := p.read(req.Offset, req.MaxBytes)
+	if err != nil && req.Offset < p.log.LogStartOffset() && p.remote(b) && b.cold != nil {
+		// Local retention moved the start past the offset between the check
+		// above and the read: the segment went only once the cold tier
+		// held it.
+		return b.coldFetch(ctx, p, req)
+	}
 	if err != nil || len(res.Batches) > 0 || req.MaxWait <= 0 {
 		return p.withLogStart(res), err
 	}

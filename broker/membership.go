@@ -22,7 +22,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -33,7 +32,6 @@ import (
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/gossip"
-	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
 // startGossip joins the cluster's gossip with this broker's addresses.
@@ -138,14 +136,10 @@ func (b *Broker) anyInCluster(ctx context.Context, members []gossip.Member) bool
 		if m.Meta.BrokerID == b.id {
 			continue
 		}
-		conn, err := b.peers.conn(m.Meta.BrokerID, m.Meta.GRPCAddr)
-		if err != nil {
-			continue
-		}
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		md, err := stratav1.NewMetadataServiceClient(conn).GetMetadata(rctx, &stratav1.GetMetadataRequest{})
+		known, err := b.peers.KnowsController(rctx, Peer{ID: m.Meta.BrokerID, Addr: m.Meta.GRPCAddr})
 		cancel()
-		if err == nil && md.ControllerId >= 0 {
+		if err == nil && known {
 			return true
 		}
 	}
@@ -292,17 +286,71 @@ func (b *Broker) electLeaders(ctx context.Context, c *controllerState) {
 }
 
 func (b *Broker) electLeader(ctx context.Context, c *controllerState, topic string, info cluster.PartitionInfo, unclean bool) {
-	alive := c.alive
+	name := fmt.Sprintf("%s/%d", topic, info.Partition)
+	// A round takes at most a leader change and the ISR cleanup after it.
+	for range 3 {
+		step := nextElectionStep(info, c.alive, unclean)
+		var err error
+		prev := info
+		switch step.kind {
+		case electNothing:
+			return
+		case electShrinkISR:
+			info, err = b.meta.ChangeISR(ctx, topic, info.Partition, step.isr, info.LeaderEpoch, info.PartitionEpoch)
+			if err != nil {
+				b.log.Warn("removing dead brokers from an ISR failed", "partition", name, "err", err)
+				return
+			}
+		case electUncleanISR:
+			info, err = b.meta.ChangeISR(ctx, topic, info.Partition, step.isr, info.LeaderEpoch, info.PartitionEpoch)
+			if err != nil {
+				b.log.Warn("unclean election failed", "partition", name, "err", err)
+				return
+			}
+		case electLeader:
+			info, err = b.meta.ChangeLeader(ctx, topic, info.Partition, step.leader, info.LeaderEpoch)
+			if err != nil {
+				b.log.Warn("electing a leader failed", "partition", name, "err", err)
+				return
+			}
+			if step.leader == cluster.NoLeader {
+				b.log.Warn("partition has no live in-sync replica; it stays offline until one returns", "partition", name, "epoch", info.LeaderEpoch)
+				return
+			}
+			b.log.Info("elected a new leader", "partition", name, "leader", step.leader, "epoch", info.LeaderEpoch, "previous", prev.Leader)
+		}
+	}
+}
+
+// The controller's election rules, a pure function of a partition and who
+// is alive, so that the simulation of the protocol runs the same rules.
+const (
+	electNothing    = iota
+	electShrinkISR  // the leader is fine: dead followers leave the ISR
+	electLeader     // leadership moves to leader (NoLeader: offline)
+	electUncleanISR // unclean election: the chosen replica joins the ISR first
+)
+
+type electionStep struct {
+	kind   int
+	isr    []int32
+	leader int32
+}
+
+// nextElectionStep is the controller's next step for a partition. While its
+// leader is alive, dead followers leave the ISR at once, so the rest can
+// commit without waiting out replica.lag.time.max. When the leader is gone,
+// the first live member of the ISR leads (any live replica if the topic
+// allows unclean election, after joining the ISR); with nobody eligible the
+// partition goes offline, its epoch still bumped to fence the old leader,
+// until an ISR member returns.
+func nextElectionStep(info cluster.PartitionInfo, alive func(int32) bool, unclean bool) electionStep {
 	if info.Leader != cluster.NoLeader && alive(info.Leader) {
-		// The leader is fine; dead followers leave the ISR at once, so the
-		// rest can commit without waiting out replica.lag_time_max.
 		isr := slices.DeleteFunc(slices.Clone(info.ISR), func(id int32) bool { return id != info.Leader && !alive(id) })
 		if len(isr) < len(info.ISR) {
-			if _, err := b.meta.ChangeISR(ctx, topic, info.Partition, isr, info.LeaderEpoch); err != nil {
-				b.log.Warn("removing dead brokers from an ISR failed", "partition", fmt.Sprintf("%s/%d", topic, info.Partition), "err", err)
-			}
+			return electionStep{kind: electShrinkISR, isr: isr}
 		}
-		return
+		return electionStep{kind: electNothing}
 	}
 	next := cluster.NoLeader
 	for _, id := range info.ISR {
@@ -319,38 +367,14 @@ func (b *Broker) electLeader(ctx context.Context, c *controllerState, topic stri
 			}
 		}
 	}
-	if next == info.Leader {
-		return
-	}
-	name := fmt.Sprintf("%s/%d", topic, info.Partition)
-	if next != cluster.NoLeader && !slices.Contains(info.ISR, next) {
-		// Unclean: the new leader becomes the ISR before it leads.
-		if _, err := b.meta.ChangeISR(ctx, topic, info.Partition, []int32{info.Leader, next}, info.LeaderEpoch); err != nil && !errors.Is(err, cluster.ErrNotInISR) {
-			b.log.Warn("unclean election failed", "partition", name, "err", err)
-			return
+	switch {
+	case next == info.Leader:
+		return electionStep{kind: electNothing} // offline already, nobody to elect
+	case next != cluster.NoLeader && !slices.Contains(info.ISR, next):
+		if info.Leader == cluster.NoLeader {
+			return electionStep{kind: electNothing} // an ISR change needs a leader to keep
 		}
-		info, _ = b.meta.Metadata().Partition(topic, info.Partition)
+		return electionStep{kind: electUncleanISR, isr: []int32{info.Leader, next}}
 	}
-	if info.Leader == cluster.NoLeader && next == cluster.NoLeader {
-		return
-	}
-	moved, err := b.meta.ChangeLeader(ctx, topic, info.Partition, next, info.LeaderEpoch)
-	if err != nil {
-		b.log.Warn("electing a leader failed", "partition", name, "err", err)
-		return
-	}
-	if next == cluster.NoLeader {
-		b.log.Warn("partition has no live in-sync replica; it stays offline until one returns", "partition", name, "epoch", moved.LeaderEpoch)
-		return
-	}
-	b.log.Info("elected a new leader", "partition", name, "leader", next, "epoch", moved.LeaderEpoch, "previous", info.Leader)
-	isr := slices.DeleteFunc(slices.Clone(moved.ISR), func(id int32) bool { return id != next && !alive(id) })
-	if unclean && !slices.Contains(info.ISR, next) {
-		isr = []int32{next}
-	}
-	if len(isr) < len(moved.ISR) {
-		if _, err := b.meta.ChangeISR(ctx, topic, info.Partition, isr, moved.LeaderEpoch); err != nil {
-			b.log.Warn("removing dead brokers from an ISR failed", "partition", name, "err", err)
-		}
-	}
+	return electionStep{kind: electLeader, leader: next}
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,10 +10,14 @@ import (
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/record"
 )
 
 // partition is this broker's replica of one partition: its local log, the
-// settings in force and its role, as the cluster metadata last said.
+// settings in force, and its replica state machine (replica_state.go) with
+// the I/O around it. The broker's goroutines (produce handlers, replication
+// streams, the housekeeping and tiering loops) call its methods; so does
+// the simulation that checks the protocol.
 type partition struct {
 	topic   string
 	id      int32
@@ -22,35 +25,33 @@ type partition struct {
 	dir     string
 	self    int32
 	log     *hotlog.Log
+	logger  *slog.Logger
+	now     func() time.Time
 
-	cfg       atomic.Pointer[config.Topic]
-	state     atomic.Pointer[cluster.PartitionInfo]
+	cfg atomic.Pointer[config.Topic]
+	// view is the metadata the replica last applied, for readers that need
+	// no lock (routing, describe).
+	view atomic.Pointer[cluster.PartitionInfo]
+
+	// mu is the replica lock. It orders the leader's appends, changes of
+	// role and epoch, moves of the high watermark and the follower's
+	// appends and truncations: a batch is appended, and its produce starts
+	// waiting, in one leader epoch, and a change of epoch either comes
+	// before (the append is refused) or after (the wait ends with
+	// NOT_LEADER). Lock order: mu, producers.mu, then the log's own locks.
+	mu struct {
+		sync.Mutex
+		rs *replicaState
+	}
+
 	tier      atomic.Pointer[tierState]
 	work      partitionTier // owned by the tiering loop
 	producers *producerState
 
-	// hwMu serialises high watermark moves, so it never goes backwards, and
-	// guards the leader's view of its followers.
-	hwMu      sync.Mutex
-	followers map[int32]*followerState
-	ledEpoch  int32 // the epoch followers was reset for; -1 when not leading
-	// expanding is set while a request to grow the ISR is out, so that the
-	// follower's next acknowledgements do not send more.
-	expanding atomic.Bool
-}
-
-// followerState is what a leader knows of one follower.
-type followerState struct {
-	// leo is the follower's log end as it last reported it (counting what
-	// its flush policy made durable); -1 until it reports in this epoch.
-	leo int64
-	// caughtUpAt is when the follower last had everything the leader had.
-	caughtUpAt time.Time
-	// caughtUpEnd/caughtUpSent: the last chunk sent that brought the
-	// follower to the leader's end at the time, and when it was sent; once
-	// the follower acknowledges it, it was caught up then.
-	caughtUpEnd  int64
-	caughtUpSent time.Time
+	// advanceKick wakes the advancer when the log's durable end moved.
+	advanceKick chan struct{}
+	stop        chan struct{}
+	stopped     chan struct{}
 }
 
 func logConfig(t config.Topic) hotlog.Config {
@@ -70,129 +71,77 @@ func logConfig(t config.Topic) hotlog.Config {
 	return c
 }
 
-// openPartition opens (creating or recovering) the log of one replica.
-func openPartition(dir, topic, topicID string, id, self int32, cfg config.Topic, info cluster.PartitionInfo, logger *slog.Logger) (*partition, error) {
-	p := &partition{topic: topic, id: id, topicID: topicID, dir: dir, self: self, ledEpoch: -1, producers: newProducerState()}
-	p.cfg.Store(&cfg)
-	p.state.Store(&info)
+// replicaSpec is what opening a replica needs.
+type replicaSpec struct {
+	dir            string
+	topic, topicID string
+	partition      int32
+	self           int32
+	cfg            config.Topic
+	info           cluster.PartitionInfo
+	lagMax         time.Duration
+	logger         *slog.Logger
+	// fs is the file system of the log; nil for the disk.
+	fs hotlog.FS
+	// now is the clock; nil for time.Now.
+	now func() time.Time
+	// onDurable, when set, is called when the log's durable end moves,
+	// instead of waking a goroutine of the partition's own that moves the
+	// high watermark: a simulation calls advance itself, in its own order.
+	onDurable func()
+}
+
+// openPartition opens (creating or recovering) the log of one replica and
+// applies the metadata to it.
+func openPartition(s replicaSpec) (*partition, error) {
+	p := &partition{topic: s.topic, id: s.partition, topicID: s.topicID, dir: s.dir, self: s.self,
+		logger: s.logger.With("topic", s.topic, "partition", s.partition), now: s.now,
+		producers: newProducerState(), advanceKick: make(chan struct{}, 1),
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	p.cfg.Store(&s.cfg)
 	p.tier.Store(&tierState{coldStart: -1, coldEnd: -1})
 	p.work.aligned.Store(-1)
 	opts := hotlog.DefaultOptions()
-	opts.Config = logConfig(cfg)
-	opts.Logger = logger.With("topic", topic, "partition", id)
-	opts.OnDurable = func(int64) { p.advanceHighWatermark() }
-	l, err := hotlog.Open(dir, opts)
+	opts.Config = logConfig(s.cfg)
+	opts.Logger = p.logger
+	opts.Now = p.now
+	if s.fs != nil {
+		opts.FS = s.fs
+	}
+	opts.OnDurable = func(int64) { p.kickAdvance() }
+	if s.onDurable != nil {
+		opts.OnDurable = func(int64) { s.onDurable() }
+	}
+	l, err := hotlog.Open(s.dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	p.log = l
-	p.resetFollowers(info)
-	p.advanceHighWatermark()
+	p.mu.rs = newReplicaState(s.self, s.cfg.MinInsyncReplicas, s.lagMax)
+	if s.onDurable == nil {
+		go p.advancer()
+	} else {
+		close(p.stopped)
+	}
+	if err := p.setState(s.info, s.cfg); err != nil {
+		p.close()
+		return nil, err
+	}
 	return p, nil
 }
 
 func (p *partition) name() string { return fmt.Sprintf("%s/%d", p.topic, p.id) }
 
-func (p *partition) isLeader() bool { return p.state.Load().Leader == p.self }
+// isLeader reports whether the metadata the replica applied makes it the
+// leader.
+func (p *partition) isLeader() bool { return p.view.Load().Leader == p.self }
 
-// setState applies the metadata's view of the partition and its topic's
-// settings.
-func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error {
-	p.state.Store(&info)
-	p.resetFollowers(info)
-	if old := p.cfg.Load(); *old != cfg {
-		if err := p.log.Reconfigure(logConfig(cfg)); err != nil {
-			return err
-		}
-		p.cfg.Store(&cfg)
-	}
-	p.advanceHighWatermark()
-	return nil
-}
-
-// resetFollowers starts the leader's view of its followers afresh when this
-// broker takes the lead in a new epoch: positions unknown until they report,
-// and replica.lag_time_max from now to catch up before they leave the ISR.
-func (p *partition) resetFollowers(info cluster.PartitionInfo) {
-	p.hwMu.Lock()
-	defer p.hwMu.Unlock()
-	if info.Leader != p.self {
-		p.followers, p.ledEpoch = nil, -1
-		return
-	}
-	if p.ledEpoch == info.LeaderEpoch && p.followers != nil {
-		return
-	}
-	p.ledEpoch = info.LeaderEpoch
-	p.followers = map[int32]*followerState{}
-	now := time.Now()
-	for _, id := range info.Replicas {
-		if id != p.self {
-			p.followers[id] = &followerState{leo: -1, caughtUpAt: now, caughtUpEnd: -1}
-		}
-	}
-}
-
-// followerReport records a follower's acknowledged log end and moves the
-// high watermark. It reports whether the follower may join the ISR: it is
-// not in it, and has every committed record.
-func (p *partition) followerReport(id int32, leo int64) (expand bool) {
-	p.hwMu.Lock()
-	f, ok := p.followers[id]
-	if !ok {
-		p.hwMu.Unlock()
-		return false
-	}
-	f.leo = leo
-	if f.caughtUpEnd >= 0 && leo >= f.caughtUpEnd && f.caughtUpSent.After(f.caughtUpAt) {
-		f.caughtUpAt = f.caughtUpSent
-	}
-	if leo >= p.log.LogEndOffset() {
-		f.caughtUpAt = time.Now()
-	}
-	p.hwMu.Unlock()
-	p.advanceHighWatermark()
-	st := p.state.Load()
-	return !slices.Contains(st.ISR, id) && leo >= p.log.HighWatermark()
-}
-
-// sentTo records that a chunk ending at end was sent to a follower when the
-// leader's log ended at leo.
-func (p *partition) sentTo(id int32, end, leo int64) {
-	if end < leo {
-		return
-	}
-	p.hwMu.Lock()
-	defer p.hwMu.Unlock()
-	if f, ok := p.followers[id]; ok {
-		f.caughtUpEnd, f.caughtUpSent = end, time.Now()
-	}
-}
-
-// laggingFollowers returns the in-sync followers that have not been caught
-// up for longer than maxLag.
-func (p *partition) laggingFollowers(maxLag time.Duration) []int32 {
-	st := p.state.Load()
-	if st.Leader != p.self {
-		return nil
-	}
-	p.hwMu.Lock()
-	defer p.hwMu.Unlock()
-	leo := p.log.LogEndOffset()
-	var out []int32
-	for _, id := range st.ISR {
-		f, ok := p.followers[id]
-		if !ok || id == p.self {
-			continue
-		}
-		if f.leo >= leo {
-			f.caughtUpAt = time.Now() // idle and caught up
-		}
-		if time.Since(f.caughtUpAt) > maxLag {
-			out = append(out, id)
-		}
-	}
-	return out
+// logViewLocked is what the state machine sees of the log.
+func (p *partition) logViewLocked() logView {
+	return logView{end: p.log.LogEndOffset(), committed: p.committedEnd(), hw: p.log.HighWatermark()}
 }
 
 // committedEnd is how far this replica's own log counts towards the high
@@ -206,31 +155,239 @@ func (p *partition) committedEnd() int64 {
 	return min(p.log.DurableOffset(), p.log.LogEndOffset())
 }
 
-// advanceHighWatermark moves a leader's high watermark to the smallest
-// committed end among the in-sync replicas: its own, and what each
-// in-sync follower has acknowledged. A follower that has not reported in
-// this epoch holds it where it is.
-func (p *partition) advanceHighWatermark() {
-	st := p.state.Load()
-	if st.Leader != p.self {
-		return
-	}
-	p.hwMu.Lock()
-	defer p.hwMu.Unlock()
-	hw := p.committedEnd()
-	for _, id := range st.ISR {
-		if id == p.self {
-			continue
+// setState applies the metadata's view of the partition and its topic's
+// settings. A replica that takes the lead records its epoch in its log at
+// once (BeginEpoch), so that followers asking about a newer epoch of their
+// own are told where its epoch began.
+func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error {
+	if old := p.cfg.Load(); *old != cfg {
+		if err := p.log.Reconfigure(logConfig(cfg)); err != nil {
+			return err
 		}
-		f, ok := p.followers[id]
-		if !ok || f.leo < 0 {
-			return
-		}
-		hw = min(hw, f.leo)
+		p.cfg.Store(&cfg)
 	}
-	if hw > p.log.HighWatermark() {
-		p.log.SetHighWatermark(hw)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := p.mu.rs
+	rs.minISR = cfg.MinInsyncReplicas
+	if info.Leader == p.self && info.LeaderEpoch > rs.info.LeaderEpoch {
+		if err := p.log.BeginEpoch(info.LeaderEpoch); err != nil {
+			return err
+		}
+	}
+	ended := rs.apply(info, p.logViewLocked(), p.now())
+	cur := rs.info
+	p.view.Store(&cur)
+	finish(ended)
+	p.advanceLocked()
+	return nil
+}
+
+// finish ends produce waits.
+func finish(done []completion) {
+	for _, c := range done {
+		c.w.done <- c.err
 	}
 }
 
-func (p *partition) close() error { return p.log.Close() }
+// advance moves a leader's high watermark as far as its in-sync replicas
+// allow and ends the produce waits it passes.
+func (p *partition) advance() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.advanceLocked()
+}
+
+func (p *partition) advanceLocked() {
+	rs := p.mu.rs
+	view := p.logViewLocked()
+	if hw := rs.highWatermark(view); hw > view.hw {
+		p.log.SetHighWatermark(hw)
+	}
+	finish(rs.complete(p.log.HighWatermark()))
+}
+
+// kickAdvance asks the advancer to run. The log calls it when its durable
+// end moves, from its flusher or from inside an append (a roll): it must
+// not take the replica lock itself, which an appender may hold.
+func (p *partition) kickAdvance() {
+	select {
+	case p.advanceKick <- struct{}{}:
+	default:
+	}
+}
+
+// advancer moves the high watermark when the log's durable end moved, for
+// produces that do not wait for it themselves and for consumers.
+func (p *partition) advancer() {
+	defer close(p.stopped)
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.advanceKick:
+			p.advance()
+		}
+	}
+}
+
+// followerReport takes a follower's acknowledged log end in a leader
+// epoch, moves the high watermark, and returns an ISR change to ask for
+// (the follower caught up) or nil. ok is false when the leader did not
+// count the report (another epoch, not a replica).
+func (p *partition) followerReport(id, epoch int32, leo int64) (ok bool, change *isrChange) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ok, change = p.mu.rs.followerReport(id, epoch, leo, p.logViewLocked(), p.now())
+	if ok {
+		p.advanceLocked()
+	}
+	return ok, change
+}
+
+// sentTo records that batches up to the leader's log end were sent to a
+// follower.
+func (p *partition) sentTo(id int32, end int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.rs.sent(id, end, p.now())
+}
+
+// tick returns an ISR change that drops lagging followers, or nil.
+func (p *partition) tick() *isrChange {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.rs.tick(p.logViewLocked(), p.now())
+}
+
+// isrAnswered takes the controller's answer to an ISR change: the
+// partition after it, or a refusal.
+func (p *partition) isrAnswered(c *isrChange, info cluster.PartitionInfo, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := p.mu.rs
+	if err != nil {
+		rs.isrRefused(c)
+		return
+	}
+	finish(rs.apply(info, p.logViewLocked(), p.now()))
+	cur := rs.info
+	p.view.Store(&cur)
+	p.advanceLocked()
+}
+
+// leaderState is the metadata the replica acts on and, when it leads, the
+// first offset of its epoch.
+func (p *partition) leaderState() (cluster.PartitionInfo, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.rs.info, p.mu.rs.epochStart
+}
+
+// following reports whether the replica follows leader in epoch now.
+// Caller holds mu.
+func (p *partition) followingLocked(leader, epoch int32) bool {
+	info := p.mu.rs.info
+	return info.Leader == leader && info.Leader != p.self && info.LeaderEpoch == epoch
+}
+
+// errNotFollowing: the replica no longer follows that leader in that epoch;
+// whatever the leader sent is stale.
+var errNotFollowing = fmt.Errorf("broker: the replica no longer follows that leader in that epoch")
+
+// truncateAsFollower cuts the log at offset for the leader it follows in
+// epoch; the producer state goes with the cut records.
+func (p *partition) truncateAsFollower(leader, epoch int32, offset int64) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.followingLocked(leader, epoch) {
+		return 0, errNotFollowing
+	}
+	end, err := p.log.TruncateTo(max(offset, p.log.LogStartOffset()))
+	p.producers.reset() // the batches it remembered may be gone
+	return end, err
+}
+
+// resetAsFollower starts the log again at the leader's local start, when
+// everything the follower lacks is below it (in the cold tier, or gone).
+func (p *partition) resetAsFollower(leader, epoch int32, start int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.followingLocked(leader, epoch) {
+		return errNotFollowing
+	}
+	if p.log.LogEndOffset() >= start {
+		return nil
+	}
+	err := p.log.ResetTo(start)
+	p.producers.reset()
+	return err
+}
+
+// appendAsFollower appends what the leader sent (whole batches with their
+// offsets and epochs, from the follower's log end on) and takes the
+// leader's high watermark, as far as the follower's log goes.
+func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.followingLocked(leader, epoch) {
+		return errNotFollowing
+	}
+	if data = skipBelow(data, p.log.LogEndOffset()); len(data) > 0 {
+		if _, err := p.log.AppendReplica(data); err != nil {
+			return err
+		}
+		for rest := data; len(rest) > 0; {
+			b, next, err := record.Next(rest)
+			if err != nil {
+				break
+			}
+			p.producers.record(b)
+			rest = next
+		}
+	}
+	if hw := followerHighWatermark(leaderHW, p.logViewLocked()); hw > p.log.HighWatermark() {
+		p.log.SetHighWatermark(hw)
+	}
+	return nil
+}
+
+// skipBelow drops the leading batches of data that end below offset: a
+// leader may resend what the follower already has after a reconnect.
+func skipBelow(data []byte, offset int64) []byte {
+	for len(data) > 0 {
+		b, rest, err := record.Next(data)
+		if err != nil || b.NextOffset() > offset {
+			return data
+		}
+		data = rest
+	}
+	return data
+}
+
+// endOffsetForEpoch answers a follower of this leader: the largest epoch
+// at or below epoch its log knows, and where it ended.
+func (p *partition) endOffsetForEpoch(epoch int32) EpochEnd {
+	e, end := p.log.EndOffsetForEpoch(epoch)
+	return EpochEnd{Epoch: e, EndOffset: end}
+}
+
+// close ends the advancer, every produce wait (NOT_LEADER) and the log.
+func (p *partition) close() error {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.stopped
+	p.mu.Lock()
+	rs := p.mu.rs
+	var ended []completion
+	for _, w := range rs.waiters {
+		ended = append(ended, completion{w, errNotLeaderNow})
+	}
+	rs.waiters = nil
+	finish(ended)
+	p.mu.Unlock()
+	return p.log.Close()
+}

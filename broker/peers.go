@@ -1,71 +1,72 @@
 package broker
 
+// How a broker reaches the other brokers. The broker knows no wire format:
+// package rpc implements Peers over gRPC, and a simulation can implement it
+// over anything.
+
 import (
-	"fmt"
-	"sync"
+	"context"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+	"github.com/strata-log/strata/cluster"
 )
 
-// peers holds one gRPC connection per other broker, by address, for
-// replication and requests to the controller. A broker that moves to a new
-// address gets a new connection; the old one is closed.
-type peers struct {
-	mu    sync.Mutex
-	conns map[int32]peerConn
+// Peers is what a broker asks of other brokers: as a follower, of the
+// leaders it replicates from; as a leader, of the controller; while it
+// bootstraps, of the brokers gossip found. Errors a peer refused a request
+// with are *Error values with their reason.
+type Peers interface {
+	// Replicate opens a follower's stream to a leader broker.
+	Replicate(ctx context.Context, to Peer) (FollowerStream, error)
+	// EndOffsetForEpoch asks a leader where an epoch ends in its log.
+	EndOffsetForEpoch(ctx context.Context, to Peer, q EpochQuery) (EpochEnd, error)
+	// AlterISR asks the controller for an ISR change and returns the
+	// partition after it.
+	AlterISR(ctx context.Context, to Peer, req ISRRequest) (cluster.PartitionInfo, error)
+	// KnowsController asks a broker whether it knows a controller: one
+	// about to bootstrap a cluster must not start a second one.
+	KnowsController(ctx context.Context, to Peer) (bool, error)
+	// Close ends every connection.
+	Close() error
 }
 
-type peerConn struct {
-	addr string
-	conn *grpc.ClientConn
+// Peer is a broker to reach: its id and advertised address.
+type Peer struct {
+	ID   int32
+	Addr string
 }
 
-// replication returns the replication client of broker id at addr.
-func (ps *peers) replication(id int32, addr string) (stratav1.ReplicationServiceClient, error) {
-	conn, err := ps.conn(id, addr)
-	if err != nil {
-		return nil, err
-	}
-	return stratav1.NewReplicationServiceClient(conn), nil
+// FollowerStream is a follower's end of a replication stream: it sends its
+// positions and receives the leader's chunks. The leader's end is
+// ReplicaStream.
+type FollowerStream interface {
+	Send(ReplicaUpdate) error
+	Recv() (ReplicaChunk, error)
 }
 
-func (ps *peers) conn(id int32, addr string) (*grpc.ClientConn, error) {
-	if addr == "" {
-		return nil, fmt.Errorf("broker %d has no known address", id)
-	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.conns == nil {
-		ps.conns = map[int32]peerConn{}
-	}
-	if c, ok := ps.conns[id]; ok {
-		if c.addr == addr {
-			return c.conn, nil
-		}
-		c.conn.Close()
-	}
-	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage)))
-	if err != nil {
-		return nil, fmt.Errorf("connect to broker %d at %s: %w", id, addr, err)
-	}
-	ps.conns[id] = peerConn{addr: addr, conn: conn}
-	return conn, nil
+// EpochQuery asks a leader where a leader epoch ends in its log.
+type EpochQuery struct {
+	Topic     string
+	TopicID   string
+	Partition int32
+	Epoch     int32
 }
 
-// maxPeerMessage bounds a replication message: a chunk of batches, and a
-// batch can be as large as max.message.bytes allows.
-const maxPeerMessage = 80 << 20
+// EpochEnd is a leader's answer to an EpochQuery: the largest epoch at or
+// below the one asked for that its log knows, and the offset where it
+// ended; hotlog.UndefinedEpoch and -1 when it knows none.
+type EpochEnd struct {
+	Epoch     int32
+	EndOffset int64
+}
 
-func (ps *peers) close() {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for id, c := range ps.conns {
-		c.conn.Close()
-		delete(ps.conns, id)
-	}
+// ISRRequest is a leader's request to change a partition's ISR, computed
+// from the partition at LeaderEpoch and PartitionEpoch.
+type ISRRequest struct {
+	Topic          string
+	TopicID        string
+	Partition      int32
+	LeaderID       int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	ISR            []int32
 }

@@ -16,9 +16,12 @@ package broker
 // the batch gets its offsets (and, under LogAppendTime, the broker's clock)
 // in its header and is appended. acks=none returns once it is written,
 // acks=leader once the flush policy is met, acks=all once the high watermark
-// passes it (TIMEOUT if that takes longer than the request allows; the batch
-// may still commit). A duplicate is answered under the same rules, for the
-// original batch.
+// passes it in the leader epoch it was appended in (TIMEOUT if that takes
+// longer than the request allows: the batch may still commit; NOT_LEADER
+// if leadership moves first: the batch may be lost; and
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND if it committed while the ISR fell
+// below min.insync.replicas). A duplicate is answered under the same
+// rules, for the original batch.
 
 import (
 	"context"
@@ -86,59 +89,107 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	if err := req.Batch.Validate(); err != nil {
 		return ProduceResult{}, refuse(ReasonCorruptBatch, err, "%v", err)
 	}
-	st := p.state.Load()
-	if req.Acks == AcksAll && len(st.ISR) < cfg.MinInsyncReplicas {
-		return ProduceResult{}, refuse(ReasonNotEnoughReplicas, nil, "%s has %d in-sync replicas, min.insync.replicas is %d", p.name(), len(st.ISR), cfg.MinInsyncReplicas)
-	}
-	res := ProduceResult{LogAppendTime: -1}
-	if cfg.MessageTimestampType == config.LogAppendTime {
-		res.LogAppendTime = time.Now().UnixMilli()
-		req.Batch.SetLogAppendTime(res.LogAppendTime)
-	}
-
-	if req.Batch.ProducerID() == record.NoProducerID {
-		ar, err := p.log.AppendUnflushed(req.Batch, st.LeaderEpoch)
-		if err != nil {
-			return ProduceResult{}, appendError(p, err)
+	res, w, err := p.appendAsLeader(req.Batch, req.Acks)
+	if err != nil {
+		if errors.Is(err, errNotLeaderNow) {
+			info := p.view.Load()
+			return ProduceResult{}, b.notLeader(b.meta.Metadata(), req.Topic, req.Partition, info.Leader)
 		}
-		res.BaseOffset, res.LastOffset = ar.BaseOffset, ar.LastOffset
-	} else {
-		ar, dup, err := appendIdempotent(p, req.Batch, st.LeaderEpoch)
-		switch {
-		case err != nil:
-			return ProduceResult{}, err
-		case dup != nil:
-			res.BaseOffset, res.LastOffset, res.LogAppendTime, res.Duplicate = dup.baseOffset, dup.lastOffset, dup.logAppendTime, true
-		default:
-			res.BaseOffset, res.LastOffset = ar.BaseOffset, ar.LastOffset
-		}
+		return ProduceResult{}, err
 	}
-	if cfg.FlushPolicy == config.FlushNever || req.Acks == AcksNone {
-		p.advanceHighWatermark()
-	}
-	res.LogStartOffset = p.log.LogStartOffset()
 	if req.Acks == AcksNone {
 		return res, nil
 	}
 	if err := p.log.WaitDurable(res.LastOffset + 1); err != nil {
+		p.dropWaiter(w)
 		return ProduceResult{}, appendError(p, err)
 	}
 	if req.Acks != AcksAll {
 		return res, nil
 	}
+	p.advance() // this broker's own fsync may be what the high watermark waited for
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultProduceTimeout
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := p.log.WaitForHighWatermark(wctx, res.LastOffset); err != nil {
-		if errors.Is(err, hotlog.ErrClosed) {
-			return ProduceResult{}, refuse(ReasonUnavailable, err, "%s was closed before the batch at %d committed", p.name(), res.BaseOffset)
+	select {
+	case err := <-w.done:
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.Is(err, errNotLeaderNow):
+			return ProduceResult{}, refuse(ReasonNotLeader, nil, "%s: leadership changed before the batch at %d committed; it is not acknowledged and may be lost", p.name(), res.BaseOffset).
+				with("leader_id", itoa(int64(p.view.Load().Leader)))
 		}
-		return ProduceResult{}, refuse(ReasonTimeout, err, "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", res.BaseOffset, p.name(), timeout)
+		return ProduceResult{}, refuse(ReasonNotEnoughReplicasAfterAppend, err, "%s: the batch at %d was written, but the in-sync replicas fell below min.insync.replicas (%d) before it committed; it is not acknowledged", p.name(), res.BaseOffset, cfg.MinInsyncReplicas)
+	case <-wctx.Done():
+		p.dropWaiter(w)
+		return ProduceResult{}, refuse(ReasonTimeout, wctx.Err(), "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", res.BaseOffset, p.name(), timeout)
 	}
-	return res, nil
+}
+
+// appendAsLeader appends a batch as the partition's leader, in the leader
+// epoch of the moment, and for acks=all registers the wait for its commit
+// in that same epoch: both under the replica lock, so a change of epoch
+// comes wholly before (errNotLeaderNow) or after (the wait ends with
+// NOT_LEADER). A resend of an idempotent producer's batch is answered with
+// the original's offsets and waits for the original to commit.
+func (p *partition) appendAsLeader(batch record.Batch, acks Acks) (ProduceResult, *produceWaiter, error) {
+	cfg := p.cfg.Load()
+	res := ProduceResult{LogAppendTime: -1}
+	if cfg.MessageTimestampType == config.LogAppendTime {
+		res.LogAppendTime = p.now().UnixMilli()
+		batch.SetLogAppendTime(res.LogAppendTime)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := p.mu.rs
+	switch rs.checkProduce(acks == AcksAll) {
+	case refusedNotLeader:
+		return ProduceResult{}, nil, errNotLeaderNow
+	case refusedNotEnoughReplicas:
+		return ProduceResult{}, nil, refuse(ReasonNotEnoughReplicas, nil, "%s has %d in-sync replicas, min.insync.replicas is %d", p.name(), len(rs.info.ISR), rs.minISR)
+	}
+	epoch := rs.info.LeaderEpoch
+	if batch.ProducerID() == record.NoProducerID {
+		ar, err := p.log.AppendUnflushed(batch, epoch)
+		if err != nil {
+			return ProduceResult{}, nil, appendError(p, err)
+		}
+		res.BaseOffset, res.LastOffset = ar.BaseOffset, ar.LastOffset
+	} else {
+		ar, dup, err := appendIdempotent(p, batch, epoch)
+		switch {
+		case err != nil:
+			return ProduceResult{}, nil, err
+		case dup != nil:
+			res.BaseOffset, res.LastOffset, res.LogAppendTime, res.Duplicate = dup.baseOffset, dup.lastOffset, dup.logAppendTime, true
+		default:
+			res.BaseOffset, res.LastOffset = ar.BaseOffset, ar.LastOffset
+		}
+	}
+	res.LogStartOffset = p.log.LogStartOffset()
+	var w *produceWaiter
+	if acks == AcksAll {
+		w = newProduceWaiter(res.LastOffset, epoch)
+		rs.addWaiter(w)
+	}
+	if cfg.FlushPolicy == config.FlushNever || acks == AcksNone {
+		p.advanceLocked()
+	}
+	return res, w, nil
+}
+
+// dropWaiter forgets a produce wait its caller gave up on.
+func (p *partition) dropWaiter(w *produceWaiter) {
+	if w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.rs.removeWaiter(w)
 }
 
 // appendIdempotent appends a batch of an idempotent producer unless it is a

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/strata-log/strata/cluster"
 )
@@ -64,7 +65,10 @@ func (b *Broker) reconcile() error {
 				ok = false
 			}
 			if !ok {
-				p, err = openPartition(b.partitionDir(t, info.Partition), name, t.ID, info.Partition, b.id, cfg, info, b.log)
+				p, err = openPartition(replicaSpec{
+					dir: b.partitionDir(t, info.Partition), topic: name, topicID: t.ID, partition: info.Partition,
+					self: b.id, cfg: cfg, info: info, lagMax: time.Duration(b.cfg.Replica.LagTimeMax), logger: b.log,
+				})
 				if err != nil {
 					if firstErr == nil {
 						firstErr = fmt.Errorf("open %s/%d: %w", name, info.Partition, err)
@@ -101,7 +105,7 @@ func (b *Broker) reconcile() error {
 func (b *Broker) followLocked(m *cluster.Metadata) {
 	targets := map[cluster.TopicPartition]followTarget{}
 	for tp, p := range b.mu.partitions {
-		st := p.state.Load()
+		st := p.view.Load()
 		if st.Leader == b.id || st.Leader == cluster.NoLeader {
 			continue
 		}

@@ -2,15 +2,18 @@ package broker
 
 // The follower's side of replication. For every broker it follows, a
 // fetcher keeps one stream open and says, per partition, where its log
-// ends. Before it follows a partition in a new leader epoch it asks the
-// leader where its own latest epoch ended in the leader's log and cuts its
-// log there, so a suffix written under a deposed leader never survives a
-// failover. Batches from the leader are appended as they come (fsynced as
-// the topic's flush policy says) and acknowledged with the new log end.
+// ends. Before it follows a partition in a new leader epoch it truncates
+// its log by leader epoch (truncation.go), so a suffix written under a
+// deposed leader never survives a failover. Batches from the leader are
+// appended as they come (fsynced as the topic's flush policy says) and
+// acknowledged with the new log end. Every truncation and append checks,
+// under the replica lock, that the replica still follows that leader in
+// that epoch: what a deposed leader sends is dropped.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -18,8 +21,6 @@ import (
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/hotlog"
-	"github.com/strata-log/strata/record"
-	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
 // followTarget says that a partition is to be followed from a leader in an
@@ -176,13 +177,9 @@ func (f *fetcher) run() {
 // session is one stream: it sends positions as partitions are prepared or
 // move, and applies what the leader sends.
 func (f *fetcher) session() error {
-	client, err := f.b.peers.replication(f.leader, f.addr)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
-	stream, err := client.Replicate(ctx)
+	stream, err := f.b.peers.Replicate(ctx, Peer{ID: f.leader, Addr: f.addr})
 	if err != nil {
 		return err
 	}
@@ -193,13 +190,13 @@ func (f *fetcher) session() error {
 	f.stops = nil
 	f.mu.Unlock()
 	var sendMu sync.Mutex
-	send := func(positions []*stratav1.ReplicaPosition) error {
+	send := func(positions []ReplicaPosition) error {
 		if len(positions) == 0 {
 			return nil
 		}
 		sendMu.Lock()
 		defer sendMu.Unlock()
-		return stream.Send(&stratav1.ReplicateRequest{FollowerId: f.b.id, Positions: positions})
+		return stream.Send(ReplicaUpdate{FollowerID: f.b.id, Positions: positions})
 	}
 	recvErr := make(chan error, 1)
 	go func() {
@@ -209,8 +206,8 @@ func (f *fetcher) session() error {
 				recvErr <- err
 				return
 			}
-			if pos := f.apply(ctx, chunk); pos != nil {
-				if err := send([]*stratav1.ReplicaPosition{pos}); err != nil {
+			if pos, ok := f.apply(chunk); ok {
+				if err := send([]ReplicaPosition{pos}); err != nil {
 					recvErr <- err
 					return
 				}
@@ -237,11 +234,11 @@ func (f *fetcher) session() error {
 // pending prepares partitions new in this stream or epoch and returns the
 // positions to send: theirs, those whose log end moved without a report
 // (an interval flush, say), and partitions left.
-func (f *fetcher) pending(ctx context.Context) []*stratav1.ReplicaPosition {
+func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 	f.mu.Lock()
-	var out []*stratav1.ReplicaPosition
+	var out []ReplicaPosition
 	for _, tp := range f.stops {
-		out = append(out, &stratav1.ReplicaPosition{Topic: tp.Topic, Partition: tp.Partition, Stop: true})
+		out = append(out, ReplicaPosition{Topic: tp.Topic, Partition: tp.Partition, Stop: true})
 	}
 	f.stops = nil
 	var toPrepare []*followed
@@ -279,120 +276,105 @@ func (f *fetcher) pending(ctx context.Context) []*stratav1.ReplicaPosition {
 	return out
 }
 
-func (fo *followed) position(end int64) *stratav1.ReplicaPosition {
-	return &stratav1.ReplicaPosition{Topic: fo.p.topic, TopicId: fo.p.topicID, Partition: fo.p.id, LeaderEpoch: fo.epoch, LogEndOffset: end}
+func (fo *followed) position(end int64) ReplicaPosition {
+	return ReplicaPosition{Topic: fo.p.topic, TopicID: fo.p.topicID, Partition: fo.p.id, LeaderEpoch: fo.epoch, LogEnd: end}
 }
 
-// prepare cuts the follower's log where its latest epoch ended in the
-// leader's log, before it follows the leader in a new epoch.
+// maxTruncationRounds bounds the rounds of a follower's truncation: each
+// one removes at least one epoch from its history, so a log with more
+// epochs than this is cut in several preparations.
+const maxTruncationRounds = 64
+
+// prepare truncates the follower's log by leader epoch before it follows
+// the leader in a new epoch (truncation.go).
 func (f *fetcher) prepare(ctx context.Context, fo *followed) error {
-	p := fo.p
-	latest := p.log.LatestEpoch()
-	if latest == hotlog.UndefinedEpoch {
-		return nil // nothing written under any leader: nothing to cut
-	}
-	client, err := f.b.peers.replication(f.leader, f.addr)
-	if err != nil {
-		return err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	resp, err := client.EndOffsetForEpoch(rctx, &stratav1.EndOffsetForEpochRequest{Topic: p.topic, TopicId: p.topicID, Partition: p.id, LeaderEpoch: latest})
-	if err != nil {
-		return err
-	}
-	cut := resp.EndOffset
-	if resp.LeaderEpoch == hotlog.UndefinedEpoch {
-		cut = p.log.HighWatermark() // the leader knows nothing of our epochs: keep only what was committed
-	}
-	if cut >= 0 && cut < p.log.LogEndOffset() {
-		before := p.log.LogEndOffset()
-		end, err := p.log.TruncateTo(max(cut, p.log.LogStartOffset()))
-		p.producers.reset() // the batches it remembered may be gone
+	return truncateByEpoch(fo.p, f.leader, fo.epoch, func(epoch int32) (EpochEnd, error) {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return f.b.peers.EndOffsetForEpoch(rctx, Peer{ID: f.leader, Addr: f.addr},
+			EpochQuery{Topic: fo.p.topic, TopicID: fo.p.topicID, Partition: fo.p.id, Epoch: epoch})
+	}, f.log)
+}
+
+// truncateByEpoch runs the rounds of a follower's truncation: it asks the
+// leader (ask) about its latest epoch and cuts, until the two agree.
+func truncateByEpoch(p *partition, leader, epoch int32, ask func(epoch int32) (EpochEnd, error), logger *slog.Logger) error {
+	for range maxTruncationRounds {
+		latest := p.log.LatestEpoch()
+		if latest == hotlog.UndefinedEpoch {
+			return nil // nothing written under any leader: nothing to cut
+		}
+		ans, err := ask(latest)
 		if err != nil {
 			return err
 		}
-		f.log.Info("truncated a suffix the new leader does not have", "partition", p.name(), "from", before, "to", end, "epoch", fo.epoch)
+		before := p.log.LogEndOffset()
+		cut, done := truncationStep(p.log, before, p.log.HighWatermark(), ans)
+		end, err := p.truncateAsFollower(leader, epoch, cut)
+		if err != nil {
+			return err
+		}
+		if end < before {
+			logger.Info("truncated a suffix the leader does not have", "partition", p.name(), "from", before, "to", end,
+				"epoch", epoch, "asked_epoch", latest, "leader_epoch", ans.Epoch, "leader_end", ans.EndOffset)
+		}
+		if done {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("broker: %s: truncation did not settle in %d rounds", p.name(), maxTruncationRounds)
 }
 
-// apply appends what the leader sent and returns the position to report,
-// or nil.
-func (f *fetcher) apply(ctx context.Context, chunk *stratav1.ReplicateResponse) *stratav1.ReplicaPosition {
+// apply appends what the leader sent and returns the position to report.
+func (f *fetcher) apply(chunk ReplicaChunk) (ReplicaPosition, bool) {
 	tp := cluster.TopicPartition{Topic: chunk.Topic, Partition: chunk.Partition}
 	f.mu.Lock()
 	fo := f.parts[tp]
 	f.mu.Unlock()
-	if fo == nil || !fo.prepared || fo.p.topicID != chunk.TopicId {
-		return nil
+	if fo == nil || !fo.prepared || fo.p.topicID != chunk.TopicID {
+		return ReplicaPosition{}, false
 	}
 	p := fo.p
-	switch Reason(chunk.ErrorReason) {
+	switch chunk.ErrReason {
 	case "":
 	case ReasonOffsetOutOfRange:
 		// Behind the leader's local log: what is missing is in the cold tier
 		// or gone; continue from the leader's local start.
-		if p.log.LogEndOffset() < chunk.LogStartOffset {
-			err := p.log.ResetTo(chunk.LogStartOffset)
-			p.producers.reset()
-			if err != nil {
-				f.log.Warn("cannot move the log to the leader's start", "partition", p.name(), "err", err)
-				return nil
-			}
+		if err := p.resetAsFollower(f.leader, fo.epoch, chunk.LogStart); err != nil {
+			f.log.Warn("cannot move the log to the leader's start", "partition", p.name(), "err", err)
+			return ReplicaPosition{}, false
 		}
-		return fo.position(p.committedEnd())
+		return fo.position(p.committedEnd()), true
 	default:
 		// Not (yet) the leader in this epoch: wait for the metadata, and ask
 		// again a little later in case it was only starting.
 		f.mu.Lock()
 		fo.prepared, fo.pausedUntil = false, time.Now().Add(200*time.Millisecond)
 		f.mu.Unlock()
-		return nil
+		return ReplicaPosition{}, false
 	}
-	if len(chunk.Batches) > 0 {
-		data := skipBelow(chunk.Batches, p.log.LogEndOffset())
-		if len(data) > 0 {
-			if _, err := p.log.AppendReplica(data); err != nil {
-				if errors.Is(err, hotlog.ErrOffsetGap) {
-					return fo.position(p.committedEnd()) // the leader restarts from our end
-				}
-				f.log.Warn("appending replicated batches failed", "partition", p.name(), "err", err)
-				f.mu.Lock()
-				fo.prepared, fo.pausedUntil = false, time.Now().Add(time.Second)
-				f.mu.Unlock()
-				return nil
-			}
-			for rest := data; len(rest) > 0; {
-				b, next, err := record.Next(rest)
-				if err != nil {
-					break
-				}
-				p.producers.record(b)
-				rest = next
-			}
+	if chunk.LeaderEpoch != fo.epoch {
+		return ReplicaPosition{}, false // from another epoch of this leader's
+	}
+	if err := p.appendAsFollower(f.leader, fo.epoch, chunk.Batches, chunk.HighWatermark); err != nil {
+		switch {
+		case errors.Is(err, hotlog.ErrOffsetGap):
+			return fo.position(p.committedEnd()), true // the leader restarts from our end
+		case errors.Is(err, errNotFollowing):
+			return ReplicaPosition{}, false
 		}
+		f.log.Warn("appending replicated batches failed", "partition", p.name(), "err", err)
+		f.mu.Lock()
+		fo.prepared, fo.pausedUntil = false, time.Now().Add(time.Second)
+		f.mu.Unlock()
+		return ReplicaPosition{}, false
 	}
-	p.log.SetHighWatermark(min(chunk.HighWatermark, p.log.LogEndOffset()))
 	end := p.committedEnd()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if end == fo.reported {
-		return nil
+		return ReplicaPosition{}, false
 	}
 	fo.reported = end
-	return fo.position(end)
-}
-
-// skipBelow drops the leading batches of data that end below offset: a
-// leader may resend what the follower already has after a reconnect.
-func skipBelow(data []byte, offset int64) []byte {
-	for len(data) > 0 {
-		b, rest, err := record.Next(data)
-		if err != nil || b.NextOffset() > offset {
-			return data
-		}
-		data = rest
-	}
-	return data
+	return fo.position(end), true
 }

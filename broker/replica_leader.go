@@ -2,12 +2,14 @@ package broker
 
 // The leader's side of replication. A follower opens one stream to each
 // broker it follows and tells it, per partition, its position (its log end,
-// counting what its flush policy made durable). For each such partition the
-// leader runs a pusher that sends batches from that position as soon as its
-// log has them, a few chunks ahead of the follower's acknowledgements, and
-// the high watermark whenever it moves. Each acknowledgement moves the
-// follower's position, the high watermark, and may bring the follower back
-// into the ISR.
+// counting what its flush policy made durable) in the leader epoch it
+// follows. For each such partition the leader runs a pusher that sends
+// batches from that position as soon as its log has them, a few chunks
+// ahead of the follower's acknowledgements, and the high watermark whenever
+// it moves. Each acknowledgement moves the follower's position and the high
+// watermark, and may bring the follower back into the ISR. A pusher serves
+// one leader epoch: when the partition's epoch moves on, its stream says so
+// and stops.
 
 import (
 	"context"
@@ -48,7 +50,8 @@ type ReplicaChunk struct {
 	ErrMessage    string
 }
 
-// ReplicaStream is the transport of one follower's stream.
+// ReplicaStream is the transport of one follower's stream, the leader's
+// end (FollowerStream is the follower's).
 type ReplicaStream interface {
 	Recv() (ReplicaUpdate, error)
 	Send(ReplicaChunk) error
@@ -95,6 +98,15 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 				continue
 			}
 			p, err := b.ledForReplication(pos)
+			if err == nil {
+				var counted bool
+				var change *isrChange
+				if counted, change = p.followerReport(upd.FollowerID, pos.LeaderEpoch, pos.LogEnd); !counted {
+					err = refuse(ReasonFencedEpoch, nil, "%s: leader epoch %d is not the current one", p.name(), pos.LeaderEpoch)
+				} else if change != nil {
+					b.proposeISR(p, change)
+				}
+			}
 			if err != nil {
 				if ps := pushers[tp]; ps != nil {
 					ps.cancel()
@@ -107,16 +119,13 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 				}
 				continue
 			}
-			if p.followerReport(upd.FollowerID, pos.LogEnd) {
-				b.expandISR(p, upd.FollowerID)
-			}
 			ps := pushers[tp]
-			if ps != nil && ps.p != p {
-				ps.cancel() // the partition was reopened (a new topic of the same name)
+			if ps != nil && (ps.p != p || ps.epoch != pos.LeaderEpoch) {
+				ps.cancel() // the partition was reopened, or the follower follows a new epoch
 				ps = nil
 			}
 			if ps == nil {
-				ps = newPusher(ctx, p, upd.FollowerID, pos.LogEnd, send)
+				ps = newPusher(ctx, p, upd.FollowerID, pos.LeaderEpoch, pos.LogEnd, send)
 				pushers[tp] = ps
 				wg.Add(1)
 				go func() {
@@ -151,18 +160,20 @@ func (b *Broker) ledForReplication(pos ReplicaPosition) (*partition, error) {
 	b.mu.RLock()
 	p, ok := b.mu.partitions[cluster.TopicPartition{Topic: pos.Topic, Partition: pos.Partition}]
 	b.mu.RUnlock()
-	if !ok || p.topicID != t.ID || p.state.Load().LeaderEpoch != info.LeaderEpoch {
+	if !ok || p.topicID != t.ID || p.view.Load().LeaderEpoch != info.LeaderEpoch {
 		return nil, refuse(ReasonLeaderNotAvailable, nil, "%s/%d: this broker leads it but has not taken the lead yet", pos.Topic, pos.Partition)
 	}
 	return p, nil
 }
 
-// pusher sends one partition's new batches to one follower.
+// pusher sends one partition's new batches to one follower, in one leader
+// epoch.
 type pusher struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	p        *partition
 	follower int32
+	epoch    int32
 	send     func(ReplicaChunk) error
 
 	mu    sync.Mutex
@@ -172,9 +183,9 @@ type pusher struct {
 	kick  chan struct{} // an acknowledgement arrived
 }
 
-func newPusher(ctx context.Context, p *partition, follower int32, from int64, send func(ReplicaChunk) error) *pusher {
+func newPusher(ctx context.Context, p *partition, follower, epoch int32, from int64, send func(ReplicaChunk) error) *pusher {
 	ctx, cancel := context.WithCancel(ctx)
-	return &pusher{ctx: ctx, cancel: cancel, p: p, follower: follower, send: send, acked: from, next: from, kick: make(chan struct{}, 1)}
+	return &pusher{ctx: ctx, cancel: cancel, p: p, follower: follower, epoch: epoch, send: send, acked: from, next: from, kick: make(chan struct{}, 1)}
 }
 
 // ack records the follower's new position. A position behind what was
@@ -196,11 +207,22 @@ func (ps *pusher) ack(leo int64) {
 	}
 }
 
+func (ps *pusher) chunk(c ReplicaChunk) ReplicaChunk {
+	c.Topic, c.TopicID, c.Partition, c.LeaderEpoch = ps.p.topic, ps.p.topicID, ps.p.id, ps.epoch
+	return c
+}
+
 func (ps *pusher) run() {
 	p := ps.p
 	lastHW := int64(-1)
 	for {
 		changed := p.log.Changed()
+		if p.view.Load().LeaderEpoch != ps.epoch {
+			// Deposed, or the follower will follow a newer epoch: this
+			// stream's epoch is over.
+			ps.send(ps.chunk(ReplicaChunk{ErrReason: ReasonFencedEpoch, ErrMessage: fmt.Sprintf("%s: leader epoch %d is over", p.name(), ps.epoch)}))
+			return
+		}
 		ps.mu.Lock()
 		next, inFlight := ps.next, len(ps.ends)
 		ps.mu.Unlock()
@@ -209,9 +231,8 @@ func (ps *pusher) run() {
 		case next < start:
 			// The follower is behind the leader's local log: what it lacks is
 			// in the cold tier (or gone). It starts again at the local start.
-			if err := ps.send(ReplicaChunk{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: p.state.Load().LeaderEpoch,
-				HighWatermark: hw, LogStart: start, ErrReason: ReasonOffsetOutOfRange,
-				ErrMessage: fmt.Sprintf("offset %d is below the leader's local log start %d", next, start)}); err != nil {
+			if err := ps.send(ps.chunk(ReplicaChunk{HighWatermark: hw, LogStart: start, ErrReason: ReasonOffsetOutOfRange,
+				ErrMessage: fmt.Sprintf("offset %d is below the leader's local log start %d", next, start)})); err != nil {
 				return
 			}
 			ps.mu.Lock()
@@ -222,11 +243,12 @@ func (ps *pusher) run() {
 			if err != nil || len(res.Data) == 0 {
 				break // a truncation or retention raced with us: look again
 			}
-			if err := ps.send(ReplicaChunk{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: p.state.Load().LeaderEpoch,
-				Batches: res.Data, HighWatermark: hw, LogStart: start}); err != nil {
+			if err := ps.send(ps.chunk(ReplicaChunk{Batches: res.Data, HighWatermark: hw, LogStart: start})); err != nil {
 				return
 			}
-			p.sentTo(ps.follower, res.NextOffset, leo)
+			if res.NextOffset >= leo {
+				p.sentTo(ps.follower, res.NextOffset)
+			}
 			lastHW = hw
 			ps.mu.Lock()
 			if ps.next == next {
@@ -236,8 +258,7 @@ func (ps *pusher) run() {
 			ps.mu.Unlock()
 			continue
 		case hw != lastHW:
-			if err := ps.send(ReplicaChunk{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: p.state.Load().LeaderEpoch,
-				HighWatermark: hw, LogStart: start}); err != nil {
+			if err := ps.send(ps.chunk(ReplicaChunk{HighWatermark: hw, LogStart: start})); err != nil {
 				return
 			}
 			lastHW = hw
@@ -252,18 +273,17 @@ func (ps *pusher) run() {
 	}
 }
 
-// EndOffsetForEpoch answers a follower about to follow this broker in a new
-// epoch: the largest epoch at or below the one given that this broker's log
-// knows, and where it ended.
-func (b *Broker) EndOffsetForEpoch(topic, topicID string, partition, epoch int32) (int32, int64, error) {
-	info, err := partitionInfo(b.meta.Metadata(), topic, partition)
+// EndOffsetForEpoch answers a follower about to follow this broker in its
+// current epoch: the largest epoch at or below the one given that this
+// broker's log knows, and where it ended.
+func (b *Broker) EndOffsetForEpoch(q EpochQuery) (EpochEnd, error) {
+	info, err := partitionInfo(b.meta.Metadata(), q.Topic, q.Partition)
 	if err != nil {
-		return 0, 0, err
+		return EpochEnd{}, err
 	}
-	p, err := b.ledForReplication(ReplicaPosition{Topic: topic, TopicID: topicID, Partition: partition, LeaderEpoch: info.LeaderEpoch})
+	p, err := b.ledForReplication(ReplicaPosition{Topic: q.Topic, TopicID: q.TopicID, Partition: q.Partition, LeaderEpoch: info.LeaderEpoch})
 	if err != nil {
-		return 0, 0, err
+		return EpochEnd{}, err
 	}
-	e, end := p.log.EndOffsetForEpoch(epoch)
-	return e, end, nil
+	return p.endOffsetForEpoch(q.Epoch), nil
 }

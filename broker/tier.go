@@ -3,18 +3,25 @@ package broker
 // The cold tier, as the broker runs it. One loop visits every partition this
 // broker holds, a few times a second:
 //
-//   - as leader of a topic with remote.storage.enable, it uploads the sealed
-//     segments the cold tier lacks, oldest first, committing each to the
-//     partition's manifest (fenced by the leader epoch); uploads of several
+//   - as leader of a topic with remote.storage.enable, it first takes the
+//     partition's manifest over for its leader epoch (a fencing write, see
+//     tiering.NewCommitter) and makes sure its local log continues the cold
+//     tier; then it uploads the sealed segments the cold tier lacks that
+//     hold only committed records (below the high watermark), oldest
+//     first, committing each to the manifest; uploads of several
 //     partitions run in parallel, up to tiering.upload_parallelism;
 //   - it deletes local segments the cold tier holds once local.retention.ms
-//     or local.retention.bytes says so (never one the manifest does not list:
-//     upload before expiry);
+//     or local.retention.bytes says so (never one the manifest does not list,
+//     never one above the high watermark);
 //   - it applies total retention (retention.ms, retention.bytes) to the cold
 //     tier: manifest first, then the objects, then local segments below the
 //     new start;
 //   - now and then it deletes objects no manifest names (orphans);
 //   - for topics without a cold tier, retention applies to the local log.
+//
+// A leader takes the manifest over before it serves, too (ensureTier): a
+// deposed leader that still reaches the bucket can commit nothing from the
+// moment its successor serves a produce or a fetch.
 //
 // It also keeps the sum of sealed bytes awaiting upload: produce is
 // throttled beyond tiering.max_unuploaded_bytes, so an unreachable store
@@ -24,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -102,13 +110,15 @@ func (p *partition) uploadLag() (bytes int64, segments int) {
 
 // partitionTier is the leader's tiering work on one partition.
 type partitionTier struct {
-	// aligned is the leader epoch in which this replica last made sure that
-	// its local log continues the cold tier and published the cold figures;
+	// aligned is the leader epoch in which this replica last took the
+	// manifest over and made sure its local log continues the cold tier;
 	// -1 before. Produce and reads wait for it (ensureTier).
-	aligned   atomic.Int32
-	alignMu   sync.Mutex
-	busy      atomic.Bool // an upload pass is running
+	aligned atomic.Int32
+	// mu guards committer: the tiering loop uses it, and a leader's first
+	// produce or fetch in an epoch may create it.
+	mu        sync.Mutex
 	committer *tiering.Committer
+	busy      atomic.Bool // an upload pass is running
 	lastSweep time.Time
 	retryAt   time.Time // after a failure, the next attempt waits
 	failures  int
@@ -122,6 +132,29 @@ func (p *partition) remote(b *Broker) bool {
 	return b.store != nil && p.cfg.Load().RemoteStorageEnable
 }
 
+// tierEnv is what a partition's tiering work needs of its broker.
+type tierEnv struct {
+	store objstore.Bucket
+	// cold is the broker's cold reader, whose cached heads are dropped when
+	// the manifest changes; nil in a simulation.
+	cold        *tiering.ColdReader
+	logger      *slog.Logger
+	orphanGrace time.Duration
+	// topic is what a manifest records of the partition's topic: its
+	// settings and partition count.
+	topic func(p *partition) (map[string]string, int32)
+}
+
+func (b *Broker) tierEnv() tierEnv {
+	return tierEnv{store: b.store, cold: b.cold, logger: b.log, orphanGrace: time.Duration(b.cfg.Tiering.OrphanGrace), topic: b.topicRecord}
+}
+
+func (e tierEnv) invalidate(p *partition) {
+	if e.cold != nil {
+		e.cold.Invalidate(p.ref())
+	}
+}
+
 // tierLoop runs the tiering work until the broker stops.
 func (b *Broker) tierLoop() {
 	tick := time.NewTicker(tierInterval)
@@ -129,6 +162,16 @@ func (b *Broker) tierLoop() {
 	sem := make(chan struct{}, max(b.cfg.Tiering.UploadParallelism, 1))
 	var work sync.WaitGroup
 	defer work.Wait()
+	env := b.tierEnv()
+	stopCtx, stopAll := context.WithCancel(context.Background())
+	defer stopAll()
+	go func() {
+		select {
+		case <-b.stop:
+			stopAll()
+		case <-stopCtx.Done():
+		}
+	}()
 	for {
 		select {
 		case <-b.stop:
@@ -138,7 +181,7 @@ func (b *Broker) tierLoop() {
 		var lag int64
 		for _, p := range b.partitions() {
 			if !p.remote(b) {
-				b.localRetention(p)
+				p.localRetention(b.log)
 				continue
 			}
 			if !p.isLeader() {
@@ -160,41 +203,36 @@ func (b *Broker) tierLoop() {
 					return
 				}
 				defer func() { <-sem }()
-				b.tierPass(p)
+				ctx, cancel := context.WithTimeout(stopCtx, 2*time.Minute)
+				defer cancel()
+				p.tierPass(ctx, env, time.Now())
 			}()
 		}
 		b.unuploaded.Store(lag)
 	}
 }
 
-// tierPass is one round of a leader's tiering work on a partition.
-func (b *Broker) tierPass(p *partition) {
+// tierPass is one round of a leader's tiering work on a partition. After a
+// failure the next rounds wait, longer each time up to ten seconds.
+func (p *partition) tierPass(ctx context.Context, env tierEnv, now time.Time) {
 	w := &p.work
-	now := time.Now()
 	if now.Before(w.retryAt) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	go func() {
-		select {
-		case <-b.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	err := b.tierPassErr(ctx, p, now)
+	err := p.tierPassErr(ctx, env, now)
 	st := *p.tier.Load()
 	if err != nil {
 		if errors.Is(err, tiering.ErrFenced) {
+			w.mu.Lock()
 			w.committer = nil // a newer leader: wait for the metadata to say so
+			w.mu.Unlock()
 		}
 		w.failures++
 		backoff := min(time.Duration(1<<min(w.failures, 6))*100*time.Millisecond, 10*time.Second)
-		w.retryAt = now.Add(backoff/2 + jitter(backoff/2))
+		w.retryAt = now.Add(backoff/2 + jitter(now, backoff/2))
 		st.err = err.Error()
 		if w.failures == 1 || w.failures%20 == 0 {
-			b.log.Warn("tiering failed; will retry", "partition", p.name(), "failures", w.failures, "err", err)
+			env.logger.Warn("tiering failed; will retry", "partition", p.name(), "failures", w.failures, "err", err)
 		}
 	} else {
 		w.failures, st.err = 0, ""
@@ -202,45 +240,38 @@ func (b *Broker) tierPass(p *partition) {
 	p.tier.Store(&st)
 }
 
-func jitter(d time.Duration) time.Duration {
+// jitter spreads retries: a duration below d taken from the clock's
+// reading, so a simulated clock gives the same one every run.
+func jitter(now time.Time, d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	return time.Duration(time.Now().UnixNano() % int64(d))
+	return time.Duration(now.UnixNano() % int64(d))
 }
 
-func (b *Broker) tierPassErr(ctx context.Context, p *partition, now time.Time) error {
-	w := &p.work
-	epoch := p.state.Load().LeaderEpoch
-	if w.committer == nil || w.committer.Epoch() != epoch {
-		c, err := tiering.NewCommitter(ctx, b.store, p.ref(), epoch)
-		if err != nil {
-			return err
-		}
-		w.committer, w.lastSweep = c, time.Time{}
-	}
-	c := w.committer
-	if err := b.align(p, c.Head(), epoch); err != nil {
+func (p *partition) tierPassErr(ctx context.Context, env tierEnv, now time.Time) error {
+	c, err := p.takeOverTier(ctx, env)
+	if err != nil {
 		return err
 	}
 	cfg := p.cfg.Load()
-	topicCfg, partitions := b.topicRecord(p)
+	topicCfg, partitions := env.topic(p)
 	for {
-		uploaded, err := tiering.UploadNext(ctx, c, p.log, topicCfg, partitions)
-		b.publishTier(p, c.Head())
+		// Only what the in-sync replicas all have goes to the cold tier:
+		// every broker reads it as committed.
+		uploaded, err := tiering.UploadNext(ctx, c, p.log, p.log.HighWatermark(), topicCfg, partitions)
+		p.publishTier(c.Head())
 		if err != nil {
 			return err
 		}
 		if !uploaded {
 			break
 		}
-		b.log.Debug("uploaded a segment", "partition", p.name(), "cold_end", c.Head().EndOffset())
-		if b.cold != nil {
-			b.cold.Invalidate(p.ref())
-		}
+		env.logger.Debug("uploaded a segment", "partition", p.name(), "cold_end", c.Head().EndOffset())
+		env.invalidate(p)
 	}
 	// Local retention: only what the manifest lists may go.
-	if err := b.trimLocal(p, c.Head(), cfg, now); err != nil {
+	if err := p.trimLocal(c.Head(), cfg, now); err != nil {
 		return err
 	}
 	// Total retention, cold tier first.
@@ -255,72 +286,117 @@ func (b *Broker) tierPassErr(ctx context.Context, p *partition, now time.Time) e
 			return err
 		}
 		if len(removed) > 0 {
-			b.log.Info("retention removed cold segments", "partition", p.name(), "segments", len(removed), "log_start", cut)
+			env.logger.Info("retention removed cold segments", "partition", p.name(), "segments", len(removed), "log_start", cut)
 		}
-		if b.cold != nil {
-			b.cold.Invalidate(p.ref())
-		}
-		if _, err := p.log.DeleteSegmentsBefore(cut); err != nil {
+		env.invalidate(p)
+		if _, err := p.log.DeleteSegmentsBefore(min(cut, p.log.HighWatermark())); err != nil {
 			return err
 		}
-		b.publishTier(p, c.Head())
+		p.publishTier(c.Head())
 	}
-	grace := time.Duration(b.cfg.Tiering.OrphanGrace)
-	if now.Sub(w.lastSweep) >= grace {
-		deleted, err := tiering.CollectOrphans(ctx, c, grace, now)
+	if now.Sub(p.work.lastSweep) >= env.orphanGrace {
+		deleted, err := tiering.CollectOrphans(ctx, c, env.orphanGrace, now)
 		if err != nil {
 			return err
 		}
 		if len(deleted) > 0 {
-			b.log.Info("deleted orphaned objects", "partition", p.name(), "objects", len(deleted))
+			env.logger.Info("deleted orphaned objects", "partition", p.name(), "objects", len(deleted))
 		}
-		w.lastSweep = now
+		p.work.lastSweep = now
 	}
 	return nil
 }
 
 // ensureTier makes sure, once per leader epoch, that a tiered partition's
-// local log continues where the cold tier ends and that the cold tier's
-// figures (its start above all) are known, before the partition serves: a
-// consumer asking for the earliest offset must not miss the cold history,
-// and a producer must not reuse offsets the cold tier holds.
+// leader has taken the manifest over and that its local log continues
+// where the cold tier ends, before the partition serves: a deposed leader
+// must not commit to the cold tier once this one serves, a consumer asking
+// for the earliest offset must not miss the cold history, and a producer
+// must not reuse offsets the cold tier holds.
 func (b *Broker) ensureTier(ctx context.Context, p *partition) error {
 	if !p.remote(b) || b.cold == nil {
 		return nil
 	}
-	epoch := p.state.Load().LeaderEpoch
-	if p.work.aligned.Load() == epoch {
+	if p.work.aligned.Load() == p.view.Load().LeaderEpoch {
 		return nil
 	}
-	h, err := b.cold.Head(ctx, p.ref())
-	if err != nil {
-		return refuse(ReasonLeaderNotAvailable, err, "%s: reading its cold tier: %v", p.name(), err)
+	if _, err := p.takeOverTier(ctx, b.tierEnv()); err != nil {
+		return refuse(ReasonLeaderNotAvailable, err, "%s: taking over its cold tier: %v", p.name(), err)
 	}
-	return b.align(p, h, epoch)
+	return nil
 }
 
-// align resets a leader's local log to the cold tier's end when it lies
-// wholly below it (a restored topic, or a leader that lost its disk), and
-// publishes the cold figures.
-func (b *Broker) align(p *partition, h *tiering.Head, epoch int32) error {
-	p.work.alignMu.Lock()
-	defer p.work.alignMu.Unlock()
-	if p.work.aligned.Load() == epoch {
-		b.publishTier(p, h)
+// takeOverTier returns the leader's committer for its current epoch,
+// creating it the first time in an epoch: a fencing write of the manifest
+// from a fresh read (tiering.NewCommitter), then alignment of the local
+// log with what the cold tier holds.
+func (p *partition) takeOverTier(ctx context.Context, env tierEnv) (*tiering.Committer, error) {
+	w := &p.work
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	info, _ := p.leaderState()
+	if info.Leader != p.self {
+		return nil, fmt.Errorf("%w: %s is led by broker %d", tiering.ErrFenced, p.name(), info.Leader)
+	}
+	epoch := info.LeaderEpoch
+	if w.committer != nil && w.committer.Epoch() == epoch && w.aligned.Load() == epoch {
+		return w.committer, nil
+	}
+	c, err := tiering.NewCommitter(ctx, env.store, p.ref(), epoch)
+	if err != nil {
+		return nil, err
+	}
+	env.invalidate(p)
+	if err := p.align(ctx, c, env.logger); err != nil {
+		return nil, err
+	}
+	w.committer, w.lastSweep = c, time.Time{}
+	p.publishTier(c.Head())
+	w.aligned.Store(epoch)
+	return c, nil
+}
+
+// align makes a new leader's local log continue the cold tier it just took
+// over. Where the two hold the same offsets, their leader-epoch lineages
+// must agree: the cold tier holds only committed records, so a local
+// suffix that parts from it was never committed (it can only come from an
+// unclean election) and is cut. When the local log then lies wholly below
+// the cold tier's end (a restored topic, a leader that lost its disk, or
+// that cut), it starts again there.
+func (p *partition) align(ctx context.Context, c *tiering.Committer, logger *slog.Logger) error {
+	h := c.Head()
+	if h.Empty() {
 		return nil
 	}
-	if h != nil && p.isLeader() {
-		if end := h.EndOffset(); end > p.log.LogEndOffset() {
-			b.log.Info("local log starts where the cold tier ends", "partition", p.name(), "offset", end)
-			err := p.log.ResetTo(end)
-			p.producers.reset()
-			if err != nil {
-				return err
-			}
+	diverged, err := c.FirstDivergence(ctx, p.log.Epochs(), p.log.LogStartOffset(), p.log.LogEndOffset())
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.mu.rs.leading() || p.mu.rs.info.LeaderEpoch != c.Epoch() {
+		return fmt.Errorf("%w: %s: leadership moved while taking over the cold tier", tiering.ErrFenced, p.name())
+	}
+	if diverged >= 0 {
+		logger.Error("the local log parts from the cold tier's committed history; cutting it there",
+			"partition", p.name(), "offset", diverged, "log_end", p.log.LogEndOffset(), "cold_end", h.EndOffset())
+		if _, err := p.log.TruncateTo(max(diverged, p.log.LogStartOffset())); err != nil {
+			return err
+		}
+		p.producers.reset()
+	}
+	if end := h.EndOffset(); end > p.log.LogEndOffset() {
+		logger.Info("local log starts where the cold tier ends", "partition", p.name(), "offset", end)
+		err := p.log.ResetTo(end)
+		p.producers.reset()
+		if err != nil {
+			return err
+		}
+		// A leader's epoch is in its log's history from the start.
+		if err := p.log.BeginEpoch(c.Epoch()); err != nil {
+			return err
 		}
 	}
-	b.publishTier(p, h)
-	p.work.aligned.Store(epoch)
 	return nil
 }
 
@@ -335,7 +411,7 @@ func (b *Broker) topicRecord(p *partition) (map[string]string, int32) {
 
 // publishTier records a partition's cold tier figures for describe, fetch
 // and the upload backlog.
-func (b *Broker) publishTier(p *partition, h *tiering.Head) {
+func (p *partition) publishTier(h *tiering.Head) {
 	st := *p.tier.Load()
 	st.coldStart, st.coldEnd = -1, -1
 	if h != nil && !h.Empty() {
@@ -349,12 +425,14 @@ func (b *Broker) publishTier(p *partition, h *tiering.Head) {
 }
 
 // trimLocal deletes local segments the cold tier holds (they end below its
-// end) once local retention says they may go.
-func (b *Broker) trimLocal(p *partition, h *tiering.Head, cfg *config.Topic, now time.Time) error {
+// end) once local retention says they may go; never above the high
+// watermark, which local retention does not move.
+func (p *partition) trimLocal(h *tiering.Head, cfg *config.Topic, now time.Time) error {
 	if h == nil || h.Empty() {
 		return nil
 	}
-	cut := localCut(p.log.Segments(), h.EndOffset(), cfg.LocalRetentionMs, cfg.LocalRetentionBytes, now)
+	limit := min(h.EndOffset(), p.log.HighWatermark())
+	cut := localCut(p.log.Segments(), limit, cfg.LocalRetentionMs, cfg.LocalRetentionBytes, now)
 	if cut <= p.log.LogStartOffset() {
 		return nil
 	}
@@ -399,12 +477,12 @@ func localBytesAbove(log *hotlog.Log, offset int64) int64 {
 }
 
 // localRetention applies total retention to a topic without a cold tier.
-func (b *Broker) localRetention(p *partition) {
+func (p *partition) localRetention(logger *slog.Logger) {
 	cfg := p.cfg.Load()
-	cut := localCut(p.log.Segments(), p.log.HighWatermark(), cfg.RetentionMs, cfg.RetentionBytes, time.Now())
+	cut := localCut(p.log.Segments(), p.log.HighWatermark(), cfg.RetentionMs, cfg.RetentionBytes, p.now())
 	if cut > p.log.LogStartOffset() {
 		if _, err := p.log.DeleteSegmentsBefore(cut); err != nil {
-			b.log.Warn("retention failed", "partition", p.name(), "err", err)
+			logger.Warn("retention failed", "partition", p.name(), "err", err)
 		}
 	}
 }
@@ -421,8 +499,8 @@ func (b *Broker) followerRetention(p *partition) {
 	if err != nil || h == nil {
 		return
 	}
-	b.publishTier(p, h)
-	if err := b.trimLocal(p, h, p.cfg.Load(), time.Now()); err != nil {
+	p.publishTier(h)
+	if err := p.trimLocal(h, p.cfg.Load(), time.Now()); err != nil {
 		b.log.Warn("local retention failed", "partition", p.name(), "err", err)
 	}
 }

@@ -133,6 +133,11 @@ var (
 	// ErrInvalidProducerEpoch: a newer instance of the idempotent producer
 	// has fenced this one.
 	ErrInvalidProducerEpoch = sentinel(codes.FailedPrecondition, "INVALID_PRODUCER_EPOCH", false)
+	// ErrNotEnoughReplicasAfterAppend: an acks=all batch was written but
+	// the in-sync replicas fell below min.insync.replicas before it
+	// committed, so it was not acknowledged. Retriable; a retry may write
+	// it twice unless the producer is idempotent.
+	ErrNotEnoughReplicasAfterAppend = sentinel(codes.Unavailable, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", true)
 )
 
 // ErrClosed is returned by calls on a Client, Producer or Consumer after

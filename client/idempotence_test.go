@@ -70,7 +70,7 @@ func (tb *testBroker) start() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := broker.Start(ctx, tb.cfg, quiet)
+	b, err := broker.Start(ctx, tb.cfg, quiet, rpc.NewPeers())
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("start broker: %w", err)

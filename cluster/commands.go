@@ -19,6 +19,21 @@ import (
 // once every voter understands it (the upgrade rule for the log format).
 const commandVersion = 1
 
+// commandVersions are the commands whose current version is above
+// commandVersion. Older versions of them still decode, so a log written
+// before stays readable.
+var commandVersions = map[string]int{
+	// v2 names the partition epoch the change was computed from.
+	cmdChangeISR: 2,
+}
+
+func versionOf(typ string) int {
+	if v, ok := commandVersions[typ]; ok {
+		return v
+	}
+	return commandVersion
+}
+
 // Command type tags.
 const (
 	cmdRegisterBroker   = "registerBroker"
@@ -110,13 +125,17 @@ type changeLeaderCmd struct {
 }
 
 // changeISRCmd replaces a partition's ISR. LeaderEpoch fences it: only the
-// current leadership may change the ISR.
+// current leadership may change the ISR. PartitionEpoch (v2) makes it a
+// compare-and-set: it applies only to the state it was computed from. A v1
+// command, from a log written before partition epochs, has none and is
+// fenced by the leader epoch alone.
 type changeISRCmd struct {
 	header
-	Topic       string  `json:"topic"`
-	Partition   int32   `json:"partition"`
-	ISR         []int32 `json:"isr"`
-	LeaderEpoch int32   `json:"leaderEpoch"`
+	Topic          string  `json:"topic"`
+	Partition      int32   `json:"partition"`
+	ISR            []int32 `json:"isr"`
+	LeaderEpoch    int32   `json:"leaderEpoch"`
+	PartitionEpoch int32   `json:"partitionEpoch,omitempty"`
 }
 
 // allocateProducerIDCmd hands out the next producer id. It carries nothing:
@@ -138,7 +157,7 @@ func (*allocateProducerIDCmd) typ() string { return cmdAllocateProducer }
 // newCommand returns an empty command of the given type and version, or nil
 // if this build does not know it.
 func newCommand(typ string, v int) command {
-	if v != commandVersion {
+	if v < 1 || v > versionOf(typ) {
 		return nil
 	}
 	switch typ {
@@ -164,7 +183,7 @@ func newCommand(typ string, v int) command {
 
 // encodeCommand stamps the command's tag and version and encodes it.
 func encodeCommand(c command) ([]byte, error) {
-	*c.hdr() = header{Type: c.typ(), V: commandVersion}
+	*c.hdr() = header{Type: c.typ(), V: versionOf(c.typ())}
 	return json.Marshal(c)
 }
 

@@ -19,7 +19,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		&alterTopicConfigCmd{Name: "orders", Set: map[string]string{"a": "1"}, Delete: []string{"b"}},
 		&commitOffsetsCmd{Group: "g", CommittedAtMs: 42, Commits: []offsetCommitEntry{{Topic: "orders", Partition: 1, Offset: 9, Metadata: "m"}}},
 		&changeLeaderCmd{Topic: "orders", Partition: 2, NewLeader: NoLeader, ExpectedEpoch: 4},
-		&changeISRCmd{Topic: "orders", Partition: 2, ISR: []int32{2, 1}, LeaderEpoch: 4},
+		&changeISRCmd{Topic: "orders", Partition: 2, ISR: []int32{2, 1}, LeaderEpoch: 4, PartitionEpoch: 9},
 		&allocateProducerIDCmd{},
 	} {
 		data, err := encodeCommand(c)
@@ -30,7 +30,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(data, &envelope); err != nil {
 			t.Fatal(err)
 		}
-		if envelope["type"] != c.typ() || envelope["v"] != float64(1) {
+		if envelope["type"] != c.typ() || envelope["v"] != float64(versionOf(c.typ())) {
 			t.Fatalf("%s: envelope %v", data, envelope)
 		}
 		got, err := decodeCommand(data)

@@ -172,16 +172,19 @@ func (n *Node) ChangeLeader(ctx context.Context, topic string, partition int32, 
 }
 
 // ChangeISR replaces a partition's ISR; this is how a leader shrinks it when
-// a follower lags and expands it when the follower catches up. leaderEpoch
-// must be the current epoch (ErrStaleEpoch otherwise: a deposed leader
-// cannot change the ISR), the ISR must be non-empty replicas
-// (ErrInvalidISR) and keep the leader (ErrNotInISR). It returns the
-// partition after the change, its ISR in replica order.
-func (n *Node) ChangeISR(ctx context.Context, topic string, partition int32, isr []int32, leaderEpoch int32) (PartitionInfo, error) {
+// a follower lags and expands it when the follower catches up, and how the
+// controller removes brokers that are gone. leaderEpoch and partitionEpoch
+// must be the current ones, those of the state the change was computed
+// from (ErrStaleEpoch otherwise: a deposed leader cannot change the ISR,
+// and of two changes decided from the same state only the first applies),
+// the ISR must be non-empty replicas (ErrInvalidISR) and keep the leader
+// (ErrNotInISR). It returns the partition after the change, its ISR in
+// replica order.
+func (n *Node) ChangeISR(ctx context.Context, topic string, partition int32, isr []int32, leaderEpoch, partitionEpoch int32) (PartitionInfo, error) {
 	if err := n.syncLeader(ctx); err != nil {
 		return PartitionInfo{}, err
 	}
-	c := &changeISRCmd{Topic: topic, Partition: partition, ISR: slices.Clone(isr), LeaderEpoch: leaderEpoch}
+	c := &changeISRCmd{Topic: topic, Partition: partition, ISR: slices.Clone(isr), LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch}
 	if err := n.dryRun(c); err != nil {
 		return PartitionInfo{}, err
 	}

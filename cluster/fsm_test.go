@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -274,7 +275,7 @@ func TestFSMChangeLeader(t *testing.T) {
 	h.refused(&changeLeaderCmd{Topic: "nope", Partition: 0, NewLeader: next, ExpectedEpoch: 1}, ErrTopicNotFound)
 
 	// Shrink the ISR to the leader, then a broker outside it cannot lead.
-	h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{next}, LeaderEpoch: 1})
+	h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{next}, LeaderEpoch: 1, PartitionEpoch: 1})
 	outside := p0.Replicas[2]
 	h.refused(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: outside, ExpectedEpoch: 1}, ErrNotInISR)
 
@@ -310,32 +311,65 @@ func TestFSMChangeISR(t *testing.T) {
 	leader, f1, f2 := p.Replicas[0], p.Replicas[1], p.Replicas[2]
 
 	// Shrink, listing members out of order: stored in replica order.
-	resp := h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f2, leader}, LeaderEpoch: 0})
+	resp := h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f2, leader}, LeaderEpoch: 0, PartitionEpoch: 0})
 	mustEqual(t, "shrunk ISR", resp.partition.ISR, []int32{leader, f2})
 	if resp.partition.LeaderEpoch != 0 || resp.partition.Leader != leader {
 		t.Fatalf("ISR change touched leadership: %+v", resp.partition)
 	}
+	if resp.partition.PartitionEpoch != 1 {
+		t.Fatalf("partition epoch %d after one ISR change", resp.partition.PartitionEpoch)
+	}
 	// Expand back.
-	resp = h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, f1, f2}, LeaderEpoch: 0})
+	resp = h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, f1, f2}, LeaderEpoch: 0, PartitionEpoch: 1})
 	mustEqual(t, "expanded ISR", resp.partition.ISR, p.Replicas)
 
-	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1, f2}, LeaderEpoch: 0}, ErrNotInISR)
-	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: nil, LeaderEpoch: 0}, ErrInvalidISR)
-	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, leader}, LeaderEpoch: 0}, ErrInvalidISR)
-	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, 9}, LeaderEpoch: 0}, ErrInvalidISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1, f2}, LeaderEpoch: 0, PartitionEpoch: 2}, ErrNotInISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: nil, LeaderEpoch: 0, PartitionEpoch: 2}, ErrInvalidISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, leader}, LeaderEpoch: 0, PartitionEpoch: 2}, ErrInvalidISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, 9}, LeaderEpoch: 0, PartitionEpoch: 2}, ErrInvalidISR)
 	h.refused(&changeISRCmd{Topic: "orders", Partition: 1, ISR: []int32{leader}, LeaderEpoch: 0}, ErrPartitionNotFound)
 	h.refused(&changeISRCmd{Topic: "nope", Partition: 0, ISR: []int32{leader}, LeaderEpoch: 0}, ErrTopicNotFound)
 
 	// A new leadership fences the old leader's ISR requests.
 	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: f1, ExpectedEpoch: 0})
-	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader}, LeaderEpoch: 0}, ErrStaleEpoch)
-	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, f1}, LeaderEpoch: 2}, ErrStaleEpoch)
-	resp = h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1}, LeaderEpoch: 1})
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader}, LeaderEpoch: 0, PartitionEpoch: 3}, ErrStaleEpoch)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, f1}, LeaderEpoch: 2, PartitionEpoch: 3}, ErrStaleEpoch)
+	resp = h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1}, LeaderEpoch: 1, PartitionEpoch: 3})
 	mustEqual(t, "new leader's ISR", resp.partition.ISR, []int32{f1})
 
 	// Without a leader nobody may change the ISR.
 	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: NoLeader, ExpectedEpoch: 1})
-	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1}, LeaderEpoch: 2}, ErrNotInISR)
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{f1}, LeaderEpoch: 2, PartitionEpoch: 5}, ErrNotInISR)
+}
+
+// TestFSMChangeISRIsCompareAndSet: of two ISR changes computed from the same
+// state (a leader growing the ISR while the controller shrinks it), only the
+// first applies. Without the partition epoch the second would put back a
+// follower that misses records committed meanwhile, and that follower
+// could then be elected.
+func TestFSMChangeISRIsCompareAndSet(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 1, 3, nil))
+	p, _ := h.f.meta.Load().Partition("orders", 0)
+	leader, f1, f2 := p.Replicas[0], p.Replicas[1], p.Replicas[2]
+	h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, f1}, LeaderEpoch: 0, PartitionEpoch: 0})
+	cur, _ := h.f.meta.Load().Partition("orders", 0)
+	// Both decided from partition epoch 1: the controller drops f1 (gone),
+	// the leader adds f2 (caught up) keeping f1.
+	h.ok(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader}, LeaderEpoch: 0, PartitionEpoch: cur.PartitionEpoch})
+	h.refused(&changeISRCmd{Topic: "orders", Partition: 0, ISR: []int32{leader, f1, f2}, LeaderEpoch: 0, PartitionEpoch: cur.PartitionEpoch}, ErrStaleEpoch)
+	final, _ := h.f.meta.Load().Partition("orders", 0)
+	mustEqual(t, "ISR after the race", final.ISR, []int32{leader})
+
+	// A version 1 command, from a log written before partition epochs,
+	// still applies, fenced by the leader epoch alone.
+	legacy := []byte(`{"type":"changeISR","v":1,"topic":"orders","partition":0,"isr":[` +
+		strconv.Itoa(int(leader)) + `,` + strconv.Itoa(int(f2)) + `],"leaderEpoch":0}`)
+	resp := h.applyRaw(legacy)
+	if resp.err != nil {
+		t.Fatal(resp.err)
+	}
+	mustEqual(t, "ISR after a v1 change", resp.partition.ISR, []int32{leader, f2})
 }
 
 // TestFSMCopyOnWrite keeps a Metadata from before a run of changes and
@@ -350,7 +384,7 @@ func TestFSMCopyOnWrite(t *testing.T) {
 	heldA := held.Topics["a"]
 
 	pa, _ := held.Partition("a", 0)
-	h.ok(&changeISRCmd{Topic: "a", Partition: 0, ISR: pa.Replicas[:2], LeaderEpoch: 0})
+	h.ok(&changeISRCmd{Topic: "a", Partition: 0, ISR: pa.Replicas[:2], LeaderEpoch: 0, PartitionEpoch: 0})
 	if h.f.meta.Load().Topics["b"] != held.Topics["b"] {
 		t.Fatal("a change to topic a copied topic b")
 	}

@@ -69,6 +69,11 @@ type PartitionInfo struct {
 	Leader int32 `json:"leader"`
 	// LeaderEpoch grows by one on every leadership change.
 	LeaderEpoch int32 `json:"leaderEpoch"`
+	// PartitionEpoch grows by one on every change of the leader or the ISR.
+	// An ISR change names the partition epoch it was computed from and
+	// applies only if it is still current, so two changes decided from the
+	// same state never both take effect.
+	PartitionEpoch int32 `json:"partitionEpoch"`
 }
 
 // InISR reports whether broker id is in the partition's ISR.

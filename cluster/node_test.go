@@ -325,12 +325,12 @@ func TestNodeFencing(t *testing.T) {
 	mustIs(t, err, ErrTopicNotFound)
 
 	// The deposed leader tries to shrink the ISR with its old epoch.
-	_, err = n.ChangeISR(ctx, "orders", 0, []int32{old}, 0)
+	_, err = n.ChangeISR(ctx, "orders", 0, []int32{old}, 0, 1)
 	mustIs(t, err, ErrStaleEpoch)
 	// The new leader shrinks it; dropping itself is refused.
-	_, err = n.ChangeISR(ctx, "orders", 0, []int32{old, third}, 1)
+	_, err = n.ChangeISR(ctx, "orders", 0, []int32{old, third}, 1, 1)
 	mustIs(t, err, ErrNotInISR)
-	got, err = n.ChangeISR(ctx, "orders", 0, []int32{third, next}, 1)
+	got, err = n.ChangeISR(ctx, "orders", 0, []int32{third, next}, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestNodeFencing(t *testing.T) {
 	// Only an ISR member can become leader now.
 	_, err = n.ChangeLeader(ctx, "orders", 0, old, 1)
 	mustIs(t, err, ErrNotInISR)
-	_, err = n.ChangeISR(ctx, "orders", 0, []int32{next, 42}, 1)
+	_, err = n.ChangeISR(ctx, "orders", 0, []int32{next, 42}, 1, 2)
 	mustIs(t, err, ErrInvalidISR)
 
 	final, _ := n.Metadata().Partition("orders", 0)

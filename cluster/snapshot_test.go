@@ -15,7 +15,7 @@ func richState(t *testing.T) *fsmHarness {
 	h.ok(createCmd(h.f.meta.Load(), "gone", 1, 1, nil))
 	p, _ := h.f.meta.Load().Partition("orders", 1)
 	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 1, NewLeader: p.ISR[2], ExpectedEpoch: 0})
-	h.ok(&changeISRCmd{Topic: "orders", Partition: 1, ISR: []int32{p.ISR[2], p.ISR[0]}, LeaderEpoch: 1})
+	h.ok(&changeISRCmd{Topic: "orders", Partition: 1, ISR: []int32{p.ISR[2], p.ISR[0]}, LeaderEpoch: 1, PartitionEpoch: 1})
 	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 3, NewLeader: NoLeader, ExpectedEpoch: 0})
 	h.ok(&commitOffsetsCmd{Group: "billing", CommittedAtMs: 1000, Commits: []offsetCommitEntry{
 		{Topic: "orders", Partition: 0, Offset: 100, Metadata: "gen-3"},

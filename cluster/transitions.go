@@ -187,22 +187,35 @@ func applyChangeLeader(cur *Metadata, c *changeLeaderCmd) (change, error) {
 	if err != nil {
 		return change{}, err
 	}
-	if c.ExpectedEpoch != p.LeaderEpoch {
-		return change{}, errorf(ErrStaleEpoch, "%s/%d: expected epoch %d, current epoch is %d", c.Topic, c.Partition, c.ExpectedEpoch, p.LeaderEpoch)
+	if p, err = ChangeLeaderOf(p, c.Topic, c.NewLeader, c.ExpectedEpoch); err != nil {
+		return change{}, err
+	}
+	nt := withPartition(t, p)
+	return change{meta: withTopic(cur, nt), topic: nt, partition: p}, nil
+}
+
+// ChangeLeaderOf is the leader change the state machine applies to one
+// partition: newLeader (an ISR member, or NoLeader to mark the partition
+// offline) leads from the next leader epoch, if expectedEpoch is still the
+// current one. Both epochs grow by one. It is exported so that a model of
+// the controller applies exactly the rules the cluster does.
+func ChangeLeaderOf(p PartitionInfo, topic string, newLeader, expectedEpoch int32) (PartitionInfo, error) {
+	if expectedEpoch != p.LeaderEpoch {
+		return p, errorf(ErrStaleEpoch, "%s/%d: expected epoch %d, current epoch is %d", topic, p.Partition, expectedEpoch, p.LeaderEpoch)
 	}
 	// NoLeader is allowed: it is how the controller marks a partition
 	// offline when no ISR member is left, and it still bumps the epoch so the
 	// old leader is fenced.
-	if c.NewLeader != NoLeader && !p.InISR(c.NewLeader) {
-		return change{}, errorf(ErrNotInISR, "%s/%d: new leader %d is not in the ISR %v", c.Topic, c.Partition, c.NewLeader, p.ISR)
+	if newLeader != NoLeader && !p.InISR(newLeader) {
+		return p, errorf(ErrNotInISR, "%s/%d: new leader %d is not in the ISR %v", topic, p.Partition, newLeader, p.ISR)
 	}
-	if p.LeaderEpoch == math.MaxInt32 {
-		return change{}, errorf(ErrStaleEpoch, "%s/%d: leader epoch exhausted", c.Topic, c.Partition)
+	if p.LeaderEpoch == math.MaxInt32 || p.PartitionEpoch == math.MaxInt32 {
+		return p, errorf(ErrStaleEpoch, "%s/%d: leader epoch exhausted", topic, p.Partition)
 	}
-	p.Leader = c.NewLeader
+	p.Leader = newLeader
 	p.LeaderEpoch++
-	nt := withPartition(t, p)
-	return change{meta: withTopic(cur, nt), topic: nt, partition: p}, nil
+	p.PartitionEpoch++
+	return p, nil
 }
 
 func applyChangeISR(cur *Metadata, c *changeISRCmd) (change, error) {
@@ -214,21 +227,45 @@ func applyChangeISR(cur *Metadata, c *changeISRCmd) (change, error) {
 	if err != nil {
 		return change{}, err
 	}
-	if c.LeaderEpoch != p.LeaderEpoch {
-		return change{}, errorf(ErrStaleEpoch, "%s/%d: request carries epoch %d, current epoch is %d", c.Topic, c.Partition, c.LeaderEpoch, p.LeaderEpoch)
+	partitionEpoch := c.PartitionEpoch
+	if c.V < 2 {
+		partitionEpoch = p.PartitionEpoch // a v1 command predates partition epochs
 	}
-	if err := validateISR(fmt.Sprintf("%s/%d", c.Topic, c.Partition), p.Replicas, c.ISR); err != nil {
+	if p, err = ChangeISROf(p, c.Topic, c.ISR, c.LeaderEpoch, partitionEpoch); err != nil {
 		return change{}, err
 	}
-	if p.Leader == NoLeader {
-		return change{}, errorf(ErrNotInISR, "%s/%d: partition has no leader", c.Topic, c.Partition)
-	}
-	if !slices.Contains(c.ISR, p.Leader) {
-		return change{}, errorf(ErrNotInISR, "%s/%d: new ISR %v drops the leader %d", c.Topic, c.Partition, c.ISR, p.Leader)
-	}
-	p.ISR = inReplicaOrder(p.Replicas, c.ISR)
 	nt := withPartition(t, p)
 	return change{meta: withTopic(cur, nt), topic: nt, partition: p}, nil
+}
+
+// ChangeISROf is the ISR change the state machine applies to one
+// partition: isr replaces the ISR if leaderEpoch and partitionEpoch are
+// still the current ones (a compare-and-set: of two changes computed from
+// the same state, only the first applies), its members are replicas and it
+// keeps the leader. The partition epoch grows by one. Exported for models of
+// the controller, like ChangeLeaderOf.
+func ChangeISROf(p PartitionInfo, topic string, isr []int32, leaderEpoch, partitionEpoch int32) (PartitionInfo, error) {
+	if leaderEpoch != p.LeaderEpoch {
+		return p, errorf(ErrStaleEpoch, "%s/%d: request carries epoch %d, current epoch is %d", topic, p.Partition, leaderEpoch, p.LeaderEpoch)
+	}
+	if partitionEpoch != p.PartitionEpoch {
+		return p, errorf(ErrStaleEpoch, "%s/%d: the change was computed from partition epoch %d, the current one is %d (the ISR changed meanwhile)", topic, p.Partition, partitionEpoch, p.PartitionEpoch)
+	}
+	if err := validateISR(fmt.Sprintf("%s/%d", topic, p.Partition), p.Replicas, isr); err != nil {
+		return p, err
+	}
+	if p.Leader == NoLeader {
+		return p, errorf(ErrNotInISR, "%s/%d: partition has no leader", topic, p.Partition)
+	}
+	if !slices.Contains(isr, p.Leader) {
+		return p, errorf(ErrNotInISR, "%s/%d: new ISR %v drops the leader %d", topic, p.Partition, isr, p.Leader)
+	}
+	if p.PartitionEpoch == math.MaxInt32 {
+		return p, errorf(ErrStaleEpoch, "%s/%d: partition epoch exhausted", topic, p.Partition)
+	}
+	p.ISR = inReplicaOrder(p.Replicas, isr)
+	p.PartitionEpoch++
+	return p, nil
 }
 
 func lookupTopic(m *Metadata, name string) (*TopicInfo, error) {

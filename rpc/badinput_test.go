@@ -169,6 +169,12 @@ func TestBadInputMatrix(t *testing.T) {
 		cfg := b1.cfg
 		cfg.Storage.MinFreeBytes = config.ByteSize(1 << 60)
 		b := startBroker(t, cfg)
+		// The restarted broker leads its partitions again once the
+		// controller sees it back; only then is the disk check reached.
+		waitUntil(t, "a leader of good/0", func() bool {
+			md, err := b.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{Topics: []string{"good"}})
+			return err == nil && md.Topics[0].Partitions[0].Leader == b.cfg.NodeID
+		})
 		_, err := b.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, "x")})
 		code, info, retry := errorInfo(err)
 		if code != codes.ResourceExhausted || info == nil || info.Reason != "THROTTLED" || info.Metadata["retriable"] != "true" || retry == nil || retry.RetryDelay.AsDuration() <= 0 {

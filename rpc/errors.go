@@ -40,6 +40,8 @@ var codeOf = map[broker.Reason]codes.Code{
 	// allow it now.
 	broker.ReasonOutOfOrderSequence:   codes.FailedPrecondition,
 	broker.ReasonInvalidProducerEpoch: codes.FailedPrecondition,
+
+	broker.ReasonNotEnoughReplicasAfterAppend: codes.Unavailable,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

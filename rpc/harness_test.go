@@ -76,7 +76,7 @@ func startBrokerAt(t testing.TB, cfg config.Broker) *testBroker {
 	cfg.Listen = lis.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := broker.Start(ctx, cfg, quietLogger())
+	b, err := broker.Start(ctx, cfg, quietLogger(), NewPeers())
 	if err != nil {
 		lis.Close()
 		t.Errorf("start broker %d: %v", cfg.NodeID, err)

@@ -64,17 +64,21 @@ func (s *replicationService) Replicate(stream stratav1.ReplicationService_Replic
 }
 
 func (s *replicationService) EndOffsetForEpoch(ctx context.Context, req *stratav1.EndOffsetForEpochRequest) (*stratav1.EndOffsetForEpochResponse, error) {
-	epoch, end, err := s.b.EndOffsetForEpoch(req.Topic, req.TopicId, req.Partition, req.LeaderEpoch)
+	ans, err := s.b.EndOffsetForEpoch(broker.EpochQuery{Topic: req.Topic, TopicID: req.TopicId, Partition: req.Partition, Epoch: req.LeaderEpoch})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &stratav1.EndOffsetForEpochResponse{LeaderEpoch: epoch, EndOffset: end}, nil
+	return &stratav1.EndOffsetForEpochResponse{LeaderEpoch: ans.Epoch, EndOffset: ans.EndOffset}, nil
 }
 
 func (s *replicationService) AlterISR(ctx context.Context, req *stratav1.AlterISRRequest) (*stratav1.AlterISRResponse, error) {
-	info, err := s.b.AlterISR(ctx, req.Topic, req.TopicId, req.Partition, req.LeaderId, req.LeaderEpoch, req.Isr)
+	info, err := s.b.AlterISR(ctx, broker.ISRRequest{
+		Topic: req.Topic, TopicID: req.TopicId, Partition: req.Partition, LeaderID: req.LeaderId,
+		LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch, ISR: req.Isr,
+	})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &stratav1.AlterISRResponse{Isr: info.ISR, LeaderEpoch: info.LeaderEpoch}, nil
+	return &stratav1.AlterISRResponse{Isr: info.ISR, LeaderEpoch: info.LeaderEpoch, Leader: info.Leader,
+		PartitionEpoch: info.PartitionEpoch, Replicas: info.Replicas}, nil
 }

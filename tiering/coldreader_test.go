@@ -95,7 +95,8 @@ func TestColdReadOutOfRange(t *testing.T) {
 	if oor := outOfRange(t, err); *oor != (OutOfColdRangeError{Offset: 0, Start: -1, End: -1}) {
 		t.Fatalf("empty cold tier: %+v", *oor)
 	}
-	if h, err := r.Head(f.ctx, f.ref); err != nil || h != nil {
+	// The fixture's committer took the manifest over: an empty head.
+	if h, err := r.Head(f.ctx, f.ref); err != nil || (h != nil && !h.Empty()) {
 		t.Fatalf("head of a partition with no cold tier: %v, %v", h, err)
 	}
 

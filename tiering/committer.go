@@ -98,11 +98,24 @@ type Committer struct {
 	parts *partCache
 }
 
-// NewCommitter loads the partition's head (or starts an empty one) for a
-// leader in epoch.
+// NewCommitter takes over the partition's manifest for a leader in epoch.
+// From a fresh read of the head it writes the head back stamped with epoch
+// (a conditional write, retried on a lost race), unless it carries epoch
+// already: from then on every commit of an older leader fails its
+// condition, finds the newer epoch and stops with ErrFenced. A deposed
+// leader that can still reach the bucket therefore cannot change the cold
+// tier once its successor holds a committer, and the successor starts from
+// everything its predecessor committed. A head with a newer epoch fences
+// this one at once.
 func NewCommitter(ctx context.Context, store objstore.Bucket, ref PartitionRef, epoch int32) (*Committer, error) {
 	c := &Committer{store: store, ref: ref, epoch: epoch, parts: newPartCache()}
 	if err := c.reload(ctx); err != nil {
+		return nil, err
+	}
+	if c.head.LeaderEpoch == epoch && c.etag != "" {
+		return c, nil
+	}
+	if err := c.commit(ctx, func(*Head) error { return nil }); err != nil {
 		return nil, err
 	}
 	return c, nil

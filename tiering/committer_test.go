@@ -7,17 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/tiering/objstore"
 )
 
 var testRef = PartitionRef{Topic: "events", TopicID: "0123456789abcdef0123456789abcdef", Partition: 3}
 
 // uploadAll uploads every pending segment of l and returns how many.
-func uploadAll(t *testing.T, c *Committer, l LocalLog) int {
+func uploadAll(t *testing.T, c *Committer, l *hotlog.Log) int {
 	t.Helper()
 	n := 0
 	for {
-		ok, err := UploadNext(testContext(t), c, l, map[string]string{"retention.ms": "-1"}, 4)
+		ok, err := UploadNext(testContext(t), c, l, committedEnd(l), map[string]string{"retention.ms": "-1"}, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +51,7 @@ func TestUploadCommitsEverySealedSegment(t *testing.T) {
 	if h.StartOffset() != 0 || h.EndOffset() != segs[len(segs)-1].BaseOffset || h.LeaderEpoch != 1 || h.Partitions != 4 || h.Config["retention.ms"] != "-1" {
 		t.Fatalf("head %+v", h)
 	}
-	if len(PendingUploads(l, h)) != 0 {
+	if len(PendingUploads(l, h, committedEnd(l))) != 0 {
 		t.Fatal("pending uploads after uploading everything")
 	}
 	// What is in the bucket is what the manifest says, read back by a new
@@ -79,18 +80,18 @@ func TestNewerEpochFencesTheOldLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := UploadNext(ctx, old, l, nil, 1); !ok || err != nil {
+	if ok, err := UploadNext(ctx, old, l, committedEnd(l), nil, 1); !ok || err != nil {
 		t.Fatalf("first upload: %v %v", ok, err)
 	}
 	next, err := NewCommitter(ctx, store, testRef, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := UploadNext(ctx, next, l, nil, 1); !ok || err != nil {
+	if ok, err := UploadNext(ctx, next, l, committedEnd(l), nil, 1); !ok || err != nil {
 		t.Fatalf("new leader's upload: %v %v", ok, err)
 	}
 	before := next.Head().Generation
-	_, err = UploadNext(ctx, old, l, nil, 1)
+	_, err = UploadNext(ctx, old, l, committedEnd(l), nil, 1)
 	if !errors.Is(err, ErrFenced) {
 		t.Fatalf("old leader's upload after the new one committed: %v", err)
 	}
@@ -271,7 +272,7 @@ func TestGapBetweenColdAndLocalIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	fill(t, l, 100, 3, 0)
-	if _, err := UploadNext(ctx, c, l, nil, 1); !errors.Is(err, ErrGap) {
+	if _, err := UploadNext(ctx, c, l, committedEnd(l), nil, 1); !errors.Is(err, ErrGap) {
 		t.Fatalf("upload over a gap: %v", err)
 	}
 }

@@ -73,3 +73,7 @@ func fill(t testing.TB, l *hotlog.Log, count, n int, ts int64) {
 		}
 	}
 }
+
+// committedEnd is the log end of a test log whose every record counts as
+// committed (these tests have no followers).
+func committedEnd(l *hotlog.Log) int64 { return l.LogEndOffset() }

@@ -48,6 +48,9 @@ type SegmentRef struct {
 	LogLen     int64  `json:"logLen"` // its log bytes
 	Epoch      int32  `json:"epoch"`  // leader epoch of the uploader
 	LogCRC     uint32 `json:"logCrc"`
+	// Epochs is the leader-epoch lineage of the offsets it holds (see
+	// lineage.go); empty in segments uploaded before it was recorded.
+	Epochs []EpochStart `json:"epochs,omitempty"`
 }
 
 // PartRef points at a closed part from the head.

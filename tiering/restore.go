@@ -79,8 +79,8 @@ func FindTopic(ctx context.Context, store objstore.Reader, name, id string) (*Co
 		if err != nil {
 			return nil, err
 		}
-		if h == nil {
-			continue
+		if h == nil || (h.Empty() && h.Config == nil) {
+			continue // a leader took it over but never uploaded: nothing to restore
 		}
 		t.Heads[p] = h
 		t.Partitions = max(t.Partitions, h.Partitions, p+1)

@@ -4,32 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/tiering/objstore"
 )
 
-// UploadSegment writes a sealed local segment to the store as a cold
-// segment object under a fresh key, leaving out the batches below from, and
-// returns the reference to commit. Nothing refers to the object until the
-// manifest names it, so a failure here leaves at most an orphan that
-// CollectOrphans removes later.
-func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef, epoch int32, seg hotlog.SegmentInfo, from int64) (SegmentRef, error) {
+// UploadSegment writes a sealed local segment, read from src, to the store
+// as a cold segment object under a fresh key, leaving out the batches below
+// from, and returns the reference to commit. epochs is the leader-epoch
+// lineage of the offsets it holds (EpochsIn). Nothing refers to the object
+// until the manifest names it, so a failure here leaves at most an orphan
+// that CollectOrphans removes later.
+func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef, epoch int32, seg hotlog.SegmentInfo, src io.ReaderAt, from int64, epochs []EpochStart) (SegmentRef, error) {
 	if !seg.Sealed {
 		return SegmentRef{}, fmt.Errorf("tiering: segment %d is not sealed", seg.BaseOffset)
 	}
-	f, err := os.Open(seg.Path)
-	if err != nil {
-		return SegmentRef{}, fmt.Errorf("tiering: open local segment: %w", err)
-	}
-	defer f.Close()
 	key := ref.newSegmentKey(max(seg.BaseOffset, from), epoch)
 	w, err := store.Create(ctx, key)
 	if err != nil {
 		return SegmentRef{}, fmt.Errorf("tiering: upload %s: %w", key, err)
 	}
-	t, err := EncodeSegment(w, f, seg.Size, seg.BaseOffset, from)
+	t, err := EncodeSegment(w, src, seg.Size, seg.BaseOffset, from)
 	if err != nil {
 		w.Abort()
 		return SegmentRef{}, err
@@ -47,37 +43,43 @@ func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef,
 		LogLen:     t.LogLen,
 		Epoch:      epoch,
 		LogCRC:     t.LogCRC,
+		Epochs:     EpochsIn(epochs, t.BaseOffset, t.LastOffset),
 	}, nil
 }
 
 // LocalLog is what the uploader needs of a partition's local log.
 type LocalLog interface {
 	Segments() []hotlog.SegmentInfo
-	LogStartOffset() int64
+	OpenSegment(base int64) (hotlog.SegmentReader, error)
+	// Epochs is the log's leader-epoch history.
+	Epochs() []hotlog.EpochEntry
 }
 
 // PendingUploads returns the sealed local segments holding offsets the cold
 // tier lacks, oldest first: those ending at or after the cold tier's end
-// (all of them while it is empty).
-func PendingUploads(log LocalLog, h *Head) []hotlog.SegmentInfo {
+// (all of them while it is empty). Only committed offsets may go to the
+// cold tier, so a segment is offered only once it ends below committed
+// (the high watermark): the cold tier is read as committed by every
+// broker, and a leader's local deletes follow what it holds.
+func PendingUploads(log LocalLog, h *Head, committed int64) []hotlog.SegmentInfo {
 	end := h.EndOffset()
 	var out []hotlog.SegmentInfo
 	for _, s := range log.Segments() {
-		if s.Sealed && s.LastOffset >= s.BaseOffset && s.LastOffset >= end {
+		if s.Sealed && s.LastOffset >= s.BaseOffset && s.LastOffset >= end && s.LastOffset < committed {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// UploadNext uploads the oldest segment the cold tier lacks and commits it;
-// it reports false when there is nothing to upload. A segment that starts
-// before the cold tier's end (a new leader's segment boundaries differ from
-// the old leader's) is uploaded from that end on. A cold tier that ends
-// before the local log starts would leave a gap: that is refused, since
-// the manifest must stay contiguous.
-func UploadNext(ctx context.Context, c *Committer, log LocalLog, config map[string]string, partitions int32) (bool, error) {
-	pending := PendingUploads(log, c.Head())
+// UploadNext uploads the oldest committed segment the cold tier lacks and
+// commits it; it reports false when there is nothing to upload. A segment
+// that starts before the cold tier's end (a new leader's segment boundaries
+// differ from the old leader's) is uploaded from that end on. A cold tier
+// that ends before the local log starts would leave a gap: that is refused,
+// since the manifest must stay contiguous.
+func UploadNext(ctx context.Context, c *Committer, log LocalLog, committed int64, config map[string]string, partitions int32) (bool, error) {
+	pending := PendingUploads(log, c.Head(), committed)
 	if len(pending) == 0 {
 		return false, nil
 	}
@@ -87,7 +89,12 @@ func UploadNext(ctx context.Context, c *Committer, log LocalLog, config map[stri
 		return false, fmt.Errorf("%w: the cold tier of %s ends at %d but the local log continues at %d",
 			ErrGap, c.ref.dir(), from, seg.BaseOffset)
 	}
-	ref, err := UploadSegment(ctx, c.store, c.ref, c.epoch, seg, from)
+	src, err := log.OpenSegment(seg.BaseOffset)
+	if err != nil {
+		return false, fmt.Errorf("tiering: %w", err)
+	}
+	ref, err := UploadSegment(ctx, c.store, c.ref, c.epoch, seg, src, from, fromEntries(log.Epochs()))
+	src.Close()
 	if err != nil {
 		return false, err
 	}

@@ -70,7 +70,7 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	b, err := broker.Start(ctx, cfg, logger)
+	b, err := broker.Start(ctx, cfg, logger, rpc.NewPeers())
 	if err != nil {
 		lis.Close()
 		return err

@@ -91,6 +91,11 @@ const (
 	// latest the partition has seen for its producer id: a newer instance of
 	// the producer has fenced this one.
 	ErrorReason_ERROR_REASON_INVALID_PRODUCER_EPOCH ErrorReason = 20
+	// Unavailable, retriable: the batch was written and committed, but the
+	// in-sync replicas fell below min.insync.replicas while the produce
+	// waited, so it is not acknowledged. A retry may write it again unless
+	// the producer is idempotent.
+	ErrorReason_ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND ErrorReason = 22
 )
 
 // Enum value maps for ErrorReason.
@@ -117,29 +122,31 @@ var (
 		18: "ERROR_REASON_CORRUPT_DATA",
 		19: "ERROR_REASON_OUT_OF_ORDER_SEQUENCE",
 		20: "ERROR_REASON_INVALID_PRODUCER_EPOCH",
+		22: "ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
 	}
 	ErrorReason_value = map[string]int32{
-		"ERROR_REASON_UNSPECIFIED":            0,
-		"ERROR_REASON_TOPIC_NOT_FOUND":        1,
-		"ERROR_REASON_PARTITION_NOT_FOUND":    2,
-		"ERROR_REASON_NOT_LEADER":             3,
-		"ERROR_REASON_OFFSET_OUT_OF_RANGE":    4,
-		"ERROR_REASON_RECORD_TOO_LARGE":       5,
-		"ERROR_REASON_CORRUPT_BATCH":          6,
-		"ERROR_REASON_INVALID_CONFIG":         7,
-		"ERROR_REASON_NOT_ENOUGH_REPLICAS":    8,
-		"ERROR_REASON_THROTTLED":              9,
-		"ERROR_REASON_TOPIC_ALREADY_EXISTS":   10,
-		"ERROR_REASON_INVALID_TOPIC_NAME":     11,
-		"ERROR_REASON_INVALID_REQUEST":        12,
-		"ERROR_REASON_TIMEOUT":                13,
-		"ERROR_REASON_STORAGE_ERROR":          14,
-		"ERROR_REASON_UNAVAILABLE":            15,
-		"ERROR_REASON_FENCED_EPOCH":           16,
-		"ERROR_REASON_LEADER_NOT_AVAILABLE":   17,
-		"ERROR_REASON_CORRUPT_DATA":           18,
-		"ERROR_REASON_OUT_OF_ORDER_SEQUENCE":  19,
-		"ERROR_REASON_INVALID_PRODUCER_EPOCH": 20,
+		"ERROR_REASON_UNSPECIFIED":                      0,
+		"ERROR_REASON_TOPIC_NOT_FOUND":                  1,
+		"ERROR_REASON_PARTITION_NOT_FOUND":              2,
+		"ERROR_REASON_NOT_LEADER":                       3,
+		"ERROR_REASON_OFFSET_OUT_OF_RANGE":              4,
+		"ERROR_REASON_RECORD_TOO_LARGE":                 5,
+		"ERROR_REASON_CORRUPT_BATCH":                    6,
+		"ERROR_REASON_INVALID_CONFIG":                   7,
+		"ERROR_REASON_NOT_ENOUGH_REPLICAS":              8,
+		"ERROR_REASON_THROTTLED":                        9,
+		"ERROR_REASON_TOPIC_ALREADY_EXISTS":             10,
+		"ERROR_REASON_INVALID_TOPIC_NAME":               11,
+		"ERROR_REASON_INVALID_REQUEST":                  12,
+		"ERROR_REASON_TIMEOUT":                          13,
+		"ERROR_REASON_STORAGE_ERROR":                    14,
+		"ERROR_REASON_UNAVAILABLE":                      15,
+		"ERROR_REASON_FENCED_EPOCH":                     16,
+		"ERROR_REASON_LEADER_NOT_AVAILABLE":             17,
+		"ERROR_REASON_CORRUPT_DATA":                     18,
+		"ERROR_REASON_OUT_OF_ORDER_SEQUENCE":            19,
+		"ERROR_REASON_INVALID_PRODUCER_EPOCH":           20,
+		"ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 22,
 	}
 )
 
@@ -174,7 +181,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xd8\x05\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x8b\x06\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -197,7 +204,8 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"!ERROR_REASON_LEADER_NOT_AVAILABLE\x10\x11\x12\x1d\n" +
 	"\x19ERROR_REASON_CORRUPT_DATA\x10\x12\x12&\n" +
 	"\"ERROR_REASON_OUT_OF_ORDER_SEQUENCE\x10\x13\x12'\n" +
-	"#ERROR_REASON_INVALID_PRODUCER_EPOCH\x10\x14B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"#ERROR_REASON_INVALID_PRODUCER_EPOCH\x10\x14\x121\n" +
+	"-ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x16B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once

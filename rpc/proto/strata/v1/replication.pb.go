@@ -399,15 +399,18 @@ func (x *EndOffsetForEpochResponse) GetEndOffset() int64 {
 }
 
 type AlterISRRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	TopicId       string                 `protobuf:"bytes,2,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
-	Partition     int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
-	LeaderId      int32                  `protobuf:"varint,4,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	LeaderEpoch   int32                  `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	Isr           []int32                `protobuf:"varint,6,rep,packed,name=isr,proto3" json:"isr,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Topic       string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	TopicId     string                 `protobuf:"bytes,2,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	Partition   int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	LeaderId    int32                  `protobuf:"varint,4,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderEpoch int32                  `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	Isr         []int32                `protobuf:"varint,6,rep,packed,name=isr,proto3" json:"isr,omitempty"`
+	// The partition epoch the change was computed from: the controller
+	// applies it only while that is still the current one.
+	PartitionEpoch int32 `protobuf:"varint,7,opt,name=partition_epoch,json=partitionEpoch,proto3" json:"partition_epoch,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AlterISRRequest) Reset() {
@@ -482,12 +485,23 @@ func (x *AlterISRRequest) GetIsr() []int32 {
 	return nil
 }
 
+func (x *AlterISRRequest) GetPartitionEpoch() int32 {
+	if x != nil {
+		return x.PartitionEpoch
+	}
+	return 0
+}
+
+// AlterISRResponse is the partition after the change.
 type AlterISRResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Isr           []int32                `protobuf:"varint,1,rep,packed,name=isr,proto3" json:"isr,omitempty"`
-	LeaderEpoch   int32                  `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Isr            []int32                `protobuf:"varint,1,rep,packed,name=isr,proto3" json:"isr,omitempty"`
+	LeaderEpoch    int32                  `protobuf:"varint,2,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	Leader         int32                  `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	PartitionEpoch int32                  `protobuf:"varint,4,opt,name=partition_epoch,json=partitionEpoch,proto3" json:"partition_epoch,omitempty"`
+	Replicas       []int32                `protobuf:"varint,5,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AlterISRResponse) Reset() {
@@ -534,6 +548,27 @@ func (x *AlterISRResponse) GetLeaderEpoch() int32 {
 	return 0
 }
 
+func (x *AlterISRResponse) GetLeader() int32 {
+	if x != nil {
+		return x.Leader
+	}
+	return 0
+}
+
+func (x *AlterISRResponse) GetPartitionEpoch() int32 {
+	if x != nil {
+		return x.PartitionEpoch
+	}
+	return 0
+}
+
+func (x *AlterISRResponse) GetReplicas() []int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
 var File_strata_v1_replication_proto protoreflect.FileDescriptor
 
 const file_strata_v1_replication_proto_rawDesc = "" +
@@ -568,17 +603,21 @@ const file_strata_v1_replication_proto_rawDesc = "" +
 	"\x19EndOffsetForEpochResponse\x12!\n" +
 	"\fleader_epoch\x18\x01 \x01(\x05R\vleaderEpoch\x12\x1d\n" +
 	"\n" +
-	"end_offset\x18\x02 \x01(\x03R\tendOffset\"\xb2\x01\n" +
+	"end_offset\x18\x02 \x01(\x03R\tendOffset\"\xdb\x01\n" +
 	"\x0fAlterISRRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
 	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x1b\n" +
 	"\tleader_id\x18\x04 \x01(\x05R\bleaderId\x12!\n" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12\x10\n" +
-	"\x03isr\x18\x06 \x03(\x05R\x03isr\"G\n" +
+	"\x03isr\x18\x06 \x03(\x05R\x03isr\x12'\n" +
+	"\x0fpartition_epoch\x18\a \x01(\x05R\x0epartitionEpoch\"\xa4\x01\n" +
 	"\x10AlterISRResponse\x12\x10\n" +
 	"\x03isr\x18\x01 \x03(\x05R\x03isr\x12!\n" +
-	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch2\x85\x02\n" +
+	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\x05R\x06leader\x12'\n" +
+	"\x0fpartition_epoch\x18\x04 \x01(\x05R\x0epartitionEpoch\x12\x1a\n" +
+	"\breplicas\x18\x05 \x03(\x05R\breplicas2\x85\x02\n" +
 	"\x12ReplicationService\x12J\n" +
 	"\tReplicate\x12\x1b.strata.v1.ReplicateRequest\x1a\x1c.strata.v1.ReplicateResponse(\x010\x01\x12^\n" +
 	"\x11EndOffsetForEpoch\x12#.strata.v1.EndOffsetForEpochRequest\x1a$.strata.v1.EndOffsetForEpochResponse\x12C\n" +

@@ -40,7 +40,8 @@ type ReplicationServiceClient interface {
 	// the new leader does not have.
 	EndOffsetForEpoch(ctx context.Context, in *EndOffsetForEpochRequest, opts ...grpc.CallOption) (*EndOffsetForEpochResponse, error)
 	// AlterISR asks the controller to change a partition's in-sync replicas;
-	// the leader's epoch fences a deposed leader's request.
+	// the leader's epoch fences a deposed leader's request, the partition
+	// epoch one computed from a state that changed since.
 	AlterISR(ctx context.Context, in *AlterISRRequest, opts ...grpc.CallOption) (*AlterISRResponse, error)
 }
 
@@ -101,7 +102,8 @@ type ReplicationServiceServer interface {
 	// the new leader does not have.
 	EndOffsetForEpoch(context.Context, *EndOffsetForEpochRequest) (*EndOffsetForEpochResponse, error)
 	// AlterISR asks the controller to change a partition's in-sync replicas;
-	// the leader's epoch fences a deposed leader's request.
+	// the leader's epoch fences a deposed leader's request, the partition
+	// epoch one computed from a state that changed since.
 	AlterISR(context.Context, *AlterISRRequest) (*AlterISRResponse, error)
 	mustEmbedUnimplementedReplicationServiceServer()
 }

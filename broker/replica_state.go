@@ -1,0 +1,351 @@
+package broker
+
+// The replica state machine: what one broker's replica of a partition
+// decides as leader or follower, without I/O and without a clock. The
+// partition (partition.go) feeds it, under its lock, the metadata, its own
+// log's figures and the time, and carries out what it answers: moving the
+// high watermark, waking produces, asking the controller for an ISR change.
+//
+// The rules it keeps, each an invariant of the log:
+//
+//   - The high watermark of a leader is the smallest committed end among
+//     its in-sync replicas (its own fsynced end, and what each in-sync
+//     follower acknowledged in this leader epoch). It never goes back. A
+//     follower that has not reported in this epoch holds it.
+//   - While an ISR change is in flight, the high watermark counts the
+//     maximal ISR, the old one and the proposed one together: a follower
+//     being added must already have what is committed once the controller
+//     applies the change, and one being removed still counts until it is
+//     out.
+//   - An acks=all produce waits for the high watermark to pass its last
+//     offset in the leader epoch it was appended in. A change of epoch or
+//     role ends every wait with NOT_LEADER: the batch may be truncated away
+//     and its offsets given to other records. When the wait ends with the
+//     batch committed, the ISR must still have min.insync.replicas members,
+//     else NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+//   - ISR changes name the partition epoch they were computed from; the
+//     controller applies them only if it is still current, so two changes
+//     made from the same state cannot both apply.
+//   - A follower leaves the ISR once it has not been caught up for
+//     replica.lag.time.max; it may join once it has every committed record
+//     and everything since the leader's epoch began.
+
+import (
+	"slices"
+	"time"
+
+	"github.com/strata-log/strata/cluster"
+)
+
+// replicaState is the state machine of one replica.
+type replicaState struct {
+	self int32
+	info cluster.PartitionInfo
+	// minISR is min.insync.replicas; lagMax is replica.lag.time.max.
+	minISR int
+	lagMax time.Duration
+
+	// The rest is the leader's, reset at every change of leader epoch.
+	//
+	// epochStart is the log end when this replica took the lead: the first
+	// offset of its epoch. A follower joins the ISR only once it has it.
+	epochStart int64
+	followers  map[int32]*followerState
+	// waiters are the acks=all produces waiting for the high watermark,
+	// by last offset.
+	waiters []*produceWaiter
+	// pending is the ISR change sent to the controller and not yet seen
+	// applied or refused.
+	pending *isrChange
+}
+
+// followerState is what a leader knows of one follower in its epoch.
+type followerState struct {
+	// leo is the follower's log end as it last acknowledged it (counting
+	// what its flush policy made durable); -1 until it reports.
+	leo int64
+	// caughtUpAt is when the follower last had everything the leader had.
+	caughtUpAt time.Time
+	// sentEnd and sentAt: the leader's log end when it last sent the
+	// follower batches, and when. Once the follower acknowledges sentEnd,
+	// it was caught up at sentAt.
+	sentEnd int64
+	sentAt  time.Time
+}
+
+// produceWaiter is an acks=all produce waiting for its batch to commit.
+type produceWaiter struct {
+	last  int64 // the batch's last offset
+	epoch int32 // the leader epoch it was appended in
+	done  chan error
+}
+
+func newProduceWaiter(last int64, epoch int32) *produceWaiter {
+	return &produceWaiter{last: last, epoch: epoch, done: make(chan error, 1)}
+}
+
+// isrChange is an ISR a leader asked the controller for.
+type isrChange struct {
+	isr            []int32
+	leaderEpoch    int32
+	partitionEpoch int32 // the partition epoch it was computed from
+	sentAt         time.Time
+}
+
+// logView is what the state machine needs of the local log.
+type logView struct {
+	end       int64 // log end offset
+	committed int64 // how far the log counts towards the high watermark
+	hw        int64 // the high watermark as the log holds it
+}
+
+// completion is a produce wait that ended: err nil means committed.
+type completion struct {
+	w   *produceWaiter
+	err error
+}
+
+// Outcomes the partition turns into errors.
+type replicaRefusal int8
+
+const (
+	refusedNone replicaRefusal = iota
+	refusedNotLeader
+	refusedNotEnoughReplicas
+	refusedNotEnoughReplicasAfterAppend
+)
+
+// isrPendingTimeout is how long a leader waits for an ISR change to show
+// up in its metadata before it may ask again: an answer can be lost.
+const isrPendingTimeout = 5 * time.Second
+
+// newReplicaState is a replica that has applied no metadata yet.
+func newReplicaState(self int32, minISR int, lagMax time.Duration) *replicaState {
+	s := &replicaState{self: self, minISR: minISR, lagMax: lagMax}
+	s.info.LeaderEpoch = -1
+	s.info.Leader = cluster.NoLeader
+	return s
+}
+
+func (s *replicaState) leading() bool { return s.info.Leader == s.self }
+
+// apply takes in the partition's metadata. Metadata older than what the
+// replica has seen (a lower leader or partition epoch: an ISR change's
+// answer can arrive before the metadata that carries it) is ignored. A new
+// leader epoch ends every produce wait with NOT_LEADER and, if this
+// replica leads it, starts the leader's view of its followers afresh. It
+// returns the waits it ended.
+func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.Time) []completion {
+	if info.LeaderEpoch < s.info.LeaderEpoch ||
+		(info.LeaderEpoch == s.info.LeaderEpoch && info.PartitionEpoch < s.info.PartitionEpoch) {
+		return nil
+	}
+	var ended []completion
+	if info.LeaderEpoch != s.info.LeaderEpoch || info.Leader != s.info.Leader {
+		for _, w := range s.waiters {
+			ended = append(ended, completion{w, errNotLeaderNow})
+		}
+		s.waiters, s.pending, s.followers = nil, nil, nil
+		if info.Leader == s.self {
+			s.epochStart = log.end
+			s.followers = map[int32]*followerState{}
+			for _, id := range info.Replicas {
+				if id != s.self {
+					s.followers[id] = &followerState{leo: -1, caughtUpAt: now, sentEnd: -1}
+				}
+			}
+		}
+	}
+	if s.pending != nil && info.PartitionEpoch > s.pending.partitionEpoch {
+		s.pending = nil // applied, or overtaken by another change
+	}
+	s.info = info
+	return ended
+}
+
+// errNotLeaderNow marks a produce wait ended by a change of leadership;
+// the partition turns it into NOT_LEADER.
+var errNotLeaderNow = &Error{Reason: ReasonNotLeader, Message: "leadership changed before the batch committed; it may be lost"}
+
+// checkProduce says whether a produce may be appended now: only by the
+// leader, and for acks=all only while the ISR has min.insync.replicas
+// members.
+func (s *replicaState) checkProduce(acksAll bool) replicaRefusal {
+	switch {
+	case !s.leading():
+		return refusedNotLeader
+	case acksAll && len(s.info.ISR) < s.minISR:
+		return refusedNotEnoughReplicas
+	}
+	return refusedNone
+}
+
+// addWaiter registers an acks=all produce appended in the current epoch.
+func (s *replicaState) addWaiter(w *produceWaiter) {
+	i := len(s.waiters)
+	for i > 0 && s.waiters[i-1].last > w.last {
+		i--
+	}
+	s.waiters = slices.Insert(s.waiters, i, w)
+}
+
+// removeWaiter forgets a wait its produce gave up on.
+func (s *replicaState) removeWaiter(w *produceWaiter) {
+	if i := slices.Index(s.waiters, w); i >= 0 {
+		s.waiters = slices.Delete(s.waiters, i, i+1)
+	}
+}
+
+// maximalISR is the ISR the high watermark counts: the current one, plus
+// the members of an ISR change in flight.
+func (s *replicaState) maximalISR() []int32 {
+	if s.pending == nil {
+		return s.info.ISR
+	}
+	out := slices.Clone(s.info.ISR)
+	for _, id := range s.pending.isr {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// highWatermark is where a leader's high watermark may be now: the
+// smallest committed end over the maximal ISR, never below where it is.
+// A follower's is what its leader says (see followerHighWatermark).
+func (s *replicaState) highWatermark(log logView) int64 {
+	if !s.leading() {
+		return log.hw
+	}
+	hw := log.committed
+	for _, id := range s.maximalISR() {
+		if id == s.self {
+			continue
+		}
+		f := s.followers[id]
+		if f == nil || f.leo < 0 {
+			return log.hw
+		}
+		hw = min(hw, f.leo)
+	}
+	return max(hw, log.hw)
+}
+
+// complete ends the waits whose batches are below the high watermark.
+func (s *replicaState) complete(hw int64) []completion {
+	n := 0
+	for n < len(s.waiters) && s.waiters[n].last < hw {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	var err error
+	if len(s.info.ISR) < s.minISR {
+		err = errNotEnoughAfterAppend
+	}
+	out := make([]completion, n)
+	for i, w := range s.waiters[:n] {
+		out[i] = completion{w, err}
+	}
+	s.waiters = slices.Delete(s.waiters, 0, n)
+	return out
+}
+
+var errNotEnoughAfterAppend = &Error{Reason: ReasonNotEnoughReplicasAfterAppend,
+	Message: "the batch committed, but the in-sync replicas fell below min.insync.replicas while it waited"}
+
+// sent records that batches were sent to a follower when the leader's log
+// ended at end.
+func (s *replicaState) sent(id int32, end int64, now time.Time) {
+	if f := s.followers[id]; f != nil && s.leading() {
+		f.sentEnd, f.sentAt = end, now
+	}
+}
+
+// followerReport takes a follower's acknowledged log end in leader epoch
+// epoch. It reports false for a report the leader must not count (another
+// epoch, not a replica), and an ISR change to ask for when the follower
+// has caught up and is not in the ISR.
+func (s *replicaState) followerReport(id, epoch int32, leo int64, log logView, now time.Time) (bool, *isrChange) {
+	f := s.followers[id]
+	if !s.leading() || epoch != s.info.LeaderEpoch || f == nil {
+		return false, nil
+	}
+	f.leo = leo
+	if f.sentEnd >= 0 && leo >= f.sentEnd && f.sentAt.After(f.caughtUpAt) {
+		f.caughtUpAt = f.sentAt
+	}
+	if leo >= log.end {
+		f.caughtUpAt = now
+	}
+	if s.pending != nil || slices.Contains(s.info.ISR, id) {
+		return true, nil
+	}
+	hw := s.highWatermark(log)
+	if leo < hw || leo < s.epochStart {
+		return true, nil
+	}
+	// Keep the ISR in replica order, as the controller stores it.
+	var isr []int32
+	for _, r := range s.info.Replicas {
+		if r == id || slices.Contains(s.info.ISR, r) {
+			isr = append(isr, r)
+		}
+	}
+	return true, s.propose(isr, now)
+}
+
+// tick asks for the lagging followers to leave the ISR: those not caught up
+// for longer than replica.lag.time.max. It also gives up on an ISR change
+// whose answer never came.
+func (s *replicaState) tick(log logView, now time.Time) *isrChange {
+	if !s.leading() {
+		return nil
+	}
+	if s.pending != nil {
+		if now.Sub(s.pending.sentAt) < isrPendingTimeout {
+			return nil
+		}
+		s.pending = nil
+	}
+	var lagging []int32
+	for _, id := range s.info.ISR {
+		f := s.followers[id]
+		if id == s.self || f == nil {
+			continue
+		}
+		if f.leo >= log.end {
+			f.caughtUpAt = now // idle and caught up
+		}
+		if now.Sub(f.caughtUpAt) > s.lagMax {
+			lagging = append(lagging, id)
+		}
+	}
+	if len(lagging) == 0 {
+		return nil
+	}
+	isr := slices.DeleteFunc(slices.Clone(s.info.ISR), func(id int32) bool { return slices.Contains(lagging, id) })
+	return s.propose(isr, now)
+}
+
+func (s *replicaState) propose(isr []int32, now time.Time) *isrChange {
+	s.pending = &isrChange{isr: isr, leaderEpoch: s.info.LeaderEpoch, partitionEpoch: s.info.PartitionEpoch, sentAt: now}
+	return s.pending
+}
+
+// isrRefused takes the controller's refusal of a change: the metadata will
+// say what happened instead, and the leader may ask again from there.
+func (s *replicaState) isrRefused(c *isrChange) {
+	if s.pending == c {
+		s.pending = nil
+	}
+}
+
+// followerHighWatermark is a follower's high watermark after its leader
+// said hw: what the leader says, as far as the follower's log goes, and
+// never back (what was committed stays committed, whoever leads).
+func followerHighWatermark(leaderHW int64, log logView) int64 {
+	return max(log.hw, min(leaderHW, log.end))
+}

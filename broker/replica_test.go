@@ -1,0 +1,344 @@
+package broker
+
+// Named scenarios of the replication protocol, each a way an acknowledged
+// record was lost or replaced before: a replica on a real hot log (in an
+// in-memory file system), driven step by step.
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/hotlog/memfs"
+	"github.com/strata-log/strata/record"
+)
+
+// memFS is memfs as the log's file system.
+type memFS struct{ *memfs.FS }
+
+func (f memFS) OpenFile(name string, flag int, perm os.FileMode) (hotlog.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return file, nil
+}
+
+// testReplica is one broker's replica with a clock the test moves.
+type testReplica struct {
+	t   *testing.T
+	p   *partition
+	now time.Time
+	cfg config.Topic
+}
+
+func newTestReplica(t *testing.T, self int32, info cluster.PartitionInfo, minISR int) *testReplica {
+	t.Helper()
+	r := &testReplica{t: t, now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}
+	r.cfg = config.DefaultTopic()
+	r.cfg.MinInsyncReplicas = minISR
+	r.cfg.FlushPolicy = config.FlushNever
+	p, err := openPartition(replicaSpec{
+		dir: "/data/t/0", topic: "t", topicID: "0123456789abcdef0123456789abcdef", self: self,
+		cfg: r.cfg, info: info, lagMax: 10 * time.Second,
+		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		fs:     memFS{memfs.New()}, now: func() time.Time { return r.now }, onDurable: func() {},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.close() })
+	r.p = p
+	return r
+}
+
+// batch is n records whose values carry ids from first.
+func testBatch(t *testing.T, first uint64, n int) record.Batch {
+	t.Helper()
+	bl := record.NewBuilder(record.DefaultBatchOptions())
+	for i := range n {
+		v := make([]byte, 8)
+		binary.BigEndian.PutUint64(v, first+uint64(i))
+		bl.Add(record.Record{Value: v})
+	}
+	b, err := bl.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// leaderBatch is a batch as a leader in epoch would send it: offsets
+// assigned from base.
+func leaderBatch(t *testing.T, base int64, epoch int32, first uint64, n int) []byte {
+	b := testBatch(t, first, n)
+	b.SetBaseOffset(base)
+	b.SetLeaderEpoch(epoch)
+	return b
+}
+
+func (r *testReplica) produce(first uint64, n int) (ProduceResult, *produceWaiter) {
+	r.t.Helper()
+	res, w, err := r.p.appendAsLeader(testBatch(r.t, first, n), AcksAll)
+	if err != nil {
+		r.t.Fatalf("produce: %v", err)
+	}
+	return res, w
+}
+
+func (r *testReplica) apply(info cluster.PartitionInfo) {
+	r.t.Helper()
+	if err := r.p.setState(info, r.cfg); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// ended returns how a produce wait ended, or false if it has not.
+func ended(w *produceWaiter) (error, bool) {
+	select {
+	case err := <-w.done:
+		return err, true
+	default:
+		return nil, false
+	}
+}
+
+// A leader paused (or cut off) with acks=all produces in flight is deposed;
+// when it comes back it truncates its suffix, follows the new leader and
+// takes the new leader's records at the same offsets, high watermark and
+// all. Its produces must end with NOT_LEADER, never with success for
+// offsets that now hold other records.
+func TestDeposedLeaderDoesNotAcknowledgeTruncatedOffsets(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
+	r := newTestReplica(t, 1, info, 2)
+	for _, f := range []int32{2, 3} {
+		r.p.followerReport(f, 0, 0)
+	}
+	res, w := r.produce(100, 5)
+	if res.BaseOffset != 0 || res.LastOffset != 4 {
+		t.Fatalf("appended at %d..%d", res.BaseOffset, res.LastOffset)
+	}
+	// The controller elected broker 2 meanwhile; broker 1 learns it.
+	info = cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 2}
+	r.apply(info)
+	err, done := ended(w)
+	if !done || !errors.Is(err, errNotLeaderNow) {
+		t.Fatalf("after losing the lead the wait ended %v with %v; want NOT_LEADER at once", done, err)
+	}
+	// It truncates to the new leader and copies its records, committed.
+	if _, err := r.p.truncateAsFollower(2, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.p.appendAsFollower(2, 1, leaderBatch(t, 0, 1, 900, 8), 8); err != nil {
+		t.Fatal(err)
+	}
+	if hw := r.p.log.HighWatermark(); hw != 8 {
+		t.Fatalf("follower high watermark %d, want 8", hw)
+	}
+	if err, done := ended(w); done {
+		t.Fatalf("the wait ended a second time: %v", err)
+	}
+}
+
+// The ISR falls below min.insync.replicas while a batch waits: it commits
+// (the high watermark passes it), but it is not acknowledged.
+func TestNotEnoughReplicasAfterAppend(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
+	r := newTestReplica(t, 1, info, 2)
+	_, w := r.produce(1, 3)
+	// Both followers leave the ISR (the controller saw them fail).
+	info.ISR, info.PartitionEpoch = []int32{1}, 1
+	r.apply(info)
+	err, done := ended(w)
+	if !done || !errors.Is(err, errNotEnoughAfterAppend) {
+		t.Fatalf("wait ended %v with %v; want NOT_ENOUGH_REPLICAS_AFTER_APPEND", done, err)
+	}
+	if hw := r.p.log.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d: the lone leader's batch is committed", hw)
+	}
+	// And nothing new is appended for acks=all below min.insync.replicas.
+	if _, _, err := r.p.appendAsLeader(testBatch(t, 9, 1), AcksAll); ReasonOf(err) != ReasonNotEnoughReplicas {
+		t.Fatalf("append below min.insync.replicas: %v", err)
+	}
+}
+
+// While the leader's request to add a follower to the ISR is in flight,
+// the high watermark waits for that follower too (the maximal ISR): once
+// the controller applies the change the follower may be elected, and it
+// must hold every record committed by then.
+func TestHighWatermarkWaitsForAFollowerJoiningTheISR(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1}
+	r := newTestReplica(t, 1, info, 1)
+	r.produce(1, 10)
+	r.p.followerReport(2, 0, 10)
+	if hw := r.p.log.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d with the in-sync follower at 10", hw)
+	}
+	// Broker 3 catches up: the leader asks for it to join.
+	_, change := r.p.followerReport(3, 0, 10)
+	if change == nil || len(change.isr) != 3 || change.partitionEpoch != 0 {
+		t.Fatalf("ISR change %+v; want broker 3 added, computed from partition epoch 0", change)
+	}
+	// More records; broker 2 has them, broker 3 not yet.
+	r.produce(11, 5)
+	r.p.followerReport(2, 0, 15)
+	if hw := r.p.log.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d passed the joining follower's 10", hw)
+	}
+	r.p.followerReport(3, 0, 15)
+	if hw := r.p.log.HighWatermark(); hw != 15 {
+		t.Fatalf("high watermark %d once every member of the maximal ISR has 15", hw)
+	}
+	// The answer: the change applied. One request at a time meanwhile.
+	if _, again := r.p.followerReport(3, 0, 15); again != nil {
+		t.Fatalf("a second request while one is in flight: %+v", again)
+	}
+	info.ISR, info.PartitionEpoch = []int32{1, 2, 3}, 1
+	r.p.isrAnswered(change, info, nil)
+	if got := r.p.view.Load(); len(got.ISR) != 3 || got.PartitionEpoch != 1 {
+		t.Fatalf("metadata after the answer: %+v", got)
+	}
+}
+
+// A follower being removed from the ISR still counts until the controller
+// says it is out: until then it can be elected.
+func TestHighWatermarkWaitsForAFollowerLeavingTheISR(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
+	r := newTestReplica(t, 1, info, 1)
+	r.p.followerReport(2, 0, 0)
+	r.p.followerReport(3, 0, 0)
+	r.produce(1, 4)
+	r.p.followerReport(2, 0, 4)
+	r.now = r.now.Add(11 * time.Second) // broker 3 lags longer than replica.lag.time.max
+	r.p.followerReport(2, 0, 4)
+	change := r.p.tick()
+	if change == nil || len(change.isr) != 2 {
+		t.Fatalf("shrink %+v; want broker 3 out", change)
+	}
+	if hw := r.p.log.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d before broker 3 is out", hw)
+	}
+	info.ISR, info.PartitionEpoch = []int32{1, 2}, 1
+	r.p.isrAnswered(change, info, nil)
+	if hw := r.p.log.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d once broker 3 is out", hw)
+	}
+}
+
+// A refused ISR change (another change came first) frees the leader to ask
+// again from the new state.
+func TestRefusedISRChangeIsForgotten(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1}
+	r := newTestReplica(t, 1, info, 1)
+	_, change := r.p.followerReport(3, 0, 0)
+	if change == nil {
+		t.Fatal("no ISR change for a caught-up follower")
+	}
+	r.p.isrAnswered(change, cluster.PartitionInfo{}, errors.New("stale partition epoch"))
+	info.ISR, info.PartitionEpoch = []int32{1}, 1 // what came first: broker 2 out
+	r.apply(info)
+	_, again := r.p.followerReport(3, 0, 0)
+	if again == nil || again.partitionEpoch != 1 {
+		t.Fatalf("the request from the new state: %+v", again)
+	}
+}
+
+// Truncation by leader epoch (KIP-279), the case where one question is not
+// enough: the follower's history is {1@0, 3@10} up to 15, the leader's
+// {1@0, 2@8, 4@20}. The follower must end at 8 before it fetches: 8..9 are
+// epoch 1 records the leader does not have, 10..14 are epoch 3 records it
+// does not have either.
+func TestTruncationByLeaderEpochTakesSeveralRounds(t *testing.T) {
+	leaderLog := testLog(t, map[int32][2]int64{1: {0, 8}, 2: {8, 20}, 4: {20, 25}})
+	follower := newTestReplica(t, 2, cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 4}, 1)
+	for _, e := range []struct {
+		epoch      int32
+		start, end int64
+	}{{1, 0, 10}, {3, 10, 15}} {
+		for off := e.start; off < e.end; off++ { // a batch per record: truncation cuts whole batches
+			if err := follower.p.appendAsFollower(1, 4, leaderBatch(t, off, e.epoch, uint64(off), 1), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var asked []int32
+	err := truncateByEpoch(follower.p, 1, 4, func(epoch int32) (EpochEnd, error) {
+		asked = append(asked, epoch)
+		e, end := leaderLog.EndOffsetForEpoch(epoch)
+		return EpochEnd{Epoch: e, EndOffset: end}, nil
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := follower.p.log.LogEndOffset(); end != 8 {
+		t.Fatalf("follower ends at %d after asking about epochs %v; want 8", end, asked)
+	}
+	if len(asked) != 2 || asked[0] != 3 || asked[1] != 1 {
+		t.Fatalf("asked about epochs %v; want 3 then 1", asked)
+	}
+}
+
+// truncationStep's rules one by one.
+func TestTruncationStep(t *testing.T) {
+	own := testLog(t, map[int32][2]int64{1: {0, 10}, 3: {10, 15}})
+	cases := []struct {
+		name string
+		ans  EpochEnd
+		hw   int64
+		cut  int64
+		done bool
+	}{
+		{"leader knows the epoch and has more", EpochEnd{Epoch: 3, EndOffset: 40}, 0, 15, true},
+		{"leader knows the epoch and has less", EpochEnd{Epoch: 3, EndOffset: 12}, 0, 12, true},
+		{"leader knows an older epoch the follower knows", EpochEnd{Epoch: 1, EndOffset: 8}, 0, 8, true},
+		{"leader knows an epoch the follower does not", EpochEnd{Epoch: 2, EndOffset: 20}, 0, 10, false},
+		{"leader knows none of the follower's epochs", EpochEnd{Epoch: hotlog.UndefinedEpoch, EndOffset: -1}, 6, 6, true},
+	}
+	for _, c := range cases {
+		cut, done := truncationStep(own, own.LogEndOffset(), c.hw, c.ans)
+		if cut != c.cut || done != c.done {
+			t.Errorf("%s: cut %d done %v; want %d %v", c.name, cut, done, c.cut, c.done)
+		}
+	}
+}
+
+// testLog is a hot log holding epochs over offset ranges [start, end).
+func testLog(t *testing.T, epochs map[int32][2]int64) *hotlog.Log {
+	t.Helper()
+	opts := hotlog.DefaultOptions()
+	opts.FS = memFS{memfs.New()}
+	opts.FlushPolicy = hotlog.FlushNever
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := hotlog.Open("/log", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var order []int32
+	for e := range epochs {
+		order = append(order, e)
+	}
+	for i := range order {
+		for j := i + 1; j < len(order); j++ {
+			if order[j] < order[i] {
+				order[i], order[j] = order[j], order[i]
+			}
+		}
+	}
+	for _, e := range order {
+		r := epochs[e]
+		for off := r[0]; off < r[1]; off++ {
+			if _, err := l.AppendReplica(leaderBatch(t, off, e, uint64(off), 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return l
+}

@@ -1,0 +1,167 @@
+package rpc
+
+// The broker's transport to other brokers (broker.Peers) over gRPC: one
+// connection per broker, replaced when the broker moves to a new address.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/cluster"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// maxPeerMessage bounds a replication message: a chunk of batches, and a
+// batch can be as large as max.message.bytes allows.
+const maxPeerMessage = 80 << 20
+
+// Peers reaches other brokers over gRPC.
+type Peers struct {
+	mu    sync.Mutex
+	conns map[int32]peerConn
+}
+
+type peerConn struct {
+	addr string
+	conn *grpc.ClientConn
+}
+
+// NewPeers returns a transport with no connections yet; they are made on
+// first use.
+func NewPeers() *Peers { return &Peers{conns: map[int32]peerConn{}} }
+
+func (ps *Peers) conn(to broker.Peer) (*grpc.ClientConn, error) {
+	if to.Addr == "" {
+		return nil, fmt.Errorf("broker %d has no known address", to.ID)
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if c, ok := ps.conns[to.ID]; ok {
+		if c.addr == to.Addr {
+			return c.conn, nil
+		}
+		c.conn.Close()
+	}
+	conn, err := grpc.NewClient(to.Addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage)))
+	if err != nil {
+		return nil, fmt.Errorf("connect to broker %d at %s: %w", to.ID, to.Addr, err)
+	}
+	ps.conns[to.ID] = peerConn{addr: to.Addr, conn: conn}
+	return conn, nil
+}
+
+// Replicate implements broker.Peers.
+func (ps *Peers) Replicate(ctx context.Context, to broker.Peer) (broker.FollowerStream, error) {
+	conn, err := ps.conn(to)
+	if err != nil {
+		return nil, err
+	}
+	s, err := stratav1.NewReplicationServiceClient(conn).Replicate(ctx)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return followerStream{s}, nil
+}
+
+// followerStream adapts the gRPC stream to the broker's.
+type followerStream struct {
+	s stratav1.ReplicationService_ReplicateClient
+}
+
+func (f followerStream) Send(u broker.ReplicaUpdate) error {
+	req := &stratav1.ReplicateRequest{FollowerId: u.FollowerID, Positions: make([]*stratav1.ReplicaPosition, len(u.Positions))}
+	for i, p := range u.Positions {
+		req.Positions[i] = &stratav1.ReplicaPosition{Topic: p.Topic, TopicId: p.TopicID, Partition: p.Partition,
+			LeaderEpoch: p.LeaderEpoch, LogEndOffset: p.LogEnd, Stop: p.Stop}
+	}
+	return f.s.Send(req)
+}
+
+func (f followerStream) Recv() (broker.ReplicaChunk, error) {
+	c, err := f.s.Recv()
+	if err != nil {
+		return broker.ReplicaChunk{}, fromStatus(err)
+	}
+	return broker.ReplicaChunk{Topic: c.Topic, TopicID: c.TopicId, Partition: c.Partition, LeaderEpoch: c.LeaderEpoch,
+		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStart: c.LogStartOffset,
+		ErrReason: broker.Reason(c.ErrorReason), ErrMessage: c.ErrorMessage}, nil
+}
+
+// EndOffsetForEpoch implements broker.Peers.
+func (ps *Peers) EndOffsetForEpoch(ctx context.Context, to broker.Peer, q broker.EpochQuery) (broker.EpochEnd, error) {
+	conn, err := ps.conn(to)
+	if err != nil {
+		return broker.EpochEnd{}, err
+	}
+	resp, err := stratav1.NewReplicationServiceClient(conn).EndOffsetForEpoch(ctx,
+		&stratav1.EndOffsetForEpochRequest{Topic: q.Topic, TopicId: q.TopicID, Partition: q.Partition, LeaderEpoch: q.Epoch})
+	if err != nil {
+		return broker.EpochEnd{}, fromStatus(err)
+	}
+	return broker.EpochEnd{Epoch: resp.LeaderEpoch, EndOffset: resp.EndOffset}, nil
+}
+
+// AlterISR implements broker.Peers.
+func (ps *Peers) AlterISR(ctx context.Context, to broker.Peer, req broker.ISRRequest) (cluster.PartitionInfo, error) {
+	conn, err := ps.conn(to)
+	if err != nil {
+		return cluster.PartitionInfo{}, err
+	}
+	resp, err := stratav1.NewReplicationServiceClient(conn).AlterISR(ctx, &stratav1.AlterISRRequest{
+		Topic: req.Topic, TopicId: req.TopicID, Partition: req.Partition, LeaderId: req.LeaderID,
+		LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch, Isr: req.ISR,
+	})
+	if err != nil {
+		return cluster.PartitionInfo{}, fromStatus(err)
+	}
+	return cluster.PartitionInfo{Partition: req.Partition, Replicas: resp.Replicas, ISR: resp.Isr, Leader: resp.Leader,
+		LeaderEpoch: resp.LeaderEpoch, PartitionEpoch: resp.PartitionEpoch}, nil
+}
+
+// KnowsController implements broker.Peers.
+func (ps *Peers) KnowsController(ctx context.Context, to broker.Peer) (bool, error) {
+	conn, err := ps.conn(to)
+	if err != nil {
+		return false, err
+	}
+	md, err := stratav1.NewMetadataServiceClient(conn).GetMetadata(ctx, &stratav1.GetMetadataRequest{})
+	if err != nil {
+		return false, fromStatus(err)
+	}
+	return md.ControllerId >= 0, nil
+}
+
+// Close implements broker.Peers.
+func (ps *Peers) Close() error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for id, c := range ps.conns {
+		c.conn.Close()
+		delete(ps.conns, id)
+	}
+	return nil
+}
+
+// fromStatus turns a status a broker answered with back into the broker's
+// error, with its reason, when it carries one.
+func fromStatus(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
+			return &broker.Error{Reason: broker.Reason(info.Reason), Message: st.Message()}
+		}
+	}
+	return err
+}
