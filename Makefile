@@ -17,10 +17,14 @@ MINIO_VERSION              := v0.0.0-20260212201848-7aac2a2c5b7c
 RACE_PKGS ?= ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 2s
+# Seeds of the replication simulation (broker/sim_test.go) make test runs
+# without the race detector, and make sim runs from SIM_FIRST.
+SIM_SEEDS ?= 2000
+SIM_FIRST ?= 1
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test bench bench-cold bench-failover fuzz lint run run-minio cluster proto tools minio clean
+.PHONY: help build test sim bench bench-cold bench-failover fuzz lint run run-minio cluster proto tools minio clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -45,10 +49,16 @@ minio: $(TOOLS)/bin/minio ## install the pinned MinIO server the tests run into 
 
 tools: $(TOOLS)/bin/grpcurl minio ## install the tools the tests use into .tools/bin
 
-test: tools build ## vet, then every test with -race (fuzz targets run over their seed corpus)
+test: tools build ## vet, every test with -race (fuzz targets over their seed corpus), then the replication simulation over SIM_SEEDS seeds
 	$(GO) vet ./...
 	STRATA_BIN=$(BIN)/strata STRATA_GRPCURL=$(TOOLS)/bin/grpcurl STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -race -count=1 -timeout 25m $(RACE_PKGS)
+	@# The simulation runs on one goroutine: without the race detector it
+	@# covers ten times the seeds in the same time.
+	STRATA_SIM_SEEDS=$(SIM_SEEDS) $(GO) test -count=1 -timeout 15m -run '^TestSimulation$$' -v ./broker/
+
+sim: ## the replication simulation over more seeds: make sim SIM_SEEDS=50000 SIM_FIRST=2001
+	STRATA_SIM_SEEDS=$(SIM_SEEDS) STRATA_SIM_FIRST=$(SIM_FIRST) $(GO) test -count=1 -timeout 0 -run '^TestSimulation$$' -v ./broker/
 
 bench: ## engine benchmarks beside this machine's raw sequential write speed
 	@echo "== raw disk: 1 GiB of 64 KiB writes, one fdatasync at the end (buffered)"

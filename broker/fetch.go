@@ -56,14 +56,12 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 	if err := b.ensureTier(ctx, p); err != nil {
 		return FetchResult{}, err
 	}
-	if req.Offset < p.log.LogStartOffset() && p.remote(b) && b.cold != nil {
-		return b.coldFetch(ctx, p, req)
-	}
 	res, err := p.read(req.Offset, req.MaxBytes)
 	if err != nil && req.Offset < p.log.LogStartOffset() && p.remote(b) && b.cold != nil {
-		// Local retention moved the start past the offset between the check
-		// above and the read: the segment went only once the cold tier
-		// held it.
+		// Below the local log: the cold tier holds it. The start is read
+		// after the local read failed, not before it, so a read that races
+		// local retention at the boundary goes to the cold tier too (a
+		// segment is deleted only once the manifest lists it).
 		return b.coldFetch(ctx, p, req)
 	}
 	if err != nil || len(res.Batches) > 0 || req.MaxWait <= 0 {
