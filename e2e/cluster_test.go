@@ -33,7 +33,8 @@ type testCluster struct {
 }
 
 // startCluster starts n brokers that find each other through gossip and
-// bootstrap the metadata group once they see all n.
+// bootstrap the metadata group once they see all n. It returns once the
+// cluster is ready for topics (see start).
 func startCluster(t testing.TB, n int, m *miniotest.Server, extra ...string) *testCluster {
 	tc := &testCluster{t: t, m: m}
 	for range n {
@@ -42,13 +43,88 @@ func startCluster(t testing.TB, n int, m *miniotest.Server, extra ...string) *te
 	for i := range n {
 		tc.brokers = append(tc.brokers, tc.newMember(i+1, tc.gossip[i], extra...))
 	}
+	tc.start()
+	return tc
+}
+
+// start launches every broker at once, since none can bootstrap the
+// metadata group before gossip shows all of them, and returns once each
+// serves and the cluster has registered every one (waitRegistered).
+func (tc *testCluster) start() {
+	tc.t.Helper()
 	for _, b := range tc.brokers {
 		b.launch()
 	}
 	for _, b := range tc.brokers {
 		b.waitServing()
 	}
-	return tc
+	tc.waitRegistered(2 * time.Minute)
+}
+
+// waitRegistered waits until every running broker's metadata names a
+// controller and lists exactly the running brokers. A broker serves as soon
+// as it has caught up with the metadata group, but only the controller
+// registers brokers, one by one as its gossip shows them, so a topic
+// created before this could find too few brokers for its replicas.
+func (tc *testCluster) waitRegistered(within time.Duration) {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var want []int32
+	for _, b := range tc.brokers {
+		if b.cmd != nil {
+			want = append(want, int32(b.id))
+		}
+	}
+	seen := "nothing yet"
+	registered := func() bool {
+		for _, b := range tc.brokers {
+			if b.cmd == nil {
+				continue
+			}
+			md := metadataOf(ctx, b)
+			if md == nil {
+				seen = fmt.Sprintf("broker %d: no metadata", b.id)
+				return false
+			}
+			var got []int32
+			for _, br := range md.Brokers {
+				got = append(got, br.Id)
+			}
+			slices.Sort(got)
+			if md.ControllerId <= 0 || !slices.Equal(got, want) {
+				seen = fmt.Sprintf("broker %d: brokers %v, controller %d", b.id, got, md.ControllerId)
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(within)
+	for !registered() {
+		if time.Now().After(deadline) {
+			tc.t.Fatalf("timed out after %v waiting for every broker to list brokers %v and a controller; last seen: %s", within, want, seen)
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+}
+
+// metadataOf asks one broker, and only that one, for its view of the
+// metadata (it answers from its local copy); nil if it does not answer
+// within a few seconds. A client would not do: once it has metadata it asks
+// any broker it learned of, the cut-off or dead one included.
+func metadataOf(ctx context.Context, b *brokerProc) *stratav1.GetMetadataResponse {
+	conn, err := grpcConn(b.addr)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := stratav1.NewMetadataServiceClient(conn).GetMetadata(ctx, &stratav1.GetMetadataRequest{})
+	if err != nil {
+		return nil
+	}
+	return md
 }
 
 // newMember prepares a broker that joins this cluster's gossip.
@@ -81,13 +157,7 @@ func (tc *testCluster) metadata(ctx context.Context, skip ...int32) *stratav1.Ge
 		if b.cmd == nil || slices.Contains(skip, int32(b.id)) {
 			continue
 		}
-		c, err := client.New(ctx, []string{b.addr})
-		if err != nil {
-			continue
-		}
-		md, err := c.Metadata(ctx)
-		c.Close()
-		if err == nil {
+		if md := metadataOf(ctx, b); md != nil {
 			return md
 		}
 	}
@@ -96,30 +166,57 @@ func (tc *testCluster) metadata(ctx context.Context, skip ...int32) *stratav1.Ge
 
 // partition returns a partition's metadata as a live broker sees it.
 func (tc *testCluster) partition(ctx context.Context, topic string, p int32, skip ...int32) *stratav1.PartitionMetadata {
-	md := tc.metadata(ctx, skip...)
-	if md == nil {
-		return nil
-	}
-	for _, t := range md.Topics {
-		if t.Name == topic {
-			return t.Partitions[p]
-		}
-	}
-	return nil
+	return partitionOf(tc.metadata(ctx, skip...), topic, p)
 }
 
-// leaderOf waits until a live broker knows a partition's leader.
+// leaderOf waits until the running brokers outside skip agree on a
+// partition's leader (see agreedLeader) and returns it.
 func (tc *testCluster) leaderOf(ctx context.Context, topic string, p int32, skip ...int32) int32 {
 	tc.t.Helper()
 	var leader int32
 	waitFor(tc.t, time.Minute, fmt.Sprintf("a leader of %s/%d", topic, p), func() bool {
-		if pm := tc.partition(ctx, topic, p, skip...); pm != nil && pm.Leader > 0 {
-			leader = pm.Leader
-			return true
-		}
-		return false
+		leader = tc.agreedLeader(ctx, topic, p, skip...)
+		return leader > 0
 	})
 	return leader
+}
+
+// agreedLeader returns the leader of a partition when every running broker
+// outside skip names the same one, the leader itself among them, so a write
+// sent to it now is not refused for a view one broker has not caught up
+// with; else 0. Each of those brokers must answer: one that is stopped
+// (SIGSTOP) or cut off belongs in skip.
+func (tc *testCluster) agreedLeader(ctx context.Context, topic string, p int32, skip ...int32) int32 {
+	var leader int32
+	asked := map[int32]bool{}
+	for _, b := range tc.brokers {
+		if b.cmd == nil || slices.Contains(skip, int32(b.id)) {
+			continue
+		}
+		pm := partitionOf(metadataOf(ctx, b), topic, p)
+		if pm == nil || pm.Leader <= 0 || (leader != 0 && pm.Leader != leader) {
+			return 0
+		}
+		leader = pm.Leader
+		asked[int32(b.id)] = true
+	}
+	if !asked[leader] {
+		return 0
+	}
+	return leader
+}
+
+// partitionOf returns a partition's entry in md, or nil.
+func partitionOf(md *stratav1.GetMetadataResponse, topic string, p int32) *stratav1.PartitionMetadata {
+	if md == nil {
+		return nil
+	}
+	for _, t := range md.Topics {
+		if t.Name == topic && int(p) < len(t.Partitions) {
+			return t.Partitions[p]
+		}
+	}
+	return nil
 }
 
 // keyedAcks remembers, per produced sequence number, where it was
@@ -192,7 +289,14 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 
 	var failovers []time.Duration
 	for part := range int32(3) {
-		<-time.After(300 * time.Millisecond)
+		// The partition is taking writes before its leader dies, so the
+		// failover below is measured from a live stream.
+		before := time.Now()
+		waitFor(t, time.Minute, fmt.Sprintf("an acknowledged write to orders/%d", part), func() bool {
+			acks.mu.Lock()
+			defer acks.mu.Unlock()
+			return acks.lastAck[part].After(before)
+		})
 		leader := tc.leaderOf(ctx, "orders", part)
 		victim := tc.byID(leader)
 		killed := time.Now()
@@ -265,13 +369,23 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 	}
 }
 
-// waitInSync waits until every partition of the cluster's one topic has a
-// leader and all its replicas in the ISR.
+// waitInSync waits until every running broker sees every partition of the
+// cluster's one topic with a leader and all its replicas in the ISR. Every
+// broker, not one: a leader serves its partition only once it has applied
+// its own election, and a test writes to whichever broker leads.
 func (tc *testCluster) waitInSync(ctx context.Context, within time.Duration, what string) {
 	tc.t.Helper()
 	waitFor(tc.t, within, what, func() bool {
-		md := tc.metadata(ctx)
-		return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], len(tc.brokers))
+		for _, b := range tc.brokers {
+			if b.cmd == nil {
+				continue
+			}
+			md := metadataOf(ctx, b)
+			if md == nil || len(md.Topics) != 1 || !allISR(md.Topics[0], len(tc.brokers)) {
+				return false
+			}
+		}
+		return true
 	})
 }
 
@@ -420,14 +534,12 @@ func TestFollowerDivergenceIsTruncated(t *testing.T) {
 	for _, b := range others {
 		b.cmd.Process.Signal(syscall.SIGCONT)
 	}
+	// Both resumed brokers must agree on the new leader before it is
+	// written to: just after SIGCONT each may still hold an older view.
 	var next int32
-	waitFor(t, time.Minute, "a new leader", func() bool {
-		pm := tc.partition(ctx, "div", part, leader)
-		if pm != nil && pm.Leader > 0 && pm.Leader != leader {
-			next = pm.Leader
-			return true
-		}
-		return false
+	waitFor(t, time.Minute, "a new leader both survivors agree on", func() bool {
+		next = tc.agreedLeader(ctx, "div", part, leader)
+		return next > 0 && next != leader
 	})
 	for i := range 5 {
 		if _, err := rawProduce(ctx, tc.byID(next), "div", part, stratav1.Acks_ACKS_ALL, fmt.Sprintf("new-leader-%d", i)); err != nil {

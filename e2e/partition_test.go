@@ -75,22 +75,11 @@ func freePortOn(t *testing.T, host string) string {
 	return lis.Addr().String()
 }
 
-// TestNetworkPartition cuts one broker off from the others with a real
-// network partition: brokers 1 and 2 on this host's side of a veth pair,
-// broker 3 in a network namespace behind it, and the link taken down. The
-// cut-off broker leads a partition; acks=all writes sent to it from inside
-// its namespace are never acknowledged, the majority elects another leader
-// and goes on, and when the link returns the cut-off broker comes back as a
-// follower without the writes it took alone. Where the machine does not
-// allow network namespaces, the cut is made with SIGSTOP instead
-// (TestIsolatedLeaderCannotAcknowledge does the same from the other side).
-func TestNetworkPartition(t *testing.T) {
-	ns, err := newNetns(t)
-	if err != nil {
-		t.Logf("network namespaces unavailable here (%v); cutting the broker off with SIGSTOP instead", err)
-		isolateWithSIGSTOP(t)
-		return
-	}
+// startNetnsCluster starts three brokers: 1 and 2 on this host's side of
+// ns's veth pair, 3 inside ns, so that taking ns's link down cuts broker 3
+// off from the others. It returns once the cluster is ready for topics.
+func startNetnsCluster(t *testing.T, ns *netns) *testCluster {
+	t.Helper()
 	tc := &testCluster{t: t}
 	addrs := []brokerAddrs{
 		{grpc: freePortOn(t, ns.hostIP), raft: freePortOn(t, ns.hostIP), gossip: freePortOn(t, ns.hostIP)},
@@ -109,12 +98,44 @@ func TestNetworkPartition(t *testing.T) {
 			"--gossip-join", strings.Join(tc.gossip, ","),
 			"--gossip-bootstrap-expect", "3", "--gossip-profile", "local"))
 	}
-	for _, b := range tc.brokers {
-		b.launch()
+	tc.start()
+	return tc
+}
+
+// cut takes ns's link down, on the namespace's side: taking this side down
+// would also take its address out of service for the brokers out here.
+func (ns *netns) cut(t *testing.T) {
+	t.Helper()
+	if err := ip("netns", "exec", ns.name, "ip", "link", "set", ns.inner, "down"); err != nil {
+		t.Fatal(err)
 	}
-	for _, b := range tc.brokers {
-		b.waitServing()
+}
+
+// heal brings ns's link back up.
+func (ns *netns) heal(t *testing.T) {
+	t.Helper()
+	if err := ip("netns", "exec", ns.name, "ip", "link", "set", ns.inner, "up"); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// TestNetworkPartition cuts one broker off from the others with a real
+// network partition: brokers 1 and 2 on this host's side of a veth pair,
+// broker 3 in a network namespace behind it, and the link taken down. The
+// cut-off broker leads a partition; acks=all writes sent to it from inside
+// its namespace are never acknowledged, the majority elects another leader
+// and goes on, and when the link returns the cut-off broker comes back as a
+// follower without the writes it took alone. Where the machine does not
+// allow network namespaces, the cut is made with SIGSTOP instead
+// (TestIsolatedLeaderCannotAcknowledge does the same from the other side).
+func TestNetworkPartition(t *testing.T) {
+	ns, err := newNetns(t)
+	if err != nil {
+		t.Logf("network namespaces unavailable here (%v); cutting the broker off with SIGSTOP instead", err)
+		isolateWithSIGSTOP(t)
+		return
+	}
+	tc := startNetnsCluster(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := client.New(ctx, tc.addrs())
@@ -138,11 +159,7 @@ func TestNetworkPartition(t *testing.T) {
 	isolated := tc.brokers[2]
 	isolated.run(strings.NewReader("before-1\nbefore-2\n"), "produce", "cut", "--partition", fmt.Sprint(part), "--acks", "all")
 
-	// The cut is made on the namespace's side: taking this side down
-	// would also take its address out of service for brokers 1 and 2.
-	if err := ip("netns", "exec", ns.name, "ip", "link", "set", ns.inner, "down"); err != nil {
-		t.Fatal(err)
-	}
+	ns.cut(t)
 	// From inside the namespace, acks=all writes to the cut-off leader.
 	for i := range 3 {
 		cmd := exec.Command("ip", append([]string{"netns", "exec", ns.name, strataBin(t)},
@@ -168,9 +185,7 @@ func TestNetworkPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := ip("netns", "exec", ns.name, "ip", "link", "set", ns.inner, "up"); err != nil {
-		t.Fatal(err)
-	}
+	ns.heal(t)
 	waitFor(t, 2*time.Minute, "the cut-off broker back in the ISR", func() bool {
 		pm := tc.partition(ctx, "cut", part)
 		return pm != nil && len(pm.Isr) == 3
