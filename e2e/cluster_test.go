@@ -458,12 +458,39 @@ func checkExactlyOnce(ctx context.Context, t *testing.T, c *client.Client, topic
 	}
 }
 
-// controller returns the controller's id as a live broker sees it.
-func (tc *testCluster) controller(ctx context.Context, skip ...int32) int32 {
-	if md := tc.metadata(ctx, skip...); md != nil {
-		return md.ControllerId
+// controllerOf waits until the running brokers outside skip agree on the
+// controller (see agreedController) and returns it.
+func (tc *testCluster) controllerOf(ctx context.Context, skip ...int32) int32 {
+	tc.t.Helper()
+	var ctrl int32
+	waitFor(tc.t, time.Minute, "a controller every broker names", func() bool {
+		ctrl = tc.agreedController(ctx, skip...)
+		return ctrl > 0
+	})
+	return ctrl
+}
+
+// agreedController returns the controller when every running broker
+// outside skip names the same one, the controller itself among them, else
+// 0. A broker that names an older controller forwards admin calls there.
+func (tc *testCluster) agreedController(ctx context.Context, skip ...int32) int32 {
+	var ctrl int32
+	asked := map[int32]bool{}
+	for _, b := range tc.brokers {
+		if b.cmd == nil || slices.Contains(skip, int32(b.id)) {
+			continue
+		}
+		md := metadataOf(ctx, b)
+		if md == nil || md.ControllerId <= 0 || (ctrl != 0 && md.ControllerId != ctrl) {
+			return 0
+		}
+		ctrl = md.ControllerId
+		asked[int32(b.id)] = true
 	}
-	return -1
+	if !asked[ctrl] {
+		return 0
+	}
+	return ctrl
 }
 
 // rawClients talks to one broker only, without following NOT_LEADER.
@@ -500,7 +527,7 @@ func TestFollowerDivergenceIsTruncated(t *testing.T) {
 	tc.waitInSync(ctx, time.Minute, "replicas in sync")
 	// A partition whose leader is not the controller, so that with both
 	// other brokers stopped the leader can change nothing in the metadata.
-	ctrl := tc.controller(ctx)
+	ctrl := tc.controllerOf(ctx)
 	part := int32(-1)
 	var leader int32
 	for p := range int32(3) {
@@ -686,10 +713,7 @@ func TestControllerFailover(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ctrl := tc.controller(ctx)
-	if ctrl <= 0 {
-		t.Fatal("no controller")
-	}
+	ctrl := tc.controllerOf(ctx)
 	tc.byID(ctrl).kill9()
 	var survivor *brokerProc
 	for _, b := range tc.brokers {
@@ -702,8 +726,10 @@ func TestControllerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, time.Minute, "a new controller", func() bool {
-		next := tc.controller(ctx, ctrl)
+	// Both survivors must name the new controller: one that still names
+	// the dead one forwards the admin calls below to it.
+	waitFor(t, time.Minute, "a new controller both survivors name", func() bool {
+		next := tc.agreedController(ctx, ctrl)
 		return next > 0 && next != ctrl
 	})
 	if _, err := c.CreateTopic(ctx, "after", 2, 2, nil); err != nil {
