@@ -49,9 +49,10 @@ type Config struct {
 	JoinRetryMin time.Duration
 	JoinRetryMax time.Duration
 	// ReconnectTimeout is how long a member that failed is still tried,
-	// about every Timing.ReconnectInterval, so that a partition heals however
-	// long it lasted (see reconnect.go); then it is forgotten. A member that
-	// left gracefully is never tried. Default 24h, serf's.
+	// about every Timing.ReconnectInterval, so that a partition up to that
+	// long heals (see reconnect.go); then it is forgotten, and only the
+	// seeds are tried, while this member is alone. A member that left
+	// gracefully is never tried. Default 24h, serf's.
 	ReconnectTimeout time.Duration
 	// LeaveTimeout bounds how long Close waits for the leave broadcast to go
 	// out. Default 5s.

@@ -7,9 +7,9 @@
 // agreement: the controller (package cluster) reacts to what it reports.
 //
 // Membership heals: a member keeps trying to join the members it saw fail,
-// and its seeds, so two sides of a partition find each other again however
-// long it lasted, and each reports the other's members as joining (see
-// reconnect.go).
+// and its seeds, so the two sides of a partition find each other again once
+// it heals, even after memberlist itself has forgotten the dead, and each
+// reports the other's members as joining (see reconnect.go).
 //
 // Members is the source of truth for who is alive now; Events are hints that
 // it changed. Events are never dropped while the Gossip runs (an unbounded
