@@ -33,7 +33,8 @@ type testCluster struct {
 }
 
 // startCluster starts n brokers that find each other through gossip and
-// bootstrap the metadata group once they see all n.
+// bootstrap the metadata group once they see all n. It returns once the
+// cluster is ready for topics (see start).
 func startCluster(t testing.TB, n int, m *miniotest.Server, extra ...string) *testCluster {
 	tc := &testCluster{t: t, m: m}
 	for range n {
@@ -42,13 +43,88 @@ func startCluster(t testing.TB, n int, m *miniotest.Server, extra ...string) *te
 	for i := range n {
 		tc.brokers = append(tc.brokers, tc.newMember(i+1, tc.gossip[i], extra...))
 	}
+	tc.start()
+	return tc
+}
+
+// start launches every broker at once, since none can bootstrap the
+// metadata group before gossip shows all of them, and returns once each
+// serves and the cluster has registered every one (waitRegistered).
+func (tc *testCluster) start() {
+	tc.t.Helper()
 	for _, b := range tc.brokers {
 		b.launch()
 	}
 	for _, b := range tc.brokers {
 		b.waitServing()
 	}
-	return tc
+	tc.waitRegistered(2 * time.Minute)
+}
+
+// waitRegistered waits until every running broker's metadata names a
+// controller and lists exactly the running brokers. A broker serves as soon
+// as it has caught up with the metadata group, but only the controller
+// registers brokers, one by one as its gossip shows them, so a topic
+// created before this could find too few brokers for its replicas.
+func (tc *testCluster) waitRegistered(within time.Duration) {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var want []int32
+	for _, b := range tc.brokers {
+		if b.cmd != nil {
+			want = append(want, int32(b.id))
+		}
+	}
+	seen := "nothing yet"
+	registered := func() bool {
+		for _, b := range tc.brokers {
+			if b.cmd == nil {
+				continue
+			}
+			md := metadataOf(ctx, b)
+			if md == nil {
+				seen = fmt.Sprintf("broker %d: no metadata", b.id)
+				return false
+			}
+			var got []int32
+			for _, br := range md.Brokers {
+				got = append(got, br.Id)
+			}
+			slices.Sort(got)
+			if md.ControllerId <= 0 || !slices.Equal(got, want) {
+				seen = fmt.Sprintf("broker %d: brokers %v, controller %d", b.id, got, md.ControllerId)
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(within)
+	for !registered() {
+		if time.Now().After(deadline) {
+			tc.t.Fatalf("timed out after %v waiting for every broker to list brokers %v and a controller; last seen: %s", within, want, seen)
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+}
+
+// metadataOf asks one broker, and only that one, for its view of the
+// metadata (it answers from its local copy); nil if it does not answer
+// within a few seconds. A client would not do: once it has metadata it asks
+// any broker it learned of, the cut-off or dead one included.
+func metadataOf(ctx context.Context, b *brokerProc) *stratav1.GetMetadataResponse {
+	conn, err := grpcConn(b.addr)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := stratav1.NewMetadataServiceClient(conn).GetMetadata(ctx, &stratav1.GetMetadataRequest{})
+	if err != nil {
+		return nil
+	}
+	return md
 }
 
 // newMember prepares a broker that joins this cluster's gossip.
@@ -81,13 +157,7 @@ func (tc *testCluster) metadata(ctx context.Context, skip ...int32) *stratav1.Ge
 		if b.cmd == nil || slices.Contains(skip, int32(b.id)) {
 			continue
 		}
-		c, err := client.New(ctx, []string{b.addr})
-		if err != nil {
-			continue
-		}
-		md, err := c.Metadata(ctx)
-		c.Close()
-		if err == nil {
+		if md := metadataOf(ctx, b); md != nil {
 			return md
 		}
 	}
@@ -96,30 +166,57 @@ func (tc *testCluster) metadata(ctx context.Context, skip ...int32) *stratav1.Ge
 
 // partition returns a partition's metadata as a live broker sees it.
 func (tc *testCluster) partition(ctx context.Context, topic string, p int32, skip ...int32) *stratav1.PartitionMetadata {
-	md := tc.metadata(ctx, skip...)
-	if md == nil {
-		return nil
-	}
-	for _, t := range md.Topics {
-		if t.Name == topic {
-			return t.Partitions[p]
-		}
-	}
-	return nil
+	return partitionOf(tc.metadata(ctx, skip...), topic, p)
 }
 
-// leaderOf waits until a live broker knows a partition's leader.
+// leaderOf waits until the running brokers outside skip agree on a
+// partition's leader (see agreedLeader) and returns it.
 func (tc *testCluster) leaderOf(ctx context.Context, topic string, p int32, skip ...int32) int32 {
 	tc.t.Helper()
 	var leader int32
 	waitFor(tc.t, time.Minute, fmt.Sprintf("a leader of %s/%d", topic, p), func() bool {
-		if pm := tc.partition(ctx, topic, p, skip...); pm != nil && pm.Leader > 0 {
-			leader = pm.Leader
-			return true
-		}
-		return false
+		leader = tc.agreedLeader(ctx, topic, p, skip...)
+		return leader > 0
 	})
 	return leader
+}
+
+// agreedLeader returns the leader of a partition when every running broker
+// outside skip names the same one, the leader itself among them, so a write
+// sent to it now is not refused for a view one broker has not caught up
+// with; else 0. Each of those brokers must answer: one that is stopped
+// (SIGSTOP) or cut off belongs in skip.
+func (tc *testCluster) agreedLeader(ctx context.Context, topic string, p int32, skip ...int32) int32 {
+	var leader int32
+	asked := map[int32]bool{}
+	for _, b := range tc.brokers {
+		if b.cmd == nil || slices.Contains(skip, int32(b.id)) {
+			continue
+		}
+		pm := partitionOf(metadataOf(ctx, b), topic, p)
+		if pm == nil || pm.Leader <= 0 || (leader != 0 && pm.Leader != leader) {
+			return 0
+		}
+		leader = pm.Leader
+		asked[int32(b.id)] = true
+	}
+	if !asked[leader] {
+		return 0
+	}
+	return leader
+}
+
+// partitionOf returns a partition's entry in md, or nil.
+func partitionOf(md *stratav1.GetMetadataResponse, topic string, p int32) *stratav1.PartitionMetadata {
+	if md == nil {
+		return nil
+	}
+	for _, t := range md.Topics {
+		if t.Name == topic && int(p) < len(t.Partitions) {
+			return t.Partitions[p]
+		}
+	}
+	return nil
 }
 
 // keyedAcks remembers, per produced sequence number, where it was
@@ -192,7 +289,14 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 
 	var failovers []time.Duration
 	for part := range int32(3) {
-		<-time.After(300 * time.Millisecond)
+		// The partition is taking writes before its leader dies, so the
+		// failover below is measured from a live stream.
+		before := time.Now()
+		waitFor(t, time.Minute, fmt.Sprintf("an acknowledged write to orders/%d", part), func() bool {
+			acks.mu.Lock()
+			defer acks.mu.Unlock()
+			return acks.lastAck[part].After(before)
+		})
 		leader := tc.leaderOf(ctx, "orders", part)
 		victim := tc.byID(leader)
 		killed := time.Now()
@@ -265,13 +369,23 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 	}
 }
 
-// waitInSync waits until every partition of the cluster's one topic has a
-// leader and all its replicas in the ISR.
+// waitInSync waits until every running broker sees every partition of the
+// cluster's one topic with a leader and all its replicas in the ISR. Every
+// broker, not one: a leader serves its partition only once it has applied
+// its own election, and a test writes to whichever broker leads.
 func (tc *testCluster) waitInSync(ctx context.Context, within time.Duration, what string) {
 	tc.t.Helper()
 	waitFor(tc.t, within, what, func() bool {
-		md := tc.metadata(ctx)
-		return md != nil && len(md.Topics) == 1 && allISR(md.Topics[0], len(tc.brokers))
+		for _, b := range tc.brokers {
+			if b.cmd == nil {
+				continue
+			}
+			md := metadataOf(ctx, b)
+			if md == nil || len(md.Topics) != 1 || !allISR(md.Topics[0], len(tc.brokers)) {
+				return false
+			}
+		}
+		return true
 	})
 }
 
@@ -344,12 +458,39 @@ func checkExactlyOnce(ctx context.Context, t *testing.T, c *client.Client, topic
 	}
 }
 
-// controller returns the controller's id as a live broker sees it.
-func (tc *testCluster) controller(ctx context.Context, skip ...int32) int32 {
-	if md := tc.metadata(ctx, skip...); md != nil {
-		return md.ControllerId
+// controllerOf waits until the running brokers outside skip agree on the
+// controller (see agreedController) and returns it.
+func (tc *testCluster) controllerOf(ctx context.Context, skip ...int32) int32 {
+	tc.t.Helper()
+	var ctrl int32
+	waitFor(tc.t, time.Minute, "a controller every broker names", func() bool {
+		ctrl = tc.agreedController(ctx, skip...)
+		return ctrl > 0
+	})
+	return ctrl
+}
+
+// agreedController returns the controller when every running broker
+// outside skip names the same one, the controller itself among them, else
+// 0. A broker that names an older controller forwards admin calls there.
+func (tc *testCluster) agreedController(ctx context.Context, skip ...int32) int32 {
+	var ctrl int32
+	asked := map[int32]bool{}
+	for _, b := range tc.brokers {
+		if b.cmd == nil || slices.Contains(skip, int32(b.id)) {
+			continue
+		}
+		md := metadataOf(ctx, b)
+		if md == nil || md.ControllerId <= 0 || (ctrl != 0 && md.ControllerId != ctrl) {
+			return 0
+		}
+		ctrl = md.ControllerId
+		asked[int32(b.id)] = true
 	}
-	return -1
+	if !asked[ctrl] {
+		return 0
+	}
+	return ctrl
 }
 
 // rawClients talks to one broker only, without following NOT_LEADER.
@@ -386,7 +527,7 @@ func TestFollowerDivergenceIsTruncated(t *testing.T) {
 	tc.waitInSync(ctx, time.Minute, "replicas in sync")
 	// A partition whose leader is not the controller, so that with both
 	// other brokers stopped the leader can change nothing in the metadata.
-	ctrl := tc.controller(ctx)
+	ctrl := tc.controllerOf(ctx)
 	part := int32(-1)
 	var leader int32
 	for p := range int32(3) {
@@ -420,14 +561,12 @@ func TestFollowerDivergenceIsTruncated(t *testing.T) {
 	for _, b := range others {
 		b.cmd.Process.Signal(syscall.SIGCONT)
 	}
+	// Both resumed brokers must agree on the new leader before it is
+	// written to: just after SIGCONT each may still hold an older view.
 	var next int32
-	waitFor(t, time.Minute, "a new leader", func() bool {
-		pm := tc.partition(ctx, "div", part, leader)
-		if pm != nil && pm.Leader > 0 && pm.Leader != leader {
-			next = pm.Leader
-			return true
-		}
-		return false
+	waitFor(t, time.Minute, "a new leader both survivors agree on", func() bool {
+		next = tc.agreedLeader(ctx, "div", part, leader)
+		return next > 0 && next != leader
 	})
 	for i := range 5 {
 		if _, err := rawProduce(ctx, tc.byID(next), "div", part, stratav1.Acks_ACKS_ALL, fmt.Sprintf("new-leader-%d", i)); err != nil {
@@ -487,9 +626,15 @@ func isolateWithSIGSTOP(t *testing.T) {
 	leader := tc.leaderOf(ctx, "iso", 0)
 	old := tc.byID(leader)
 	old.cmd.Process.Signal(syscall.SIGSTOP)
-	waitFor(t, time.Minute, "a new leader while the old one is stopped", func() bool {
+	// The controller elects a new leader, then takes the stopped broker
+	// out of the ISR, in two steps; resume it only after both. Resuming it
+	// between them loses a race in the broker: its catch-up report reaches
+	// the new leader while it is still listed in the ISR, so the leader
+	// does not ask to add it back, and with no new writes it never reports
+	// again once it has been taken out.
+	waitFor(t, time.Minute, "a new leader, and the stopped one out of the ISR", func() bool {
 		pm := tc.partition(ctx, "iso", 0, leader)
-		return pm != nil && pm.Leader > 0 && pm.Leader != leader
+		return pm != nil && pm.Leader > 0 && pm.Leader != leader && !slices.Contains(pm.Isr, leader)
 	})
 	old.cmd.Process.Signal(syscall.SIGCONT)
 	// Straight after it resumes, the old leader may still think it leads.
@@ -574,10 +719,7 @@ func TestControllerFailover(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ctrl := tc.controller(ctx)
-	if ctrl <= 0 {
-		t.Fatal("no controller")
-	}
+	ctrl := tc.controllerOf(ctx)
 	tc.byID(ctrl).kill9()
 	var survivor *brokerProc
 	for _, b := range tc.brokers {
@@ -590,8 +732,10 @@ func TestControllerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, time.Minute, "a new controller", func() bool {
-		next := tc.controller(ctx, ctrl)
+	// Both survivors must name the new controller: one that still names
+	// the dead one forwards the admin calls below to it.
+	waitFor(t, time.Minute, "a new controller both survivors name", func() bool {
+		next := tc.agreedController(ctx, ctrl)
 		return next > 0 && next != ctrl
 	})
 	if _, err := c.CreateTopic(ctx, "after", 2, 2, nil); err != nil {

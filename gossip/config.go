@@ -29,8 +29,10 @@ type Config struct {
 	// port is advertised whatever the port here says.
 	Advertise string
 	// Join lists seed addresses (host:port). Start joins through them in the
-	// background and keeps retrying until one answers; a seed that is this
-	// member's own address is skipped. Empty starts a new cluster.
+	// background and keeps retrying until one answers; later they are tried
+	// again, with the members that failed, whenever a member has failed or
+	// this one is alone (see reconnect.go). A seed that is this member's own
+	// address is skipped. Empty starts a new cluster.
 	Join []string
 	// SecretKey, if set, encrypts and authenticates all gossip with AES-GCM.
 	// It must be 16, 24 or 32 bytes; every member needs the same key.
@@ -46,12 +48,24 @@ type Config struct {
 	// join attempts while no seed answers. Defaults 1s and 30s.
 	JoinRetryMin time.Duration
 	JoinRetryMax time.Duration
+	// ReconnectTimeout is how long a member that failed is still tried,
+	// about every Timing.ReconnectInterval, so that a partition up to that
+	// long heals (see reconnect.go); then it is forgotten, and only the
+	// seeds are tried, while this member is alone. A member that left
+	// gracefully is never tried. Default 24h, serf's.
+	ReconnectTimeout time.Duration
 	// LeaveTimeout bounds how long Close waits for the leave broadcast to go
 	// out. Default 5s.
 	LeaveTimeout time.Duration
 	// BroadcastTimeout bounds how long UpdateMeta waits for the update to be
 	// handed to another member. Default 5s.
 	BroadcastTimeout time.Duration
+
+	// transport, when set, replaces memberlist's own UDP and TCP transport,
+	// and Bind then only has to be valid. It is the seam the package's tests
+	// use to cut in-process members apart as a firewall would
+	// (harness_test.go); nothing outside the package can set it.
+	transport memberlist.NodeAwareTransport
 }
 
 // Timing holds memberlist's failure-detection and gossip knobs. They trade
@@ -87,10 +101,18 @@ type Timing struct {
 	// TCPTimeout bounds connecting and each read or write of a stream (join,
 	// push/pull, TCP fallback ping).
 	TCPTimeout time.Duration
+	// ReconnectInterval is the mean time between attempts to join a member
+	// that failed, or a seed, while there is one (see reconnect.go). It
+	// bounds how long two sides of a healed partition stay apart; each
+	// attempt is one join through one address. memberlist has no such knob.
+	ReconnectInterval time.Duration
 }
 
 // LANTiming returns memberlist.DefaultLANConfig's timing: a dead member is
-// declared in a few seconds on a LAN of any size, at little bandwidth.
+// declared in a few seconds on a LAN of any size, at little bandwidth. Its
+// ReconnectInterval, 10 s, is a third of serf's: a healed broker that is a
+// partition's only in-sync replica keeps that partition offline until it is
+// reached again, and an attempt costs one connection.
 func LANTiming() Timing {
 	c := memberlist.DefaultLANConfig()
 	return Timing{
@@ -105,6 +127,7 @@ func LANTiming() Timing {
 		PushPullInterval:        c.PushPullInterval,
 		RetransmitMult:          c.RetransmitMult,
 		TCPTimeout:              c.TCPTimeout,
+		ReconnectInterval:       10 * time.Second,
 	}
 }
 
@@ -126,6 +149,7 @@ func FastFailureDetection() Timing {
 		PushPullInterval:        2 * time.Second,
 		RetransmitMult:          4,
 		TCPTimeout:              time.Second,
+		ReconnectInterval:       time.Second,
 	}
 }
 
@@ -138,6 +162,7 @@ func DefaultConfig() Config {
 		Timing:           LANTiming(),
 		JoinRetryMin:     time.Second,
 		JoinRetryMax:     30 * time.Second,
+		ReconnectTimeout: 24 * time.Hour,
 		LeaveTimeout:     5 * time.Second,
 		BroadcastTimeout: 5 * time.Second,
 	}
@@ -161,6 +186,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.JoinRetryMax == 0 {
 		c.JoinRetryMax = max(d.JoinRetryMax, c.JoinRetryMin)
+	}
+	if c.ReconnectTimeout == 0 {
+		c.ReconnectTimeout = max(d.ReconnectTimeout, c.Timing.ReconnectInterval)
 	}
 	if c.LeaveTimeout == 0 {
 		c.LeaveTimeout = d.LeaveTimeout
@@ -196,6 +224,7 @@ func (t Timing) withDefaults(d Timing) Timing {
 	setDur(&t.PushPullInterval, d.PushPullInterval)
 	setInt(&t.RetransmitMult, d.RetransmitMult)
 	setDur(&t.TCPTimeout, d.TCPTimeout)
+	setDur(&t.ReconnectInterval, d.ReconnectInterval)
 	return t
 }
 
@@ -247,8 +276,10 @@ func (c Config) Validate() error {
 		{"Timing.GossipToTheDeadTime", t.GossipToTheDeadTime},
 		{"Timing.PushPullInterval", t.PushPullInterval},
 		{"Timing.TCPTimeout", t.TCPTimeout},
+		{"Timing.ReconnectInterval", t.ReconnectInterval},
 		{"JoinRetryMin", c.JoinRetryMin},
 		{"JoinRetryMax", c.JoinRetryMax},
+		{"ReconnectTimeout", c.ReconnectTimeout},
 		{"LeaveTimeout", c.LeaveTimeout},
 		{"BroadcastTimeout", c.BroadcastTimeout},
 	} {
@@ -272,6 +303,11 @@ func (c Config) Validate() error {
 	}
 	if c.JoinRetryMax < c.JoinRetryMin {
 		return bad("JoinRetryMax", c.JoinRetryMax, "must be at least JoinRetryMin "+c.JoinRetryMin.String())
+	}
+	// A failed member forgotten before its first retry would never be
+	// retried at all.
+	if c.ReconnectTimeout < t.ReconnectInterval {
+		return bad("ReconnectTimeout", c.ReconnectTimeout, "must be at least Timing.ReconnectInterval "+t.ReconnectInterval.String())
 	}
 	return nil
 }
@@ -323,6 +359,9 @@ func (c Config) memberlistConfig(d *delegate, logOut io.Writer) *memberlist.Conf
 	mc.RetransmitMult = t.RetransmitMult
 	mc.TCPTimeout = t.TCPTimeout
 
+	if c.transport != nil {
+		mc.Transport = c.transport
+	}
 	mc.Delegate = d
 	mc.Events = d
 	mc.Alive = d

@@ -15,6 +15,15 @@ func TestConfigDefaults(t *testing.T) {
 	if c.NodeName != "broker-4" || c.Bind != "0.0.0.0:7946" || c.Timing != LANTiming() {
 		t.Fatalf("defaults: %+v", c)
 	}
+	if c.Timing.ReconnectInterval != 10*time.Second || c.ReconnectTimeout != 24*time.Hour {
+		t.Fatalf("reconnect defaults: interval %v, timeout %v", c.Timing.ReconnectInterval, c.ReconnectTimeout)
+	}
+	// A reconnect interval longer than the default timeout raises the
+	// default timeout with it rather than making the defaults invalid.
+	c = Config{Timing: Timing{ReconnectInterval: 48 * time.Hour}}.withDefaults()
+	if c.ReconnectTimeout != 48*time.Hour {
+		t.Fatalf("reconnect timeout %v under a 48h interval", c.ReconnectTimeout)
+	}
 	// Zero timing fields are filled one by one.
 	c = Config{Timing: Timing{ProbeInterval: 42 * time.Millisecond}}.withDefaults()
 	if c.Timing.ProbeInterval != 42*time.Millisecond || c.Timing.ProbeTimeout != LANTiming().ProbeTimeout {
@@ -38,6 +47,11 @@ func TestConfigValidate(t *testing.T) {
 		{"meta size", func(c *Config) { c.Meta.Rack = strings.Repeat("r", 600) }, ErrMetaTooLarge, "Meta"},
 		{"negative timing", func(c *Config) { c.Timing.ProbeTimeout = -1 }, ErrInvalidConfig, "Timing.ProbeTimeout"},
 		{"retry order", func(c *Config) { c.JoinRetryMin, c.JoinRetryMax = time.Minute, time.Second }, ErrInvalidConfig, "JoinRetryMax"},
+		{"negative reconnect interval", func(c *Config) { c.Timing.ReconnectInterval = -time.Second }, ErrInvalidConfig, "Timing.ReconnectInterval"},
+		{"negative reconnect timeout", func(c *Config) { c.ReconnectTimeout = -time.Second }, ErrInvalidConfig, "ReconnectTimeout"},
+		{"reconnect timeout below interval", func(c *Config) {
+			c.Timing.ReconnectInterval, c.ReconnectTimeout = time.Minute, time.Second
+		}, ErrInvalidConfig, "ReconnectTimeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -31,7 +32,17 @@ type delegate struct {
 	members struct {
 		sync.Mutex
 		byName map[string]Member
+		// failed holds the members failure detection declared dead and
+		// that have not come back, with when they failed: the reconnect
+		// loop's targets. Members that left are not in it.
+		failed map[string]failedMember
 	}
+}
+
+// failedMember is a member that failed, as last known, and when.
+type failedMember struct {
+	Member
+	at time.Time
 }
 
 var (
@@ -43,6 +54,7 @@ var (
 func newDelegate(log *slog.Logger, events *eventQueue) *delegate {
 	d := &delegate{log: log, events: events}
 	d.members.byName = make(map[string]Member)
+	d.members.failed = make(map[string]failedMember)
 	return d
 }
 
@@ -161,10 +173,16 @@ func (d *delegate) record(c change, n *memberlist.Node) {
 	m := Member{Name: n.Name, Addr: n.Address(), Meta: nm.Meta, State: state}
 
 	d.members.Lock()
-	if c == gone {
+	switch {
+	case kind == EventFail:
 		delete(d.members.byName, m.Name)
-	} else {
+		d.members.failed[m.Name] = failedMember{Member: m, at: time.Now()}
+	case c == gone:
+		delete(d.members.byName, m.Name)
+		delete(d.members.failed, m.Name)
+	default:
 		d.members.byName[m.Name] = m
+		delete(d.members.failed, m.Name)
 	}
 	d.members.Unlock()
 
@@ -184,4 +202,24 @@ func (d *delegate) snapshot() []Member {
 		return cmp.Or(cmp.Compare(a.Meta.BrokerID, b.Meta.BrokerID), cmp.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// failedSince returns the members that failed at or after cutoff and have
+// not come back, sorted by name, and forgets (returning them as expired) the
+// ones that failed before it.
+func (d *delegate) failedSince(cutoff time.Time) (failed, expired []Member) {
+	d.members.Lock()
+	for name, f := range d.members.failed {
+		if f.at.Before(cutoff) {
+			delete(d.members.failed, name)
+			expired = append(expired, f.Member)
+			continue
+		}
+		failed = append(failed, f.Member)
+	}
+	d.members.Unlock()
+	byName := func(a, b Member) int { return cmp.Compare(a.Name, b.Name) }
+	slices.SortFunc(failed, byName)
+	slices.SortFunc(expired, byName)
+	return failed, expired
 }

@@ -6,6 +6,11 @@
 // else pings. Gossip is eventually consistent and decides nothing that needs
 // agreement: the controller (package cluster) reacts to what it reports.
 //
+// Membership heals: a member keeps trying to join the members it saw fail,
+// and its seeds, so the two sides of a partition find each other again once
+// it heals, even after memberlist itself has forgotten the dead, and each
+// reports the other's members as joining (see reconnect.go).
+//
 // Members is the source of truth for who is alive now; Events are hints that
 // it changed. Events are never dropped while the Gossip runs (an unbounded
 // queue sits between memberlist and the channel), so a slow reader sees every
@@ -39,16 +44,18 @@ type Gossip struct {
 	queue    *eventQueue
 	out      chan Event
 
-	// stopJoin ends the join retry loop (on Leave or Close); done ends the
-	// event pump (on Close). wg tracks both goroutines.
+	// stopJoin ends the join and reconnect loop (on Leave or Close); done
+	// ends the event pump (on Close). wg tracks both goroutines.
 	stopJoin     chan struct{}
 	stopJoinOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
 
-	// joinAttempts and joined describe the join loop for logs and tests.
-	joinAttempts atomic.Int64
-	joined       atomic.Bool
+	// joinAttempts, joined and reconnectAttempts describe the join and
+	// reconnect loop for logs and tests.
+	joinAttempts      atomic.Int64
+	joined            atomic.Bool
+	reconnectAttempts atomic.Int64
 
 	// life serialises Leave, UpdateMeta and Close, because memberlist panics
 	// on Leave after Shutdown and would re-announce a member that UpdateMeta
@@ -64,7 +71,8 @@ type Gossip struct {
 // Start creates the member, binds its listeners and starts gossiping. When
 // cfg.Join is set it joins through those seeds in the background, retrying
 // with backoff until one answers or the member leaves or closes; Start never
-// waits for a seed, so brokers may start in any order.
+// waits for a seed, so brokers may start in any order. From then on, until
+// Leave or Close, it keeps trying to reach members that failed (reconnect.go).
 func Start(cfg Config) (*Gossip, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -94,9 +102,13 @@ func Start(cfg Config) (*Gossip, error) {
 	g.ml = ml
 
 	g.wg.Go(func() { g.queue.pump(g.out, g.done) })
-	if seeds := g.seeds(); len(seeds) > 0 {
-		g.wg.Go(func() { g.joinLoop(seeds) })
-	}
+	seeds := g.seeds()
+	g.wg.Go(func() {
+		if len(seeds) > 0 && !g.joinLoop(seeds) {
+			return
+		}
+		g.reconnectLoop(seeds)
+	})
 	log.Info("gossip started", "addr", g.LocalAddr(), "broker", cfg.Meta.BrokerID, "seeds", cfg.Join)
 	return g, nil
 }
@@ -110,14 +122,15 @@ func (g *Gossip) seeds() []string {
 }
 
 // joinLoop joins through seeds, retrying with jittered exponential backoff
-// until one answers. Once joined, memberlist keeps the membership; a later
-// partition heals through its own gossip to dead members and push/pull.
-func (g *Gossip) joinLoop(seeds []string) {
+// until one answers; it reports false if it was stopped first. Once joined,
+// memberlist keeps the membership while members can reach each other;
+// reconnectLoop mends it after they could not.
+func (g *Gossip) joinLoop(seeds []string) bool {
 	delay := g.cfg.JoinRetryMin
 	for {
 		select {
 		case <-g.stopJoin:
-			return
+			return false
 		default:
 		}
 		n, err := g.ml.Join(seeds)
@@ -125,7 +138,7 @@ func (g *Gossip) joinLoop(seeds []string) {
 		if err == nil && n > 0 {
 			g.joined.Store(true)
 			g.log.Info("joined cluster", "seeds_reached", n, "attempts", attempt)
-			return
+			return true
 		}
 		// Seeds are usually just not up yet, so retries log quietly; every
 		// tenth is a warning, since a wrong key or address never heals.
@@ -145,7 +158,7 @@ func (g *Gossip) joinLoop(seeds []string) {
 		select {
 		case <-g.stopJoin:
 			t.Stop()
-			return
+			return false
 		case <-t.C:
 		}
 		delay = min(delay*2, g.cfg.JoinRetryMax)
@@ -198,8 +211,8 @@ func (g *Gossip) LocalAddr() string {
 }
 
 // Leave announces that this member is leaving, waiting up to timeout (0: no
-// limit) for the announcement to go out, and stops joining. The member keeps
-// its listeners until Close. Calling it again does nothing.
+// limit) for the announcement to go out, and stops joining and reconnecting.
+// The member keeps its listeners until Close. Calling it again does nothing.
 //
 // The others see an EventLeave rather than an EventFail because Leave first
 // spreads a leaving mark in this member's metadata and waits until memberlist
@@ -284,8 +297,8 @@ func (g *Gossip) shutdown(leave bool) error {
 		errs = append(errs, fmt.Errorf("gossip: shutdown memberlist: %w", err))
 	}
 	close(g.done)
-	// The join loop may be inside one Join, which memberlist bounds by
-	// TCPTimeout per seed; the pump ends at once.
+	// The join or reconnect loop may be inside one Join, which memberlist
+	// bounds by TCPTimeout per address; the pump ends at once.
 	g.wg.Wait()
 	g.queue.close()
 	g.log.Info("gossip closed")

@@ -69,6 +69,10 @@ func TestGracefulLeave(t *testing.T) {
 		if _, failed := n.rec.find(EventFail, "broker-3"); failed {
 			t.Errorf("%s: saw a fail event for a graceful leave", n.cfg.NodeName)
 		}
+		// A member that left is not one to reconnect to.
+		if failed, _ := n.delegate.failedSince(time.Time{}); len(failed) != 0 {
+			t.Errorf("%s: remembers %v as failed after a graceful leave", n.cfg.NodeName, failed)
+		}
 	}
 	// A member that left may not re-announce itself, and Leave is idempotent.
 	if err := leaver.UpdateMeta(testMeta(3)); !errors.Is(err, ErrLeft) {
@@ -99,6 +103,11 @@ func TestFailureDetection(t *testing.T) {
 		waitMembers(t, n, time.Second, 1, 2)
 		if _, left := n.rec.find(EventLeave, "broker-3"); left {
 			t.Errorf("%s: saw a leave event for a crash", n.cfg.NodeName)
+		}
+		// A member that failed is one to reconnect to, at its address.
+		failed, _ := n.delegate.failedSince(time.Time{})
+		if len(failed) != 1 || failed[0].Name != "broker-3" || failed[0].Addr != nodes[2].LocalAddr() {
+			t.Errorf("%s: remembers %+v as failed, want broker-3 at %s", n.cfg.NodeName, failed, nodes[2].LocalAddr())
 		}
 	}
 }

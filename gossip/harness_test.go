@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // testWriter sends log output to t.Log until the test's cleanup ends.
@@ -251,4 +254,125 @@ func freePort(t *testing.T) int {
 	}
 	t.Fatal("no free port")
 	return 0
+}
+
+// testNet joins in-process members through transports it can cut apart the
+// way a firewall that drops packets cuts hosts apart: a datagram across a
+// cut vanishes and a connection across it times out. Members on one side of
+// a cut still reach each other. Cuts are enforced by the sender, and every
+// cut is symmetric, so nothing crosses in either direction.
+type testNet struct {
+	mu  sync.Mutex
+	cut map[[2]string]bool // both orders of every cut pair of addresses
+}
+
+func newTestNet() *testNet {
+	return &testNet{cut: map[[2]string]bool{}}
+}
+
+// config is testConfig for a member on this network: memberlist's own
+// transport, bound to a free loopback port, behind a cuttable wrapper.
+func (tn *testNet) config(t *testing.T, id int32, seeds ...string) Config {
+	t.Helper()
+	cfg := testConfig(t, id, seeds...)
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+		BindAddrs: []string{"127.0.0.1"},
+		BindPort:  freePort(t),
+		Logger:    log.New(logWriter{logger: cfg.Logger.With("component", "transport")}, "", 0),
+	})
+	if err != nil {
+		t.Fatalf("transport for broker %d: %v", id, err)
+	}
+	self := fmt.Sprintf("127.0.0.1:%d", nt.GetAutoBindPort())
+	cfg.Bind = self
+	cfg.transport = &cuttableTransport{NetTransport: nt, net: tn, self: self}
+	return cfg
+}
+
+// partition cuts every member of a off from every member of b.
+func (tn *testNet) partition(a, b []*node) {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	for _, x := range a {
+		for _, y := range b {
+			tn.cut[[2]string{x.LocalAddr(), y.LocalAddr()}] = true
+			tn.cut[[2]string{y.LocalAddr(), x.LocalAddr()}] = true
+		}
+	}
+}
+
+// heal removes every cut.
+func (tn *testNet) heal() {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	clear(tn.cut)
+}
+
+func (tn *testNet) isCut(from, to string) bool {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	return tn.cut[[2]string{from, to}]
+}
+
+// cuttableTransport is memberlist's NetTransport with sends to cut-off
+// addresses dropped. The address variants are overridden too because
+// NetTransport's own call its plain methods, not the wrapper's.
+type cuttableTransport struct {
+	*memberlist.NetTransport
+	net  *testNet
+	self string
+}
+
+var _ memberlist.NodeAwareTransport = (*cuttableTransport)(nil)
+
+func (c *cuttableTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+	if c.net.isCut(c.self, addr) {
+		return time.Now(), nil // sent, as far as the sender can tell
+	}
+	return c.NetTransport.WriteTo(b, addr)
+}
+
+func (c *cuttableTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	return c.WriteTo(b, a.Addr)
+}
+
+func (c *cuttableTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	if c.net.isCut(c.self, addr) {
+		// A dropped SYN: the dial fails only when its timeout runs out.
+		<-time.After(timeout)
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	}
+	return c.NetTransport.DialTimeout(addr, timeout)
+}
+
+func (c *cuttableTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	return c.DialTimeout(a.Addr, timeout)
+}
+
+// count returns how many recorded events match.
+func (r *recorder) count(kind EventKind, name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ev := range r.events {
+		if ev.Kind == kind && ev.Member.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// waitCount waits up to timeout until at least n events of kind about
+// member name have been recorded.
+func (r *recorder) waitCount(t *testing.T, timeout time.Duration, n int, kind EventKind, name string) {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for r.count(kind, name) < n {
+		select {
+		case <-r.kick:
+		case <-timer.C:
+			t.Fatalf("fewer than %d %s events for %s within %v; got%s", n, kind, name, timeout, r)
+		}
+	}
 }
