@@ -98,9 +98,10 @@ type followed struct {
 	p     *partition
 	epoch int32
 	// prepared: truncated for this epoch and position sent on the current
-	// stream; reported: the last position sent.
+	// stream; reported: the last position sent, at sentAt.
 	prepared bool
 	reported int64
+	sentAt   time.Time
 	// pausedUntil holds back a partition the leader refused for now.
 	pausedUntil time.Time
 }
@@ -251,8 +252,11 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 			toPrepare = append(toPrepare, fo)
 			continue
 		}
-		if end := fo.p.committedEnd(); end != fo.reported {
-			fo.reported = end
+		// A position is sent when it moved, and now and then even if not:
+		// the leader takes a follower it has not heard from for
+		// replica.lag.time.max for gone.
+		if end := fo.p.committedEnd(); end != fo.reported || now.Sub(fo.sentAt) >= followerHeartbeat {
+			fo.reported, fo.sentAt = end, now
 			out = append(out, fo.position(end))
 		}
 	}
@@ -268,7 +272,7 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 		f.mu.Lock()
 		if cur := f.parts[cluster.TopicPartition{Topic: fo.p.topic, Partition: fo.p.id}]; cur == fo {
 			fo.prepared = true
-			fo.reported = fo.p.committedEnd()
+			fo.reported, fo.sentAt = fo.p.committedEnd(), time.Now()
 			out = append(out, fo.position(fo.reported))
 		}
 		f.mu.Unlock()
@@ -279,6 +283,10 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 func (fo *followed) position(end int64) ReplicaPosition {
 	return ReplicaPosition{Topic: fo.p.topic, TopicID: fo.p.topicID, Partition: fo.p.id, LeaderEpoch: fo.epoch, LogEnd: end}
 }
+
+// followerHeartbeat is the longest a follower goes without sending its
+// position.
+const followerHeartbeat = 500 * time.Millisecond
 
 // maxTruncationRounds bounds the rounds of a follower's truncation: each
 // one removes at least one epoch from its history, so a log with more
@@ -375,6 +383,6 @@ func (f *fetcher) apply(chunk ReplicaChunk) (ReplicaPosition, bool) {
 	if end == fo.reported {
 		return ReplicaPosition{}, false
 	}
-	fo.reported = end
+	fo.reported, fo.sentAt = end, time.Now()
 	return fo.position(end), true
 }

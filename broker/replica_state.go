@@ -64,8 +64,11 @@ type followerState struct {
 	// leo is the follower's log end as it last acknowledged it (counting
 	// what its flush policy made durable); -1 until it reports.
 	leo int64
-	// caughtUpAt is when the follower last had everything the leader had.
+	// caughtUpAt is when the follower last had everything the leader had;
+	// heardAt when it last reported (followers report at least every
+	// followerHeartbeat, so a silent one is gone).
 	caughtUpAt time.Time
+	heardAt    time.Time
 	// sentEnd and sentAt: the leader's log end when it last sent the
 	// follower batches, and when. Once the follower acknowledges sentEnd,
 	// it was caught up at sentAt.
@@ -273,33 +276,48 @@ func (s *replicaState) followerReport(id, epoch int32, leo int64, log logView, n
 	if !s.leading() || epoch != s.info.LeaderEpoch || f == nil {
 		return false, nil
 	}
-	f.leo = leo
+	f.leo, f.heardAt = leo, now
 	if f.sentEnd >= 0 && leo >= f.sentEnd && f.sentAt.After(f.caughtUpAt) {
 		f.caughtUpAt = f.sentAt
 	}
 	if leo >= log.end {
 		f.caughtUpAt = now
 	}
-	if s.pending != nil || slices.Contains(s.info.ISR, id) {
+	if s.pending != nil || !s.mayJoin(id, log, now) {
 		return true, nil
 	}
-	hw := s.highWatermark(log)
-	if leo < hw || leo < s.epochStart {
-		return true, nil
+	return true, s.propose(s.withMember(id), now)
+}
+
+// mayJoin reports whether a follower outside the ISR has caught up: it has
+// every committed record and everything since this leader's epoch began,
+// and it is alive (it reported within replica.lag.time.max).
+func (s *replicaState) mayJoin(id int32, log logView, now time.Time) bool {
+	f := s.followers[id]
+	if f == nil || f.leo < 0 || slices.Contains(s.info.ISR, id) || now.Sub(f.heardAt) > s.lagMax {
+		return false
 	}
-	// Keep the ISR in replica order, as the controller stores it.
+	return f.leo >= s.highWatermark(log) && f.leo >= s.epochStart
+}
+
+// withMember is the ISR with id added, in replica order as the controller
+// stores it.
+func (s *replicaState) withMember(id int32) []int32 {
 	var isr []int32
 	for _, r := range s.info.Replicas {
 		if r == id || slices.Contains(s.info.ISR, r) {
 			isr = append(isr, r)
 		}
 	}
-	return true, s.propose(isr, now)
+	return isr
 }
 
 // tick asks for the lagging followers to leave the ISR: those not caught up
-// for longer than replica.lag.time.max. It also gives up on an ISR change
-// whose answer never came.
+// for longer than replica.lag.time.max; or for a caught-up follower to
+// join it, which its reports alone may never ask for (it reported caught up
+// while still a member, left on a change decided elsewhere, and an idle
+// partition gives it nothing more to report). It also gives up on an ISR
+// change whose answer never came.
 func (s *replicaState) tick(log logView, now time.Time) *isrChange {
 	if !s.leading() {
 		return nil
@@ -324,6 +342,11 @@ func (s *replicaState) tick(log logView, now time.Time) *isrChange {
 		}
 	}
 	if len(lagging) == 0 {
+		for _, id := range s.info.Replicas {
+			if id != s.self && s.mayJoin(id, log, now) {
+				return s.propose(s.withMember(id), now)
+			}
+		}
 		return nil
 	}
 	isr := slices.DeleteFunc(slices.Clone(s.info.ISR), func(id int32) bool { return slices.Contains(lagging, id) })

@@ -342,3 +342,21 @@ func testLog(t *testing.T, epochs map[int32][2]int64) *hotlog.Log {
 	}
 	return l
 }
+
+// A follower that reported itself caught up while still in the ISR, and
+// was then dropped from it by a change decided elsewhere (the controller saw
+// it fail), must be asked back even though an idle partition gives it
+// nothing more to report.
+func TestIdleCaughtUpFollowerRejoinsTheISR(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
+	r := newTestReplica(t, 1, info, 1)
+	r.produce(1, 4)
+	r.p.followerReport(2, 0, 4)
+	r.p.followerReport(3, 0, 4)
+	info.ISR, info.PartitionEpoch = []int32{1, 2}, 1
+	r.apply(info)
+	change := r.p.tick()
+	if change == nil || len(change.isr) != 3 || change.partitionEpoch != 1 {
+		t.Fatalf("tick on an idle partition: %+v; want broker 3 asked back from partition epoch 1", change)
+	}
+}

@@ -126,6 +126,7 @@ func TestBrokerValidate(t *testing.T) {
 		}, "", ""},
 		{"unuploaded unbounded", func(b *Broker) { b.Tiering.MaxUnuploadedBytes = Unbounded }, "tiering.max_unuploaded_bytes", ""},
 		{"lag zero", func(b *Broker) { b.Replica.LagTimeMax = 0 }, "replica.lag_time_max", ""},
+		{"lag below a second", func(b *Broker) { b.Replica.LagTimeMax = Duration(500 * time.Millisecond) }, "replica.lag_time_max", ""},
 		{"dead broker zero", func(b *Broker) { b.Controller.DeadBrokerTimeout = 0 }, "controller.dead_broker_timeout", ""},
 		{"log level", func(b *Broker) { b.Log.Level = "verbose" }, "log.level", ""},
 		{"log level case", func(b *Broker) { b.Log.Level = "INFO" }, "log.level", ""},

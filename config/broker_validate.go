@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Validate checks every broker setting and the rules between them, and
@@ -40,8 +41,10 @@ func (b Broker) Validate() error {
 	if b.Tiering.OrphanGrace <= 0 {
 		return &Error{Key: "tiering.orphan_grace", Value: b.Tiering.OrphanGrace.String(), Allowed: "a positive duration such as 10m"}
 	}
-	if b.Replica.LagTimeMax <= 0 {
-		return &Error{Key: "replica.lag_time_max", Value: b.Replica.LagTimeMax.String(), Allowed: "a positive duration such as 30s"}
+	// Followers send their position at least every half second: a shorter
+	// lag would take live but idle followers out of the ISR.
+	if b.Replica.LagTimeMax < Duration(time.Second) {
+		return &Error{Key: "replica.lag_time_max", Value: b.Replica.LagTimeMax.String(), Allowed: "a duration of at least 1s, such as 30s"}
 	}
 	if b.Controller.DeadBrokerTimeout <= 0 {
 		return &Error{Key: "controller.dead_broker_timeout", Value: b.Controller.DeadBrokerTimeout.String(), Allowed: "a positive duration such as 5m"}
