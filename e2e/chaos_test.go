@@ -107,7 +107,7 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 	// The topic's replicas are placed on the brokers the metadata knows
 	// when it is created: all three must be registered first.
 	waitFor(t, time.Minute, "all three brokers in the cluster's metadata", func() bool {
-		md := metadataWithin(ctx, tc, 5*time.Second)
+		md := metadataWithin(ctx, tc, 3*time.Second)
 		return md != nil && len(md.Brokers) == 3
 	})
 	c, err := client.New(ctx, tc.addrs())
@@ -184,7 +184,7 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 	// it does not come, the history is still read, as far as it can be.
 	faults.healAll()
 	if !waitUntil(time.Minute, func() bool { return inSync(controllerView(ctx, tc)) }) {
-		t.Errorf("a minute after the last fault healed, a partition still has no leader or not all three replicas in sync: %s", describeMetadata(metadataWithin(ctx, tc, 5*time.Second)))
+		t.Errorf("a minute after the last fault healed, a partition still has no leader or not all three replicas in sync: %s", describeMetadata(metadataWithin(ctx, tc, 3*time.Second)))
 		faults.dumpNetwork()
 	}
 
@@ -504,7 +504,7 @@ func (f *chaosFaults) run(ctx context.Context, until time.Time) {
 			return inSync(md)
 		}) {
 			if md == nil {
-				md = metadataWithin(ctx, f.tc, 5*time.Second)
+				md = metadataWithin(ctx, f.tc, 3*time.Second)
 			}
 			f.logf("fault %d: not recovered within a minute: %s", f.injected, describeMetadata(md))
 			f.t.Errorf("the cluster did not recover within a minute of fault %d (%v of broker %d): %s", f.injected, kind, victim.id, describeMetadata(md))
@@ -521,7 +521,7 @@ func (f *chaosFaults) run(ctx context.Context, until time.Time) {
 // returns it with the partitions it leads.
 func (f *chaosFaults) victim(ctx context.Context, pick int) (*brokerProc, []int32) {
 	led := map[int32][]int32{}
-	if md := metadataWithin(ctx, f.tc, 5*time.Second); md != nil {
+	if md := metadataWithin(ctx, f.tc, 3*time.Second); md != nil {
 		for _, tm := range md.Topics {
 			for _, pm := range tm.Partitions {
 				if pm.Leader > 0 {
@@ -551,7 +551,7 @@ func (f *chaosFaults) holdUntilDeposed(ctx context.Context, victim *brokerProc, 
 	began := time.Now()
 	<-time.After(hold)
 	deposed := func() bool {
-		md := metadataWithin(ctx, f.tc, 5*time.Second, int32(victim.id))
+		md := metadataWithin(ctx, f.tc, 3*time.Second, int32(victim.id))
 		if md == nil {
 			return false
 		}
@@ -614,35 +614,50 @@ func (f *chaosFaults) healAll() {
 	}
 }
 
-// metadataWithin asks the live brokers but skip for the metadata, within
-// d, so a broker that hangs does not hold the caller.
+// metadataWithin asks the live brokers but skip, one after the other and
+// each for at most d, for the metadata. Each is asked alone: a client's
+// metadata call would try the brokers it knows, a paused one among them.
 func metadataWithin(ctx context.Context, tc *testCluster, d time.Duration, skip ...int32) *stratav1.GetMetadataResponse {
+	for _, b := range tc.brokers {
+		if slices.Contains(skip, int32(b.id)) {
+			continue
+		}
+		if md := brokerMetadata(ctx, b, d); md != nil {
+			return md
+		}
+	}
+	return nil
+}
+
+// brokerMetadata asks one broker, and only it, for the metadata it holds.
+func brokerMetadata(ctx context.Context, b *brokerProc, d time.Duration) *stratav1.GetMetadataResponse {
+	if b.cmd == nil {
+		return nil
+	}
+	conn, err := grpcConn(b.addr)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	return tc.metadata(ctx, skip...)
+	md, err := stratav1.NewMetadataServiceClient(conn).GetMetadata(ctx, &stratav1.GetMetadataRequest{})
+	if err != nil {
+		return nil
+	}
+	return md
 }
 
 // controllerView is the metadata as the controller itself holds it, or nil
 // when no broker names a controller that answers as one: another broker's
 // copy may lag, or come from one that lost touch with the Raft group.
 func controllerView(ctx context.Context, tc *testCluster) *stratav1.GetMetadataResponse {
-	md := metadataWithin(ctx, tc, 5*time.Second)
+	md := metadataWithin(ctx, tc, 3*time.Second)
 	if md == nil || md.ControllerId <= 0 || int(md.ControllerId) > len(tc.brokers) {
 		return nil
 	}
-	b := tc.byID(md.ControllerId)
-	if b.cmd == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	c, err := client.New(ctx, []string{b.addr})
-	if err != nil {
-		return nil
-	}
-	defer c.Close()
-	own, err := c.Metadata(ctx)
-	if err != nil || own.ControllerId != md.ControllerId {
+	own := brokerMetadata(ctx, tc.byID(md.ControllerId), 3*time.Second)
+	if own == nil || own.ControllerId != md.ControllerId {
 		return nil
 	}
 	return own
