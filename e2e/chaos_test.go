@@ -22,6 +22,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore"
@@ -58,7 +59,8 @@ const (
 // one with SIGSTOP for 3-8 s, or cuts one off from its peers (but not from
 // MinIO or the client) for 3-8 s; a pause or cut lasts at least until the
 // cluster has elected other leaders for its partitions, so the old leader
-// always comes back deposed. After each fault the schedule waits until every
+// always comes back deposed, and a cut 3-8 s more, so that the new leaders
+// upload to the bucket the old one still reaches. After each fault the schedule waits until every
 // partition is led and fully in sync again, as the controller sees it, so
 // no more than one broker is ever out.
 //
@@ -191,17 +193,27 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 		faults.dumpNetwork()
 	}
 
-	hist := checkChaosHistory(ctx, t, c, load)
+	// A cluster that did not recover may not serve the history at all:
+	// then less time is spent finding that out.
+	readFor := 2 * time.Minute
+	if !recovered {
+		readFor = 45 * time.Second
+	}
+	hist := checkChaosHistory(ctx, t, c, load, readFor)
 	load.report(t, hist)
 	checkManifests(ctx, t, c, m, desc.Id, hist)
-	t.Logf("chaos result: seed=%d acknowledged=%d lost=%d duplicate=%d misplaced=%d gaps=%d reordered=%d corrupt=%d unread=%d offsets-acked-twice=%d faults=%d wall=%v",
-		seed, hist.acked, hist.lost, hist.duplicate, hist.misplaced, hist.gaps, hist.reordered, hist.corrupt, hist.unread, hist.doubleAcked, faults.injected, time.Since(began).Round(time.Second))
+	checkColdTier(ctx, t, m, desc.Id, hist)
+	t.Logf("chaos result: seed=%d acknowledged=%d lost=%d duplicate=%d misplaced=%d gaps=%d reordered=%d corrupt=%d unread=%d offsets-acked-twice=%d cold-mismatch=%d/%d faults=%d wall=%v",
+		seed, hist.acked, hist.lost, hist.duplicate, hist.misplaced, hist.gaps, hist.reordered, hist.corrupt, hist.unread, hist.doubleAcked, hist.coldMismatch, hist.coldRecords, faults.injected, time.Since(began).Round(time.Second))
 	if hist.lost+hist.duplicate+hist.misplaced+hist.gaps+hist.reordered+hist.corrupt > 0 {
 		t.Errorf("the history breaks invariant 1 or 2: %d acknowledged records lost, %d duplicates, %d misplaced, %d offset gaps, %d reordered, %d corrupt (examples: %s)",
 			hist.lost, hist.duplicate, hist.misplaced, hist.gaps, hist.reordered, hist.corrupt, strings.Join(hist.examples, "; "))
 	}
 	for _, err := range hist.readErrs {
 		t.Errorf("reading the history back: %v", err)
+	}
+	if hist.coldMismatch > 0 {
+		t.Errorf("%d of %d records in the segment objects the manifests list differ from what the partitions hold at those offsets (examples: %s)", hist.coldMismatch, hist.coldRecords, strings.Join(hist.coldExamples, "; "))
 	}
 	if hist.unread > 0 {
 		t.Errorf("%d acknowledged records lie beyond where their partitions could be read: unverified", hist.unread)
@@ -476,6 +488,11 @@ func (f *chaosFaults) run(ctx context.Context, until time.Time) bool {
 		hold := 3*time.Second + time.Duration(f.rng.Int64N(int64(5*time.Second)))
 		down := 500*time.Millisecond + time.Duration(f.rng.Int64N(int64(2500*time.Millisecond)))
 		gap := time.Second + time.Duration(f.rng.Int64N(int64(2*time.Second)))
+		// How long a cut lasts after its victim is deposed: the new leader
+		// takes writes, seals and uploads segments and commits manifests
+		// in its epoch while the old one, cut off from its peers, still
+		// reaches the bucket.
+		overlap := 3*time.Second + time.Duration(f.rng.Int64N(int64(5*time.Second)))
 
 		f.injected++
 		victim, led := f.victim(ctx, pick)
@@ -496,6 +513,8 @@ func (f *chaosFaults) run(ctx context.Context, until time.Time) bool {
 				f.t.Fatal(err)
 			}
 			f.holdUntilDeposed(ctx, victim, led, hold)
+			f.logf("fault %d: keeping broker %d cut off for %v more, beside its successors", f.injected, victim.id, overlap.Round(time.Millisecond))
+			<-time.After(overlap)
 			if err := f.bn.heal(victim.id - 1); err != nil {
 				f.t.Fatal(err)
 			}
@@ -728,8 +747,13 @@ type chaosHistory struct {
 
 	ends     [chaosPartitions]int64 // the offset after the last one read
 	complete [chaosPartitions]bool  // read to the high watermark
-	examples []string
-	readErrs []error
+	at       map[position]int64     // the seq read at each offset
+
+	coldRecords  int // records read from segment objects in the bucket
+	coldMismatch int // of those, ones that differ from the partition's log
+	coldExamples []string
+	examples     []string
+	readErrs     []error
 }
 
 func (h *chaosHistory) example(format string, args ...any) {
@@ -742,17 +766,17 @@ func (h *chaosHistory) example(format string, args ...any) {
 // high watermark and compares what it finds with what was acknowledged.
 // Partitions are read one at a time, so that a read that fails tells which
 // acknowledged records are unknown rather than lost.
-func checkChaosHistory(ctx context.Context, t *testing.T, c *client.Client, load *chaosLoad) *chaosHistory {
+func checkChaosHistory(ctx context.Context, t *testing.T, c *client.Client, load *chaosLoad, within time.Duration) *chaosHistory {
 	t.Helper()
 	load.mu.Lock()
 	acked := load.acked
 	load.mu.Unlock()
-	h := &chaosHistory{acked: len(acked)}
+	h := &chaosHistory{acked: len(acked), at: map[position]int64{}}
 
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	seen := map[int64]position{}    // where each sequence number was read
-	at := map[position]int64{}      // what each offset holds
+	seen := map[int64]position{} // where each sequence number was read
+	at := h.at
 	lastOfKey := map[string]int64{} // the last acknowledged seq read per key
 	for p := range int32(chaosPartitions) {
 		err := readPartition(ctx, c, p, func(r *client.Record) {
@@ -917,6 +941,79 @@ func checkManifests(ctx context.Context, t *testing.T, c *client.Client, m *mini
 		}
 		if h.complete[p] && h.ends[p] != hw {
 			t.Errorf("%s/%d: read to %d, the high watermark is %d", chaosTopic, p, h.ends[p], hw)
+		}
+	}
+}
+
+// checkColdTier reads every segment object the manifests list straight
+// from the bucket (minio-go, not the cold reader) and compares each record
+// with what the partition holds at its offset: the manifest is the commit
+// point, so the bucket must hold the partition's log, not a version of it
+// that a deposed leader uploaded. Only offsets the history was read to are
+// compared; records are told apart by their sequence numbers.
+func checkColdTier(ctx context.Context, t *testing.T, m *miniotest.Server, topicID string, h *chaosHistory) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	r := minioReader{c: m.Client, bucket: m.Bucket}
+	for p := range int32(chaosPartitions) {
+		ref := tiering.PartitionRef{Topic: chaosTopic, TopicID: topicID, Partition: p}
+		head, _, err := tiering.LoadHead(ctx, r, ref)
+		if err != nil || head == nil {
+			continue // checkManifests reports it
+		}
+		var segs []tiering.SegmentRef
+		for _, pr := range head.Parts {
+			part, err := tiering.LoadPart(ctx, r, pr.Key)
+			if err != nil {
+				t.Errorf("%s/%d: %v", chaosTopic, p, err)
+				continue
+			}
+			segs = append(segs, part.Segments[min(pr.Skip, len(part.Segments)):]...)
+		}
+		segs = append(segs, head.Tail...)
+		for _, seg := range segs {
+			opts := minio.GetObjectOptions{}
+			if err := opts.SetRange(0, seg.LogLen-1); err != nil {
+				t.Fatal(err)
+			}
+			obj, err := m.Client.GetObject(ctx, m.Bucket, seg.Key, opts)
+			if err != nil {
+				t.Errorf("%s/%d: segment %s: %v", chaosTopic, p, seg.Key, err)
+				continue
+			}
+			data, err := io.ReadAll(obj)
+			obj.Close()
+			if err != nil {
+				t.Errorf("%s/%d: segment %s: %v", chaosTopic, p, seg.Key, err)
+				continue
+			}
+			for len(data) > 0 {
+				b, rest, err := record.Next(data)
+				if err != nil {
+					t.Errorf("%s/%d: segment %s: %v", chaosTopic, p, seg.Key, err)
+					break
+				}
+				data = rest
+				recs, err := b.Records()
+				if err != nil {
+					t.Errorf("%s/%d: segment %s: %v", chaosTopic, p, seg.Key, err)
+					break
+				}
+				for _, rec := range recs {
+					if rec.Offset < seg.BaseOffset || rec.Offset > seg.LastOffset || !h.complete[p] || rec.Offset >= h.ends[p] {
+						continue
+					}
+					h.coldRecords++
+					seq := seqOf(rec.Value)
+					if held, ok := h.at[position{p, rec.Offset}]; !ok || held != seq {
+						h.coldMismatch++
+						if len(h.coldExamples) < 5 {
+							h.coldExamples = append(h.coldExamples, fmt.Sprintf("segment %s (uploaded in leader epoch %d) holds seq %d at %d/%d, the partition holds seq %d there", seg.Key, seg.Epoch, seq, p, rec.Offset, held))
+						}
+					}
+				}
+			}
 		}
 	}
 }
