@@ -172,6 +172,10 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 
 	close(stopLoad)
 	<-loadDone
+	// Gaps are counted up to here and, after, only while records still
+	// wait for their answer: a partition with nothing pending is not
+	// stalled because another one is.
+	load.finish(time.Now())
 	flushCtx, flushCancel := context.WithTimeout(ctx, time.Minute)
 	for _, p := range producers {
 		if err := p.Flush(flushCtx); err != nil {
@@ -180,7 +184,6 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 		p.Close()
 	}
 	flushCancel()
-	load.finish(time.Now())
 
 	// Every fault is healed by now; wait for the state, not for time. If
 	// it does not come (or did not after a fault already, which the test
@@ -315,10 +318,9 @@ func chaosKey(seq int64) []byte { return fmt.Appendf(nil, "key-%04d", seq%chaosK
 
 // run produces records 0, 1, 2, ... at chaosRate until stop closes, each
 // key always through the same producer, so a key's records keep their
-// order. The
-// pace is kept by a ticker; after a stall (Produce blocks while the buffer
-// is full) at most 100 ms worth is sent at once and the rest is dropped
-// from the schedule, so the load never turns into a flood.
+// order. The pace is kept by a ticker; after a stall (Produce blocks while
+// the buffer is full) at most 100 ms worth is sent at once and the rest is
+// dropped from the schedule, so the load never turns into a flood.
 func (l *chaosLoad) run(ctx context.Context, producers []*client.Producer, stop <-chan struct{}) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -371,7 +373,7 @@ func (l *chaosLoad) noteGap(worst *ackGap, last *time.Time, now time.Time) {
 	*last = now
 }
 
-// finish closes the gaps that last until the end of the load.
+// finish closes the gaps that last until the load stops.
 func (l *chaosLoad) finish(end time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -446,7 +448,8 @@ func (k faultKind) String() string {
 
 // chaosFaults is the seeded fault schedule. Every random choice is drawn
 // from rng in a fixed order whatever the cluster does, so a seed replays
-// the same kinds, victims and durations.
+// the same kinds and durations and the same pick among the brokers that
+// lead partitions (which brokers those are is the cluster's doing).
 type chaosFaults struct {
 	t     *testing.T
 	tc    *testCluster

@@ -46,8 +46,8 @@ func (h *bridgeHost) exec() []string { return []string{"ip", "netns", "exec", h.
 // newBridgeNet makes the bridge and n namespaces on a /24 that no interface
 // of this host uses yet (10.232.X.0/24, X random), and removes them all when
 // the test ends. Names carry a random tag, so runs of this test by other
-// checkouts on the same machine do not collide. It returns an error, having
-// undone what it made, when the machine does not allow it.
+// checkouts on the same machine do not collide. It returns an error when
+// the machine does not allow it; what it made is removed either way.
 func newBridgeNet(t *testing.T, n int) (*bridgeNet, error) {
 	subnet, err := freeSubnet()
 	if err != nil {
