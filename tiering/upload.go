@@ -11,11 +11,12 @@ import (
 )
 
 // UploadSegment writes a sealed local segment to the store as a cold
-// segment object under a fresh key, leaving out the batches below from, and
-// returns the reference to commit. Nothing refers to the object until the
-// manifest names it, so a failure here leaves at most an orphan that
-// CollectOrphans removes later.
-func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef, epoch int32, seg hotlog.SegmentInfo, from int64) (SegmentRef, error) {
+// segment object under a fresh key, leaving out the batches below from,
+// with producers (the producer snapshot as of the segment's end; nil for
+// none), and returns the reference to commit. Nothing refers to the object
+// until the manifest names it, so a failure here leaves at most an orphan
+// that CollectOrphans removes later.
+func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef, epoch int32, seg hotlog.SegmentInfo, from int64, producers []byte) (SegmentRef, error) {
 	if !seg.Sealed {
 		return SegmentRef{}, fmt.Errorf("tiering: segment %d is not sealed", seg.BaseOffset)
 	}
@@ -29,7 +30,7 @@ func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef,
 	if err != nil {
 		return SegmentRef{}, fmt.Errorf("tiering: upload %s: %w", key, err)
 	}
-	t, err := EncodeSegment(w, f, seg.Size, seg.BaseOffset, from)
+	t, err := EncodeSegment(w, f, seg.Size, seg.BaseOffset, from, producers)
 	if err != nil {
 		w.Abort()
 		return SegmentRef{}, err
@@ -54,6 +55,13 @@ func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef,
 type LocalLog interface {
 	Segments() []hotlog.SegmentInfo
 	LogStartOffset() int64
+}
+
+// ProducerSnapshots is what a LocalLog may also offer: the producer
+// snapshot as of a sealed segment's end, which the uploader stores in the
+// segment's object. A LocalLog without it uploads objects without one.
+type ProducerSnapshots interface {
+	ProducerSnapshot(seg hotlog.SegmentInfo) ([]byte, error)
 }
 
 // PendingUploads returns the sealed local segments holding offsets the cold
@@ -87,7 +95,14 @@ func UploadNext(ctx context.Context, c *Committer, log LocalLog, config map[stri
 		return false, fmt.Errorf("%w: the cold tier of %s ends at %d but the local log continues at %d",
 			ErrGap, c.ref.dir(), from, seg.BaseOffset)
 	}
-	ref, err := UploadSegment(ctx, c.store, c.ref, c.epoch, seg, from)
+	var producers []byte
+	if ps, ok := log.(ProducerSnapshots); ok {
+		var err error
+		if producers, err = ps.ProducerSnapshot(seg); err != nil {
+			return false, fmt.Errorf("tiering: producer snapshot for segment %d: %w", seg.BaseOffset, err)
+		}
+	}
+	ref, err := UploadSegment(ctx, c.store, c.ref, c.epoch, seg, from, producers)
 	if err != nil {
 		return false, err
 	}
