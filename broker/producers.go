@@ -189,6 +189,36 @@ func (s *producerState) rebuildLocked(l *hotlog.Log, maxBytes int64) error {
 	return nil
 }
 
+// snapshotLocked copies the state into a snapshot at offset, producers
+// least recently seen first.
+func (s *producerState) snapshotLocked(offset int64, lastEpoch int32) *producerSnapshot {
+	snap := &producerSnapshot{offset: offset, lastEpoch: lastEpoch, producers: make([]producerEntry, 0, len(s.mu.producers))}
+	for el := s.mu.lru.Back(); el != nil; el = el.Prev() {
+		e := el.Value.(*producerEntry)
+		c := producerEntry{id: e.id, epoch: e.epoch, n: e.n}
+		for i := range e.n {
+			c.batches[i] = e.batches[(e.head+i)%producerBatches]
+		}
+		snap.producers = append(snap.producers, c)
+	}
+	return snap
+}
+
+// loadLocked replaces the state with a snapshot's (keeping the most
+// recently seen maxProducers, should it hold more).
+func (s *producerState) loadLocked(snap *producerSnapshot) {
+	clear(s.mu.producers)
+	s.mu.lru.Init()
+	ps := snap.producers
+	if len(ps) > maxProducers {
+		ps = ps[len(ps)-maxProducers:]
+	}
+	for i := range ps {
+		e := ps[i]
+		s.mu.producers[e.id] = s.mu.lru.PushFront(&e)
+	}
+}
+
 // tailStart is the offset where the last maxBytes of a log begin.
 func tailStart(segs []hotlog.SegmentInfo, maxBytes int64) int64 {
 	start := int64(0)
