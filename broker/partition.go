@@ -86,6 +86,7 @@ func openPartition(dir, topic, topicID string, id, self int32, cfg config.Topic,
 		return nil, err
 	}
 	p.log = l
+	p.producers.attach(l, opts.Logger)
 	p.resetFollowers(info)
 	p.advanceHighWatermark()
 	return p, nil

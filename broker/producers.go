@@ -23,24 +23,27 @@ package broker
 // Every replica records each batch it appends (record), so a follower that
 // becomes leader knows what its predecessor wrote.
 //
-// The state is not checkpointed: it is rebuilt from the batch headers of the
-// log's tail (the last producerRebuildBytes) the first time a leader checks a
-// batch. A retry older than that window, or from a producer forgotten since,
-// is not recognised; at 64 MiB the window holds far more than the batches a
-// producer has in flight. Memory is bounded by maxProducers per partition:
-// past it, the producer seen least recently is forgotten.
+// The state is snapshotted at every segment roll (producer_snapshot_files.go)
+// and, in the cold tier, with every uploaded segment (producer_cold.go). A
+// leader without the state in memory (it just opened the partition, or its
+// log was truncated or reset) rebuilds it the first time it checks a batch:
+// the newest snapshot at or below the log end, then the headers of the
+// batches from there to the end, at most a segment or so. A retry is
+// recognised however long ago the producer's last batch was written, as
+// long as the producer is remembered. Memory is bounded by maxProducers per
+// partition: past it, the producer seen least recently is forgotten.
 //
-// Lock order: producerState.mu, then the log's locks (the leader appends
-// while holding it).
+// Lock order: producerState.mu, then producerSnapshots.mu, then the log's
+// locks (the leader appends while holding it).
 
 import (
 	"container/list"
 	"context"
-	"errors"
-	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/record"
@@ -53,9 +56,6 @@ const (
 	producerBatches = 5
 	// maxProducers bounds the producers a partition remembers.
 	maxProducers = 10_000
-	// producerRebuildBytes is how much of a log's tail the state is rebuilt
-	// from.
-	producerRebuildBytes = 64 << 20
 )
 
 // InitProducer gives an idempotent producer its identity: an id no other
@@ -113,13 +113,36 @@ type producerState struct {
 		built     bool
 		producers map[int64]*list.Element // of *producerEntry
 		lru       list.List               // most recently seen first
+		// next is the offset after the last batch the state reflects: a
+		// batch below it is in the state already.
+		next int64
 	}
+	// snaps are the partition's snapshot files, set when its log opens
+	// (attach).
+	snaps atomic.Pointer[producerSnapshots]
 }
 
 func newProducerState() *producerState {
 	s := &producerState{}
 	s.mu.producers = make(map[int64]*list.Element)
 	return s
+}
+
+// attach gives the state its partition's log, whose directory holds the
+// snapshots, once the log is open and before any other use; snapshots the
+// log does not back (above its end) are deleted.
+func (s *producerState) attach(l *hotlog.Log, logger *slog.Logger) {
+	s.snaps.Store(openProducerSnapshots(l, logger))
+}
+
+// files returns the snapshot files of l, attaching them first if that was
+// not done (a state used without a partition, in tests).
+func (s *producerState) files(l *hotlog.Log) *producerSnapshots {
+	if ps := s.snaps.Load(); ps != nil {
+		return ps
+	}
+	s.snaps.CompareAndSwap(nil, openProducerSnapshots(l, slog.Default()))
+	return s.snaps.Load()
 }
 
 // record notes a batch appended to the log, with its offsets assigned.
@@ -134,58 +157,51 @@ func (s *producerState) record(b record.Batch) {
 
 // reset forgets everything: the state is rebuilt from the log before the
 // next check. Call it after the log lost its tail (truncated to a new
-// leader's, or reset to a new start), which may hold remembered batches.
+// leader's, or reset to a new start), which may hold remembered batches;
+// it also deletes the snapshots that describe what the log lost.
 func (s *producerState) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clearLocked()
+	if ps := s.snaps.Load(); ps != nil {
+		if err := ps.prune(); err != nil {
+			ps.logger.Warn("pruning producer snapshots after a truncation failed", "dir", ps.dir, "err", err)
+		}
+	}
 }
 
 func (s *producerState) clearLocked() {
 	clear(s.mu.producers)
 	s.mu.lru.Init()
 	s.mu.built = false
+	s.mu.next = 0
 }
 
-// rebuild replaces the state with what the headers of the last maxBytes of
-// l say (whole segments, then an offset estimated in proportion to size in
-// the segment where the window starts). On error the state is left
-// unbuilt, to be rebuilt at the next check.
-func (s *producerState) rebuild(l *hotlog.Log, maxBytes int64) error {
+// rebuild replaces the state with the state at l's end: its newest
+// snapshot at or below the end, then the headers of the batches from there.
+// On error the state is left unbuilt, to be rebuilt at the next check.
+func (s *producerState) rebuild(l *hotlog.Log) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rebuildLocked(l, maxBytes)
+	return s.rebuildLocked(l)
 }
 
-func (s *producerState) rebuildLocked(l *hotlog.Log, maxBytes int64) error {
+func (s *producerState) rebuildLocked(l *hotlog.Log) error {
 	s.clearLocked()
-	end := l.LogEndOffset()
-	for off := max(tailStart(l.Segments(), maxBytes), l.LogStartOffset()); off < end; {
-		rr, err := l.Read(off, 1<<20, end)
-		var re *hotlog.RangeError
-		if errors.As(err, &re) && off < re.LogStart {
-			off = re.LogStart // retention moved the start meanwhile
-			continue
-		}
-		if err != nil {
-			s.clearLocked()
-			return fmt.Errorf("broker: rebuilding producer state from %s at offset %d: %w", l.Dir(), off, err)
-		}
-		if len(rr.Data) == 0 {
-			break
-		}
-		for data := rr.Data; len(data) > 0; {
-			b, rest, err := record.Next(data)
-			if err != nil {
-				s.clearLocked()
-				return fmt.Errorf("broker: rebuilding producer state from %s near offset %d: %w", l.Dir(), off, err)
-			}
-			s.recordLocked(b)
-			data = rest
-		}
-		off = rr.NextOffset
+	if _, _, err := s.files(l).buildInto(s, l.LogEndOffset()); err != nil {
+		s.clearLocked()
+		return err
 	}
 	s.mu.built = true
+	return nil
+}
+
+// snapshotSealed writes the snapshots the log's sealed segments lack (see
+// producerSnapshots.snapshotSealed); nothing before attach.
+func (s *producerState) snapshotSealed() error {
+	if ps := s.snaps.Load(); ps != nil {
+		return ps.snapshotSealed()
+	}
 	return nil
 }
 
@@ -219,36 +235,21 @@ func (s *producerState) loadLocked(snap *producerSnapshot) {
 	}
 }
 
-// tailStart is the offset where the last maxBytes of a log begin.
-func tailStart(segs []hotlog.SegmentInfo, maxBytes int64) int64 {
-	start := int64(0)
-	for i := len(segs) - 1; i >= 0; i-- {
-		seg := segs[i]
-		if seg.Size <= maxBytes {
-			maxBytes -= seg.Size
-			start = seg.BaseOffset
-			continue
-		}
-		skip := float64(seg.Size-maxBytes) / float64(seg.Size)
-		return seg.BaseOffset + int64(skip*float64(seg.LastOffset-seg.BaseOffset+1))
-	}
-	return start
-}
-
 // ensureBuiltLocked rebuilds the state from l unless it is built.
 func (s *producerState) ensureBuiltLocked(l *hotlog.Log) error {
 	if s.mu.built {
 		return nil
 	}
-	return s.rebuildLocked(l, producerRebuildBytes)
+	return s.rebuildLocked(l)
 }
 
 // recordLocked notes an appended batch.
 func (s *producerState) recordLocked(b record.Batch) {
 	id := b.ProducerID()
-	if id == record.NoProducerID {
+	if id == record.NoProducerID || b.BaseOffset() < s.mu.next {
 		return
 	}
+	s.mu.next = b.NextOffset()
 	var e *producerEntry
 	if el, ok := s.mu.producers[id]; ok {
 		s.mu.lru.MoveToFront(el)

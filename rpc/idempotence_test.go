@@ -2,13 +2,18 @@ package rpc
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -141,6 +146,79 @@ func TestIdempotentProduce(t *testing.T) {
 		t.Fatalf("producer id %d after a restart; %d was handed out before", next, pid+1)
 	}
 	mustValues(t, tb.values(t, "idem"), append(want, "d")...)
+}
+
+// partitionFiles counts the segment and producer snapshot files of a
+// partition's log dir.
+func partitionFiles(t *testing.T, cfg config.Broker, topic *stratav1.TopicDescription, p int) (segments, snapshots int) {
+	t.Helper()
+	dir := filepath.Join(cfg.DataDir, "logs", topic.Name+"-"+topic.Id, strconv.Itoa(p))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".log":
+			segments++
+		case ".producers":
+			snapshots++
+		}
+	}
+	return segments, snapshots
+}
+
+// TestIdempotentRetryAfterRetentionAndRestart: a producer's batches, many
+// segments back and then deleted from the broker's disk by retention, are
+// still recognised when retried after the broker restarts: every sealed
+// segment got a producer snapshot, and the restarted leader rebuilds the
+// state from the newest.
+func TestIdempotentRetryAfterRetentionAndRestart(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	tb := startBroker(t, cfg)
+	topic := tb.createTopic(t, "far", 1, map[string]string{"segment.bytes": "16KiB"})
+	pid := initProducer(t, tb)
+	var early []record.Batch
+	var answers []*stratav1.ProduceResponse
+	for i := range 5 {
+		b := idemBatch(t, pid, int32(i), fmt.Sprintf("early-%d", i))
+		res, err := tb.send(t, "far", b, stratav1.Acks_ACKS_ALL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		early, answers = append(early, b), append(answers, res)
+	}
+	other := initProducer(t, tb)
+	for i := range 300 {
+		if _, err := tb.send(t, "far", idemBatch(t, other, int32(i), strings.Repeat("x", 600)), stratav1.Acks_ACKS_LEADER); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "a producer snapshot for every sealed segment", func() bool {
+		segs, snaps := partitionFiles(t, cfg, topic, 0)
+		return segs >= 10 && snaps == segs-1
+	})
+	// Total retention (there is no cold tier) now deletes the oldest
+	// segments, those of the early batches among them.
+	if _, err := tb.admin.AlterTopicConfig(testCtx(t), &stratav1.AlterTopicConfigRequest{Name: "far", Set: map[string]string{"retention.bytes": "48KiB"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "retention to delete the early batches", func() bool {
+		res, err := tb.fetch.ListOffsets(testCtx(t), &stratav1.ListOffsetsRequest{Topic: "far", Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_EARLIEST}})
+		return err == nil && res.Offset > answers[len(answers)-1].LastOffset
+	})
+
+	tb.stop(t)
+	tb = startBroker(t, cfg)
+	for i, b := range early {
+		res, err := tb.send(t, "far", b, stratav1.Acks_ACKS_ALL)
+		if err != nil || !res.Duplicate || res.BaseOffset != answers[i].BaseOffset {
+			t.Fatalf("retry of early batch %d after retention and a restart: %v %v, want the duplicate at %d", i, res, err, answers[i].BaseOffset)
+		}
+	}
+	if res, err := tb.send(t, "far", idemBatch(t, pid, 5, "next"), stratav1.Acks_ACKS_ALL); err != nil || res.Duplicate {
+		t.Fatalf("the producer's next batch: %v %v", res, err)
+	}
 }
 
 // TestIdempotentConcurrentCopies: copies of one batch sent at once are
