@@ -66,6 +66,11 @@ func parseSnapshotName(name string) (int64, bool) {
 	return off, err == nil && off >= 0
 }
 
+// errSnapshotStale: the log does not hold the history a snapshot
+// describes (it was truncated while the snapshot was computed, or the
+// snapshot came from elsewhere).
+var errSnapshotStale = errors.New("broker: the log does not back the producer snapshot")
+
 // producerSnapshots are the snapshot files of one partition's log.
 //
 // Lock order: producerState.mu, then producerSnapshots.mu, then the log's.
@@ -346,7 +351,7 @@ func (ps *producerSnapshots) write(snap *producerSnapshot, data []byte) error {
 			return fmt.Errorf("broker: checking the log before writing a producer snapshot: %w", err)
 		}
 		if !ok || epoch != snap.lastEpoch {
-			return fmt.Errorf("broker: the log of %s changed below offset %d while its producer snapshot was computed", ps.dir, x)
+			return fmt.Errorf("%w: %s has no batch of epoch %d ending at offset %d", errSnapshotStale, ps.dir, snap.lastEpoch, x)
 		}
 	}
 	if err := writeFileAtomic(ps.dir, snapshotName(x), data); err != nil {

@@ -226,7 +226,7 @@ func (b *Broker) tierPassErr(ctx context.Context, p *partition, now time.Time) e
 	cfg := p.cfg.Load()
 	topicCfg, partitions := b.topicRecord(p)
 	for {
-		uploaded, err := tiering.UploadNext(ctx, c, p.log, topicCfg, partitions)
+		uploaded, err := tiering.UploadNext(ctx, c, p.uploadLog(), topicCfg, partitions)
 		b.publishTier(p, c.Head())
 		if err != nil {
 			return err
@@ -317,6 +317,9 @@ func (b *Broker) align(p *partition, h *tiering.Head, epoch int32) error {
 			if err != nil {
 				return err
 			}
+		}
+		if err := b.coldProducerState(p, h); err != nil {
+			return err
 		}
 	}
 	b.publishTier(p, h)
