@@ -22,7 +22,7 @@ func sampleSnapshot(t *testing.T) (*producerSnapshot, map[int64]stateEntry) {
 		ld.accept(idemBatch(t, 10, 0, int32(i*2), 2))
 		ld.accept(mustBatch(t, "plain"))
 	}
-	ld.accept(idemBatch(t, 11, 0, math.MaxInt32-1, 4))
+	ld.seed(idemBatch(t, 11, 0, math.MaxInt32-1, 4))
 	ld.accept(idemBatch(t, 12, 3, 0, 1))
 	ld.accept(idemBatch(t, 12, 4, 0, 2))
 	ld.accept(idemBatch(t, 10, 0, 14, 1)) // 10 is now the most recently seen

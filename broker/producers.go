@@ -11,9 +11,12 @@ package broker
 // and last offset. The leader checks a batch before appending it
 // (checkLocked), in this order:
 //   - an id, epoch or sequence out of range: INVALID_REQUEST;
-//   - a producer it does not know: accepted at any sequence. It is new, or
-//     its state was lost (batches beyond the window rebuilt at open, or
-//     forgotten to bound memory); refusing it would wedge it for good;
+//   - a producer it does not know: accepted only at sequence 0, as a new
+//     producer's first batch is; else UNKNOWN_PRODUCER_ID. The partition
+//     forgot it (to bound memory, or with its log) or never saw its first
+//     batches, so a gap or a resend of a batch written before cannot be
+//     told apart; the producer starts again at sequence 0 under its next
+//     epoch (Kafka's KIP-360), which a new epoch may;
 //   - an epoch older than the producer's: INVALID_PRODUCER_EPOCH (a newer
 //     instance fenced it); a newer epoch starts over at sequence 0;
 //   - the same sequence range as a remembered batch: a duplicate, answered
@@ -289,6 +292,10 @@ func (s *producerState) checkLocked(b record.Batch) (dup *producerBatch, refusal
 	}
 	el, ok := s.mu.producers[id]
 	if !ok {
+		if first != 0 {
+			return nil, refuse(ReasonUnknownProducerID, nil, "producer %d (epoch %d) is not known here and its batch starts at sequence %d, not 0", id, epoch, first).
+				with("producer_id", itoa(id)).with("producer_epoch", itoa(int64(epoch))).with("sequence", strconv.Itoa(int(first)))
+		}
 		return nil, nil
 	}
 	e := el.Value.(*producerEntry)

@@ -97,6 +97,24 @@ func (ld *leader) send(b record.Batch) (base, last int64, dup bool, refusal *Err
 	return ar.BaseOffset, ar.LastOffset, false, nil
 }
 
+// seed appends a batch and records it without checking it, as a follower
+// does with what its leader sent: for a producer the leader should know
+// from before, at any sequence.
+func (ld *leader) seed(b record.Batch) (base, last int64) {
+	ld.t.Helper()
+	ld.s.mu.Lock()
+	defer ld.s.mu.Unlock()
+	if err := ld.s.ensureBuiltLocked(ld.l); err != nil {
+		ld.t.Fatal(err)
+	}
+	ar, err := ld.l.AppendUnflushed(b, ld.epoch)
+	if err != nil {
+		ld.t.Fatal(err)
+	}
+	ld.s.recordLocked(b)
+	return ar.BaseOffset, ar.LastOffset
+}
+
 // accept sends a batch that must be written, and returns its offsets.
 func (ld *leader) accept(b record.Batch) (base, last int64) {
 	ld.t.Helper()
@@ -191,9 +209,16 @@ func mustBatch(t testing.TB, values ...string) record.Batch {
 func TestProducerSequenceRules(t *testing.T) {
 	ld := newLeader(t, hotlog.DefaultConfig())
 
-	// An unknown producer starts wherever it likes.
-	ld.accept(idemBatch(t, 2000, 0, 12345, 2))
+	// A producer the partition does not know is refused unless it starts
+	// at sequence 0, as a new one does, whatever its epoch.
+	r := ld.refused(idemBatch(t, 2000, 0, 12345, 2), ReasonUnknownProducerID)
+	if r.Retriable() || r.Meta["producer_id"] != "2000" || r.Meta["producer_epoch"] != "0" || r.Meta["sequence"] != "12345" {
+		t.Fatalf("unknown producer: %+v", r)
+	}
+	ld.refused(idemBatch(t, 2001, 3, 1, 1), ReasonUnknownProducerID)
 	ld.accept(idemBatch(t, 2001, 3, 0, 1))
+	// One it knows from before (a follower recorded it) continues.
+	ld.seed(idemBatch(t, 2000, 0, 12345, 2))
 
 	// A gap, and a batch from before the last one, change nothing.
 	ld.refused(idemBatch(t, 2000, 0, 12348, 1), ReasonOutOfOrderSequence)
@@ -202,7 +227,7 @@ func TestProducerSequenceRules(t *testing.T) {
 
 	// Epochs: an older one is fenced; a newer one starts again at 0, and
 	// the batches of the old epoch are forgotten.
-	r := ld.refused(idemBatch(t, 2001, 2, 1, 1), ReasonInvalidProducerEpoch)
+	r = ld.refused(idemBatch(t, 2001, 2, 1, 1), ReasonInvalidProducerEpoch)
 	if r.Retriable() || r.Meta["current_epoch"] != "3" || r.Meta["producer_epoch"] != "2" {
 		t.Fatalf("fenced epoch: %+v", r)
 	}
@@ -224,7 +249,7 @@ func TestProducerSequenceRules(t *testing.T) {
 // TestProducerSequenceWrap: sequences wrap from MaxInt32 to 0.
 func TestProducerSequenceWrap(t *testing.T) {
 	ld := newLeader(t, hotlog.DefaultConfig())
-	base, last := ld.accept(idemBatch(t, 3000, 0, math.MaxInt32-1, 3)) // MaxInt32-1, MaxInt32, 0
+	base, last := ld.seed(idemBatch(t, 3000, 0, math.MaxInt32-1, 3)) // MaxInt32-1, MaxInt32, 0
 	if got := dumpState(ld.s)[3000].batches[0].lastSeq; got != 0 {
 		t.Fatalf("last sequence %d, want 0", got)
 	}

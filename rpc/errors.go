@@ -40,6 +40,7 @@ var codeOf = map[broker.Reason]codes.Code{
 	// allow it now.
 	broker.ReasonOutOfOrderSequence:   codes.FailedPrecondition,
 	broker.ReasonInvalidProducerEpoch: codes.FailedPrecondition,
+	broker.ReasonUnknownProducerID:    codes.FailedPrecondition,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

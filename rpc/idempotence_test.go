@@ -108,7 +108,14 @@ func TestIdempotentProduce(t *testing.T) {
 	if _, err := tb.send(t, "idem", batchOf(t, "plain"), stratav1.Acks_ACKS_ALL); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tb.send(t, "idem", idemBatch(t, pid+1, 7, "other"), stratav1.Acks_ACKS_ALL); err != nil {
+	// A producer the partition does not know starts at sequence 0; at any
+	// other sequence it is refused, and nothing is written.
+	_, err = tb.send(t, "idem", idemBatch(t, pid+1, 7, "other"), stratav1.Acks_ACKS_ALL)
+	if code, info, _ := errorInfo(err); code != codes.FailedPrecondition || info == nil || info.Reason != "UNKNOWN_PRODUCER_ID" ||
+		info.Metadata["retriable"] != "false" || info.Metadata["producer_id"] != strconv.FormatInt(pid+1, 10) || info.Metadata["sequence"] != "7" {
+		t.Fatalf("unknown producer at sequence 7: %v", err)
+	}
+	if _, err := tb.send(t, "idem", idemBatch(t, pid+1, 0, "other"), stratav1.Acks_ACKS_ALL); err != nil {
 		t.Fatal(err)
 	}
 	second := idemBatch(t, pid, 2, "c")
