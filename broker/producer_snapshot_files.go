@@ -134,18 +134,24 @@ func (ps *producerSnapshots) pruneLocked() error {
 		}
 	}
 	var errs []error
+	removed := false
 	kept := ps.mu.offsets[:0]
 	for i, off := range ps.mu.offsets {
 		if off > end || (off < start && i != keepBelow) {
 			if err := ps.removeFile(off); err != nil {
 				errs = append(errs, err)
 				kept = append(kept, off) // still there: try again next time
+			} else {
+				removed = true
 			}
 			continue
 		}
 		kept = append(kept, off)
 	}
 	ps.mu.offsets = kept
+	if removed {
+		errs = append(errs, syncDir(ps.dir))
+	}
 	return errors.Join(errs...)
 }
 
@@ -156,6 +162,7 @@ func (ps *producerSnapshots) dropLocked(offset int64) error {
 			return err
 		}
 		ps.mu.offsets = slices.Delete(ps.mu.offsets, i, i+1)
+		return syncDir(ps.dir)
 	}
 	return nil
 }
@@ -487,6 +494,13 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
+	return syncDir(dir)
+}
+
+// syncDir fsyncs a directory, so that the files created, renamed or
+// removed in it stay so after a crash: a removed snapshot must not come
+// back.
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -495,5 +509,8 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("broker: sync %s: %w", dir, err)
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ func snapshotFiles(t *testing.T, dir string) []int64 {
 	}
 	var offs []int64
 	for _, e := range entries {
-		if strings.HasPrefix(filepath.Ext(strings.TrimSuffix(e.Name(), ".tmp")), snapshotSuffix) && strings.HasSuffix(e.Name(), ".tmp") {
+		if strings.HasSuffix(e.Name(), snapshotSuffix+".tmp") {
 			t.Fatalf("temporary file %s left behind", e.Name())
 		}
 		if off, ok := parseSnapshotName(e.Name()); ok {

@@ -11,12 +11,13 @@ package broker
 // and last offset. The leader checks a batch before appending it
 // (checkLocked), in this order:
 //   - an id, epoch or sequence out of range: INVALID_REQUEST;
-//   - a producer it does not know: accepted only at sequence 0, as a new
-//     producer's first batch is; else UNKNOWN_PRODUCER_ID. The partition
-//     forgot it (to bound memory, or with its log) or never saw its first
-//     batches, so a gap or a resend of a batch written before cannot be
-//     told apart; the producer starts again at sequence 0 under its next
-//     epoch (Kafka's KIP-360), which a new epoch may;
+//   - a producer it does not know: accepted only at sequence 0 (a new
+//     producer's first batch, or one starting again under a new epoch);
+//     else UNKNOWN_PRODUCER_ID. The partition never saw the producer's
+//     first batches or forgot it (to bound memory, or with its log), so a
+//     resend of a batch written before cannot be told from a gap; the
+//     producer starts its sequences again under its next epoch (Kafka's
+//     KIP-360);
 //   - an epoch older than the producer's: INVALID_PRODUCER_EPOCH (a newer
 //     instance fenced it); a newer epoch starts over at sequence 0;
 //   - the same sequence range as a remembered batch: a duplicate, answered
