@@ -3,8 +3,6 @@ package rpc
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -65,8 +63,7 @@ func TestIdempotentProducersFromTheColdTier(t *testing.T) {
 
 	// The broker loses its copy of the partition.
 	tb.stop(t)
-	dir := filepath.Join(cfg.DataDir, "logs", topic.Name+"-"+topic.Id, strconv.Itoa(0))
-	if err := os.RemoveAll(dir); err != nil {
+	if err := os.RemoveAll(partitionDir(cfg, topic, 0)); err != nil {
 		t.Fatal(err)
 	}
 	tb = startBroker(t, cfg)
