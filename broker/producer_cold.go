@@ -10,8 +10,9 @@ package broker
 // batch the cold tier holds is answered with the original's offsets, not
 // written twice (coldProducerState, from align). The same goes for any
 // leader whose local snapshots cannot give the exact state (its log starts
-// past the newest of them), as long as the cold tier has a segment ending
-// inside its local log.
+// past the newest of them, or they are partial: a follower that was reset
+// to its leader's log start computed them without the history before it),
+// as long as the cold tier has a segment ending inside its local log.
 
 import (
 	"context"
@@ -102,6 +103,9 @@ func (b *Broker) coldProducerState(p *partition, h *tiering.Head) error {
 			b.log.Warn("the local log does not continue the cold segment's history; not using its producer snapshot", "partition", p.name(), "segment", seg.Key, "err", err)
 			return nil
 		}
+		return refuse(ReasonStorageError, err, "%s: %v", p.name(), err)
+	}
+	if err := ps.dropPartialAbove(snap.offset); err != nil {
 		return refuse(ReasonStorageError, err, "%s: %v", p.name(), err)
 	}
 	s.reset() // the next check rebuilds from the snapshot just written

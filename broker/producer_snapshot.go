@@ -7,7 +7,7 @@ package broker
 //
 //	magic [8] "STRATPRD" | version u16 | length u32 | body | crc u32
 //
-//	body: offset i64 | lastEpoch i32 | count u32 | count producers
+//	body: offset i64 | lastEpoch i32 | flags u16 | count u32 | producers
 //	producer: id i64 | epoch i16 | n u8 | n batches, oldest first
 //	batch: firstSeq i32 | lastSeq i32 | baseOffset i64 | lastOffset i64 |
 //	       logAppendTime i64
@@ -17,7 +17,12 @@ package broker
 // epoch of the batch that ends at offset-1 (-1 when there is none), which
 // ties the snapshot to one history of the log: a replica whose log holds a
 // different batch there (it was truncated and written again by a newer
-// leader) does not use it. Producers come least recently seen first, which
+// leader) does not use it. flags: bit 0 (partial) says the state was
+// computed without the whole history below offset (no snapshot at or after
+// the log start was there to start from, and the log did not start at 0):
+// producers that last wrote before that log start may be missing, so a
+// better source (the cold tier) is still worth asking; other bits are 0.
+// Producers come least recently seen first, which
 // is the order of their last batches' offsets; that order is what the
 // state's bound on producers evicts by, so it is kept.
 //
@@ -36,7 +41,8 @@ import (
 const (
 	snapshotVersion    = 1
 	snapshotHead       = 14 // magic, version, length
-	snapshotBodyHead   = 16 // offset, lastEpoch, count
+	snapshotBodyHead   = 18 // offset, lastEpoch, flags, count
+	snapshotPartial    = 1  // flags bit
 	snapshotEntryHead  = 11 // id, epoch, n
 	snapshotBatchBytes = 32
 )
@@ -58,6 +64,9 @@ func snapshotCorrupt(format string, args ...any) error {
 type producerSnapshot struct {
 	offset    int64
 	lastEpoch int32
+	// partial: computed without the whole history below offset (see the
+	// top of this file).
+	partial bool
 	// producers, least recently seen first; each entry's ring starts at 0.
 	producers []producerEntry
 }
@@ -73,6 +82,11 @@ func encodeProducerSnapshot(s *producerSnapshot) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(size))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.offset))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.lastEpoch))
+	var flags uint16
+	if s.partial {
+		flags |= snapshotPartial
+	}
+	b = binary.BigEndian.AppendUint16(b, flags)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.producers)))
 	for i := range s.producers {
 		e := &s.producers[i]
@@ -93,7 +107,7 @@ func encodeProducerSnapshot(s *producerSnapshot) []byte {
 
 // decodeProducerSnapshot checks and decodes a snapshot: the frame (magic,
 // version, length, CRC), then every field against what the state can hold
-// (ids, epochs and sequences not negative; one to producerBatches batches
+// (no unknown flag; ids, epochs and sequences not negative; one to producerBatches batches
 // per producer, each below the snapshot's offset, after the one before, its
 // sequence range as long as its offset range; producers in the order of
 // their last batches, none twice; no byte left over). Errors wrap
@@ -116,10 +130,11 @@ func decodeProducerSnapshot(data []byte) (*producerSnapshot, error) {
 	}
 	d := snapshotDecoder{b: data[snapshotHead : len(data)-4]}
 	s := &producerSnapshot{offset: d.i64(), lastEpoch: d.i32()}
-	count := d.u32()
-	if s.offset < 0 || s.lastEpoch < -1 {
-		return nil, snapshotCorrupt("offset %d, last epoch %d", s.offset, s.lastEpoch)
+	flags, count := uint16(d.i16()), d.u32()
+	if s.offset < 0 || s.lastEpoch < -1 || flags&^snapshotPartial != 0 {
+		return nil, snapshotCorrupt("offset %d, last epoch %d, flags %#x", s.offset, s.lastEpoch, flags)
 	}
+	s.partial = flags&snapshotPartial != 0
 	// Each producer takes at least one batch: the count cannot promise
 	// more than the bytes hold, so it cannot make us allocate more.
 	if int64(count) > int64(len(d.b))/(snapshotEntryHead+snapshotBatchBytes) {

@@ -24,7 +24,9 @@ package broker
 //   - below the log start only the newest at or below it is kept: the state
 //     at the start, or the closest one below it when none was written there
 //     (retention removed a segment before its successor's snapshot was
-//     written), which a rebuild then continues from the log start on.
+//     written), which a rebuild then continues from the log start on. What
+//     is computed so, without the whole history, is marked partial, and a
+//     leader of a tiered topic asks the cold tier for better.
 //
 // The hot log ignores these files (it opens only .log files and their
 // indexes, and removes leftover .tmp files, including a snapshot's
@@ -252,10 +254,11 @@ func (ps *producerSnapshots) readLocked(off int64) (*producerSnapshot, error) {
 // state after every batch of the log below x: the newest snapshot the log
 // backs at or below x, then the headers of the batches from there (or from
 // the log start, if that is later) to x. exact is false when the history
-// below the log start is not wholly in the result: no snapshot at or above
-// the log start, and the log does not start at 0; producers that last
-// wrote before the start may then be missing (never wrongly remembered).
-// lastEpoch is the leader epoch of the batch ending at x-1, or -1.
+// below the log start is not wholly in the result (the snapshot is below
+// the log start or partial itself, or there is none and the log does not
+// start at 0): producers that last wrote before the start may then be
+// missing, never wrongly remembered. lastEpoch is the leader epoch of the
+// batch ending at x-1, or -1.
 func (ps *producerSnapshots) buildInto(s *producerState, x int64) (exact bool, lastEpoch int32, err error) {
 	ps.mu.Lock()
 	base, err := ps.baseLocked(x)
@@ -270,7 +273,7 @@ func (ps *producerSnapshots) buildInto(s *producerState, x int64) (exact bool, l
 	if base != nil {
 		s.loadLocked(base)
 		from = max(base.offset, start)
-		exact = base.offset >= start
+		exact = base.offset >= start && !base.partial
 		if base.offset == x {
 			lastEpoch = base.lastEpoch
 		}
@@ -327,8 +330,9 @@ func (ps *producerSnapshots) ensureAt(x int64) ([]byte, error) {
 
 	s := newProducerState()
 	s.mu.Lock()
-	_, lastEpoch, err := ps.buildInto(s, x)
+	exact, lastEpoch, err := ps.buildInto(s, x)
 	snap := s.snapshotLocked(x, lastEpoch)
+	snap.partial = !exact
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -371,8 +375,8 @@ func (ps *producerSnapshots) write(snap *producerSnapshot, data []byte) error {
 }
 
 // exactAt reports whether the files give the exact state at the log end:
-// there is a snapshot the log backs at or above the log start, or the log
-// starts at 0.
+// the newest snapshot the log backs is at or above the log start and not
+// partial, or the log starts at 0.
 func (ps *producerSnapshots) exactAt() (bool, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -381,7 +385,30 @@ func (ps *producerSnapshots) exactAt() (bool, error) {
 		return true, nil
 	}
 	base, err := ps.baseLocked(ps.log.LogEndOffset())
-	return base != nil && base.offset >= start, err
+	return base != nil && base.offset >= start && !base.partial, err
+}
+
+// dropPartialAbove deletes the partial snapshots above offset, once a
+// better one was written there: the broker's loop computes them again from
+// it.
+func (ps *producerSnapshots) dropPartialAbove(offset int64) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, off := range slices.Clone(ps.mu.offsets) {
+		if off <= offset {
+			continue
+		}
+		snap, err := ps.readLocked(off)
+		if err != nil {
+			return err
+		}
+		if snap == nil || snap.partial {
+			if err := ps.dropLocked(off); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // snapshotSealed writes the snapshots that the sealed segments above the

@@ -66,8 +66,12 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 	s.mu.Unlock()
 
 	empty := encodeProducerSnapshot(&producerSnapshot{offset: 0, lastEpoch: -1})
-	if got, err := decodeProducerSnapshot(empty); err != nil || got.offset != 0 || got.lastEpoch != -1 || len(got.producers) != 0 {
+	if got, err := decodeProducerSnapshot(empty); err != nil || got.offset != 0 || got.lastEpoch != -1 || got.partial || len(got.producers) != 0 {
 		t.Fatalf("empty snapshot: %+v, %v", got, err)
+	}
+	snap.partial = true
+	if got, err := decodeProducerSnapshot(encodeProducerSnapshot(snap)); err != nil || !reflect.DeepEqual(got, snap) {
+		t.Fatalf("partial snapshot: %+v, %v", got, err)
 	}
 }
 
@@ -112,8 +116,9 @@ func TestProducerSnapshotChecks(t *testing.T) {
 	}
 	edit("negative offset", func(b []byte) []byte { binary.BigEndian.PutUint64(b, uint64(1<<63)); return b })
 	edit("last epoch below -1", func(b []byte) []byte { binary.BigEndian.PutUint32(b[8:], uint32(0xfffffffe)); return b })
-	edit("count beyond the bytes", func(b []byte) []byte { binary.BigEndian.PutUint32(b[12:], 1000); return b })
-	edit("count short of the bytes", func(b []byte) []byte { binary.BigEndian.PutUint32(b[12:], 2); return b })
+	edit("unknown flag", func(b []byte) []byte { b[13] |= 2; return b })
+	edit("count beyond the bytes", func(b []byte) []byte { binary.BigEndian.PutUint32(b[14:], 1000); return b })
+	edit("count short of the bytes", func(b []byte) []byte { binary.BigEndian.PutUint32(b[14:], 2); return b })
 	edit("negative producer id", func(b []byte) []byte { b[p0] = 0x80; return b })
 	edit("negative producer epoch", func(b []byte) []byte { b[p0+8] = 0x80; return b })
 	edit("no batches", func(b []byte) []byte { b[p0+10] = 0; return b })
@@ -153,7 +158,7 @@ func TestProducerSnapshotChecks(t *testing.T) {
 // snapshot error, and what it accepts encodes back to the same bytes.
 func FuzzProducerSnapshot(f *testing.F) {
 	f.Add(encodeProducerSnapshot(&producerSnapshot{lastEpoch: -1}))
-	snap := &producerSnapshot{offset: 100, lastEpoch: 3, producers: []producerEntry{
+	snap := &producerSnapshot{offset: 100, lastEpoch: 3, partial: true, producers: []producerEntry{
 		{id: 7, epoch: 1, n: 2, batches: [producerBatches]producerBatch{
 			{firstSeq: 0, lastSeq: 1, baseOffset: 10, lastOffset: 11, logAppendTime: -1},
 			{firstSeq: 2, lastSeq: 2, baseOffset: 50, lastOffset: 50, logAppendTime: 1_700_000_000_000},
