@@ -141,8 +141,8 @@ func TestProducerSnapshotAtRoll(t *testing.T) {
 		if got := loaded(snap); !reflect.DeepEqual(got, want) {
 			t.Fatalf("snapshot at %d:\n got %+v\nwant %+v", x, got, want)
 		}
-		if snap.lastEpoch != h.epochs[x] {
-			t.Fatalf("snapshot at %d names epoch %d, the batch before it has %d", x, snap.lastEpoch, h.epochs[x])
+		if snap.lastEpoch != h.epochs[x] || snap.partial {
+			t.Fatalf("snapshot at %d names epoch %d (partial %v), the batch before it has %d", x, snap.lastEpoch, snap.partial, h.epochs[x])
 		}
 	}
 
@@ -345,5 +345,23 @@ func TestProducerSnapshotsFollowTheLog(t *testing.T) {
 	snap, _ := readSnapshot(t, dir, kept[0])
 	if got := dumpState(ld.s); !reflect.DeepEqual(got, loaded(snap)) {
 		t.Fatalf("state after a reset:\n got %+v\nwant %+v", got, loaded(snap))
+	}
+	// What is computed from there on lacks the history between that
+	// snapshot and the log start, and says so.
+	h.write(t, ld, []int64{6}, 60)
+	if err := ps.snapshotSealed(); err != nil {
+		t.Fatal(err)
+	}
+	after := snapshotFiles(t, dir)
+	if len(after) < 2 {
+		t.Fatalf("no snapshot written after the reset: %v", after)
+	}
+	for _, off := range after[1:] {
+		if snap, _ := readSnapshot(t, dir, off); !snap.partial {
+			t.Fatalf("the snapshot at %d, computed after a reset, is not marked partial", off)
+		}
+	}
+	if exact, err := ps.exactAt(); err != nil || exact {
+		t.Fatalf("partial snapshots claim the exact state: %v, %v", exact, err)
 	}
 }
