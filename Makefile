@@ -72,7 +72,7 @@ bench: ## engine benchmarks beside this machine's raw sequential write speed
 	$(GO) test -run '^$$' -bench Read -benchmem -benchtime $(BENCHTIME) ./hotlog/
 
 fuzz: ## run each fuzz target for FUZZTIME (default 30s); new findings land in testdata
-	@for pkg in ./record/ ./hotlog/; do \
+	@for pkg in ./record/ ./hotlog/ ./tiering/ ./broker/; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; \
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \

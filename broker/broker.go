@@ -147,6 +147,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	b.goLoop(b.reconcileLoop)
 	b.goLoop(b.housekeepingLoop)
 	b.goLoop(b.tierLoop)
+	b.goLoop(b.producerSnapshotLoop)
 	b.goLoop(b.controllerLoop)
 	ok = true
 	return b, nil

@@ -36,6 +36,11 @@ const (
 	ReasonOutOfOrderSequence Reason = "OUT_OF_ORDER_SEQUENCE"
 	// A newer instance of an idempotent producer has fenced this one.
 	ReasonInvalidProducerEpoch Reason = "INVALID_PRODUCER_EPOCH"
+	// The partition does not know the batch's idempotent producer and the
+	// batch does not start at sequence 0. Not retriable as it is: resent
+	// unchanged it is refused again. The producer recovers by starting its
+	// sequences again under a new epoch (KIP-360), which is a new request.
+	ReasonUnknownProducerID Reason = "UNKNOWN_PRODUCER_ID"
 	// An acks=all batch was written, but the ISR fell below
 	// min.insync.replicas before it committed: retriable, and a retry may
 	// write it twice unless the producer is idempotent.

@@ -120,6 +120,7 @@ func openPartition(s replicaSpec) (*partition, error) {
 		return nil, err
 	}
 	p.log = l
+	p.producers.attach(l, opts.Logger)
 	p.mu.rs = newReplicaState(s.self, s.cfg.MinInsyncReplicas, s.lagMax)
 	if s.onDurable == nil {
 		go p.advancer()

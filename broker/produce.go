@@ -12,7 +12,9 @@ package broker
 // idempotent producer (with a producer id) is then checked against what the
 // producer wrote before (producers.go): a resend of one of its last batches
 // is answered with that batch's offsets and Duplicate set, writing nothing; a
-// gap is OUT_OF_ORDER_SEQUENCE, a fenced epoch INVALID_PRODUCER_EPOCH. Then
+// gap is OUT_OF_ORDER_SEQUENCE, a fenced epoch INVALID_PRODUCER_EPOCH, a
+// producer the partition does not know UNKNOWN_PRODUCER_ID unless its batch
+// starts at sequence 0. Then
 // the batch gets its offsets (and, under LogAppendTime, the broker's clock)
 // in its header and is appended. acks=none returns once it is written,
 // acks=leader once the flush policy is met, acks=all once the high watermark

@@ -11,9 +11,13 @@ package broker
 // and last offset. The leader checks a batch before appending it
 // (checkLocked), in this order:
 //   - an id, epoch or sequence out of range: INVALID_REQUEST;
-//   - a producer it does not know: accepted at any sequence. It is new, or
-//     its state was lost (batches beyond the window rebuilt at open, or
-//     forgotten to bound memory); refusing it would wedge it for good;
+//   - a producer it does not know: accepted only at sequence 0 (a new
+//     producer's first batch, or one starting again under a new epoch);
+//     else UNKNOWN_PRODUCER_ID. The partition never saw the producer's
+//     first batches or forgot it (to bound memory, or with its log), so a
+//     resend of a batch written before cannot be told from a gap; the
+//     producer starts its sequences again under its next epoch (Kafka's
+//     KIP-360);
 //   - an epoch older than the producer's: INVALID_PRODUCER_EPOCH (a newer
 //     instance fenced it); a newer epoch starts over at sequence 0;
 //   - the same sequence range as a remembered batch: a duplicate, answered
@@ -23,24 +27,27 @@ package broker
 // Every replica records each batch it appends (record), so a follower that
 // becomes leader knows what its predecessor wrote.
 //
-// The state is not checkpointed: it is rebuilt from the batch headers of the
-// log's tail (the last producerRebuildBytes) the first time a leader checks a
-// batch. A retry older than that window, or from a producer forgotten since,
-// is not recognised; at 64 MiB the window holds far more than the batches a
-// producer has in flight. Memory is bounded by maxProducers per partition:
-// past it, the producer seen least recently is forgotten.
+// The state is snapshotted at every segment roll (producer_snapshot_files.go)
+// and, in the cold tier, with every uploaded segment (producer_cold.go). A
+// leader without the state in memory (it just opened the partition, or its
+// log was truncated or reset) rebuilds it the first time it checks a batch:
+// the newest snapshot at or below the log end, then the headers of the
+// batches from there to the end, at most a segment or so. A retry is
+// recognised however long ago the producer's last batch was written, as
+// long as the producer is remembered. Memory is bounded by maxProducers per
+// partition: past it, the producer seen least recently is forgotten.
 //
-// Lock order: producerState.mu, then the log's locks (the leader appends
-// while holding it).
+// Lock order: producerState.mu, then producerSnapshots.mu, then the log's
+// locks (the leader appends while holding it).
 
 import (
 	"container/list"
 	"context"
-	"errors"
-	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/record"
@@ -53,9 +60,6 @@ const (
 	producerBatches = 5
 	// maxProducers bounds the producers a partition remembers.
 	maxProducers = 10_000
-	// producerRebuildBytes is how much of a log's tail the state is rebuilt
-	// from.
-	producerRebuildBytes = 64 << 20
 )
 
 // InitProducer gives an idempotent producer its identity: an id no other
@@ -113,13 +117,36 @@ type producerState struct {
 		built     bool
 		producers map[int64]*list.Element // of *producerEntry
 		lru       list.List               // most recently seen first
+		// next is the offset after the last batch the state reflects: a
+		// batch below it is in the state already.
+		next int64
 	}
+	// snaps are the partition's snapshot files, set when its log opens
+	// (attach).
+	snaps atomic.Pointer[producerSnapshots]
 }
 
 func newProducerState() *producerState {
 	s := &producerState{}
 	s.mu.producers = make(map[int64]*list.Element)
 	return s
+}
+
+// attach gives the state its partition's log, whose directory holds the
+// snapshots, once the log is open and before any other use; snapshots the
+// log does not back (above its end) are deleted.
+func (s *producerState) attach(l *hotlog.Log, logger *slog.Logger) {
+	s.snaps.Store(openProducerSnapshots(l, logger))
+}
+
+// files returns the snapshot files of l, attaching them first if that was
+// not done (a state used without a partition, in tests).
+func (s *producerState) files(l *hotlog.Log) *producerSnapshots {
+	if ps := s.snaps.Load(); ps != nil {
+		return ps
+	}
+	s.snaps.CompareAndSwap(nil, openProducerSnapshots(l, slog.Default()))
+	return s.snaps.Load()
 }
 
 // record notes a batch appended to the log, with its offsets assigned.
@@ -134,75 +161,82 @@ func (s *producerState) record(b record.Batch) {
 
 // reset forgets everything: the state is rebuilt from the log before the
 // next check. Call it after the log lost its tail (truncated to a new
-// leader's, or reset to a new start), which may hold remembered batches.
+// leader's, or reset to a new start), which may hold remembered batches;
+// it also deletes the snapshots that describe what the log lost.
 func (s *producerState) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clearLocked()
+	if ps := s.snaps.Load(); ps != nil {
+		if err := ps.prune(); err != nil {
+			ps.logger.Warn("pruning producer snapshots after a truncation failed", "dir", ps.dir, "err", err)
+		}
+	}
 }
 
 func (s *producerState) clearLocked() {
 	clear(s.mu.producers)
 	s.mu.lru.Init()
 	s.mu.built = false
+	s.mu.next = 0
 }
 
-// rebuild replaces the state with what the headers of the last maxBytes of
-// l say (whole segments, then an offset estimated in proportion to size in
-// the segment where the window starts). On error the state is left
-// unbuilt, to be rebuilt at the next check.
-func (s *producerState) rebuild(l *hotlog.Log, maxBytes int64) error {
+// rebuild replaces the state with the state at l's end: its newest
+// snapshot at or below the end, then the headers of the batches from there.
+// On error the state is left unbuilt, to be rebuilt at the next check.
+func (s *producerState) rebuild(l *hotlog.Log) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rebuildLocked(l, maxBytes)
+	return s.rebuildLocked(l)
 }
 
-func (s *producerState) rebuildLocked(l *hotlog.Log, maxBytes int64) error {
+func (s *producerState) rebuildLocked(l *hotlog.Log) error {
 	s.clearLocked()
-	end := l.LogEndOffset()
-	for off := max(tailStart(l.Segments(), maxBytes), l.LogStartOffset()); off < end; {
-		rr, err := l.Read(off, 1<<20, end)
-		var re *hotlog.RangeError
-		if errors.As(err, &re) && off < re.LogStart {
-			off = re.LogStart // retention moved the start meanwhile
-			continue
-		}
-		if err != nil {
-			s.clearLocked()
-			return fmt.Errorf("broker: rebuilding producer state from %s at offset %d: %w", l.Dir(), off, err)
-		}
-		if len(rr.Data) == 0 {
-			break
-		}
-		for data := rr.Data; len(data) > 0; {
-			b, rest, err := record.Next(data)
-			if err != nil {
-				s.clearLocked()
-				return fmt.Errorf("broker: rebuilding producer state from %s near offset %d: %w", l.Dir(), off, err)
-			}
-			s.recordLocked(b)
-			data = rest
-		}
-		off = rr.NextOffset
+	if _, _, err := s.files(l).buildInto(s, l.LogEndOffset()); err != nil {
+		s.clearLocked()
+		return err
 	}
 	s.mu.built = true
 	return nil
 }
 
-// tailStart is the offset where the last maxBytes of a log begin.
-func tailStart(segs []hotlog.SegmentInfo, maxBytes int64) int64 {
-	start := int64(0)
-	for i := len(segs) - 1; i >= 0; i-- {
-		seg := segs[i]
-		if seg.Size <= maxBytes {
-			maxBytes -= seg.Size
-			start = seg.BaseOffset
-			continue
-		}
-		skip := float64(seg.Size-maxBytes) / float64(seg.Size)
-		return seg.BaseOffset + int64(skip*float64(seg.LastOffset-seg.BaseOffset+1))
+// snapshotSealed writes the snapshots the log's sealed segments lack (see
+// producerSnapshots.snapshotSealed); nothing before attach.
+func (s *producerState) snapshotSealed() error {
+	if ps := s.snaps.Load(); ps != nil {
+		return ps.snapshotSealed()
 	}
-	return start
+	return nil
+}
+
+// snapshotLocked copies the state into a snapshot at offset, producers
+// least recently seen first.
+func (s *producerState) snapshotLocked(offset int64, lastEpoch int32) *producerSnapshot {
+	snap := &producerSnapshot{offset: offset, lastEpoch: lastEpoch, producers: make([]producerEntry, 0, len(s.mu.producers))}
+	for el := s.mu.lru.Back(); el != nil; el = el.Prev() {
+		e := el.Value.(*producerEntry)
+		c := producerEntry{id: e.id, epoch: e.epoch, n: e.n}
+		for i := range e.n {
+			c.batches[i] = e.batches[(e.head+i)%producerBatches]
+		}
+		snap.producers = append(snap.producers, c)
+	}
+	return snap
+}
+
+// loadLocked replaces the state with a snapshot's (keeping the most
+// recently seen maxProducers, should it hold more).
+func (s *producerState) loadLocked(snap *producerSnapshot) {
+	clear(s.mu.producers)
+	s.mu.lru.Init()
+	ps := snap.producers
+	if len(ps) > maxProducers {
+		ps = ps[len(ps)-maxProducers:]
+	}
+	for i := range ps {
+		e := ps[i]
+		s.mu.producers[e.id] = s.mu.lru.PushFront(&e)
+	}
 }
 
 // ensureBuiltLocked rebuilds the state from l unless it is built.
@@ -210,15 +244,16 @@ func (s *producerState) ensureBuiltLocked(l *hotlog.Log) error {
 	if s.mu.built {
 		return nil
 	}
-	return s.rebuildLocked(l, producerRebuildBytes)
+	return s.rebuildLocked(l)
 }
 
 // recordLocked notes an appended batch.
 func (s *producerState) recordLocked(b record.Batch) {
 	id := b.ProducerID()
-	if id == record.NoProducerID {
+	if id == record.NoProducerID || b.BaseOffset() < s.mu.next {
 		return
 	}
+	s.mu.next = b.NextOffset()
 	var e *producerEntry
 	if el, ok := s.mu.producers[id]; ok {
 		s.mu.lru.MoveToFront(el)
@@ -258,6 +293,10 @@ func (s *producerState) checkLocked(b record.Batch) (dup *producerBatch, refusal
 	}
 	el, ok := s.mu.producers[id]
 	if !ok {
+		if first != 0 {
+			return nil, refuse(ReasonUnknownProducerID, nil, "producer %d (epoch %d) is not known here and its batch starts at sequence %d, not 0", id, epoch, first).
+				with("producer_id", itoa(id)).with("producer_epoch", itoa(int64(epoch))).with("sequence", strconv.Itoa(int(first)))
+		}
 		return nil, nil
 	}
 	e := el.Value.(*producerEntry)

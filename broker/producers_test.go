@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"reflect"
 	"testing"
@@ -32,17 +34,41 @@ type leader struct {
 	t *testing.T
 	s *producerState
 	l *hotlog.Log
+	// epoch is the leader epoch appends carry.
+	epoch int32
 }
 
 func newLeader(t *testing.T, cfg hotlog.Config) *leader {
+	ld := &leader{t: t, s: newProducerState()}
+	ld.l = openTestLog(t, t.TempDir(), cfg)
+	return ld
+}
+
+func openTestLog(t *testing.T, dir string, cfg hotlog.Config) *hotlog.Log {
+	t.Helper()
 	opts := hotlog.DefaultOptions()
 	opts.Config = cfg
-	l, err := hotlog.Open(t.TempDir(), opts)
+	opts.Logger = quietLogger()
+	l, err := hotlog.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return &leader{t: t, s: newProducerState(), l: l}
+	return l
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// restart closes the log and opens it again with a new, empty producer
+// state, as a broker restart does (openPartition attaches the state).
+func (ld *leader) restart() {
+	ld.t.Helper()
+	if err := ld.l.Close(); err != nil {
+		ld.t.Fatal(err)
+	}
+	ld.l = openTestLog(ld.t, ld.l.Dir(), ld.l.Config())
+	ld.s = newProducerState()
+	ld.s.attach(ld.l, quietLogger())
 }
 
 // send offers a batch as a produce would and returns where it went (dup
@@ -63,12 +89,30 @@ func (ld *leader) send(b record.Batch) (base, last int64, dup bool, refusal *Err
 			return orig.baseOffset, orig.lastOffset, true, nil
 		}
 	}
-	ar, err := ld.l.AppendUnflushed(b, 0)
+	ar, err := ld.l.AppendUnflushed(b, ld.epoch)
 	if err != nil {
 		ld.t.Fatal(err)
 	}
 	ld.s.recordLocked(b)
 	return ar.BaseOffset, ar.LastOffset, false, nil
+}
+
+// seed appends a batch and records it without checking it, as a follower
+// does with what its leader sent: for a producer the leader should know
+// from before, at any sequence.
+func (ld *leader) seed(b record.Batch) (base, last int64) {
+	ld.t.Helper()
+	ld.s.mu.Lock()
+	defer ld.s.mu.Unlock()
+	if err := ld.s.ensureBuiltLocked(ld.l); err != nil {
+		ld.t.Fatal(err)
+	}
+	ar, err := ld.l.AppendUnflushed(b, ld.epoch)
+	if err != nil {
+		ld.t.Fatal(err)
+	}
+	ld.s.recordLocked(b)
+	return ar.BaseOffset, ar.LastOffset
 }
 
 // accept sends a batch that must be written, and returns its offsets.
@@ -165,9 +209,16 @@ func mustBatch(t testing.TB, values ...string) record.Batch {
 func TestProducerSequenceRules(t *testing.T) {
 	ld := newLeader(t, hotlog.DefaultConfig())
 
-	// An unknown producer starts wherever it likes.
-	ld.accept(idemBatch(t, 2000, 0, 12345, 2))
+	// A producer the partition does not know is refused unless it starts
+	// at sequence 0, as a new one does, whatever its epoch.
+	r := ld.refused(idemBatch(t, 2000, 0, 12345, 2), ReasonUnknownProducerID)
+	if r.Retriable() || r.Meta["producer_id"] != "2000" || r.Meta["producer_epoch"] != "0" || r.Meta["sequence"] != "12345" {
+		t.Fatalf("unknown producer: %+v", r)
+	}
+	ld.refused(idemBatch(t, 2001, 3, 1, 1), ReasonUnknownProducerID)
 	ld.accept(idemBatch(t, 2001, 3, 0, 1))
+	// One it knows from before (a follower recorded it) continues.
+	ld.seed(idemBatch(t, 2000, 0, 12345, 2))
 
 	// A gap, and a batch from before the last one, change nothing.
 	ld.refused(idemBatch(t, 2000, 0, 12348, 1), ReasonOutOfOrderSequence)
@@ -176,7 +227,7 @@ func TestProducerSequenceRules(t *testing.T) {
 
 	// Epochs: an older one is fenced; a newer one starts again at 0, and
 	// the batches of the old epoch are forgotten.
-	r := ld.refused(idemBatch(t, 2001, 2, 1, 1), ReasonInvalidProducerEpoch)
+	r = ld.refused(idemBatch(t, 2001, 2, 1, 1), ReasonInvalidProducerEpoch)
 	if r.Retriable() || r.Meta["current_epoch"] != "3" || r.Meta["producer_epoch"] != "2" {
 		t.Fatalf("fenced epoch: %+v", r)
 	}
@@ -198,7 +249,7 @@ func TestProducerSequenceRules(t *testing.T) {
 // TestProducerSequenceWrap: sequences wrap from MaxInt32 to 0.
 func TestProducerSequenceWrap(t *testing.T) {
 	ld := newLeader(t, hotlog.DefaultConfig())
-	base, last := ld.accept(idemBatch(t, 3000, 0, math.MaxInt32-1, 3)) // MaxInt32-1, MaxInt32, 0
+	base, last := ld.seed(idemBatch(t, 3000, 0, math.MaxInt32-1, 3)) // MaxInt32-1, MaxInt32, 0
 	if got := dumpState(ld.s)[3000].batches[0].lastSeq; got != 0 {
 		t.Fatalf("last sequence %d, want 0", got)
 	}
@@ -219,7 +270,7 @@ func TestProducerSequenceWrap(t *testing.T) {
 
 // TestProducerRebuild: the state rebuilt from a real log, across segments
 // and with other writers' batches between, is the state the leader built
-// while appending; a smaller window knows only the producers in it.
+// while appending, with or without snapshots to start from.
 func TestProducerRebuild(t *testing.T) {
 	cfg := hotlog.DefaultConfig()
 	cfg.SegmentBytes = 4 << 10
@@ -243,22 +294,21 @@ func TestProducerRebuild(t *testing.T) {
 	want := dumpState(ld.s)
 
 	s := newProducerState()
-	if err := s.rebuild(ld.l, ld.l.Size()); err != nil {
+	if err := s.rebuild(ld.l); err != nil {
 		t.Fatal(err)
 	}
 	if got := dumpState(s); !reflect.DeepEqual(got, want) {
 		t.Fatalf("rebuilt state differs:\n got %+v\nwant %+v", got, want)
 	}
-
-	// The last 4 KiB (about 35 batches) hold only the two producers still
-	// writing at the tail.
-	small := newProducerState()
-	if err := small.rebuild(ld.l, 4<<10); err != nil {
+	if err := s.snapshotSealed(); err != nil {
 		t.Fatal(err)
 	}
-	got := dumpState(small)
-	if len(got) != 2 || !reflect.DeepEqual(got[1000], want[1000]) || !reflect.DeepEqual(got[1001], want[1001]) {
-		t.Fatalf("state from the last 4 KiB: %+v", got)
+	s = newProducerState()
+	if err := s.rebuild(ld.l); err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpState(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("state rebuilt from snapshots differs:\n got %+v\nwant %+v", got, want)
 	}
 
 	// reset forgets everything until the next check rebuilds it.
@@ -302,26 +352,5 @@ func TestProducerLRU(t *testing.T) {
 	}
 	if _, ok := got[0]; !ok {
 		t.Fatal("a producer seen again was forgotten")
-	}
-}
-
-func TestTailStart(t *testing.T) {
-	segs := []hotlog.SegmentInfo{
-		{BaseOffset: 0, LastOffset: 99, Size: 1000},
-		{BaseOffset: 100, LastOffset: 199, Size: 1000},
-		{BaseOffset: 200, LastOffset: 209, Size: 100},
-	}
-	for _, c := range []struct {
-		max  int64
-		want int64
-	}{
-		{50, 205}, {100, 200}, {600, 150}, {1100, 100}, {2100, 0}, {1 << 30, 0},
-	} {
-		if got := tailStart(segs, c.max); got != c.want {
-			t.Errorf("tailStart(%d) = %d, want %d", c.max, got, c.want)
-		}
-	}
-	if got := tailStart(nil, 100); got != 0 {
-		t.Errorf("tailStart of no segments = %d", got)
 	}
 }

@@ -125,6 +125,9 @@ type simulation struct {
 	logger   *slog.Logger
 	failure  error
 	settled  bool
+	// coldSegments is how many segments the cold tier held when the
+	// cluster settled.
+	coldSegments int
 	// headCache is the manifest head last read, under headETag.
 	headCache *tiering.Head
 	headETag  string
@@ -533,6 +536,12 @@ func (s *simulation) checkSettled() {
 			return
 		}
 	}
+	// And the cold tier has every sealed segment the leader may upload.
+	h, err := s.head()
+	if err != nil || h == nil || len(tiering.PendingUploads(l.p.log, h, l.p.log.HighWatermark())) > 0 {
+		return
+	}
+	s.coldSegments, _ = h.Stats()
 	s.settled = true
 }
 
@@ -1451,7 +1460,7 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	var acked, reads, faults, storms int
+	var acked, reads, faults, storms, cold int
 	for seed := first; seed < first+seeds; seed++ {
 		s, err := runSeed(t, simOptions{seed: seed})
 		if err != nil {
@@ -1461,12 +1470,13 @@ func TestSimulation(t *testing.T) {
 		acked += len(s.hist.acked)
 		reads += s.hist.reads
 		faults += len(s.faults)
+		cold += s.coldSegments
 		if s.storm {
 			storms++
 		}
 	}
-	t.Logf("%d seeds (%d stormy) in %v: %d faults, %d acknowledged records, %d records read back during the runs",
-		seeds, storms, time.Since(start).Round(time.Millisecond), faults, acked, reads)
+	t.Logf("%d seeds (%d stormy) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers",
+		seeds, storms, time.Since(start).Round(time.Millisecond), faults, acked, reads, cold)
 }
 
 // simSeeds is how many seeds TestSimulation runs by default.

@@ -259,7 +259,7 @@ func (p *partition) tierPassErr(ctx context.Context, env tierEnv, now time.Time)
 	for {
 		// Only what the in-sync replicas all have goes to the cold tier:
 		// every broker reads it as committed.
-		uploaded, err := tiering.UploadNext(ctx, c, p.log, p.log.HighWatermark(), topicCfg, partitions)
+		uploaded, err := tiering.UploadNext(ctx, c, p.uploadLog(), p.log.HighWatermark(), topicCfg, partitions)
 		p.publishTier(c.Head())
 		if err != nil {
 			return err
@@ -397,7 +397,12 @@ func (p *partition) align(ctx context.Context, c *tiering.Committer, logger *slo
 			return err
 		}
 	}
-	return nil
+	// Producer state the local log cannot give (it was reset, or its
+	// snapshots are partial) comes from the cold tier. Nothing is served
+	// before this returns: the partition is not aligned yet.
+	p.mu.Unlock()
+	defer p.mu.Lock()
+	return p.coldProducerState(ctx, c.Store(), h, logger)
 }
 
 // topicRecord is what a manifest records of its topic, for restore.

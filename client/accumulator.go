@@ -43,9 +43,24 @@ type batch struct {
 	bytes int64 // buffer bytes (limiter) to give back when done
 	done  chan struct{}
 	// stamped says the batch carries identity and a sequence number
-	// (idempotence): set when it is first sent, fixed from then on.
+	// (idempotence): set when it is first sent, fixed from then on unless
+	// the leader refuses the sequence and the producer moves to a new
+	// epoch (idempotence.go). refused says the last answer was such a
+	// refusal, so the batch is known not to be written. All three are
+	// guarded by the partition's partQueue.mu once the batch is in flight,
+	// since the other batches of the partition read them.
 	stamped  bool
 	identity identity
+	refused  bool
+	// stampNo orders the partition's batches by when they were stamped,
+	// which is the order of their sequence numbers: with more than one in
+	// flight it may differ from the order they were taken in.
+	stampNo uint64
+	// afterAcks says that when the batch was last sent, every batch
+	// numbered before it under its identity was acknowledged: a refusal
+	// of its sequence then cannot be an earlier batch's doing (requests in
+	// flight together reach the leader in any order).
+	afterAcks bool
 }
 
 // partQueue is one partition's batches.
@@ -62,6 +77,29 @@ type partQueue struct {
 		queued   []*batch
 		inflight []*batch
 		seq      sequence // for the next batch stamped (idempotence)
+		stamps   uint64   // batches stamped, for batch.stampNo
+		// seqChanged is closed (and replaced) when a batch in flight is
+		// answered, refused or stamped again: what a batch waiting to be
+		// re-sequenced waits for. nil until first needed.
+		seqChanged chan struct{}
+	}
+}
+
+// seqChangedLocked returns the channel that the next change of the
+// partition's batches in flight closes.
+func (pq *partQueue) seqChangedLocked() <-chan struct{} {
+	if pq.mu.seqChanged == nil {
+		pq.mu.seqChanged = make(chan struct{})
+	}
+	return pq.mu.seqChanged
+}
+
+// notifySeqLocked wakes the batches waiting for a change of the
+// partition's batches in flight.
+func (pq *partQueue) notifySeqLocked() {
+	if pq.mu.seqChanged != nil {
+		close(pq.mu.seqChanged)
+		pq.mu.seqChanged = nil
 	}
 }
 
@@ -272,6 +310,7 @@ func (a *accumulator) finish(pq *partQueue, b *batch) {
 		pq.mu.Lock()
 		if i := slices.Index(pq.mu.inflight, b); i >= 0 {
 			pq.mu.inflight = slices.Delete(pq.mu.inflight, i, i+1)
+			pq.notifySeqLocked()
 		}
 		pq.mu.Unlock()
 	}

@@ -133,6 +133,13 @@ var (
 	// ErrInvalidProducerEpoch: a newer instance of the idempotent producer
 	// has fenced this one.
 	ErrInvalidProducerEpoch = sentinel(codes.FailedPrecondition, "INVALID_PRODUCER_EPOCH", false)
+	// ErrUnknownProducerID: the partition does not know the idempotent
+	// producer (metadata "producer_id", "producer_epoch", "sequence") and
+	// the batch does not start at sequence 0; nothing was written. Not
+	// retriable as sent: the Producer recovers on its own by starting its
+	// sequences again under its next epoch (see WithIdempotence), so a
+	// caller sees this only from its own requests.
+	ErrUnknownProducerID = sentinel(codes.FailedPrecondition, "UNKNOWN_PRODUCER_ID", false)
 	// ErrNotEnoughReplicasAfterAppend: an acks=all batch was written but
 	// the in-sync replicas fell below min.insync.replicas before it
 	// committed, so it was not acknowledged. Retriable; a retry may write

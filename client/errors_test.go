@@ -42,6 +42,7 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_CORRUPT_DATA:           {ErrCorruptData, codes.DataLoss, false},
 	stratav1.ErrorReason_ERROR_REASON_OUT_OF_ORDER_SEQUENCE:  {ErrOutOfOrderSequence, codes.FailedPrecondition, true},
 	stratav1.ErrorReason_ERROR_REASON_INVALID_PRODUCER_EPOCH: {ErrInvalidProducerEpoch, codes.FailedPrecondition, false},
+	stratav1.ErrorReason_ERROR_REASON_UNKNOWN_PRODUCER_ID:    {ErrUnknownProducerID, codes.FailedPrecondition, false},
 
 	stratav1.ErrorReason_ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND: {ErrNotEnoughReplicasAfterAppend, codes.Unavailable, true},
 }

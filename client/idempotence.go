@@ -13,6 +13,25 @@ package client
 // doubt (the leader may or may not have written it, and the next batch would
 // either follow it or leave a gap), so the producer drops its id and takes a
 // new one, whose sequences start again at 0, for the batches it sends next.
+//
+// A leader that does not expect the batch's sequence (OUT_OF_ORDER_SEQUENCE:
+// it lost batches it had acknowledged, say acks=leader and a failover) or
+// does not know the producer (UNKNOWN_PRODUCER_ID: it forgot it) wrote
+// nothing, and would refuse the same bytes again until the delivery timeout.
+// The producer recovers as Kafka's does (KIP-360). When every batch of the
+// partition numbered before the refused one had been acknowledged when it
+// was sent (so the gap is not an earlier batch still on its way: requests
+// in flight together reach the leader in any order), the producer moves to
+// its next epoch without asking the cluster (to a new producer id once the
+// epoch is at its limit), and every partition starts its sequences again
+// at 0 under it. A partition moves to the new identity only once none of
+// its batches can still be written under the old one (each was answered,
+// or refused): a batch whose answer was lost is resent as it was, so the
+// leader can still recognise it, and is never numbered again. Then its
+// refused batches are numbered again in their order and resent at once,
+// and its new batches follow. Any other refused batch is resent unchanged
+// after the usual backoff: the gap may be an earlier batch, which may yet
+// land.
 
 import (
 	"context"
@@ -49,31 +68,137 @@ type initCall struct {
 
 // sequence is what a partition's next batch is stamped with.
 type sequence struct {
-	producer int64 // the id next counts for
-	next     int32
+	ident identity // the identity next counts for
+	next  int32
 }
 
-// stamp gives a batch, the first time it is sent, the producer's identity
-// and the partition's next sequence number. It does nothing without
-// idempotence or for a batch stamped before.
+// stamp readies a batch's producer fields before each send: the first
+// time, the producer's identity and the partition's next sequence number;
+// after a refusal of its sequence under an identity the producer has since
+// left, the current identity and a new number; otherwise (its outcome is
+// unknown, or it was refused under the current identity) nothing changes.
+// It waits while the partition's other batches must go first (see the top
+// of this file). It does nothing without idempotence.
 func (p *Producer) stamp(ctx context.Context, pq *partQueue, b *batch) error {
-	if !p.cfg.idempotent || b.stamped {
+	if !p.cfg.idempotent {
 		return nil
 	}
-	id, err := p.identity(ctx)
-	if err != nil {
-		return err
-	}
 	pq.mu.Lock()
-	if pq.mu.seq.producer != id.id {
-		pq.mu.seq = sequence{producer: id.id}
+	if b.stamped && !b.refused {
+		pq.mu.Unlock()
+		return nil // the same bytes again: the leader may have written them
+	}
+	pq.mu.Unlock()
+	for {
+		cur, err := p.identity(ctx)
+		if err != nil {
+			return err
+		}
+		pq.mu.Lock()
+		ok := pq.stampLocked(b, cur)
+		changed := pq.seqChangedLocked()
+		pq.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return newError(codes.DeadlineExceeded, "", true, "waiting for earlier batches of %s before numbering a batch again: %v", b.tp, ctx.Err())
+		}
+	}
+}
+
+// stampLocked stamps b for cur if it may: it reports false when b must
+// wait for other batches of its partition.
+func (pq *partQueue) stampLocked(b *batch, cur identity) bool {
+	if b.stamped && (!b.refused || b.identity == cur) {
+		// Unknown outcome, or refused under the current identity because
+		// of an earlier batch: the same bytes again.
+		b.refused, b.afterAcks = false, pq.afterAcksLocked(b)
+		return true
+	}
+	// b takes cur: it is new, or was refused under an identity the
+	// producer has left.
+	for _, x := range pq.mu.inflight {
+		if x == b || !x.stamped || x.identity == cur {
+			continue
+		}
+		if !x.refused && pq.mu.seq.ident != cur {
+			// x may still be written under its identity: until it is
+			// answered the partition stays there, or cur would fence it.
+			return false
+		}
+		if x.refused && (!b.stamped || x.stampNo < b.stampNo) {
+			return false // x came first: it is numbered first
+		}
+	}
+	if pq.mu.seq.ident != cur {
+		pq.mu.seq = sequence{ident: cur}
 	}
 	seq := pq.mu.seq.next
 	pq.mu.seq.next = addSequence(seq, int32(len(b.recs)))
+	b.data.SetProducer(cur.id, cur.epoch, seq)
+	pq.mu.stamps++
+	b.stamped, b.identity, b.refused, b.stampNo = true, cur, false, pq.mu.stamps
+	b.afterAcks = pq.afterAcksLocked(b)
+	pq.notifySeqLocked()
+	return true
+}
+
+// afterAcksLocked reports whether every batch of the partition numbered
+// before b under b's identity is acknowledged (gone from those in flight).
+func (pq *partQueue) afterAcksLocked(b *batch) bool {
+	for _, x := range pq.mu.inflight {
+		if x != b && x.stamped && x.identity == b.identity && x.stampNo < b.stampNo {
+			return false
+		}
+	}
+	return true
+}
+
+// sequenceRefused is told that the leader refused b's sequence
+// (OUT_OF_ORDER_SEQUENCE or UNKNOWN_PRODUCER_ID), so nothing was written.
+// When every batch of the partition numbered before b under the same
+// identity had been acknowledged when b was sent, the gap is not theirs:
+// the leader lost or forgot what the producer wrote, and the producer
+// moves to its next epoch. It reports whether b is to be numbered again
+// under another identity.
+func (p *Producer) sequenceRefused(pq *partQueue, b *batch) (renumber bool) {
+	pq.mu.Lock()
+	b.refused = true
+	// Unless every batch numbered before b was acknowledged when b was
+	// sent, the gap may be one of theirs (even one refused too: it may
+	// have gone before one still earlier), and resending b in turn fills
+	// it.
+	lost := b.afterAcks
+	from := b.identity
+	pq.notifySeqLocked()
 	pq.mu.Unlock()
-	b.data.SetProducer(id.id, id.epoch, seq)
-	b.stamped, b.identity = true, id
-	return nil
+	if lost {
+		p.bumpEpoch(from)
+	}
+	p.idem.mu.Lock()
+	defer p.idem.mu.Unlock()
+	return p.idem.cur != from
+}
+
+// bumpEpoch moves the producer from identity from to its next epoch, or,
+// at the epoch's limit, to no identity (the next stamp asks for a new
+// producer id). Nothing happens if it has left from already.
+func (p *Producer) bumpEpoch(from identity) {
+	p.idem.mu.Lock()
+	defer p.idem.mu.Unlock()
+	if p.idem.cur != from {
+		return
+	}
+	if from.epoch == math.MaxInt16 {
+		p.idem.cur = noIdentity
+		p.log.Info("strata: the producer epoch is at its limit; the producer takes a new producer id", "producer_id", from.id)
+		return
+	}
+	p.idem.cur.epoch++
+	p.log.Info("strata: a leader refused the producer's sequence; the producer moves to its next epoch", "producer_id", from.id, "epoch", p.idem.cur.epoch)
 }
 
 // abandon is told that a batch failed for good (or was given up): if it

@@ -317,7 +317,8 @@ func (p *Producer) waitBatch(pq *partQueue, timer *time.Timer) *batch {
 // is written, its records' contexts end, the retries run out or the
 // delivery timeout passes, then gives every record its answer. With
 // idempotence the batch is stamped before it is first sent, and resent as
-// stamped.
+// stamped; a refusal of its sequence moves it to the producer's next epoch
+// (idempotence.go), and it is resent at once.
 func (p *Producer) send(pq *partQueue, b *batch) {
 	op := "produce to " + b.tp.String()
 	if err := p.acc.encode(b); err != nil {
@@ -326,6 +327,7 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 	}
 	deadline := b.created.Add(p.cfg.deliveryTimeout)
 	var last error
+	renumbered, renumberedBefore := false, false
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if p.cfg.retries >= 0 && attempt > p.cfg.retries {
@@ -333,8 +335,12 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 				return
 			}
 			// A NOT_LEADER that named the new leader was applied to the
-			// metadata: go there at once, the first time.
-			if !(attempt == 1 && errors.Is(last, ErrNotLeader)) {
+			// metadata: go there at once, the first time. A batch numbered
+			// again under a new epoch goes at once too, unless that did
+			// not help the time before.
+			now := (attempt == 1 && errors.Is(last, ErrNotLeader)) || (renumbered && !renumberedBefore)
+			renumberedBefore, renumbered = renumbered, false
+			if !now {
 				d := p.cfg.backoff.delay(attempt-1, retryAfter(last))
 				if time.Now().Add(d).After(deadline) {
 					p.fail(pq, b, wrapOp(op, withLast(ErrDeliveryTimeout, last, "(%s) after %d attempts", p.cfg.deliveryTimeout, attempt)))
@@ -362,11 +368,15 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 			return
 		}
 		last = err
+		refused := p.cfg.idempotent && b.stamped && (errors.Is(err, ErrOutOfOrderSequence) || errors.Is(err, ErrUnknownProducerID))
+		if refused {
+			renumbered = p.sequenceRefused(pq, b)
+		}
 		switch {
 		case p.ctx.Err() != nil:
 			p.fail(pq, b, wrapOp(op, withLast(ErrClosed, last, "")))
 			return
-		case !IsRetriable(err):
+		case !refused && !IsRetriable(err):
 			p.fail(pq, b, wrapOp(op, err))
 			return
 		case !time.Now().Before(deadline):

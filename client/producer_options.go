@@ -167,20 +167,24 @@ func WithPartitioner(p Partitioner) ProducerOption {
 // over after replicating it) answers with the original offsets instead of
 // writing it again: every acknowledged record is in its partition once, as
 // long as the leader still knows the producer (its last 5 batches per
-// partition are remembered; a restarted broker rebuilds that from the last
-// 64 MiB of each log).
+// partition are remembered, up to 10,000 producers per partition; brokers
+// keep that across restarts, failovers and the cold tier).
 //
 // Some consequences. A batch is resent only whole, so a record whose
 // context ended is still sent again while other records of its batch wait.
 // When a batch fails for good after it was first sent, nobody knows whether
 // the leader wrote it, so the producer takes a new producer id for the
-// batches after it (a request to the controller). The leader refuses a batch
-// that leaves a gap (OUT_OF_ORDER_SEQUENCE, retried like other retriable
-// errors): with one batch in flight per partition (the default) that only
-// happens when the leader lost acknowledged batches (acks other than
-// ACKS_ALL, then a failover), and the batch fails at the delivery timeout;
-// with more in flight it also happens while an earlier batch is retried,
-// and resolves when that one lands.
+// batches after it (a request to the controller). A leader refuses a batch
+// that leaves a gap (OUT_OF_ORDER_SEQUENCE) or whose producer it does not
+// know and that does not start at sequence 0 (UNKNOWN_PRODUCER_ID): with
+// one batch in flight per partition (the default) that only happens when
+// the leader lost acknowledged batches (acks other than ACKS_ALL, then a
+// failover) or forgot the producer. The producer then moves to its next
+// epoch on its own, starts every partition's sequences again at 0 (each
+// once none of its batches can still be written under the old epoch) and
+// resends the refused batch at once; nothing that may have been written is
+// numbered again. With more batches in flight a gap also appears while an
+// earlier batch is retried, and resolves when that one lands.
 func WithIdempotence(on bool) ProducerOption {
 	return producerOption(func(c *producerConfig) { c.idempotent = on })
 }

@@ -40,6 +40,7 @@ var codeOf = map[broker.Reason]codes.Code{
 	// allow it now.
 	broker.ReasonOutOfOrderSequence:   codes.FailedPrecondition,
 	broker.ReasonInvalidProducerEpoch: codes.FailedPrecondition,
+	broker.ReasonUnknownProducerID:    codes.FailedPrecondition,
 
 	broker.ReasonNotEnoughReplicasAfterAppend: codes.Unavailable,
 }

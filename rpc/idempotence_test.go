@@ -1,14 +1,20 @@
 package rpc
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -103,7 +109,14 @@ func TestIdempotentProduce(t *testing.T) {
 	if _, err := tb.send(t, "idem", batchOf(t, "plain"), stratav1.Acks_ACKS_ALL); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tb.send(t, "idem", idemBatch(t, pid+1, 7, "other"), stratav1.Acks_ACKS_ALL); err != nil {
+	// A producer the partition does not know starts at sequence 0; at any
+	// other sequence it is refused, and nothing is written.
+	_, err = tb.send(t, "idem", idemBatch(t, pid+1, 7, "other"), stratav1.Acks_ACKS_ALL)
+	if code, info, _ := errorInfo(err); code != codes.FailedPrecondition || info == nil || info.Reason != "UNKNOWN_PRODUCER_ID" ||
+		info.Metadata["retriable"] != "false" || info.Metadata["producer_id"] != strconv.FormatInt(pid+1, 10) || info.Metadata["sequence"] != "7" {
+		t.Fatalf("unknown producer at sequence 7: %v", err)
+	}
+	if _, err := tb.send(t, "idem", idemBatch(t, pid+1, 0, "other"), stratav1.Acks_ACKS_ALL); err != nil {
 		t.Fatal(err)
 	}
 	second := idemBatch(t, pid, 2, "c")
@@ -141,6 +154,83 @@ func TestIdempotentProduce(t *testing.T) {
 		t.Fatalf("producer id %d after a restart; %d was handed out before", next, pid+1)
 	}
 	mustValues(t, tb.values(t, "idem"), append(want, "d")...)
+}
+
+// partitionDir is where a broker keeps a partition's log.
+func partitionDir(cfg config.Broker, topic *stratav1.TopicDescription, p int) string {
+	return filepath.Join(cfg.DataDir, "logs", topic.Name+"-"+topic.Id, strconv.Itoa(p))
+}
+
+// partitionFiles counts the segment and producer snapshot files of a
+// partition's log dir.
+func partitionFiles(t *testing.T, cfg config.Broker, topic *stratav1.TopicDescription, p int) (segments, snapshots int) {
+	t.Helper()
+	entries, err := os.ReadDir(partitionDir(cfg, topic, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".log":
+			segments++
+		case ".producers":
+			snapshots++
+		}
+	}
+	return segments, snapshots
+}
+
+// TestIdempotentRetryAfterRetentionAndRestart: a producer's batches, many
+// segments back and then deleted from the broker's disk by retention, are
+// still recognised when retried after the broker restarts: every sealed
+// segment got a producer snapshot, and the restarted leader rebuilds the
+// state from the newest.
+func TestIdempotentRetryAfterRetentionAndRestart(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	tb := startBroker(t, cfg)
+	topic := tb.createTopic(t, "far", 1, map[string]string{"segment.bytes": "16KiB"})
+	pid := initProducer(t, tb)
+	var early []record.Batch
+	var answers []*stratav1.ProduceResponse
+	for i := range 5 {
+		b := idemBatch(t, pid, int32(i), fmt.Sprintf("early-%d", i))
+		res, err := tb.send(t, "far", b, stratav1.Acks_ACKS_ALL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		early, answers = append(early, b), append(answers, res)
+	}
+	other := initProducer(t, tb)
+	for i := range 300 {
+		if _, err := tb.send(t, "far", idemBatch(t, other, int32(i), strings.Repeat("x", 600)), stratav1.Acks_ACKS_LEADER); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "a producer snapshot for every sealed segment", func() bool {
+		segs, snaps := partitionFiles(t, cfg, topic, 0)
+		return segs >= 10 && snaps == segs-1
+	})
+	// Total retention (there is no cold tier) now deletes the oldest
+	// segments, those of the early batches among them.
+	if _, err := tb.admin.AlterTopicConfig(testCtx(t), &stratav1.AlterTopicConfigRequest{Name: "far", Set: map[string]string{"retention.bytes": "48KiB"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "retention to delete the early batches", func() bool {
+		res, err := tb.fetch.ListOffsets(testCtx(t), &stratav1.ListOffsetsRequest{Topic: "far", Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_EARLIEST}})
+		return err == nil && res.Offset > answers[len(answers)-1].LastOffset
+	})
+
+	tb.stop(t)
+	tb = startBroker(t, cfg)
+	for i, b := range early {
+		res, err := tb.send(t, "far", b, stratav1.Acks_ACKS_ALL)
+		if err != nil || !res.Duplicate || res.BaseOffset != answers[i].BaseOffset {
+			t.Fatalf("retry of early batch %d after retention and a restart: %v %v, want the duplicate at %d", i, res, err, answers[i].BaseOffset)
+		}
+	}
+	if res, err := tb.send(t, "far", idemBatch(t, pid, 5, "next"), stratav1.Acks_ACKS_ALL); err != nil || res.Duplicate {
+		t.Fatalf("the producer's next batch: %v %v", res, err)
+	}
 }
 
 // TestIdempotentConcurrentCopies: copies of one batch sent at once are
@@ -205,5 +295,106 @@ func TestInitProducerNeedsTheController(t *testing.T) {
 	}
 	if id := initProducer(t, b2); id <= first {
 		t.Fatalf("producer id %d through broker 2, after %d", id, first)
+	}
+}
+
+// TestIdempotentRetryAfterFailover: a producer's batches, many segments
+// back and deleted by retention from every replica's disk, are recognised
+// when retried at the follower that takes over from a stopped leader: the
+// follower wrote producer snapshots for its own sealed segments and
+// rebuilds the state from them, and every replica's snapshots hold the
+// same state.
+func TestIdempotentRetryAfterFailover(t *testing.T) {
+	bs := threeBrokers(t)
+	ctx := testCtx(t)
+	createEverywhere(t, bs, "fo", 1, map[string]string{"replication.factor": "3", "min.insync.replicas": "2", "segment.bytes": "16KiB"})
+	waitForISR(t, bs[0], "fo", 0, 3)
+	d, err := bs[0].admin.DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: "fo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := byID(bs, d.Topic.Partitions[0].Metadata.Leader)
+	pid := initProducer(t, leader)
+	var early []record.Batch
+	var answers []*stratav1.ProduceResponse
+	for i := range 5 {
+		b := idemBatch(t, pid, int32(i), fmt.Sprintf("early-%d", i))
+		res, err := leader.send(t, "fo", b, stratav1.Acks_ACKS_ALL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		early, answers = append(early, b), append(answers, res)
+	}
+	other := initProducer(t, leader)
+	for i := range 200 {
+		if _, err := leader.send(t, "fo", idemBatch(t, other, int32(i), strings.Repeat("x", 600)), stratav1.Acks_ACKS_ALL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range bs {
+		waitUntil(t, fmt.Sprintf("broker %d's producer snapshots", b.ID()), func() bool {
+			segs, snaps := partitionFiles(t, b.cfg, d.Topic, 0)
+			return segs >= 6 && snaps == segs-1
+		})
+	}
+	// A snapshot depends on the log alone: replicas that have one at the
+	// same offset have the same bytes.
+	same := 0
+	entries, err := os.ReadDir(partitionDir(bs[0].cfg, d.Topic, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".producers" {
+			continue
+		}
+		var first []byte
+		for i, b := range bs {
+			data, err := os.ReadFile(filepath.Join(partitionDir(b.cfg, d.Topic, 0), e.Name()))
+			if err != nil {
+				t.Fatalf("broker %d has no snapshot %s: %v", b.ID(), e.Name(), err)
+			}
+			if i == 0 {
+				first = data
+			} else if !bytes.Equal(data, first) {
+				t.Fatalf("brokers %d and %d have different snapshots %s", bs[0].ID(), b.ID(), e.Name())
+			}
+		}
+		same++
+	}
+	if same < 5 {
+		t.Fatalf("only %d snapshots to compare", same)
+	}
+	if _, err := bs[0].admin.AlterTopicConfig(ctx, &stratav1.AlterTopicConfigRequest{Name: "fo", Set: map[string]string{"retention.bytes": "48KiB"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		waitUntil(t, fmt.Sprintf("retention on broker %d", b.ID()), func() bool {
+			return partitionState(t, b, "fo", 0).LocalStartOffset > answers[len(answers)-1].LastOffset
+		})
+	}
+
+	leader.stop(t)
+	var next *testBroker
+	waitUntil(t, "a new leader", func() bool {
+		for _, b := range bs {
+			if b != leader {
+				if id := partitionState(t, b, "fo", 0).Metadata.Leader; id > 0 && id != leader.ID() {
+					next = byID(bs, id)
+					return true
+				}
+			}
+		}
+		return false
+	})
+	for i, b := range early {
+		var res *stratav1.ProduceResponse
+		waitUntil(t, "the new leader to answer", func() bool {
+			res, err = next.send(t, "fo", b, stratav1.Acks_ACKS_ALL)
+			return reasonOf(err) != "NOT_LEADER" && reasonOf(err) != "LEADER_NOT_AVAILABLE" && reasonOf(err) != "NOT_ENOUGH_REPLICAS"
+		})
+		if err != nil || !res.Duplicate || res.BaseOffset != answers[i].BaseOffset {
+			t.Fatalf("retry of early batch %d at the new leader: %v %v, want the duplicate at %d", i, res, err, answers[i].BaseOffset)
+		}
 	}
 }

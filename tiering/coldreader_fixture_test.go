@@ -30,6 +30,10 @@ type coldFixture struct {
 	records []coldRecord
 	segs    []SegmentRef
 	next    int64
+	// producers is the producer snapshot the next segments carry; with
+	// version1 they are written as objects were before they carried one.
+	producers []byte
+	version1  bool
 }
 
 // coldBatch is one batch as encoded: where it went and its bytes.
@@ -115,11 +119,16 @@ func (f *coldFixture) addSegment(specs ...batchSpec) SegmentRef {
 	}
 	key := f.ref.newSegmentKey(base, 1)
 	var obj bytes.Buffer
-	tr, err := EncodeSegment(&obj, bytes.NewReader(local.Bytes()), int64(local.Len()), base, base)
+	tr, err := EncodeSegment(&obj, bytes.NewReader(local.Bytes()), int64(local.Len()), base, base, f.producers)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.store.Put(f.ctx, key, obj.Bytes(), objstore.WriteOptions{IfAbsent: true}); err != nil {
+	data := obj.Bytes()
+	if f.version1 {
+		data = toVersion1(f.t, data)
+		tr.Version, tr.ProducersLen = 1, 0
+	}
+	if _, err := f.store.Put(f.ctx, key, data, objstore.WriteOptions{IfAbsent: true}); err != nil {
 		f.t.Fatal(err)
 	}
 	seg := SegmentRef{

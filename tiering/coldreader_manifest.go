@@ -162,7 +162,12 @@ func (r *ColdReader) liveSegments(ctx context.Context, ref PartRef) ([]SegmentRe
 			return nil, err
 		}
 	}
-	// The head's summary of the part must agree with the part itself.
+	return partLiveSegments(ref, part)
+}
+
+// partLiveSegments returns the segments of a closed part that ref leaves
+// live, once the head's summary of the part agrees with the part itself.
+func partLiveSegments(ref PartRef, part *Part) ([]SegmentRef, error) {
 	segs := part.Segments
 	if n := len(segs); part.Seq != ref.Seq || n != ref.Count || ref.Skip < 0 || ref.Skip >= n ||
 		segs[ref.Skip].BaseOffset != ref.BaseOffset || segs[n-1].LastOffset != ref.LastOffset {

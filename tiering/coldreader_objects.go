@@ -145,10 +145,12 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) error {
 	if got := o.rd.Size(); got != size {
 		return o.corrupt("the object has %d bytes, the manifest says %d", got, size)
 	}
-	if size < trailerSize+record.HeaderSize {
+	if size < trailerSizeV1+record.HeaderSize {
 		return o.corrupt("object of %d bytes is too small", size)
 	}
-	at := size - trailerSize
+	// The trailer's size depends on the object's version: read enough for
+	// the larger one.
+	at := size - min(size, maxTrailerSize)
 	if seg.LogLen >= record.HeaderSize && seg.LogLen <= at && at-seg.LogLen <= maxFooterLen(seg.LogLen) {
 		at = seg.LogLen
 	}
@@ -156,7 +158,7 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) error {
 	if err != nil {
 		return err
 	}
-	t, err := DecodeTrailer(tail[len(tail)-trailerSize:], size)
+	t, err := DecodeTrailer(tail, size)
 	if err != nil {
 		return fmt.Errorf("tiering: cold segment %s: %w", seg.Key, err)
 	}
@@ -169,10 +171,14 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) error {
 	if t.FooterLen() > maxFooterLen(t.LogLen) {
 		return o.corrupt("footer of %d entries for %d log bytes", t.Entries, t.LogLen)
 	}
-	footer := tail[:len(tail)-trailerSize]
-	if int64(len(footer)) != t.FooterLen() {
+	var footer []byte
+	if rel := t.LogLen - at; rel >= 0 && rel+t.FooterLen() <= int64(len(tail))-t.Size() {
+		footer = tail[rel : rel+t.FooterLen()]
+	} else {
 		// The manifest did not say where the footer starts (or said it
-		// wrongly, which DecodeFooter would have caught): read it now.
+		// wrongly, which the checks above would have caught), or a large
+		// producer snapshot kept the first read to the trailer: read it
+		// now.
 		if footer, err = r.readIndexBytes(ctx, o, t.LogLen, t.FooterLen()); err != nil {
 			return err
 		}

@@ -145,6 +145,9 @@ func (c *Committer) Head() *Head { return c.head }
 // Ref is the partition this committer writes.
 func (c *Committer) Ref() PartitionRef { return c.ref }
 
+// Store is the bucket this committer writes.
+func (c *Committer) Store() objstore.Bucket { return c.store }
+
 // Epoch is the leader epoch this committer writes in.
 func (c *Committer) Epoch() int32 { return c.epoch }
 

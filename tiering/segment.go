@@ -5,7 +5,8 @@ package tiering
 //	[0, logLen)                the segment's log bytes, unchanged
 //	[logLen, logLen+n*16)      footer: n index entries, each
 //	                           rel uint32 | pos uint32 | maxTs int64
-//	last trailerSize bytes     trailer (below)
+//	next producersLen bytes    the producer snapshot (version 2 on)
+//	last trailer bytes         trailer (below)
 //
 // Index entries name the batch at the start of the log and then one every
 // coldIndexInterval bytes or so: its offset relative to the base, its
@@ -14,14 +15,28 @@ package tiering
 // lookup can start). A reader fetches the trailer and footer with two ranged
 // reads, then reads batches by position.
 //
-// Trailer, big-endian:
+// The producer snapshot is the state of the partition's idempotent
+// producers as of the segment's end, as the broker encodes it (the tiering
+// code only carries and checks it): a leader whose local log starts where
+// the cold tier ends, or a restored topic, loads it so that a producer's
+// retry of a batch the cold tier holds is still recognised. Its length may
+// be 0: the uploader had none.
+//
+// Trailer, big-endian, version 2 (76 bytes):
 //
 //	magic [8] "STRATSEG" | version u16 | flags u16 | base i64 | last i64 |
 //	logLen i64 | entries u32 | minTs i64 | maxTs i64 | logCRC u32 |
-//	footerCRC u32 | trailerCRC u32
+//	footerCRC u32 | producersLen u32 | producersCRC u32 | trailerCRC u32
+//
+// Version 1 (68 bytes, written before producer snapshots) lacks
+// producersLen and producersCRC and has no snapshot; it is still read, and
+// answers ErrNoProducerSnapshot. A reader tells the versions apart by the
+// magic and version where a version 2 trailer would start, falling back to
+// version 1 when they are not there.
 //
 // All CRCs are CRC-32C. logCRC covers the log bytes, footerCRC the footer,
-// trailerCRC the trailer bytes before it.
+// producersCRC the producer snapshot, trailerCRC the trailer bytes before
+// it.
 
 import (
 	"bufio"
@@ -36,10 +51,17 @@ import (
 )
 
 const (
-	trailerSize       = 68
+	trailerSizeV1     = 68
+	trailerSizeV2     = 76
+	maxTrailerSize    = trailerSizeV2
 	footerEntrySize   = 16
-	segmentVersion    = 1
+	segmentVersion    = 2
 	coldIndexInterval = 64 << 10
+	// MaxProducerSnapshot bounds the producer snapshot an object carries,
+	// so that a damaged trailer (with a matching CRC) cannot make a reader
+	// allocate without limit. A broker's snapshot is far smaller: it
+	// remembers a bounded number of producers.
+	MaxProducerSnapshot = 64 << 20
 )
 
 var (
@@ -52,12 +74,20 @@ var (
 // returned as data.
 var ErrCorrupt = errors.New("tiering: corrupt object")
 
+// ErrNoProducerSnapshot: the cold segment object carries no producer
+// snapshot (it was written before objects had one, or its uploader had
+// none).
+var ErrNoProducerSnapshot = errors.New("tiering: cold segment has no producer snapshot")
+
 func corruptf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
 // Trailer is the fixed end of a cold segment object.
 type Trailer struct {
+	// Version is the object's layout: segmentVersion for objects written
+	// now, 1 for objects written before producer snapshots.
+	Version    uint16
 	BaseOffset int64
 	LastOffset int64
 	LogLen     int64
@@ -66,16 +96,36 @@ type Trailer struct {
 	MaxTs      int64
 	LogCRC     uint32
 	FooterCRC  uint32
+	// ProducersLen and ProducersCRC describe the producer snapshot, which
+	// follows the footer; a length of 0 means there is none (and always
+	// under version 1).
+	ProducersLen uint32
+	ProducersCRC uint32
 }
 
 // FooterLen is the size of the footer the trailer describes.
 func (t Trailer) FooterLen() int64 { return int64(t.Entries) * footerEntrySize }
 
-// ObjectSize is the size of the whole object.
-func (t Trailer) ObjectSize() int64 { return t.LogLen + t.FooterLen() + trailerSize }
+// ProducersPos is where the producer snapshot starts.
+func (t Trailer) ProducersPos() int64 { return t.LogLen + t.FooterLen() }
 
+// Size is the size of the trailer itself, which depends on the version.
+func (t Trailer) Size() int64 {
+	if t.Version == 1 {
+		return trailerSizeV1
+	}
+	return trailerSizeV2
+}
+
+// ObjectSize is the size of the whole object.
+func (t Trailer) ObjectSize() int64 {
+	return t.LogLen + t.FooterLen() + int64(t.ProducersLen) + t.Size()
+}
+
+// encode writes a version 2 trailer: objects are only ever written in the
+// current layout.
 func (t Trailer) encode() []byte {
-	b := make([]byte, 0, trailerSize)
+	b := make([]byte, 0, trailerSizeV2)
 	b = append(b, segmentMagic[:]...)
 	b = binary.BigEndian.AppendUint16(b, segmentVersion)
 	b = binary.BigEndian.AppendUint16(b, 0)
@@ -87,25 +137,74 @@ func (t Trailer) encode() []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(t.MaxTs))
 	b = binary.BigEndian.AppendUint32(b, t.LogCRC)
 	b = binary.BigEndian.AppendUint32(b, t.FooterCRC)
+	b = binary.BigEndian.AppendUint32(b, t.ProducersLen)
+	b = binary.BigEndian.AppendUint32(b, t.ProducersCRC)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// DecodeTrailer checks and decodes the last trailerSize bytes of an object
-// of objectSize bytes.
-func DecodeTrailer(b []byte, objectSize int64) (Trailer, error) {
-	if len(b) != trailerSize {
-		return Trailer{}, corruptf("trailer of %d bytes, want %d", len(b), trailerSize)
+// DecodeTrailer checks and decodes the trailer at the end of tail, the
+// last bytes of an object of objectSize bytes: at least trailerSizeV1 of
+// them, and maxTrailerSize (when the object is that large) for a reader
+// that does not know the object's version yet.
+func DecodeTrailer(tail []byte, objectSize int64) (Trailer, error) {
+	var v2err error
+	if len(tail) >= trailerSizeV2 {
+		b := tail[len(tail)-trailerSizeV2:]
+		if [8]byte(b[:8]) == segmentMagic && binary.BigEndian.Uint16(b[8:]) == 2 {
+			t, err := decodeTrailerV2(b, objectSize)
+			if err == nil {
+				return t, nil
+			}
+			// A version 1 object whose footer happens to end in what
+			// looks like a version 2 trailer is read as version 1 below;
+			// if it is not one either, this is the error to report.
+			v2err = err
+		}
 	}
+	t, err := decodeTrailerV1(tail, objectSize)
+	if err != nil && v2err != nil {
+		return Trailer{}, v2err
+	}
+	return t, err
+}
+
+func decodeTrailerV2(b []byte, objectSize int64) (Trailer, error) {
+	if sum, want := crc32.Checksum(b[:trailerSizeV2-4], castagnoli), binary.BigEndian.Uint32(b[trailerSizeV2-4:]); sum != want {
+		return Trailer{}, corruptf("trailer crc %#08x, stored %#08x", sum, want)
+	}
+	t := decodeTrailerFields(b)
+	t.Version = 2
+	t.ProducersLen = binary.BigEndian.Uint32(b[64:])
+	t.ProducersCRC = binary.BigEndian.Uint32(b[68:])
+	if t.ProducersLen > MaxProducerSnapshot {
+		return Trailer{}, corruptf("producer snapshot of %d bytes, the limit is %d", t.ProducersLen, MaxProducerSnapshot)
+	}
+	return t, checkTrailer(t, objectSize)
+}
+
+func decodeTrailerV1(tail []byte, objectSize int64) (Trailer, error) {
+	if len(tail) < trailerSizeV1 {
+		return Trailer{}, corruptf("trailer of %d bytes, want at least %d", len(tail), trailerSizeV1)
+	}
+	b := tail[len(tail)-trailerSizeV1:]
 	if [8]byte(b[:8]) != segmentMagic {
 		return Trailer{}, corruptf("bad segment magic %q", b[:8])
 	}
-	if sum, want := crc32.Checksum(b[:trailerSize-4], castagnoli), binary.BigEndian.Uint32(b[trailerSize-4:]); sum != want {
+	if sum, want := crc32.Checksum(b[:trailerSizeV1-4], castagnoli), binary.BigEndian.Uint32(b[trailerSizeV1-4:]); sum != want {
 		return Trailer{}, corruptf("trailer crc %#08x, stored %#08x", sum, want)
 	}
-	if v := binary.BigEndian.Uint16(b[8:]); v != segmentVersion {
+	if v := binary.BigEndian.Uint16(b[8:]); v != 1 {
 		return Trailer{}, corruptf("unknown segment version %d", v)
 	}
-	t := Trailer{
+	t := decodeTrailerFields(b)
+	t.Version = 1
+	return t, checkTrailer(t, objectSize)
+}
+
+// decodeTrailerFields reads the fields both versions share, at the same
+// places.
+func decodeTrailerFields(b []byte) Trailer {
+	return Trailer{
 		BaseOffset: int64(binary.BigEndian.Uint64(b[12:])),
 		LastOffset: int64(binary.BigEndian.Uint64(b[20:])),
 		LogLen:     int64(binary.BigEndian.Uint64(b[28:])),
@@ -115,15 +214,33 @@ func DecodeTrailer(b []byte, objectSize int64) (Trailer, error) {
 		LogCRC:     binary.BigEndian.Uint32(b[56:]),
 		FooterCRC:  binary.BigEndian.Uint32(b[60:]),
 	}
+}
+
+func checkTrailer(t Trailer, objectSize int64) error {
 	switch {
 	case t.BaseOffset < 0 || t.LastOffset < t.BaseOffset:
-		return Trailer{}, corruptf("offsets %d..%d", t.BaseOffset, t.LastOffset)
-	case t.LogLen < record.HeaderSize || t.Entries == 0:
-		return Trailer{}, corruptf("log of %d bytes with %d index entries", t.LogLen, t.Entries)
+		return corruptf("offsets %d..%d", t.BaseOffset, t.LastOffset)
+	case t.LogLen < record.HeaderSize || t.LogLen > objectSize || t.Entries == 0:
+		return corruptf("log of %d bytes with %d index entries", t.LogLen, t.Entries)
 	case t.ObjectSize() != objectSize:
-		return Trailer{}, corruptf("trailer describes %d bytes, the object has %d", t.ObjectSize(), objectSize)
+		return corruptf("trailer describes %d bytes, the object has %d", t.ObjectSize(), objectSize)
 	}
-	return t, nil
+	return nil
+}
+
+// CheckProducerSnapshot checks the producer snapshot bytes read from where
+// the trailer says they are against its length and CRC.
+func CheckProducerSnapshot(b []byte, t Trailer) error {
+	if t.ProducersLen == 0 {
+		return ErrNoProducerSnapshot
+	}
+	if int64(len(b)) != int64(t.ProducersLen) {
+		return corruptf("producer snapshot of %d bytes, the trailer says %d", len(b), t.ProducersLen)
+	}
+	if sum := crc32.Checksum(b, castagnoli); sum != t.ProducersCRC {
+		return corruptf("producer snapshot crc %#08x, stored %#08x", sum, t.ProducersCRC)
+	}
+	return nil
 }
 
 // IndexEntry locates one batch of a cold segment.
@@ -202,9 +319,13 @@ func (f *Footer) PositionForTime(ts int64) int64 {
 // that offsets follow on from base, the segment's base offset): a damaged
 // local segment is refused, not uploaded. Batches that end below from are
 // left out (the cold tier has them already); from must fall on a batch
-// boundary. It returns the trailer written.
-func EncodeSegment(w io.Writer, src io.ReaderAt, size, base, from int64) (Trailer, error) {
-	t := Trailer{BaseOffset: max(base, from), MinTs: -1, MaxTs: -1}
+// boundary. producers is the producer snapshot as of the segment's end, or
+// nil for none. It returns the trailer written.
+func EncodeSegment(w io.Writer, src io.ReaderAt, size, base, from int64, producers []byte) (Trailer, error) {
+	if len(producers) > MaxProducerSnapshot {
+		return Trailer{}, fmt.Errorf("tiering: producer snapshot of %d bytes is over the limit of %d", len(producers), MaxProducerSnapshot)
+	}
+	t := Trailer{Version: segmentVersion, BaseOffset: max(base, from), MinTs: -1, MaxTs: -1}
 	logCRC := crc32.New(castagnoli)
 	out := io.MultiWriter(w, logCRC)
 	in := bufio.NewReaderSize(io.NewSectionReader(src, 0, size), 1<<20)
@@ -267,6 +388,13 @@ func EncodeSegment(w io.Writer, src io.ReaderAt, size, base, from int64) (Traile
 	t.FooterCRC = crc32.Checksum(footer, castagnoli)
 	if _, err := w.Write(footer); err != nil {
 		return Trailer{}, fmt.Errorf("tiering: write segment object: %w", err)
+	}
+	t.ProducersLen = uint32(len(producers))
+	if len(producers) > 0 {
+		t.ProducersCRC = crc32.Checksum(producers, castagnoli)
+		if _, err := w.Write(producers); err != nil {
+			return Trailer{}, fmt.Errorf("tiering: write segment object: %w", err)
+		}
 	}
 	if _, err := w.Write(t.encode()); err != nil {
 		return Trailer{}, fmt.Errorf("tiering: write segment object: %w", err)

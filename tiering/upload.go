@@ -12,11 +12,12 @@ import (
 
 // UploadSegment writes a sealed local segment, read from src, to the store
 // as a cold segment object under a fresh key, leaving out the batches below
-// from, and returns the reference to commit. epochs is the leader-epoch
-// lineage of the offsets it holds (EpochsIn). Nothing refers to the object
-// until the manifest names it, so a failure here leaves at most an orphan
-// that CollectOrphans removes later.
-func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef, epoch int32, seg hotlog.SegmentInfo, src io.ReaderAt, from int64, epochs []EpochStart) (SegmentRef, error) {
+// from, with producers (the producer snapshot as of the segment's end; nil
+// for none), and returns the reference to commit. epochs is the
+// leader-epoch lineage of the offsets it holds (EpochsIn). Nothing refers
+// to the object until the manifest names it, so a failure here leaves at
+// most an orphan that CollectOrphans removes later.
+func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef, epoch int32, seg hotlog.SegmentInfo, src io.ReaderAt, from int64, epochs []EpochStart, producers []byte) (SegmentRef, error) {
 	if !seg.Sealed {
 		return SegmentRef{}, fmt.Errorf("tiering: segment %d is not sealed", seg.BaseOffset)
 	}
@@ -25,7 +26,7 @@ func UploadSegment(ctx context.Context, store objstore.Bucket, ref PartitionRef,
 	if err != nil {
 		return SegmentRef{}, fmt.Errorf("tiering: upload %s: %w", key, err)
 	}
-	t, err := EncodeSegment(w, src, seg.Size, seg.BaseOffset, from)
+	t, err := EncodeSegment(w, src, seg.Size, seg.BaseOffset, from, producers)
 	if err != nil {
 		w.Abort()
 		return SegmentRef{}, err
@@ -53,6 +54,13 @@ type LocalLog interface {
 	OpenSegment(base int64) (hotlog.SegmentReader, error)
 	// Epochs is the log's leader-epoch history.
 	Epochs() []hotlog.EpochEntry
+}
+
+// ProducerSnapshots is what a LocalLog may also offer: the producer
+// snapshot as of a sealed segment's end, which the uploader stores in the
+// segment's object. A LocalLog without it uploads objects without one.
+type ProducerSnapshots interface {
+	ProducerSnapshot(seg hotlog.SegmentInfo) ([]byte, error)
 }
 
 // PendingUploads returns the sealed local segments holding offsets the cold
@@ -89,11 +97,18 @@ func UploadNext(ctx context.Context, c *Committer, log LocalLog, committed int64
 		return false, fmt.Errorf("%w: the cold tier of %s ends at %d but the local log continues at %d",
 			ErrGap, c.ref.dir(), from, seg.BaseOffset)
 	}
+	var producers []byte
+	if ps, ok := log.(ProducerSnapshots); ok {
+		var err error
+		if producers, err = ps.ProducerSnapshot(seg); err != nil {
+			return false, fmt.Errorf("tiering: producer snapshot for segment %d: %w", seg.BaseOffset, err)
+		}
+	}
 	src, err := log.OpenSegment(seg.BaseOffset)
 	if err != nil {
 		return false, fmt.Errorf("tiering: %w", err)
 	}
-	ref, err := UploadSegment(ctx, c.store, c.ref, c.epoch, seg, src, from, fromEntries(log.Epochs()))
+	ref, err := UploadSegment(ctx, c.store, c.ref, c.epoch, seg, src, from, fromEntries(log.Epochs()), producers)
 	src.Close()
 	if err != nil {
 		return false, err

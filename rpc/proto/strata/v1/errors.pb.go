@@ -36,6 +36,7 @@ const (
 //	  "controller_address" (empty while electing)
 //	OUT_OF_ORDER_SEQUENCE: "producer_id", "sequence", "expected_sequence"
 //	INVALID_PRODUCER_EPOCH: "producer_id", "producer_epoch", "current_epoch"
+//	UNKNOWN_PRODUCER_ID: "producer_id", "producer_epoch", "sequence"
 type ErrorReason int32
 
 const (
@@ -91,6 +92,15 @@ const (
 	// latest the partition has seen for its producer id: a newer instance of
 	// the producer has fenced this one.
 	ErrorReason_ERROR_REASON_INVALID_PRODUCER_EPOCH ErrorReason = 20
+	// FailedPrecondition, not retriable as it is: the partition does not know
+	// the batch's idempotent producer (it never wrote there, or the partition
+	// forgot it: it had to bound the producers it remembers, or lost them with
+	// its log) and the batch does not start at sequence 0, as a new
+	// producer's first batch does. Nothing was written. The producer starts
+	// its sequences again: with its epoch + 1 (or a new producer id once the
+	// epoch is at its limit), every partition from sequence 0, resending its
+	// unacknowledged batches so numbered (Kafka's KIP-360).
+	ErrorReason_ERROR_REASON_UNKNOWN_PRODUCER_ID ErrorReason = 21
 	// Unavailable, retriable: the batch was written and committed, but the
 	// in-sync replicas fell below min.insync.replicas while the produce
 	// waited, so it is not acknowledged. A retry may write it again unless
@@ -122,6 +132,7 @@ var (
 		18: "ERROR_REASON_CORRUPT_DATA",
 		19: "ERROR_REASON_OUT_OF_ORDER_SEQUENCE",
 		20: "ERROR_REASON_INVALID_PRODUCER_EPOCH",
+		21: "ERROR_REASON_UNKNOWN_PRODUCER_ID",
 		22: "ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
 	}
 	ErrorReason_value = map[string]int32{
@@ -146,6 +157,7 @@ var (
 		"ERROR_REASON_CORRUPT_DATA":                     18,
 		"ERROR_REASON_OUT_OF_ORDER_SEQUENCE":            19,
 		"ERROR_REASON_INVALID_PRODUCER_EPOCH":           20,
+		"ERROR_REASON_UNKNOWN_PRODUCER_ID":              21,
 		"ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 22,
 	}
 )
@@ -181,7 +193,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x8b\x06\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xb1\x06\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -204,7 +216,8 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"!ERROR_REASON_LEADER_NOT_AVAILABLE\x10\x11\x12\x1d\n" +
 	"\x19ERROR_REASON_CORRUPT_DATA\x10\x12\x12&\n" +
 	"\"ERROR_REASON_OUT_OF_ORDER_SEQUENCE\x10\x13\x12'\n" +
-	"#ERROR_REASON_INVALID_PRODUCER_EPOCH\x10\x14\x121\n" +
+	"#ERROR_REASON_INVALID_PRODUCER_EPOCH\x10\x14\x12$\n" +
+	" ERROR_REASON_UNKNOWN_PRODUCER_ID\x10\x15\x121\n" +
 	"-ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x16B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (

@@ -1,0 +1,381 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/record"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// sent is a produce request as the tap saw it, with the broker's answer.
+type sent struct {
+	partition int32
+	id        int64
+	epoch     int16
+	seq       int32
+	first     string // the first record's value, which names the batch
+	reason    string // of the refusal, if the broker refused it
+	swallowed bool
+}
+
+// produceTap sits between a client and a real broker. It records every
+// produce request and its answer, counts producer id requests, and can
+// stand in for what a failover does to a producer: swallow answers a
+// request as written without it reaching the broker (a batch a leader
+// acknowledged under acks=leader and lost in a failover), after runs once
+// the broker answered and may replace its answer with an error (the
+// answer was lost).
+type produceTap struct {
+	swallow func(sent) bool
+	after   func(sent) error
+	// firstEpoch, when set, replaces the epoch of the first producer id
+	// handed out.
+	firstEpoch int16
+	inits      atomic.Int32
+	mu         sync.Mutex
+	sent       []sent
+}
+
+func (tap *produceTap) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	switch method {
+	case stratav1.ProduceService_InitProducer_FullMethodName:
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if tap.inits.Add(1) == 1 && err == nil && tap.firstEpoch != 0 {
+			reply.(*stratav1.InitProducerResponse).ProducerEpoch = int32(tap.firstEpoch)
+		}
+		return err
+	case stratav1.ProduceService_Produce_FullMethodName:
+	default:
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	r := req.(*stratav1.ProduceRequest)
+	b := record.Batch(r.Batch)
+	recs, err := b.Records()
+	if err != nil {
+		return err
+	}
+	s := sent{partition: r.Partition, id: b.ProducerID(), epoch: b.ProducerEpoch(), seq: b.BaseSequence(), first: string(recs[0].Value)}
+	if tap.swallow != nil && tap.swallow(s) {
+		s.swallowed = true
+		tap.record(s)
+		resp := reply.(*stratav1.ProduceResponse)
+		resp.BaseOffset, resp.LastOffset = 1<<40, 1<<40+int64(len(recs))-1
+		return nil
+	}
+	err = invoker(ctx, method, req, reply, cc, opts...)
+	if e, ok := client.AsError(err); ok {
+		s.reason = e.Reason
+	}
+	tap.record(s)
+	if err == nil && tap.after != nil {
+		return tap.after(s)
+	}
+	return err
+}
+
+func (tap *produceTap) record(s sent) {
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	tap.sent = append(tap.sent, s)
+}
+
+// sendsOf returns the requests that carried the batch whose first record
+// is first, in order.
+func (tap *produceTap) sendsOf(first string) []sent {
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	var out []sent
+	for _, s := range tap.sent {
+		if s.first == first {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// batchRecords are the records of test batch i of a partition: one, so
+// that each batch the test produces is one batch on the wire.
+func batchRecords(topic string, partition int32, i int) []*client.Record {
+	return []*client.Record{{Topic: topic, Partition: partition, Value: fmt.Appendf(nil, "p%d-b%d-0", partition, i)}}
+}
+
+// readBack reads a partition from its start to its end.
+func readBack(t *testing.T, ctx context.Context, c *client.Client, topic string, partition int32) []*client.Record {
+	t.Helper()
+	k := c.NewConsumer(client.WithStopAtEnd(true))
+	defer k.Close()
+	if err := k.Assign(topic, partition, client.Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	var got []*client.Record
+	for {
+		batch, err := k.Poll(ctx)
+		if err == io.EOF {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, batch...)
+	}
+}
+
+// patientProducer retries only after a minute and delivers for ten: a
+// record that waits for a retry backoff, or for its delivery timeout, is
+// not answered within the test's contexts.
+func patientProducer(c *client.Client) *client.Producer {
+	return c.NewProducer(client.WithLinger(0), client.WithRetryBackoff(time.Minute, time.Minute), client.WithDeliveryTimeout(10*time.Minute))
+}
+
+// TestProducerEpochBump: a leader lost a batch it had acknowledged (the
+// tap swallows it) or never saw the producer's first batch; the next batch
+// is refused (OUT_OF_ORDER_SEQUENCE or UNKNOWN_PRODUCER_ID) and the producer
+// moves to its next epoch on its own (or, at the epoch's limit, to a new
+// producer id): the refused batch is numbered again from 0 and written at
+// once (no retry backoff), and every batch but the lost one is in the log
+// once, in order.
+func TestProducerEpochBump(t *testing.T) {
+	tb := startBroker(t)
+	for _, c := range []struct {
+		name       string
+		lose       int
+		reason     string
+		firstEpoch int16 // of the producer's first id
+		newID      bool  // the producer moves to a new id, at epoch 0
+	}{
+		{"out of order sequence", 2, "OUT_OF_ORDER_SEQUENCE", 0, false},
+		{"unknown producer", 0, "UNKNOWN_PRODUCER_ID", 0, false},
+		{"at the epoch limit", 1, "OUT_OF_ORDER_SEQUENCE", math.MaxInt16, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			topic := fmt.Sprintf("bump-%d-%d", c.lose, c.firstEpoch)
+			lost := fmt.Sprintf("p0-b%d-0", c.lose)
+			var swallowed atomic.Bool
+			tap := &produceTap{firstEpoch: c.firstEpoch, swallow: func(s sent) bool { return s.first == lost && swallowed.CompareAndSwap(false, true) }}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cl, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(tap.intercept)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if _, err := cl.CreateTopic(ctx, topic, 1, 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			p := patientProducer(cl)
+			defer p.Close()
+			var want []*client.Record
+			for i := range 6 {
+				recs := batchRecords(topic, 0, i)
+				if err := p.ProduceSync(ctx, recs...); err != nil {
+					t.Fatalf("batch %d: %v", i, err)
+				}
+				if i != c.lose {
+					want = append(want, recs...)
+				}
+			}
+
+			wantEpoch, wantInits := c.firstEpoch+1, int32(1)
+			if c.newID {
+				wantEpoch, wantInits = 0, 2
+			}
+			refused := tap.sendsOf(fmt.Sprintf("p0-b%d-0", c.lose+1))
+			if len(refused) != 2 || refused[0].reason != c.reason || refused[0].epoch != c.firstEpoch ||
+				refused[1].reason != "" || refused[1].epoch != wantEpoch || refused[1].seq != 0 || (refused[1].id != refused[0].id) != c.newID {
+				t.Fatalf("the batch after the lost one was sent as %+v; want refused with %s at epoch %d, then written at epoch %d from sequence 0 (new id: %v)",
+					refused, c.reason, c.firstEpoch, wantEpoch, c.newID)
+			}
+			for i := c.lose + 2; i < 6; i++ {
+				s := tap.sendsOf(fmt.Sprintf("p0-b%d-0", i))
+				if len(s) != 1 || s[0].id != refused[1].id || s[0].epoch != wantEpoch || s[0].seq != int32(i-c.lose-1) || s[0].reason != "" {
+					t.Fatalf("batch %d was sent as %+v; want once, at epoch %d, sequence %d", i, s, wantEpoch, i-c.lose-1)
+				}
+			}
+			if n := tap.inits.Load(); n != wantInits {
+				t.Fatalf("%d producer ids taken, want %d", n, wantInits)
+			}
+			got := readBack(t, ctx, cl, topic, 0)
+			if len(got) != len(want) {
+				t.Fatalf("read %d records back, want %d", len(got), len(want))
+			}
+			for i, r := range got {
+				if string(r.Value) != string(want[i].Value) || r.Offset != want[i].Offset {
+					t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, want[i].Value, want[i].Offset)
+				}
+			}
+		})
+	}
+}
+
+// TestProducerEpochBumpKeepsUnansweredBatches: while one partition's
+// refusal moves the producer to its next epoch, another partition's batch
+// whose answer was lost (the broker wrote it) is resent unchanged, under the
+// old epoch, and recognised as a duplicate, not numbered again and written
+// twice; that partition moves to the new epoch with its next batch.
+func TestProducerEpochBumpKeepsUnansweredBatches(t *testing.T) {
+	tb := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bumped := make(chan struct{})
+	var once, lostOnce sync.Once
+	var swallowed atomic.Bool
+	tap := &produceTap{
+		// Partition 0 loses its first batch: its second is refused.
+		swallow: func(s sent) bool { return s.first == "p0-b0-0" && swallowed.CompareAndSwap(false, true) },
+		after: func(s sent) error {
+			if s.partition == 0 && s.epoch == 1 {
+				once.Do(func() { close(bumped) })
+			}
+			if s.first == "p1-b0-0" {
+				var lost bool
+				lostOnce.Do(func() { lost = true })
+				if lost {
+					// Written; the answer is lost once the producer has
+					// moved to its next epoch.
+					select {
+					case <-bumped:
+					case <-ctx.Done():
+					}
+					return status.Error(codes.Unavailable, "test: the answer was lost")
+				}
+			}
+			return nil
+		},
+	}
+	cl, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(tap.intercept)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "two", 2, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The lost answer's retry waits a backoff: keep it short here.
+	p := cl.NewProducer(client.WithLinger(0), client.WithRetryBackoff(10*time.Millisecond, 10*time.Millisecond), client.WithDeliveryTimeout(10*time.Minute))
+	defer p.Close()
+
+	if err := p.ProduceSync(ctx, batchRecords("two", 0, 0)...); err != nil {
+		t.Fatal(err)
+	}
+	p1first := batchRecords("two", 1, 0)
+	p1done := make(chan error, 1)
+	go func() { p1done <- p.ProduceSync(ctx, p1first...) }()
+	// Partition 1's batch is on the wire, not yet answered, when partition
+	// 0's next batch is refused.
+	waitUntil(t, "partition 1's batch at the broker", func() bool { return len(tap.sendsOf("p1-b0-0")) == 1 })
+	if err := p.ProduceSync(ctx, batchRecords("two", 0, 1)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-p1done; err != nil {
+		t.Fatal(err)
+	}
+	p1next := batchRecords("two", 1, 1)
+	if err := p.ProduceSync(ctx, p1next...); err != nil {
+		t.Fatal(err)
+	}
+
+	s := tap.sendsOf("p1-b0-0")
+	if len(s) != 2 || s[0].epoch != 0 || s[1].epoch != 0 || s[1].seq != s[0].seq {
+		t.Fatalf("partition 1's unanswered batch was sent as %+v; want it resent unchanged", s)
+	}
+	if s := tap.sendsOf("p1-b1-0"); len(s) != 1 || s[0].epoch != 1 || s[0].seq != 0 {
+		t.Fatalf("partition 1's next batch was sent as %+v; want epoch 1, sequence 0", s)
+	}
+	got := readBack(t, ctx, cl, "two", 1)
+	want := append(p1first, p1next...)
+	if len(got) != len(want) {
+		t.Fatalf("partition 1 holds %d records, want %d: the unanswered batch was written twice", len(got), len(want))
+	}
+	for i, r := range got {
+		if string(r.Value) != string(want[i].Value) || r.Offset != want[i].Offset {
+			t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, want[i].Value, want[i].Offset)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+}
+
+// TestProducerEpochBumpManyInFlight: with several batches of a partition
+// in flight when the leader loses one, those after it are all refused; the
+// producer moves to its next epoch once and numbers them again, and every
+// record but the lost batch's is written once.
+func TestProducerEpochBumpManyInFlight(t *testing.T) {
+	tb := startBroker(t)
+	var swallowed atomic.Bool
+	tap := &produceTap{swallow: func(s sent) bool {
+		return s.seq >= 20 && swallowed.CompareAndSwap(false, true)
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(tap.intercept)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "many", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := cl.NewProducer(client.WithLinger(time.Millisecond), client.WithBatchBytes(200), client.WithMaxInFlightPerPartition(5),
+		client.WithRetryBackoff(5*time.Millisecond, 20*time.Millisecond), client.WithDeliveryTimeout(10*time.Minute))
+	defer p.Close()
+	const n = 400
+	recs := make([]*client.Record, n)
+	for i := range recs {
+		recs[i] = &client.Record{Topic: "many", Partition: 0, Value: fmt.Appendf(nil, "r%04d", i)}
+	}
+	if err := p.ProduceSync(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	lost := map[string]bool{}
+	for _, r := range recs {
+		if r.Offset >= 1<<40 {
+			lost[string(r.Value)] = true
+		}
+	}
+	if len(lost) == 0 {
+		t.Fatal("no batch was lost")
+	}
+	seen := map[string]int{}
+	for _, r := range readBack(t, ctx, cl, "many", 0) {
+		seen[string(r.Value)]++
+	}
+	for _, r := range recs {
+		v := string(r.Value)
+		if want := map[bool]int{true: 0, false: 1}[lost[v]]; seen[v] != want {
+			t.Fatalf("record %s is in the log %d times, want %d", v, seen[v], want)
+		}
+	}
+	if tap.inits.Load() != 1 {
+		t.Fatalf("%d producer ids taken, want 1", tap.inits.Load())
+	}
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	epochs := map[int16]int{}
+	for _, s := range tap.sent {
+		epochs[s.epoch]++
+	}
+	if len(epochs) != 2 || epochs[1] == 0 {
+		t.Fatalf("batches were sent under epochs %v, want 0 and then 1", epochs)
+	}
+}
