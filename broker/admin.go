@@ -126,6 +126,17 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 	if err != nil {
 		return TopicDescription{}, configError(err)
 	}
+	// The restored partitions will remember their idempotent producers by
+	// ids this cluster must not hand out again.
+	top, err := maxColdProducerID(ctx, b.store, found.Heads)
+	if err != nil {
+		return TopicDescription{}, refuse(ReasonStorageError, err, "%s: reading the producer state in the bucket: %v", name, err)
+	}
+	if top >= 0 {
+		if err := b.meta.ReserveProducerIDs(ctx, top); err != nil {
+			return TopicDescription{}, clusterError(err)
+		}
+	}
 	t, err := b.meta.RestoreTopic(ctx, name, found.TopicID, found.Partitions, cfg.ReplicationFactor, overrides)
 	if err != nil {
 		return TopicDescription{}, clusterError(err)

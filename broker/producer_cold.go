@@ -114,3 +114,38 @@ func (p *partition) coldProducerState(ctx context.Context, store objstore.Reader
 	logger.Info("producer state loaded from the cold tier", "partition", p.name(), "offset", snap.offset, "producers", len(snap.producers))
 	return nil
 }
+
+// maxColdProducerID is the largest producer id the newest producer
+// snapshot of any partition of a topic found in the bucket names, or -1.
+// A restored topic's leaders load those snapshots; the cluster must then
+// never hand out those ids to new producers (ReserveProducerIDs), or a new
+// producer's first batch could be taken for a resend of an old one's and
+// never written. Snapshots that are missing or damaged are not loaded
+// either, so they are skipped here too.
+func maxColdProducerID(ctx context.Context, store objstore.Reader, heads map[int32]*tiering.Head) (int64, error) {
+	top := int64(-1)
+	for _, h := range heads {
+		seg, ok, err := tiering.SegmentEndingIn(ctx, store, h, h.EndOffset(), h.EndOffset())
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		data, err := tiering.ReadProducerSnapshot(ctx, store, seg)
+		switch {
+		case errors.Is(err, tiering.ErrNoProducerSnapshot), errors.Is(err, tiering.ErrCorrupt):
+			continue
+		case err != nil:
+			return 0, err
+		}
+		snap, err := decodeProducerSnapshot(data)
+		if err != nil {
+			continue
+		}
+		for _, e := range snap.producers {
+			top = max(top, e.id)
+		}
+	}
+	return top, nil
+}

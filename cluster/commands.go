@@ -44,6 +44,7 @@ const (
 	cmdChangeLeader     = "changeLeader"
 	cmdChangeISR        = "changeISR"
 	cmdAllocateProducer = "allocateProducerId"
+	cmdReserveProducers = "reserveProducerIds"
 )
 
 // header is the tag every command starts with.
@@ -145,6 +146,16 @@ type allocateProducerIDCmd struct {
 	header
 }
 
+// reserveProducerIDsCmd moves the producer id counter past Above, unless it
+// is past it already: a topic restored from the bucket brings producer state
+// that names ids another cluster handed out, which this one must never hand
+// out again.
+type reserveProducerIDsCmd struct {
+	header
+	Above int64 `json:"above"`
+}
+
+func (*reserveProducerIDsCmd) typ() string { return cmdReserveProducers }
 func (*registerBrokerCmd) typ() string     { return cmdRegisterBroker }
 func (*createTopicCmd) typ() string        { return cmdCreateTopic }
 func (*deleteTopicCmd) typ() string        { return cmdDeleteTopic }
@@ -177,6 +188,8 @@ func newCommand(typ string, v int) command {
 		return &changeISRCmd{}
 	case cmdAllocateProducer:
 		return &allocateProducerIDCmd{}
+	case cmdReserveProducers:
+		return &reserveProducerIDsCmd{}
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		&changeLeaderCmd{Topic: "orders", Partition: 2, NewLeader: NoLeader, ExpectedEpoch: 4},
 		&changeISRCmd{Topic: "orders", Partition: 2, ISR: []int32{2, 1}, LeaderEpoch: 4, PartitionEpoch: 9},
 		&allocateProducerIDCmd{},
+		&reserveProducerIDsCmd{Above: 70000},
 	} {
 		data, err := encodeCommand(c)
 		if err != nil {

@@ -211,6 +211,19 @@ func (n *Node) AllocateProducerID(ctx context.Context) (int64, error) {
 	return resp.producerID, nil
 }
 
+// ReserveProducerIDs makes sure no producer id up to and including above is
+// ever handed out: a topic restored from the bucket remembers producers by
+// ids that another cluster (or this one before it lost its metadata) handed
+// out, and a new producer given one of them could have its first batch
+// taken for a resend of theirs.
+func (n *Node) ReserveProducerIDs(ctx context.Context, above int64) error {
+	if err := n.syncLeader(ctx); err != nil {
+		return err
+	}
+	_, err := n.propose(ctx, &reserveProducerIDsCmd{Above: above})
+	return err
+}
+
 // dryRun runs a command's transition against the local state without
 // applying it, so that a request the state machine would refuse (a stale
 // epoch, most often: a deposed leader retrying) is answered without a trip

@@ -488,3 +488,18 @@ func TestFSMAllocateProducerID(t *testing.T) {
 		t.Fatalf("after a refused command: %d, want %d", id, FirstProducerID+3)
 	}
 }
+
+// TestFSMReserveProducerIDs: a reservation moves the counter past the ids
+// a restored topic remembers, and never back.
+func TestFSMReserveProducerIDs(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(&allocateProducerIDCmd{})
+	h.ok(&reserveProducerIDsCmd{Above: 5000})
+	if id := h.ok(&allocateProducerIDCmd{}).producerID; id != 5001 {
+		t.Fatalf("after reserving up to 5000 the next id is %d, want 5001", id)
+	}
+	h.ok(&reserveProducerIDsCmd{Above: 10}) // below the counter: nothing moves
+	if id := h.ok(&allocateProducerIDCmd{}).producerID; id != 5002 {
+		t.Fatalf("a reservation below the counter moved it: next id %d, want 5002", id)
+	}
+}

@@ -54,6 +54,15 @@ func transition(cur *Metadata, offsets map[string]groupOffsets, nextProducerID i
 	case *allocateProducerIDCmd:
 		// The counter is an int64 from FirstProducerID: it does not run out.
 		return change{producerID: nextProducerID}, nil
+	case *reserveProducerIDsCmd:
+		if c.Above < nextProducerID {
+			return change{}, nil // past it already
+		}
+		if c.Above == math.MaxInt64 {
+			return change{}, errorf(ErrInvalidCommand, "producer id %d leaves none to hand out", c.Above)
+		}
+		// The counter moves as if Above had been handed out.
+		return change{producerID: c.Above}, nil
 	}
 	return change{}, errorf(ErrInvalidCommand, "no transition for %T", c)
 }

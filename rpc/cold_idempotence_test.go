@@ -93,4 +93,10 @@ func TestIdempotentProducersFromTheColdTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	retries("after a restore")
+	// The new cluster never hands out the id the restored state remembers:
+	// a new producer given it would have its first batches taken for the
+	// old producer's resends, and dropped.
+	if fresh := initProducer(t, tb); fresh <= pid {
+		t.Fatalf("a new producer after the restore got id %d; the restored state remembers %d", fresh, pid)
+	}
 }
