@@ -1,0 +1,144 @@
+package record
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// withRecords makes a batch around a records section: count records, the
+// codec given, length and CRC fixed, so only the records section is wrong.
+func withRecords(t testing.TB, codec Compression, count int32, section []byte) Batch {
+	t.Helper()
+	b := clone(mustEncode(t, DefaultBatchOptions(), Record{Value: []byte("x")})[:HeaderSize])
+	b = append(b, section...)
+	binary.BigEndian.PutUint16(b[21:], uint16(codec))
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-LengthOffset))
+	binary.BigEndian.PutUint32(b[23:], uint32(count-1))
+	binary.BigEndian.PutUint32(b[57:], uint32(count))
+	fixCRC(b)
+	if err := Batch(b).Validate(); err != nil {
+		t.Fatalf("header: %v", err)
+	}
+	return b
+}
+
+// TestValidateRecordsLimitExact: the limit is the largest records section
+// accepted, in every codec, through the validator and the decoder.
+func TestValidateRecordsLimitExact(t *testing.T) {
+	in := sampleRecords(12) // a 100 KiB value: several blocks of every codec
+	raw := mustEncode(t, DefaultBatchOptions(), in...)
+	size := len(raw) - HeaderSize
+	for _, c := range allCodecs {
+		b := mustEncode(t, codecOpts(c), in...)
+		if err := b.ValidateRecordsLimit(size); err != nil {
+			t.Errorf("%v: limit %d = the section's size: %v", c, size, err)
+		}
+		if _, err := b.RecordsLimit(size); err != nil {
+			t.Errorf("%v: RecordsLimit(%d): %v", c, size, err)
+		}
+		if c == CompressionNone {
+			continue // nothing is decompressed: the batch size is bounded elsewhere
+		}
+		if err := b.ValidateRecordsLimit(size - 1); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%v: limit %d, one byte short: %v, want ErrTooLarge", c, size-1, err)
+		}
+		if _, err := b.RecordsLimit(size - 1); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%v: RecordsLimit(%d): %v, want ErrTooLarge", c, size-1, err)
+		}
+	}
+	// A zstd frame of no stated size, larger than the first guess, decodes
+	// (the buffer grows) under a limit it fits.
+	big := mustEncode(t, DefaultBatchOptions(), Record{Value: bytes.Repeat([]byte("abcdefgh"), 1<<17)})
+	section := compressStream(t, big[HeaderSize:])
+	b := withRecords(t, CompressionZstd, 1, section)
+	if err := b.ValidateRecordsLimit(2 << 20); err != nil {
+		t.Fatalf("streamed zstd frame of %d bytes in %d: %v", len(big)-HeaderSize, len(section), err)
+	}
+	if err := b.ValidateRecordsLimit(len(big) - HeaderSize - 1); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("streamed zstd frame one byte over: %v", err)
+	}
+}
+
+// compressStream compresses p with a streaming zstd encoder: no content
+// size in the frame.
+func compressStream(t testing.TB, p []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := zstd.NewWriter(&buf)
+	if _, err := w.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestValidateRecordsLimitMessages: a refusal names the record and the
+// field, and what is wrong with it.
+func TestValidateRecordsLimitMessages(t *testing.T) {
+	// rec prefixes a record body with its length.
+	rec := func(body ...byte) []byte { return append(appendVarint(nil, int64(len(body))), body...) }
+	// Attributes, timestamp delta 0, offset delta 0, key "k", value "v",
+	// no headers.
+	good := rec(0, 0, 0, 2, 'k', 2, 'v', 0)
+	three := mustEncode(t, DefaultBatchOptions(), sampleRecords(3)...)[HeaderSize:]
+	cases := []struct {
+		name    string
+		count   int32
+		section []byte
+		want    error
+		text    string
+	}{
+		{"valid", 1, good, nil, ""},
+		{"count 50 over 3 records", 50, three, ErrBadCount, "batch says 50 records, records section holds 3"},
+		{"key length 2^31", 1, rec(0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0), ErrBadRecord, "record 0: bad key: 2147483648 out of range"},
+		{"10-byte varint", 1, rec(0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 'v', 0), ErrBadRecord, "record 0: bad key: 10-byte varint (at most 5)"},
+		{"timestamp delta over 10 bytes", 1, rec(0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0), ErrBadRecord, "record 0: bad timestamp delta: varint longer than 10 bytes"},
+		{"offset delta 1 first", 1, rec(0, 0, 2, 0, 0, 0), ErrBadCount, "record 0 has offset delta 1"},
+		{"null header key", 1, rec(0, 0, 0, 1, 1, 2, 1, 1), ErrBadRecord, "record 0: bad key of header 0: -1 (null) where a value is required"},
+		{"header count over the bytes", 1, rec(0, 0, 0, 1, 1, 20), ErrBadRecord, "record 0: bad header count: 10 with 0 bytes after it"},
+		{"value past the record", 1, rec(0, 0, 0, 1, 8, 0), ErrBadRecord, "record 0: bad value: 4 with 1 bytes after it"},
+		{"record length past the section", 1, append([]byte{40}, good[1:]...), ErrBadRecord, "record 0 at byte 0: bad length: 20 with 8 bytes after it"},
+		{"trailing bytes", 1, append(clone(good), 1, 2, 3), ErrBadCount, "3 bytes follow the last of 1 records"},
+		{"left over inside the record", 1, rec(0, 0, 0, 1, 1, 0, 9), ErrBadRecord, "record 0: 1 bytes left over"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := withRecords(t, CompressionNone, c.count, c.section)
+			err := b.ValidateRecordsLimit(1 << 20)
+			if c.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+				t.Fatalf("got %v, want %v with %q", err, c.want, c.text)
+			}
+			if _, rerr := b.Records(); rerr == nil || rerr.Error() != err.Error() {
+				t.Fatalf("Records says %v, the validator %v", rerr, err)
+			}
+		})
+	}
+}
+
+// TestValidateRecordsLimitAllocs: validating an uncompressed batch, what
+// most produce requests carry, does not allocate. (Compressed batches
+// recycle pooled buffers; BenchmarkValidateRecordsLimit reports them, since
+// the race detector makes pools drop items at random.)
+func TestValidateRecordsLimitAllocs(t *testing.T) {
+	b := mustEncode(t, DefaultBatchOptions(), sampleRecords(12)...)
+	allocs := testing.AllocsPerRun(50, func() {
+		if err := b.ValidateRecordsLimit(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per validation, want none", allocs)
+	}
+}
