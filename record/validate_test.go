@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 )
 
 // withRecords makes a batch around a records section: count records, the
@@ -25,6 +29,119 @@ func withRecords(t testing.TB, codec Compression, count int32, section []byte) B
 		t.Fatalf("header: %v", err)
 	}
 	return b
+}
+
+// zeroReader yields zeros forever: the content of a bomb.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// compressZeros compresses n zero bytes with a streaming encoder, so a bomb
+// costs its compressed size, not n, to build. zstd states no content size.
+func compressZeros(t testing.TB, c Compression, n int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	switch c {
+	case CompressionGzip:
+		w, _ = gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	case CompressionZstd:
+		w, _ = zstd.NewWriter(&buf, zstd.WithWindowSize(8<<20))
+	case CompressionLZ4:
+		lw := lz4.NewWriter(&buf)
+		if err := lw.Apply(lz4.BlockSizeOption(lz4.Block4Mb)); err != nil {
+			t.Fatal(err)
+		}
+		w = lw
+	case CompressionSnappy:
+		return appendXerial(nil, make([]byte, n))
+	default:
+		t.Fatalf("no bomb for %v", c)
+	}
+	if _, err := io.CopyN(w, zeroReader{}, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// zstdRLEFrame is a zstd frame of n blocks, each one byte repeated 128 KiB
+// times (RLE), with an 8 MiB window and no content size: 4 bytes of input
+// per 128 KiB of output.
+func zstdRLEFrame(n int) []byte {
+	f := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3} // magic, FHD, window 2^(10+13)
+	for i := range n {
+		h := uint32(128<<10)<<3 | 1<<1 // size, type RLE
+		if i == n-1 {
+			h |= 1 // last block
+		}
+		f = append(f, byte(h), byte(h>>8), byte(h>>16), 0)
+	}
+	return f
+}
+
+// allocated returns the bytes f allocates (including any goroutine running
+// meanwhile: run it alone).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestValidateRecordsLimitBombs: every codec stops at the limit. A section
+// that expands far past it is ErrTooLarge, through the validator and the
+// decoders alike, and refusing it allocates a small multiple of the limit
+// (a buffer doubling up to it), never anything near what the input claims.
+func TestValidateRecordsLimitBombs(t *testing.T) {
+	const expand = 32 << 20
+	bombs := map[string]Batch{}
+	for _, c := range allCodecs[1:] {
+		bombs[c.String()] = withRecords(t, c, 1, compressZeros(t, c, expand))
+	}
+	bombs["zstd-rle-2GiB"] = withRecords(t, CompressionZstd, 1, zstdRLEFrame(2<<30/(128<<10)))
+	// A frame that states 2 GiB of content: refused from its header.
+	var claim bytes.Buffer
+	zw, _ := zstd.NewWriter(&claim)
+	zw.ResetContentSize(&claim, 2<<30)
+	if _, err := io.CopyN(zw, zeroReader{}, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close() // fails: the frame is short of what it states; the header is what matters
+	bombs["zstd-claims-2GiB"] = withRecords(t, CompressionZstd, 1, claim.Bytes())
+	// A gzip trailer lying about the size (the decoder uses it as a hint).
+	lying := clone(compressZeros(t, CompressionGzip, expand))
+	binary.LittleEndian.PutUint32(lying[len(lying)-4:], 0x7fffffff)
+	bombs["gzip-lying-trailer"] = withRecords(t, CompressionGzip, 1, lying)
+
+	for name, b := range bombs {
+		for _, limit := range []int{1 << 20, 4 << 20} {
+			var err error
+			n := allocated(func() { err = b.ValidateRecordsLimit(limit) })
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("%s, limit %d: ValidateRecordsLimit: %v, want ErrTooLarge", name, limit, err)
+			}
+			// Beyond the output, a codec may need fixed buffers: an lz4
+			// frame declares its block size (4 MiB from the writer many Go
+			// clients use), and the reader holds a block of input and one
+			// of output whatever the limit.
+			fixed := 1 << 20
+			if b.Compression() == CompressionLZ4 {
+				fixed = 2*4<<20 + 2<<20
+			}
+			if bound := uint64(3*limit + fixed); n > bound {
+				t.Errorf("%s, limit %d: refusing it allocated %d bytes, over %d", name, limit, n, bound)
+			}
+			if _, err := b.RecordsLimit(limit); !errors.Is(err, ErrTooLarge) {
+				t.Errorf("%s, limit %d: RecordsLimit: %v, want ErrTooLarge", name, limit, err)
+			}
+			t.Logf("%s (%d bytes), limit %d: %d bytes allocated", name, len(b), limit, n)
+		}
+	}
 }
 
 // TestValidateRecordsLimitExact: the limit is the largest records section
