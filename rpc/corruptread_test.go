@@ -159,7 +159,7 @@ func TestFetchStoredBatchThatDoesNotDecode(t *testing.T) {
 		t.Errorf("raw fetch: %v", err)
 	}
 
-	for _, serverDecode := range []bool{true} {
+	for _, serverDecode := range []bool{false, true} {
 		n, err := consumeErr(t, b1.addr, "stored", serverDecode)
 		if !errors.Is(err, client.ErrCorruptData) || client.IsRetriable(err) || !strings.Contains(err.Error(), "offset 3") {
 			t.Errorf("consumer (server decode %v): %v after %d records, want CORRUPT_DATA at offset 3", serverDecode, err, n)
