@@ -120,3 +120,42 @@ func BenchmarkValidateRecords(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateRecordsLimit is the leader's check of every produced
+// batch (records of 1 KiB values) at the default max.message.bytes, beside
+// Validate (length, magic, CRC), which produce ran before. Throughput is of
+// the batch as sent.
+func BenchmarkValidateRecordsLimit(b *testing.B) {
+	const limit = 1048588 // max.message.bytes by default
+	for _, size := range []int{16 << 10, 1 << 20} {
+		var recs []Record
+		for _, r := range benchRecords(2048) {
+			if HeaderSize+(len(recs)+1)*(len(r.Value)+48) > size {
+				break
+			}
+			recs = append(recs, r)
+		}
+		for _, codec := range []Compression{CompressionNone, CompressionLZ4, CompressionZstd} {
+			batch := mustEncode(b, codecOpts(codec), recs...)
+			name := fmt.Sprintf("%dKiB/%v", size>>10, codec)
+			b.Run(name+"/records", func(b *testing.B) {
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := batch.ValidateRecordsLimit(limit); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(name+"/header", func(b *testing.B) {
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := batch.Validate(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
