@@ -95,7 +95,8 @@ func (b Batch) AllLimit(maxDecompressed int) iter.Seq2[Record, error] {
 func (b Batch) ValidateRecords() error { return b.ValidateRecordsLimit(MaxDecompressedSize) }
 
 // ValidateRecordsLimit is Validate plus a full decode of every record, the
-// check a leader makes before it assigns offsets to a producer's batch: the
+// check a leader makes (Validate, then CheckRecords) before it assigns
+// offsets to a producer's batch: the
 // records section decompresses to at most maxDecompressed bytes (<= 0 means
 // MaxDecompressedSize) without allocating much more than that; every varint
 // and length is in range and within its record; offset deltas are exactly
@@ -115,11 +116,28 @@ func (b Batch) ValidateRecordsLimit(maxDecompressed int) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
+	return b.checkRecordsPooled(maxDecompressed)
+}
+
+// CheckRecords is ValidateRecordsLimit for a batch that has just passed
+// Validate, as a leader's produce path has: it checks the header's layout
+// again (cheap, so any input is still safe) but not the CRC, which over a
+// large batch costs as much as walking its records. On a batch whose CRC
+// was not checked it proves nothing about the bytes' integrity.
+func (b Batch) CheckRecords(maxDecompressed int) error {
+	if err := b.checkHeader(false); err != nil {
+		return err
+	}
+	return b.checkRecordsPooled(maxDecompressed)
+}
+
+// checkRecordsPooled is checkRecords with a recycled decompression buffer:
+// nothing escapes validation.
+func (b Batch) checkRecordsPooled(maxDecompressed int) error {
 	if b.Compression() == CompressionNone {
 		_, err := b.checkRecords(nil, maxDecompressed)
 		return err
 	}
-	// Nothing escapes validation, so the decompression buffer is recycled.
 	bufp, _ := scratchBuffers.Get().(*[]byte)
 	if bufp == nil {
 		bufp = new([]byte)
@@ -148,7 +166,7 @@ func (b Batch) checkRecords(buf []byte, limit int) ([]byte, error) {
 	return d.data, d.finish()
 }
 
-// scratchBuffers recycles decompression buffers of ValidateRecordsLimit.
+// scratchBuffers recycles decompression buffers of checkRecordsPooled.
 // Buffers over maxPooledScratch are left to the GC so one huge batch does
 // not pin its memory forever.
 var scratchBuffers sync.Pool // *[]byte

@@ -259,3 +259,28 @@ func TestValidateRecordsLimitAllocs(t *testing.T) {
 		t.Errorf("%.1f allocations per validation, want none", allocs)
 	}
 }
+
+// TestCheckRecords: the produce path's check after Validate skips only the
+// CRC; the header's layout is still checked, so no input panics.
+func TestCheckRecords(t *testing.T) {
+	b := clone(mustEncode(t, DefaultBatchOptions(), sampleRecords(4)...))
+	if err := Batch(b).CheckRecords(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	b[18] ^= 1 // the CRC itself: the records are intact
+	if err := Batch(b).Validate(); !errors.Is(err, ErrBadCRC) {
+		t.Fatalf("Validate: %v", err)
+	}
+	if err := Batch(b).CheckRecords(1 << 20); err != nil {
+		t.Fatalf("CheckRecords checked the CRC: %v", err)
+	}
+	for _, n := range []int{0, 10, HeaderSize - 1, HeaderSize, len(b) - 1} {
+		if err := Batch(b[:n]).CheckRecords(1 << 20); !errors.Is(err, ErrBadLength) {
+			t.Errorf("%d bytes: %v, want ErrBadLength", n, err)
+		}
+	}
+	lying := withRecords(t, CompressionNone, 50, mustEncode(t, DefaultBatchOptions(), sampleRecords(3)...)[HeaderSize:])
+	if err := lying.CheckRecords(1 << 20); !errors.Is(err, ErrBadCount) {
+		t.Errorf("count 50 over 3 records: %v", err)
+	}
+}
