@@ -111,21 +111,31 @@ func appendGzip(dst, src []byte) ([]byte, error) {
 	return dst, err
 }
 
-var gzipDecoders sync.Pool // *gzip.Reader
+// gzipDecoder is a pooled gzip reader with the bytes.Reader it reads from,
+// so that steady-state decoding allocates neither.
+type gzipDecoder struct {
+	zr  *gzip.Reader // nil until a stream's header has been read
+	src bytes.Reader
+}
+
+var gzipDecoders = sync.Pool{New: func() any { return new(gzipDecoder) }}
 
 func decompressGzip(src, buf []byte, limit int) ([]byte, error) {
-	br := bytes.NewReader(src)
-	zr, _ := gzipDecoders.Get().(*gzip.Reader)
+	d := gzipDecoders.Get().(*gzipDecoder)
+	defer func() {
+		d.src.Reset(nil) // drop the reference to src before pooling
+		gzipDecoders.Put(d)
+	}()
+	d.src.Reset(src)
 	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(br)
+	if d.zr == nil {
+		d.zr, err = gzip.NewReader(&d.src)
 	} else {
-		err = zr.Reset(br)
+		err = d.zr.Reset(&d.src)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer gzipDecoders.Put(zr)
 	// The gzip trailer states the size mod 2^32: a good first guess for the
 	// buffer, trusted no further than deflate's best ratio (about 1032:1)
 	// and the limit, so a lying trailer cannot make it allocate much.
@@ -133,7 +143,7 @@ func decompressGzip(src, buf []byte, limit int) ([]byte, error) {
 	if len(src) >= 4 {
 		hint = min(int(binary.LittleEndian.Uint32(src[len(src)-4:]))+1, 1032*len(src))
 	}
-	return readLimited(zr, buf, hint, limit)
+	return readLimited(d.zr, buf, hint, limit)
 }
 
 // lz4Encoder is a pooled LZ4 frame writer with Kafka's producer settings:
@@ -165,14 +175,23 @@ func appendLZ4(dst, src []byte) ([]byte, error) {
 	return dst, err
 }
 
-var lz4Decoders = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+// lz4Decoder is a pooled LZ4 frame reader with the bytes.Reader it reads
+// from, so that steady-state decoding allocates neither.
+type lz4Decoder struct {
+	zr  *lz4.Reader
+	src bytes.Reader
+}
+
+var lz4Decoders = sync.Pool{New: func() any { return &lz4Decoder{zr: lz4.NewReader(nil)} }}
 
 func decompressLZ4(src, buf []byte, limit int) ([]byte, error) {
-	zr := lz4Decoders.Get().(*lz4.Reader)
-	defer lz4Decoders.Put(zr)
-	zr.Reset(bytes.NewReader(src))
-	out, err := readLimited(zr, buf, 4*len(src), limit)
-	zr.Reset(nil) // drop the reference to src before pooling
+	d := lz4Decoders.Get().(*lz4Decoder)
+	defer lz4Decoders.Put(d)
+	d.src.Reset(src)
+	d.zr.Reset(&d.src)
+	out, err := readLimited(d.zr, buf, 4*len(src), limit)
+	d.zr.Reset(nil) // drop the reference to src before pooling
+	d.src.Reset(nil)
 	return out, err
 }
 
