@@ -368,7 +368,10 @@ func readLimited(r io.Reader, buf []byte, hint, limit int) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) >= limit {
-				return buf, expectEOF(r, limit)
+				if err := expectEOF(r, limit); err != nil {
+					return nil, err
+				}
+				return buf, nil
 			}
 			grow := min(cap(buf), limit-len(buf))
 			buf = append(buf, make([]byte, grow)...)[:len(buf)]

@@ -96,13 +96,13 @@ func (b Batch) ValidateRecords() error { return b.ValidateRecordsLimit(MaxDecomp
 
 // ValidateRecordsLimit is Validate plus a full decode of every record, the
 // check a leader makes (Validate, then CheckRecords) before it assigns
-// offsets to a producer's batch: the
-// records section decompresses to at most maxDecompressed bytes (<= 0 means
-// MaxDecompressedSize) without allocating much more than that; every varint
-// and length is in range and within its record; offset deltas are exactly
-// 0..n-1 in order; header keys are not null; the count matches the records
-// present and nothing trails the last one. It accepts exactly the batches
-// that RecordsLimit with the same limit decodes.
+// offsets to a producer's batch: the records section decompresses to at
+// most maxDecompressed bytes (<= 0 means MaxDecompressedSize) without
+// allocating much more than that; every varint and length is in range and
+// within its record; offset deltas are exactly 0..n-1 in order; header keys
+// are not null; the count matches the records present and nothing trails
+// the last one. It accepts exactly the batches that RecordsLimit with the
+// same limit decodes.
 //
 // Timestamps are only required to decode (a varlong of at most 10 bytes):
 // any int64 is a valid record timestamp, deltas may be negative (records
