@@ -231,8 +231,14 @@ const (
 	zstdBlockSlack = zstdMaxBlock + zstdOverAlloc
 )
 
+// zstdMemory is the memory limit, and so the largest window, of the
+// decoder for limit.
+func zstdMemory(limit int) int {
+	return 1 << bits.Len(uint(max(limit+zstdBlockSlack, minZstdWindow)-1))
+}
+
 func zstdDecoder(limit int) (*zstd.Decoder, error) {
-	key := 1 << bits.Len(uint(max(limit+zstdBlockSlack, minZstdWindow)-1))
+	key := zstdMemory(limit)
 	if d, ok := zstdDecoders.Load(key); ok {
 		return d.(*zstd.Decoder), nil
 	}
@@ -267,9 +273,12 @@ func decompressZstd(src, buf []byte, limit int) ([]byte, error) {
 	}
 	last := limit + zstdBlockSlack // room when the output may exceed the limit
 	room := last
-	if low, high, ok := zstdSizeBound(src); ok {
+	if low, high, window, ok := zstdSizeBound(src); ok {
 		if low > uint64(limit) {
 			return nil, corruptf(ErrTooLarge, "zstd frames state %d bytes of output, over %d", low, limit)
+		}
+		if window > uint64(zstdMemory(limit)) {
+			return nil, corruptf(ErrTooLarge, "zstd frame asks for a window of %d bytes, over %d", window, zstdMemory(limit))
 		}
 		if high <= uint64(limit) {
 			room = int(high) + zstdOverAlloc
@@ -285,8 +294,6 @@ func decompressZstd(src, buf []byte, limit int) ([]byte, error) {
 		return nil, corruptf(ErrTooLarge, "zstd output exceeds %d bytes", limit)
 	case err == nil:
 		return out, nil
-	case errors.Is(err, zstd.ErrWindowSizeExceeded):
-		return nil, corruptf(ErrTooLarge, "zstd window over %d bytes", max(limit, minZstdWindow))
 	case room >= last && (errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out)+zstdBlockSlack > room):
 		return nil, corruptf(ErrTooLarge, "zstd output exceeds %d bytes", limit)
 	}
@@ -296,26 +303,28 @@ func decompressZstd(src, buf []byte, limit int) ([]byte, error) {
 // zstdSizeBound walks the frames and block headers of src without decoding
 // and returns what they say about the decoded size: at least low (frames
 // that state their content size, raw and RLE blocks, which state theirs),
-// at most high (compressed blocks decode to at most zstdMaxBlock). ok is
-// false when the headers do not parse; the decoder then says what is wrong.
-func zstdSizeBound(src []byte) (low, high uint64, ok bool) {
+// at most high (compressed blocks decode to at most zstdMaxBlock); and the
+// largest window a frame declares. ok is false when the headers do not
+// parse; the decoder then says what is wrong.
+func zstdSizeBound(src []byte) (low, high, window uint64, ok bool) {
 	for len(src) > 0 {
 		var h zstd.Header
 		rest, err := h.DecodeAndStrip(src)
 		if err != nil {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		if h.Skippable {
 			if uint64(h.SkippableSize) > uint64(len(rest)) {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
 			src = rest[h.SkippableSize:]
 			continue
 		}
-		var stated, most uint64 // of this frame
+		window = max(window, h.WindowSize) // 0 for single-segment frames
+		var stated, most uint64            // of this frame
 		for last := false; !last; {
 			if len(rest) < 3 {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
 			bh := uint32(rest[0]) | uint32(rest[1])<<8 | uint32(rest[2])<<16
 			rest = rest[3:]
@@ -324,26 +333,26 @@ func zstdSizeBound(src []byte) (low, high uint64, ok bool) {
 			switch bh >> 1 & 3 {
 			case 0: // raw: size bytes, copied
 				if size > len(rest) {
-					return 0, 0, false
+					return 0, 0, 0, false
 				}
 				stated, most, rest = stated+uint64(size), most+uint64(size), rest[size:]
 			case 1: // RLE: one byte, repeated size times
 				if len(rest) < 1 {
-					return 0, 0, false
+					return 0, 0, 0, false
 				}
 				stated, most, rest = stated+uint64(size), most+uint64(size), rest[1:]
 			case 2: // compressed: size bytes of input
 				if size > len(rest) {
-					return 0, 0, false
+					return 0, 0, 0, false
 				}
 				most, rest = most+zstdMaxBlock, rest[size:]
 			default:
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
 		}
 		if h.HasCheckSum {
 			if len(rest) < 4 {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
 			rest = rest[4:]
 		}
@@ -353,7 +362,7 @@ func zstdSizeBound(src []byte) (low, high uint64, ok bool) {
 		}
 		low, high, src = low+stated, high+most, rest
 	}
-	return low, high, true
+	return low, high, window, true
 }
 
 // readLimited reads r to EOF into buf, failing with ErrTooLarge once more

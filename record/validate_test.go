@@ -284,3 +284,26 @@ func TestCheckRecords(t *testing.T) {
 		t.Errorf("count 50 over 3 records: %v", err)
 	}
 }
+
+// TestZstdWindows: a frame that asks for a window larger than the decoder
+// grants is refused as too large before decoding; a block larger than its
+// own frame's window is damage, not size.
+func TestZstdWindows(t *testing.T) {
+	// Window descriptor 2^(10+16) = 64 MiB, then one RLE block of 1 KiB.
+	huge := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 16 << 3}
+	h := uint32(1024)<<3 | 1<<1 | 1
+	huge = append(huge, byte(h), byte(h>>8), byte(h>>16), 'x')
+	if err := withRecords(t, CompressionZstd, 1, huge).ValidateRecordsLimit(1 << 20); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "window") {
+		t.Errorf("64 MiB window under a 1 MiB limit: %v, want ErrTooLarge about the window", err)
+	}
+	// A single-segment frame stating 10 bytes (so a 1 KiB window) holding a
+	// raw block of 8000.
+	small := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 10}
+	h = uint32(8000)<<3 | 1
+	small = append(small, byte(h), byte(h>>8), byte(h>>16))
+	small = append(small, make([]byte, 8000)...)
+	err := withRecords(t, CompressionZstd, 1, small).ValidateRecordsLimit(1 << 20)
+	if !errors.Is(err, ErrBadRecord) {
+		t.Errorf("block over its frame's window: %v, want ErrBadRecord", err)
+	}
+}
