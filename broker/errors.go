@@ -30,7 +30,7 @@ const (
 	ReasonUnavailable        Reason = "UNAVAILABLE"          // retriable
 	ReasonFencedEpoch        Reason = "FENCED_EPOCH"         //
 	ReasonLeaderNotAvailable Reason = "LEADER_NOT_AVAILABLE" // retriable
-	ReasonCorruptData        Reason = "CORRUPT_DATA"         // stored data failed its checks; never returned
+	ReasonCorruptData        Reason = "CORRUPT_DATA"         // stored data failed its checks on read; it is never returned
 	// An idempotent producer's batch does not follow its last one: retriable,
 	// since resending the earlier batches in order fills the gap.
 	ReasonOutOfOrderSequence Reason = "OUT_OF_ORDER_SEQUENCE"
@@ -113,4 +113,11 @@ func InvalidRequest(format string, args ...any) error {
 // (it is starting or stopping); the client should retry, here or elsewhere.
 func Unavailable(format string, args ...any) error {
 	return refuse(ReasonUnavailable, nil, format, args...)
+}
+
+// CorruptData is the error for stored data that fails its checks when read
+// back (a length, a CRC, records that do not decode): the data is not
+// returned, and retrying cannot help. offset is where the damage is.
+func CorruptData(cause error, offset int64, format string, args ...any) error {
+	return refuse(ReasonCorruptData, cause, format, args...).with("offset", itoa(offset))
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/record"
 	"github.com/strata-log/strata/tiering"
 )
 
@@ -152,6 +153,13 @@ func (p *partition) read(offset int64, maxBytes int) (FetchResult, error) {
 	if err != nil {
 		return FetchResult{}, p.readError(offset, err)
 	}
+	if len(res.Data) == 0 && offset < hw {
+		// Batches end where a high watermark can, so below it the log
+		// always has a whole batch to return. The log stops silently at a
+		// batch whose length field is damaged; answering empty would have
+		// the consumer ask for the same offset again, forever.
+		return FetchResult{}, CorruptData(nil, offset, "%s: the local log yields no readable batch at offset %d, below the high watermark %d: the stored batch is damaged", p.name(), offset, hw)
+	}
 	return FetchResult{Batches: res.Data, NextOffset: res.NextOffset, HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}, nil
 }
 
@@ -164,6 +172,9 @@ func (p *partition) readError(offset int64, err error) error {
 	}
 	if errors.Is(err, hotlog.ErrClosed) {
 		return refuse(ReasonUnavailable, err, "%s is closing", p.name())
+	}
+	if errors.Is(err, hotlog.ErrCorrupt) || record.IsCorrupt(err) {
+		return CorruptData(err, offset, "%s: the local log holds damaged data: %v", p.name(), err)
 	}
 	return refuse(ReasonStorageError, err, "%s: %v", p.name(), err)
 }

@@ -7,8 +7,8 @@ package broker
 // broker leads the partition (NOT_LEADER with the leader's address) and has
 // it open (LEADER_NOT_AVAILABLE); the disk has room (THROTTLED); the batch
 // is within max.message.bytes (RECORD_TOO_LARGE) and passes its length,
-// magic and CRC checks (CORRUPT_BATCH); for acks=all, the ISR has at least
-// min.insync.replicas members (NOT_ENOUGH_REPLICAS). A batch of an
+// magic, CRC and record checks (CORRUPT_BATCH); for acks=all, the ISR has
+// at least min.insync.replicas members (NOT_ENOUGH_REPLICAS). A batch of an
 // idempotent producer (with a producer id) is then checked against what the
 // producer wrote before (producers.go): a resend of one of its last batches
 // is answered with that batch's offsets and Duplicate set, writing nothing; a
@@ -90,6 +90,9 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	}
 	if err := req.Batch.Validate(); err != nil {
 		return ProduceResult{}, refuse(ReasonCorruptBatch, err, "%v", err)
+	}
+	if err := validateRecords(p, cfg, req.Batch); err != nil {
+		return ProduceResult{}, err
 	}
 	res, w, err := p.appendAsLeader(req.Batch, req.Acks)
 	if err != nil {

@@ -89,8 +89,10 @@ var (
 	// ErrRecordTooLarge: the batch is over the topic's max.message.bytes
 	// (metadata "size", "max").
 	ErrRecordTooLarge = sentinel(codes.InvalidArgument, "RECORD_TOO_LARGE", false)
-	// ErrCorruptBatch: a batch failed its length, magic or CRC checks, at
-	// the broker or, for fetched batches, in this client.
+	// ErrCorruptBatch: the broker refused a produced batch that failed its
+	// checks: length, magic, CRC, or records that do not decode (the
+	// message says which record and field). A fetched batch that fails is
+	// ErrCorruptData.
 	ErrCorruptBatch = sentinel(codes.InvalidArgument, "CORRUPT_BATCH", false)
 	// ErrInvalidConfig: a topic setting, or an option of this package, is
 	// invalid (metadata "key", "value", "allowed").
@@ -121,9 +123,10 @@ var (
 	// ErrLeaderNotAvailable: the partition has no leader right now, or its
 	// new leader is still loading it. Retriable.
 	ErrLeaderNotAvailable = sentinel(codes.Unavailable, "LEADER_NOT_AVAILABLE", true)
-	// ErrCorruptData: data the broker read back from storage (the cold tier,
-	// say) failed its checks; nothing was returned. Error.Metadata["object"]
-	// names what is damaged.
+	// ErrCorruptData: stored data failed its checks when read back, at the
+	// broker (either tier) or, for fetched batches, in this client; nothing
+	// was returned. Error.Metadata["offset"] says where, when it is known.
+	// Reading again returns the same bytes: not retriable.
 	ErrCorruptData = sentinel(codes.DataLoss, "CORRUPT_DATA", false)
 	// ErrOutOfOrderSequence: an idempotent producer's batch does not follow
 	// its previous one in the partition (metadata "producer_id",

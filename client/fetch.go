@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/strata-log/strata/record"
@@ -212,7 +213,7 @@ func decodeBatches(tp TopicPartition, data []byte, pos int64) ([]*Record, int64,
 			if errors.Is(err, record.ErrShortBuffer) {
 				err = fmt.Errorf("%w: response ends inside a batch", record.ErrCorrupt)
 			}
-			return nil, pos, corruptBatch(tp, next, err)
+			return nil, pos, corruptData(tp, next, err)
 		}
 		data = rest
 		if b.NextOffset() <= next || b.IsControl() {
@@ -223,7 +224,7 @@ func decodeBatches(tp TopicPartition, data []byte, pos int64) ([]*Record, int64,
 		}
 		recs, err := b.Records()
 		if err != nil {
-			return nil, pos, corruptBatch(tp, b.BaseOffset(), err)
+			return nil, pos, corruptData(tp, b.BaseOffset(), err)
 		}
 		slab := make([]Record, len(recs))
 		for i, r := range recs {
@@ -241,11 +242,14 @@ func decodeBatches(tp TopicPartition, data []byte, pos int64) ([]*Record, int64,
 	return out, next, nil
 }
 
-// corruptBatch is the error of a batch that failed its checks: a
-// CORRUPT_BATCH *Error that also wraps the record package's error
+// corruptData is the error of a fetched batch that failed its checks or
+// does not decode: CORRUPT_DATA, as the broker reports stored data that
+// fails on read (reading it again gives the same bytes), with the offset
+// in the metadata. It also wraps the record package's error
 // (errors.Is(err, record.ErrBadCRC) holds).
-func corruptBatch(tp TopicPartition, offset int64, err error) error {
-	e := newError(codes.DataLoss, "CORRUPT_BATCH", false, "%s: batch at offset %d: %s", tp, offset, bare(err))
+func corruptData(tp TopicPartition, offset int64, err error) error {
+	e := newError(codes.DataLoss, "CORRUPT_DATA", false, "%s: batch at offset %d: %s", tp, offset, bare(err))
+	e.Metadata = map[string]string{"offset": strconv.FormatInt(offset, 10), "retriable": "false"}
 	return &chainError{msg: e.Error(), errs: []error{e, err}}
 }
 

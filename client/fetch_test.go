@@ -2,8 +2,11 @@ package client
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"strings"
 	"testing"
 
 	"github.com/strata-log/strata/record"
@@ -94,18 +97,30 @@ func TestDecodeBatchesCorrupt(t *testing.T) {
 	if recs != nil || err == nil {
 		t.Fatalf("corrupt batch decoded: %d records, %v", len(recs), err)
 	}
-	if !errors.Is(err, ErrCorruptBatch) || !errors.Is(err, record.ErrBadCRC) || IsRetriable(err) {
-		t.Errorf("error %v: want CORRUPT_BATCH wrapping a CRC mismatch, not retriable", err)
+	if !errors.Is(err, ErrCorruptData) || !errors.Is(err, record.ErrBadCRC) || IsRetriable(err) {
+		t.Errorf("error %v: want CORRUPT_DATA wrapping a CRC mismatch, not retriable", err)
 	}
-	if e, ok := AsError(err); !ok || e.Code != codes.DataLoss {
+	if e, ok := AsError(err); !ok || e.Code != codes.DataLoss || e.Metadata["offset"] != "4" {
 		t.Errorf("AsError: %+v", e)
 	}
 
 	// A response cut inside a batch is corruption too: the broker sends
 	// whole batches.
 	recs, _, err = decodeBatches(tp, data[:len(data)-1], 0)
-	if recs != nil || !errors.Is(err, ErrCorruptBatch) || !errors.Is(err, record.ErrCorrupt) {
+	if recs != nil || !errors.Is(err, ErrCorruptData) || !errors.Is(err, record.ErrCorrupt) {
 		t.Errorf("truncated response: %d records, %v", len(recs), err)
+	}
+
+	// A batch whose header and CRC hold but whose records do not decode
+	// (the header claims 9 records over 4): an error naming the batch, no
+	// panic.
+	lying := bytes.Clone(data)
+	binary.BigEndian.PutUint32(lying[first+23:], 8) // lastOffsetDelta
+	binary.BigEndian.PutUint32(lying[first+57:], 9) // record count
+	binary.BigEndian.PutUint32(lying[first+17:], crc32.Checksum(lying[first+21:], crc32.MakeTable(crc32.Castagnoli)))
+	recs, _, err = decodeBatches(tp, lying, 0)
+	if recs != nil || !errors.Is(err, ErrCorruptData) || !errors.Is(err, record.ErrBadCount) || !strings.Contains(err.Error(), "batch at offset 4") {
+		t.Errorf("batch that does not decode: %d records, %v", len(recs), err)
 	}
 }
 

@@ -459,6 +459,11 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (ReadResult, error) {
 	for {
 		n, err := record.PeekSize(buf[used:])
 		if err != nil {
+			if used == 0 {
+				// Below the log end a whole batch starts here: a header
+				// that does not parse is damage, not the end of the data.
+				return res, fmt.Errorf("%w: %s at %d (offset %d): %w", ErrCorrupt, seg.path, pos, offset, err)
+			}
 			break
 		}
 		if used+n > len(buf) {

@@ -596,3 +596,23 @@ func seqBatchAt(t *testing.T, first, n int, epoch int32) []byte {
 	b.SetLeaderEpoch(epoch)
 	return b
 }
+
+// A batch whose length field was damaged after it was written is an error
+// to read, not an empty answer: a reader asking again would spin forever.
+func TestReadDamagedLengthIsCorrupt(t *testing.T) {
+	fsys := newMemFS()
+	l := mustOpen(t, "/log", testOptions(fsys))
+	defer l.Close()
+	fillLog(t, l, 3)
+	path := activePath("/log", l)
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0x7f, 0xff, 0xff, 0xff}, 8); err != nil { // the first batch's length
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = l.Read(0, 1<<20, l.LogEndOffset())
+	wantErr(t, err, ErrCorrupt)
+}

@@ -120,3 +120,42 @@ func BenchmarkValidateRecords(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateRecordsLimit is the leader's check of every produced
+// batch (records of 1 KiB values) at the default max.message.bytes: header
+// is Validate (length, magic, CRC), all that produce checked before;
+// records is CheckRecords, what the records check adds after it; full is
+// ValidateRecordsLimit, both at once. Throughput is of the batch as sent.
+func BenchmarkValidateRecordsLimit(b *testing.B) {
+	const limit = 1048588 // max.message.bytes by default
+	for _, size := range []int{16 << 10, 1 << 20} {
+		var recs []Record
+		for _, r := range benchRecords(2048) {
+			if HeaderSize+(len(recs)+1)*(len(r.Value)+48) > size {
+				break
+			}
+			recs = append(recs, r)
+		}
+		for _, codec := range []Compression{CompressionNone, CompressionLZ4, CompressionZstd} {
+			batch := mustEncode(b, codecOpts(codec), recs...)
+			for _, check := range []struct {
+				name string
+				f    func() error
+			}{
+				{"header", batch.Validate},
+				{"records", func() error { return batch.CheckRecords(limit) }},
+				{"full", func() error { return batch.ValidateRecordsLimit(limit) }},
+			} {
+				b.Run(fmt.Sprintf("%dKiB/%v/%s", size>>10, codec, check.name), func(b *testing.B) {
+					b.SetBytes(int64(len(batch)))
+					b.ReportAllocs()
+					for b.Loop() {
+						if err := check.f(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}

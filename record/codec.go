@@ -111,21 +111,31 @@ func appendGzip(dst, src []byte) ([]byte, error) {
 	return dst, err
 }
 
-var gzipDecoders sync.Pool // *gzip.Reader
+// gzipDecoder is a pooled gzip reader with the bytes.Reader it reads from,
+// so that steady-state decoding allocates neither.
+type gzipDecoder struct {
+	zr  *gzip.Reader // nil until a stream's header has been read
+	src bytes.Reader
+}
+
+var gzipDecoders = sync.Pool{New: func() any { return new(gzipDecoder) }}
 
 func decompressGzip(src, buf []byte, limit int) ([]byte, error) {
-	br := bytes.NewReader(src)
-	zr, _ := gzipDecoders.Get().(*gzip.Reader)
+	d := gzipDecoders.Get().(*gzipDecoder)
+	defer func() {
+		d.src.Reset(nil) // drop the reference to src before pooling
+		gzipDecoders.Put(d)
+	}()
+	d.src.Reset(src)
 	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(br)
+	if d.zr == nil {
+		d.zr, err = gzip.NewReader(&d.src)
 	} else {
-		err = zr.Reset(br)
+		err = d.zr.Reset(&d.src)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer gzipDecoders.Put(zr)
 	// The gzip trailer states the size mod 2^32: a good first guess for the
 	// buffer, trusted no further than deflate's best ratio (about 1032:1)
 	// and the limit, so a lying trailer cannot make it allocate much.
@@ -133,7 +143,7 @@ func decompressGzip(src, buf []byte, limit int) ([]byte, error) {
 	if len(src) >= 4 {
 		hint = min(int(binary.LittleEndian.Uint32(src[len(src)-4:]))+1, 1032*len(src))
 	}
-	return readLimited(zr, buf, hint, limit)
+	return readLimited(d.zr, buf, hint, limit)
 }
 
 // lz4Encoder is a pooled LZ4 frame writer with Kafka's producer settings:
@@ -165,14 +175,23 @@ func appendLZ4(dst, src []byte) ([]byte, error) {
 	return dst, err
 }
 
-var lz4Decoders = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+// lz4Decoder is a pooled LZ4 frame reader with the bytes.Reader it reads
+// from, so that steady-state decoding allocates neither.
+type lz4Decoder struct {
+	zr  *lz4.Reader
+	src bytes.Reader
+}
+
+var lz4Decoders = sync.Pool{New: func() any { return &lz4Decoder{zr: lz4.NewReader(nil)} }}
 
 func decompressLZ4(src, buf []byte, limit int) ([]byte, error) {
-	zr := lz4Decoders.Get().(*lz4.Reader)
-	defer lz4Decoders.Put(zr)
-	zr.Reset(bytes.NewReader(src))
-	out, err := readLimited(zr, buf, 4*len(src), limit)
-	zr.Reset(nil) // drop the reference to src before pooling
+	d := lz4Decoders.Get().(*lz4Decoder)
+	defer lz4Decoders.Put(d)
+	d.src.Reset(src)
+	d.zr.Reset(&d.src)
+	out, err := readLimited(d.zr, buf, 4*len(src), limit)
+	d.zr.Reset(nil) // drop the reference to src before pooling
+	d.src.Reset(nil)
 	return out, err
 }
 
@@ -187,26 +206,43 @@ var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 	return e
 })
 
-// zstdDecoders holds shared DecodeAll decoders keyed by their output limit
-// rounded up to a power of two: the limit is a decoder option, enforced
-// block by block while decoding, and rounding keeps the set small whatever
-// limits callers pass. The exact limit is checked on the result.
+// zstdDecoders holds shared DecodeAll decoders keyed by their memory limit,
+// a power of two at least minZstdWindow: the decoder refuses frames whose
+// window exceeds it, and rounding keeps the set small whatever limits
+// callers pass. Output is bounded by the capacity of the buffer it is
+// decoded into (WithDecodeAllCapLimit), which decompressZstd chooses.
 var zstdDecoders sync.Map // int -> *zstd.Decoder
 
-// minZstdWindow is the smallest limit a zstd decoder gets. The decoder
-// refuses frames whose window exceeds its limit, and streaming encoders (as
-// Kafka's Java producer uses) declare windows of up to 8 MiB whatever the
-// content size; 8 MiB is also what the zstd format asks every decoder to
-// support. So a small caller limit still reads such frames, at the cost of
-// a hostile frame costing up to 8 MiB before it is refused.
+// minZstdWindow is the smallest window every decoder accepts. Streaming
+// encoders (as Kafka's Java producer uses) declare windows of up to 8 MiB
+// whatever the content size, and 8 MiB is what the zstd format asks every
+// decoder to support. Decoding into a buffer allocates no window of its own
+// (the output is the history), so accepting a large window costs nothing.
 const minZstdWindow = 8 << 20
 
+const (
+	// zstdMaxBlock is the most a zstd block decodes to.
+	zstdMaxBlock = 128 << 10
+	// zstdOverAlloc is spare room the decoder's fast copies may write
+	// past the output.
+	zstdOverAlloc = 64
+	// zstdBlockSlack is room for one more block of output: with that much
+	// spare capacity, a block that fails did not fail for want of room.
+	zstdBlockSlack = zstdMaxBlock + zstdOverAlloc
+)
+
+// zstdMemory is the memory limit, and so the largest window, of the
+// decoder for limit.
+func zstdMemory(limit int) int {
+	return 1 << bits.Len(uint(max(limit+zstdBlockSlack, minZstdWindow)-1))
+}
+
 func zstdDecoder(limit int) (*zstd.Decoder, error) {
-	key := 1 << bits.Len(uint(max(limit, minZstdWindow)-1))
+	key := zstdMemory(limit)
 	if d, ok := zstdDecoders.Load(key); ok {
 		return d.(*zstd.Decoder), nil
 	}
-	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(key)))
+	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(key)), zstd.WithDecodeAllCapLimit(true))
 	if err != nil {
 		return nil, err
 	}
@@ -217,32 +253,136 @@ func zstdDecoder(limit int) (*zstd.Decoder, error) {
 	return d, nil
 }
 
+// decompressZstd decodes into a buffer whose capacity it chooses from the
+// block headers (zstdSizeBound), never letting the decoder size its output:
+// growing it 1.25x at a time, the decoder's own appends allocate about five
+// times the output before any size limit stops them.
+//
+// Output that certainly exceeds the limit (frames stating their size, raw
+// and RLE blocks) is refused before decoding. Output that fits the bound is
+// decoded into exactly that much room, so any failure is damage. Otherwise
+// the buffer holds the limit plus one block: output over the limit, or a
+// failure with less than a block of room left, is ErrTooLarge. Memory thus
+// stays within about twice the limit whatever the frames claim (a failing
+// block may still grow the buffer once). It relies on DecodeAll returning
+// what it decoded before an error.
 func decompressZstd(src, buf []byte, limit int) ([]byte, error) {
 	d, err := zstdDecoder(limit)
 	if err != nil {
 		return nil, err
 	}
-	out, err := d.DecodeAll(src, buf)
+	last := limit + zstdBlockSlack // room when the output may exceed the limit
+	room := last
+	if low, high, window, ok := zstdSizeBound(src); ok {
+		if low > uint64(limit) {
+			return nil, corruptf(ErrTooLarge, "zstd frames state %d bytes of output, over %d", low, limit)
+		}
+		if window > uint64(zstdMemory(limit)) {
+			return nil, corruptf(ErrTooLarge, "zstd frame asks for a window of %d bytes, over %d", window, zstdMemory(limit))
+		}
+		if high <= uint64(limit) {
+			room = int(high) + zstdOverAlloc
+		}
+	}
+	if cap(buf) < room {
+		buf = make([]byte, 0, room)
+	}
+	room = max(room, min(cap(buf), last)) // a larger recycled buffer is free
+	out, err := d.DecodeAll(src, buf[:0:room])
 	switch {
-	case errors.Is(err, zstd.ErrWindowSizeExceeded):
-		return nil, corruptf(ErrTooLarge, "zstd window over %d bytes", max(limit, minZstdWindow))
-	case errors.Is(err, zstd.ErrDecoderSizeExceeded), err == nil && len(out) > limit:
+	case err == nil && len(out) > limit:
+		return nil, corruptf(ErrTooLarge, "zstd output exceeds %d bytes", limit)
+	case err == nil:
+		return out, nil
+	case room >= last && (errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out)+zstdBlockSlack > room):
 		return nil, corruptf(ErrTooLarge, "zstd output exceeds %d bytes", limit)
 	}
-	return out, err
+	return nil, err
+}
+
+// zstdSizeBound walks the frames and block headers of src without decoding
+// and returns what they say about the decoded size: at least low (frames
+// that state their content size, raw and RLE blocks, which state theirs),
+// at most high (compressed blocks decode to at most zstdMaxBlock); and the
+// largest window a frame declares. ok is false when the headers do not
+// parse; the decoder then says what is wrong.
+func zstdSizeBound(src []byte) (low, high, window uint64, ok bool) {
+	for len(src) > 0 {
+		var h zstd.Header
+		rest, err := h.DecodeAndStrip(src)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		if h.Skippable {
+			if uint64(h.SkippableSize) > uint64(len(rest)) {
+				return 0, 0, 0, false
+			}
+			src = rest[h.SkippableSize:]
+			continue
+		}
+		window = max(window, h.WindowSize) // 0 for single-segment frames
+		var stated, most uint64            // of this frame
+		for last := false; !last; {
+			if len(rest) < 3 {
+				return 0, 0, 0, false
+			}
+			bh := uint32(rest[0]) | uint32(rest[1])<<8 | uint32(rest[2])<<16
+			rest = rest[3:]
+			last = bh&1 == 1
+			size := int(bh >> 3)
+			switch bh >> 1 & 3 {
+			case 0: // raw: size bytes, copied
+				if size > len(rest) {
+					return 0, 0, 0, false
+				}
+				stated, most, rest = stated+uint64(size), most+uint64(size), rest[size:]
+			case 1: // RLE: one byte, repeated size times
+				if len(rest) < 1 {
+					return 0, 0, 0, false
+				}
+				stated, most, rest = stated+uint64(size), most+uint64(size), rest[1:]
+			case 2: // compressed: size bytes of input
+				if size > len(rest) {
+					return 0, 0, 0, false
+				}
+				most, rest = most+zstdMaxBlock, rest[size:]
+			default:
+				return 0, 0, 0, false
+			}
+		}
+		if h.HasCheckSum {
+			if len(rest) < 4 {
+				return 0, 0, 0, false
+			}
+			rest = rest[4:]
+		}
+		if h.HasFCS {
+			// A valid frame decodes to exactly what it states.
+			stated, most = max(stated, h.FrameContentSize), min(most, h.FrameContentSize)
+		}
+		low, high, src = low+stated, high+most, rest
+	}
+	return low, high, window, true
 }
 
 // readLimited reads r to EOF into buf, failing with ErrTooLarge once more
-// than limit bytes come out. It never asks r for more than limit+1 bytes, so
-// memory stays bounded by the limit, not by what the input claims. hint is
+// than limit bytes come out. The buffer grows by doubling up to exactly
+// limit bytes, and one more byte of output is then read into a probe, so
+// memory stays below twice the limit, not what the input claims. hint is
 // the expected output size.
 func readLimited(r io.Reader, buf []byte, hint, limit int) ([]byte, error) {
 	if cap(buf) == 0 {
-		buf = make([]byte, 0, min(max(hint, 512), limit+1))
+		buf = make([]byte, 0, min(max(hint, 512), limit))
 	}
 	for {
 		if len(buf) == cap(buf) {
-			grow := min(cap(buf), limit+1-len(buf))
+			if len(buf) >= limit {
+				if err := expectEOF(r, limit); err != nil {
+					return nil, err
+				}
+				return buf, nil
+			}
+			grow := min(cap(buf), limit-len(buf))
 			buf = append(buf, make([]byte, grow)...)[:len(buf)]
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
@@ -255,6 +395,24 @@ func readLimited(r io.Reader, buf []byte, hint, limit int) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+}
+
+// expectEOF reads r, whose output has reached the limit, to its end:
+// ErrTooLarge at the first further byte.
+func expectEOF(r io.Reader, limit int) error {
+	var probe [1]byte
+	for {
+		n, err := r.Read(probe[:])
+		if n > 0 {
+			return corruptf(ErrTooLarge, "output exceeds %d bytes", limit)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

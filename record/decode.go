@@ -1,7 +1,10 @@
 package record
 
 import (
+	"encoding/binary"
+	"fmt"
 	"iter"
+	"math"
 	"sync"
 )
 
@@ -88,24 +91,58 @@ func (b Batch) AllLimit(maxDecompressed int) iter.Seq2[Record, error] {
 	}
 }
 
-// ValidateRecords is Validate plus a full decode of every record: lengths
-// consistent, offset deltas exactly 0..n-1 in order, the count matching the
-// records present and nothing trailing the last one. It builds no records;
-// for an uncompressed batch it does not allocate.
-func (b Batch) ValidateRecords() error {
+// ValidateRecords is ValidateRecordsLimit with MaxDecompressedSize.
+func (b Batch) ValidateRecords() error { return b.ValidateRecordsLimit(MaxDecompressedSize) }
+
+// ValidateRecordsLimit is Validate plus a full decode of every record, the
+// check a leader makes (Validate, then CheckRecords) before it assigns
+// offsets to a producer's batch: the records section decompresses to at
+// most maxDecompressed bytes (<= 0 means MaxDecompressedSize) without
+// allocating much more than that; every varint and length is in range and
+// within its record; offset deltas are exactly 0..n-1 in order; header keys
+// are not null; the count matches the records present and nothing trails
+// the last one. It accepts exactly the batches that RecordsLimit with the
+// same limit decodes.
+//
+// Timestamps are only required to decode (a varlong of at most 10 bytes):
+// any int64 is a valid record timestamp, deltas may be negative (records
+// batched out of time order) and the header's maxTimestamp is not compared
+// with the records', since clients in the wild leave it 0 (Kafka's broker
+// rewrites it; Strata stores the batch as sent).
+//
+// It builds no records; for an uncompressed batch it does not allocate,
+// and decompression buffers are recycled.
+func (b Batch) ValidateRecordsLimit(maxDecompressed int) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	if b.Compression() == CompressionNone {
-		_, err := b.checkRecords(nil)
+	return b.checkRecordsPooled(maxDecompressed)
+}
+
+// CheckRecords is ValidateRecordsLimit for a batch that has just passed
+// Validate, as a leader's produce path has: it checks the header's layout
+// again (cheap, so any input is still safe) but not the CRC, which over a
+// large batch costs as much as walking its records. On a batch whose CRC
+// was not checked it proves nothing about the bytes' integrity.
+func (b Batch) CheckRecords(maxDecompressed int) error {
+	if err := b.checkHeader(false); err != nil {
 		return err
 	}
-	// Nothing escapes validation, so the decompression buffer is recycled.
+	return b.checkRecordsPooled(maxDecompressed)
+}
+
+// checkRecordsPooled is checkRecords with a recycled decompression buffer:
+// nothing escapes validation.
+func (b Batch) checkRecordsPooled(maxDecompressed int) error {
+	if b.Compression() == CompressionNone {
+		_, err := b.checkRecords(nil, maxDecompressed)
+		return err
+	}
 	bufp, _ := scratchBuffers.Get().(*[]byte)
 	if bufp == nil {
 		bufp = new([]byte)
 	}
-	data, err := b.checkRecords(*bufp)
+	data, err := b.checkRecords(*bufp, maxDecompressed)
 	if cap(data) > cap(*bufp) && cap(data) <= maxPooledScratch {
 		*bufp = data[:0]
 	}
@@ -115,8 +152,8 @@ func (b Batch) ValidateRecords() error {
 
 // checkRecords decodes every record of a validated batch without building
 // them and returns the decompressed section (for buffer reuse).
-func (b Batch) checkRecords(buf []byte) ([]byte, error) {
-	d, err := b.newDecoder(buf, MaxDecompressedSize)
+func (b Batch) checkRecords(buf []byte, limit int) ([]byte, error) {
+	d, err := b.newDecoder(buf, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +166,9 @@ func (b Batch) checkRecords(buf []byte) ([]byte, error) {
 	return d.data, d.finish()
 }
 
-// scratchBuffers recycles decompression buffers of ValidateRecords. Buffers
-// over maxPooledScratch are left to the GC so one huge batch does not pin
-// its memory forever.
+// scratchBuffers recycles decompression buffers of checkRecordsPooled.
+// Buffers over maxPooledScratch are left to the GC so one huge batch does
+// not pin its memory forever.
 var scratchBuffers sync.Pool // *[]byte
 
 const maxPooledScratch = 4 << 20
@@ -202,7 +239,7 @@ func (d *recordDecoder) next(r *Record, hdrs []Header, keep bool) ([]Header, err
 	}
 	length, pos, ok := readVarint(d.data, d.pos)
 	if !ok || length < 0 || int(length) > len(d.data)-pos {
-		return hdrs, corruptf(ErrBadRecord, "record %d: bad length at byte %d", i, d.pos)
+		return hdrs, corruptf(ErrBadRecord, "record %d at byte %d: bad length: %s", i, d.pos, describeLength(d.data, d.pos))
 	}
 	end := pos + int(length)
 	// Reading through rec, clipped at the record's end, keeps a lying inner
@@ -214,27 +251,27 @@ func (d *recordDecoder) next(r *Record, hdrs []Header, keep bool) ([]Header, err
 	pos++ // attributes: unused by magic 2
 	tsDelta, pos, ok := readVarlong(rec, pos)
 	if !ok {
-		return hdrs, corruptf(ErrBadRecord, "record %d: bad timestamp delta", i)
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad timestamp delta: %s", i, describeLength(rec, pos))
 	}
-	offDelta, pos, ok := readVarint(rec, pos)
+	offDelta, at, ok := readVarint(rec, pos)
 	if !ok {
-		return hdrs, corruptf(ErrBadRecord, "record %d: bad offset delta", i)
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad offset delta: %s", i, describeLength(rec, pos))
 	}
 	if offDelta != i {
 		return hdrs, corruptf(ErrBadCount, "record %d has offset delta %d", i, offDelta)
 	}
-	key, pos, ok := readBytes(rec, pos)
+	key, pos, ok := readBytes(rec, at)
 	if !ok {
-		return hdrs, corruptf(ErrBadRecord, "record %d: bad key", i)
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad key: %s", i, describeLength(rec, at))
 	}
-	value, pos, ok := readBytes(rec, pos)
+	value, at, ok := readBytes(rec, pos)
 	if !ok {
-		return hdrs, corruptf(ErrBadRecord, "record %d: bad value", i)
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad value: %s", i, describeLength(rec, pos))
 	}
-	nh, pos, ok := readVarint(rec, pos)
+	nh, pos, ok := readVarint(rec, at)
 	// A header takes at least two bytes (empty key, null value).
 	if !ok || nh < 0 || int(nh) > (end-pos)/2 {
-		return hdrs, corruptf(ErrBadRecord, "record %d: bad header count", i)
+		return hdrs, corruptf(ErrBadRecord, "record %d: bad header count: %s", i, describeLength(rec, at))
 	}
 	if keep && nh > 0 {
 		hdrs = growHeaders(hdrs, int(nh))
@@ -242,11 +279,11 @@ func (d *recordDecoder) next(r *Record, hdrs []Header, keep bool) ([]Header, err
 	first := len(hdrs)
 	for h := range nh {
 		var hk, hv []byte
-		if hk, pos, ok = readBytes(rec, pos); !ok || hk == nil {
-			return hdrs, corruptf(ErrBadRecord, "record %d: bad key of header %d", i, h)
+		if hk, at, ok = readBytes(rec, pos); !ok || hk == nil {
+			return hdrs, corruptf(ErrBadRecord, "record %d: bad key of header %d: %s", i, h, describeLength(rec, pos))
 		}
-		if hv, pos, ok = readBytes(rec, pos); !ok {
-			return hdrs, corruptf(ErrBadRecord, "record %d: bad value of header %d", i, h)
+		if hv, pos, ok = readBytes(rec, at); !ok {
+			return hdrs, corruptf(ErrBadRecord, "record %d: bad value of header %d: %s", i, h, describeLength(rec, at))
 		}
 		if keep {
 			hdrs = append(hdrs, Header{Key: d.headerKey(hk), Value: hv})
@@ -268,6 +305,30 @@ func (d *recordDecoder) next(r *Record, hdrs []Header, keep bool) ([]Header, err
 	d.pos = end
 	d.index++
 	return hdrs, nil
+}
+
+// describeLength says, for an error message, what is wrong with the varint
+// at b[pos:] that was to be a length, count or delta ending within b:
+// "6-byte varint (at most 5)", "2147483648 out of range", "9 with 3 bytes
+// after it". Only called on error paths.
+func describeLength(b []byte, pos int) string {
+	if pos >= len(b) {
+		return "missing: the record ends first"
+	}
+	v, n := binary.Varint(b[pos:])
+	switch {
+	case n == 0:
+		return fmt.Sprintf("varint cut off by the record's end after %d bytes", len(b)-pos)
+	case n < 0:
+		return "varint longer than 10 bytes"
+	case n > binary.MaxVarintLen32:
+		return fmt.Sprintf("%d-byte varint (at most %d)", n, binary.MaxVarintLen32)
+	case v < -1 || v > math.MaxInt32:
+		return fmt.Sprintf("%d out of range", v)
+	case v == -1:
+		return "-1 (null) where a value is required"
+	}
+	return fmt.Sprintf("%d with %d bytes after it", v, len(b)-pos-n)
 }
 
 // finish checks that nothing follows the last record.

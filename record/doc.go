@@ -38,7 +38,9 @@
 //
 //   - [Batch] is a view over encoded bytes: header accessors that never
 //     allocate, [Batch.Validate] (lengths and CRC, no record decoding) and
-//     record decoding ([Batch.Records], [Batch.All], [Batch.ValidateRecords]).
+//     record decoding ([Batch.Records], [Batch.All]) and its check without
+//     building records ([Batch.ValidateRecordsLimit]; [Batch.CheckRecords]
+//     after Validate is what a leader runs before it stores a batch).
 //   - [Next] and [PeekSize] split a stream of concatenated batches, as stored
 //     in a segment file, telling a torn tail ([ErrShortBuffer]) from
 //     corruption ([ErrCorrupt]).
@@ -46,8 +48,9 @@
 //     (xerial framing, as Kafka's Java producer), lz4 (frame format) or zstd.
 //
 // Decompression is always bounded ([MaxDecompressedSize] by default, or the
-// limit given to [Batch.RecordsLimit] and [Batch.AllLimit]) so a small
-// hostile batch cannot expand into an unbounded allocation.
+// limit given to [Batch.RecordsLimit], [Batch.AllLimit] and
+// [Batch.ValidateRecordsLimit]) so a small hostile batch cannot expand into
+// an unbounded allocation.
 //
 // Errors: [ErrShortBuffer] means "read more bytes"; every error caused by
 // malformed bytes wraps [ErrCorrupt] (test with [IsCorrupt]), and names the

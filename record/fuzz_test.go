@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -181,6 +182,119 @@ func FuzzRoundTrip(f *testing.F) {
 		requireRecordsEqual(t, recs, decodedForm(in, ts, nil))
 		if err := got.ValidateRecords(); err != nil {
 			t.Fatalf("ValidateRecords: %v", err)
+		}
+	})
+}
+
+// hostileSections are records sections that leaders once acknowledged and
+// stored although nobody could read them back, with the record count the
+// batch header claimed: the reported cases, as fuzzer seeds. The bombs are
+// scaled down (8 MiB of zstd RLE blocks, 4 MiB of gzip): they still exceed
+// any limit the fuzzer picks, and small seeds keep minimization quick.
+func hostileSections(t testing.TB) []struct {
+	codec Compression
+	count int32
+	data  []byte
+} {
+	three := mustEncode(t, DefaultBatchOptions(), sampleRecords(3)...)[HeaderSize:]
+	one := mustEncode(t, DefaultBatchOptions(), Record{Key: []byte("k"), Value: []byte("v")})[HeaderSize:]
+	rec := func(body ...byte) []byte { return append(appendVarint(nil, int64(len(body))), body...) }
+	garbage := make([]byte, 300)
+	for i := range garbage {
+		garbage[i] = byte(i*131 + 7)
+	}
+	out := []struct {
+		codec Compression
+		count int32
+		data  []byte
+	}{
+		{CompressionNone, 50, three},
+		{CompressionNone, 1, rec(0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 'v', 0)},
+		{CompressionNone, 1, rec(0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0)},
+		{CompressionNone, 1, garbage},
+		{CompressionNone, math.MaxInt32, one},
+		{CompressionZstd, 1, zstdRLEFrame(64)},
+		{CompressionGzip, 1, compressZeros(t, CompressionGzip, 4<<20)},
+	}
+	for _, c := range allCodecs[1:] {
+		out = append(out, struct {
+			codec Compression
+			count int32
+			data  []byte
+		}{c, 3, garbage})
+	}
+	return out
+}
+
+// FuzzValidateRecordsLimit: the leader's check of a producer's batch. Any
+// records section, codec, count and limit: no panic; every error is
+// corruption; whatever it accepts decodes under the same limit to exactly
+// the records the header counts, and whatever decoding refuses (under that
+// limit or the default one) it refuses too, with the same error.
+func FuzzValidateRecordsLimit(f *testing.F) {
+	for _, s := range seedBatches(f)[:len(allCodecs)] {
+		b := Batch(s)
+		section := []byte(b[HeaderSize:])
+		raw := mustEncode(f, DefaultBatchOptions(), sampleRecords(5)...)
+		f.Add(uint8(b.Compression()), uint32(b.NumRecords()), false, uint32(len(raw)-HeaderSize), section)
+		f.Add(uint8(b.Compression()), uint32(b.NumRecords()), true, uint32(len(raw)-HeaderSize-1), section)
+	}
+	for _, h := range hostileSections(f) {
+		f.Add(uint8(h.codec), uint32(h.count), false, uint32(1<<20), h.data)
+	}
+	f.Fuzz(func(t *testing.T, codec uint8, count uint32, logAppend bool, limit uint32, section []byte) {
+		n := max(int32(count&math.MaxInt32), 1)
+		lim := int(limit%(2<<20)) + 1
+		b := make([]byte, HeaderSize, HeaderSize+len(section))
+		binary.BigEndian.PutUint32(b[8:], uint32(HeaderSize-LengthOffset+len(section)))
+		b[16] = Magic
+		attrs := uint16(codec % 5)
+		if logAppend {
+			attrs |= attrLogAppendTime
+		}
+		binary.BigEndian.PutUint16(b[21:], attrs)
+		binary.BigEndian.PutUint32(b[23:], uint32(n-1))
+		binary.BigEndian.PutUint64(b[27:], uint64(count)<<20) // any first timestamp
+		binary.BigEndian.PutUint32(b[57:], uint32(n))
+		b = append(b, section...)
+		fixCRC(b)
+		batch := Batch(b)
+
+		verr := batch.ValidateRecordsLimit(lim)
+		if verr != nil && !IsCorrupt(verr) {
+			t.Fatalf("non-corruption error %v", verr)
+		}
+		// The CRC is right, so skipping it changes nothing.
+		if cerr := batch.CheckRecords(lim); (cerr == nil) != (verr == nil) || (cerr != nil && cerr.Error() != verr.Error()) {
+			t.Fatalf("CheckRecords says %v, ValidateRecordsLimit %v", cerr, verr)
+		}
+		recs, rerr := batch.RecordsLimit(lim)
+		if (verr == nil) != (rerr == nil) || (verr != nil && verr.Error() != rerr.Error()) {
+			t.Fatalf("validator says %v, RecordsLimit(%d) says %v", verr, lim, rerr)
+		}
+		if _, err := batch.Records(); err != nil && verr == nil {
+			t.Fatalf("accepted under limit %d, but Records fails: %v", lim, err)
+		}
+		if verr != nil {
+			return
+		}
+		if len(recs) != int(n) {
+			t.Fatalf("accepted %d records, header says %d", len(recs), n)
+		}
+		for i, r := range recs {
+			if r.Offset != int64(i) {
+				t.Fatalf("record %d has offset %d", i, r.Offset)
+			}
+		}
+		got := 0
+		for _, err := range batch.AllLimit(lim) {
+			if err != nil {
+				t.Fatalf("AllLimit after acceptance: %v", err)
+			}
+			got++
+		}
+		if got != int(n) {
+			t.Fatalf("AllLimit gave %d records, header says %d", got, n)
 		}
 	})
 }

@@ -24,6 +24,9 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		seeds["FuzzDecodeRecords/seed-"+codec.String()] = []any{
 			byte(codec), uint16(b.NumRecords()), false, []byte(b[HeaderSize:]),
 		}
+		seeds["FuzzValidateRecordsLimit/seed-"+codec.String()] = []any{
+			byte(codec), uint32(b.NumRecords()), false, uint32(1 << 20), []byte(b[HeaderSize:]),
+		}
 		seeds["FuzzRoundTrip/seed-"+codec.String()] = []any{
 			byte(codec), byte(i + 2), []byte("key"), bytes.Repeat([]byte("value "), 1+i*150),
 			false, i == 3, "trace", []byte("0af7651916cd43dd"), int64(1_700_000_000_000), int64(i - 2),
@@ -60,7 +63,7 @@ func marshalCorpus(vals ...any) []byte {
 			out = fmt.Appendf(out, "string(%q)\n", v)
 		case byte:
 			out = fmt.Appendf(out, "byte(%q)\n", v)
-		case uint16, int64, bool:
+		case uint16, uint32, int64, bool:
 			out = fmt.Appendf(out, "%T(%v)\n", v, v)
 		default:
 			panic(fmt.Sprintf("unsupported corpus type %T", v))

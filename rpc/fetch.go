@@ -60,7 +60,7 @@ func (s *fetchService) Fetch(req *stratav1.FetchRequest, stream stratav1.FetchSe
 			NextOffset:     res.NextOffset,
 		}
 		if req.Decode {
-			if resp.Records, err = decodeBatches(res.Batches, offset); err != nil {
+			if resp.Records, err = decodeBatches(req.Topic, req.Partition, res.Batches, offset); err != nil {
 				return toStatus(err)
 			}
 		} else {
@@ -94,17 +94,21 @@ func (s *fetchService) endStream(stream stratav1.FetchService_FetchServer, err e
 	return toStatus(err)
 }
 
-// decodeBatches decodes stored batches into records at or after from.
-func decodeBatches(data []byte, from int64) ([]*stratav1.Record, error) {
+// decodeBatches decodes stored batches of a partition into records at or
+// after from. Batches that fail their checks or do not decode were damaged
+// in storage (the leader refuses such batches on produce): CORRUPT_DATA,
+// naming where, never Internal, which clients would retry forever.
+func decodeBatches(topic string, partition int32, data []byte, from int64) ([]*stratav1.Record, error) {
 	var out []*stratav1.Record
+	at := from // an offset the next batch holds, for errors
 	for len(data) > 0 {
 		b, rest, err := record.Next(data)
 		if err != nil {
-			return nil, err
+			return nil, broker.CorruptData(err, at, "%s/%d: the stored batch holding offset %d fails its checks: %v", topic, partition, at, err)
 		}
 		recs, err := b.Records()
 		if err != nil {
-			return nil, err
+			return nil, broker.CorruptData(err, b.BaseOffset(), "%s/%d: the stored batch at offset %d does not decode: %v", topic, partition, b.BaseOffset(), err)
 		}
 		for _, r := range recs {
 			if r.Offset < from {
@@ -116,7 +120,7 @@ func decodeBatches(data []byte, from int64) ([]*stratav1.Record, error) {
 			}
 			out = append(out, pr)
 		}
-		data = rest
+		data, at = rest, b.NextOffset()
 	}
 	return out, nil
 }
