@@ -333,8 +333,8 @@ func (s *simulation) start() {
 		s.brokers[id].learn(s.ctrl.info)
 	}
 	s.ctrl.start()
-	for _, b := range s.brokers {
-		b.startTimers()
+	for _, id := range s.brokerIDs() { // in order: timers of one instant fire in the order they were set
+		s.brokers[id].startTimers()
 	}
 	for _, c := range s.clients {
 		c.next()
