@@ -268,6 +268,7 @@ func (b *Broker) housekeepingLoop() {
 		roll, checkpoint := now.Sub(lastRoll) >= time.Second, now.Sub(lastCheckpoint) >= 5*time.Second
 		for _, p := range b.partitions() {
 			b.shrinkISR(p)
+			b.requestNewEpoch(p)
 			if roll {
 				if _, err := p.log.RollIfAged(); err != nil {
 					b.log.Warn("roll of an aged segment failed", "partition", p.name(), "err", err)

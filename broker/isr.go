@@ -78,3 +78,52 @@ func (b *Broker) AlterISR(ctx context.Context, req ISRRequest) (cluster.Partitio
 	}
 	return info, nil
 }
+
+// requestNewEpoch asks, at most once a second per partition, for the
+// leader epoch after one this broker was found leading when it started
+// (replica_state.go): it leads again from that one.
+func (b *Broker) requestNewEpoch(p *partition) {
+	epoch, ok := p.needsNewEpoch()
+	if !ok || !p.epochAsked.CompareAndSwap(false, true) {
+		return
+	}
+	b.goTask(func() {
+		defer time.AfterFunc(time.Second, func() { p.epochAsked.Store(false) })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		info, err := b.newLeaderEpoch(ctx, ISRRequest{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderID: b.id, LeaderEpoch: epoch})
+		if err != nil {
+			b.log.Warn("asking for a new leader epoch after a restart failed; will ask again", "partition", p.name(), "epoch", epoch, "err", err)
+			return
+		}
+		b.log.Info("leading again in a new epoch after a restart", "partition", p.name(), "epoch", info.LeaderEpoch)
+	})
+}
+
+// newLeaderEpoch asks for a new epoch: directly when this broker is the
+// controller, else through the controller's NewLeaderEpoch call.
+func (b *Broker) newLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
+	info, err := b.meta.ChangeLeader(ctx, req.Topic, req.Partition, req.LeaderID, req.LeaderEpoch)
+	var nc *cluster.NotControllerError
+	if !errors.As(err, &nc) || nc.ControllerID < 0 || nc.Addr == "" {
+		return info, err
+	}
+	return b.peers.NewLeaderEpoch(ctx, Peer{ID: nc.ControllerID, Addr: nc.Addr}, req)
+}
+
+// NewLeaderEpoch is the controller's side of newLeaderEpoch: the broker
+// leading a partition in an epoch asks for the next one, keeping the lead.
+func (b *Broker) NewLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
+	t, ok := b.meta.Metadata().Topic(req.Topic)
+	if !ok || t.ID != req.TopicID {
+		return cluster.PartitionInfo{}, refuse(ReasonTopicNotFound, nil, "topic %q with id %s not found", req.Topic, req.TopicID)
+	}
+	if info, ok := t.Partition(req.Partition); ok && (info.Leader != req.LeaderID || info.LeaderEpoch != req.LeaderEpoch) {
+		return cluster.PartitionInfo{}, refuse(ReasonFencedEpoch, nil, "broker %d does not lead %s/%d in epoch %d", req.LeaderID, req.Topic, req.Partition, req.LeaderEpoch)
+	}
+	info, err := b.meta.ChangeLeader(ctx, req.Topic, req.Partition, req.LeaderID, req.LeaderEpoch)
+	if err != nil {
+		return cluster.PartitionInfo{}, clusterError(err)
+	}
+	return info, nil
+}

@@ -48,6 +48,10 @@ type partition struct {
 	work      partitionTier // owned by the tiering loop
 	producers *producerState
 
+	// epochAsked is set while a request for a new leader epoch is out, or
+	// was sent in the last second (isr.go, requestNewEpoch).
+	epochAsked atomic.Bool
+
 	// advanceKick wakes the advancer when the log's durable end moved.
 	advanceKick chan struct{}
 	stop        chan struct{}
@@ -142,7 +146,7 @@ func (p *partition) isLeader() bool { return p.view.Load().Leader == p.self }
 
 // logViewLocked is what the state machine sees of the log.
 func (p *partition) logViewLocked() logView {
-	return logView{end: p.log.LogEndOffset(), committed: p.committedEnd(), hw: p.log.HighWatermark()}
+	return logView{end: p.log.LogEndOffset(), committed: p.committedEnd(), hw: p.log.HighWatermark(), latestEpoch: p.log.LatestEpoch()}
 }
 
 // committedEnd is how far this replica's own log counts towards the high
@@ -171,12 +175,12 @@ func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error
 	defer p.mu.Unlock()
 	rs := p.mu.rs
 	rs.minISR = cfg.MinInsyncReplicas
-	if info.Leader == p.self && info.LeaderEpoch > rs.info.LeaderEpoch {
+	ended := rs.apply(info, p.logViewLocked(), p.now())
+	if rs.leading() && info.LeaderEpoch == rs.info.LeaderEpoch {
 		if err := p.log.BeginEpoch(info.LeaderEpoch); err != nil {
 			return err
 		}
 	}
-	ended := rs.apply(info, p.logViewLocked(), p.now())
 	cur := rs.info
 	p.view.Store(&cur)
 	finish(ended)
@@ -277,12 +281,19 @@ func (p *partition) isrAnswered(c *isrChange, info cluster.PartitionInfo, err er
 	p.advanceLocked()
 }
 
-// leaderState is the metadata the replica acts on and, when it leads, the
-// first offset of its epoch.
-func (p *partition) leaderState() (cluster.PartitionInfo, int64) {
+// leading reports whether the replica acts as leader, and in which epoch.
+func (p *partition) leading() (epoch int32, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mu.rs.info, p.mu.rs.epochStart
+	return p.mu.rs.info.LeaderEpoch, p.mu.rs.leading()
+}
+
+// needsNewEpoch reports the epoch a replica named the leader in an epoch
+// it led before its restart waits to leave (replica_state.go).
+func (p *partition) needsNewEpoch() (int32, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.rs.needsNewEpoch()
 }
 
 // following reports whether the replica follows leader in epoch now.

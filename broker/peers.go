@@ -22,6 +22,9 @@ type Peers interface {
 	// AlterISR asks the controller for an ISR change and returns the
 	// partition after it.
 	AlterISR(ctx context.Context, to Peer, req ISRRequest) (cluster.PartitionInfo, error)
+	// NewLeaderEpoch asks the controller to start the leader epoch after
+	// req.LeaderEpoch with the same leader; req.ISR is not used.
+	NewLeaderEpoch(ctx context.Context, to Peer, req ISRRequest) (cluster.PartitionInfo, error)
 	// KnowsController asks a broker whether it knows a controller: one
 	// about to bootstrap a cluster must not start a second one.
 	KnowsController(ctx context.Context, to Peer) (bool, error)

@@ -154,6 +154,8 @@ func (p *partition) appendAsLeader(batch record.Batch, acks Acks) (ProduceResult
 	switch rs.checkProduce(acks == AcksAll) {
 	case refusedNotLeader:
 		return ProduceResult{}, nil, errNotLeaderNow
+	case refusedTakingTheLead:
+		return ProduceResult{}, nil, refuse(ReasonLeaderNotAvailable, nil, "%s: this broker restarted while leading it and waits for the controller to start a new leader epoch", p.name())
 	case refusedNotEnoughReplicas:
 		return ProduceResult{}, nil, refuse(ReasonNotEnoughReplicas, nil, "%s has %d in-sync replicas, min.insync.replicas is %d", p.name(), len(rs.info.ISR), rs.minISR)
 	}

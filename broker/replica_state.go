@@ -29,6 +29,12 @@ package broker
 //   - A follower leaves the ISR once it has not been caught up for
 //     replica.lag.time.max; it may join once it has every committed record
 //     and everything since the leader's epoch began.
+//   - A replica leads only in an epoch it saw begin. One that finds, when
+//     its process starts, that it leads an epoch its log says it led before
+//     (a restart the controller did not notice) does not take it up: a
+//     crash may have cost its log a suffix that followers copied, and new
+//     records at those offsets in the same epoch would not make the
+//     followers cut theirs. It asks the controller for the next epoch.
 
 import (
 	"slices"
@@ -57,6 +63,10 @@ type replicaState struct {
 	// pending is the ISR change sent to the controller and not yet seen
 	// applied or refused.
 	pending *isrChange
+	// inherited is the leader epoch this replica found itself leading when
+	// its process started, and led before that (-1 for none): it does not
+	// lead in it, and asks for a new one.
+	inherited int32
 }
 
 // followerState is what a leader knows of one follower in its epoch.
@@ -100,6 +110,9 @@ type logView struct {
 	end       int64 // log end offset
 	committed int64 // how far the log counts towards the high watermark
 	hw        int64 // the high watermark as the log holds it
+	// latestEpoch is the newest leader epoch in the log's history
+	// (hotlog.UndefinedEpoch for none).
+	latestEpoch int32
 }
 
 // completion is a produce wait that ended: err nil means committed.
@@ -114,6 +127,7 @@ type replicaRefusal int8
 const (
 	refusedNone replicaRefusal = iota
 	refusedNotLeader
+	refusedTakingTheLead // named the leader in an inherited epoch
 	refusedNotEnoughReplicas
 	refusedNotEnoughReplicasAfterAppend
 )
@@ -124,13 +138,23 @@ const isrPendingTimeout = 5 * time.Second
 
 // newReplicaState is a replica that has applied no metadata yet.
 func newReplicaState(self int32, minISR int, lagMax time.Duration) *replicaState {
-	s := &replicaState{self: self, minISR: minISR, lagMax: lagMax}
+	s := &replicaState{self: self, minISR: minISR, lagMax: lagMax, inherited: -1}
 	s.info.LeaderEpoch = -1
 	s.info.Leader = cluster.NoLeader
 	return s
 }
 
-func (s *replicaState) leading() bool { return s.info.Leader == s.self }
+// leading reports whether the replica acts as the leader: the metadata
+// names it, in an epoch it saw begin.
+func (s *replicaState) leading() bool {
+	return s.info.Leader == s.self && s.info.LeaderEpoch > s.inherited
+}
+
+// needsNewEpoch reports the inherited epoch the replica waits to leave, or
+// false: it is named the leader in an epoch it led before its restart.
+func (s *replicaState) needsNewEpoch() (int32, bool) {
+	return s.inherited, s.info.Leader == s.self && s.info.LeaderEpoch == s.inherited
+}
 
 // apply takes in the partition's metadata. Metadata older than what the
 // replica has seen (a lower leader or partition epoch: an ISR change's
@@ -145,11 +169,14 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 	}
 	var ended []completion
 	if info.LeaderEpoch != s.info.LeaderEpoch || info.Leader != s.info.Leader {
+		if s.info.LeaderEpoch < 0 && info.Leader == s.self && log.latestEpoch >= info.LeaderEpoch {
+			s.inherited = info.LeaderEpoch // see the top of this file
+		}
 		for _, w := range s.waiters {
 			ended = append(ended, completion{w, errNotLeaderNow})
 		}
 		s.waiters, s.pending, s.followers = nil, nil, nil
-		if info.Leader == s.self {
+		if info.Leader == s.self && info.LeaderEpoch > s.inherited {
 			s.epochStart = log.end
 			s.followers = map[int32]*followerState{}
 			for _, id := range info.Replicas {
@@ -175,6 +202,8 @@ var errNotLeaderNow = &Error{Reason: ReasonNotLeader, Message: "leadership chang
 // members.
 func (s *replicaState) checkProduce(acksAll bool) replicaRefusal {
 	switch {
+	case s.info.Leader == s.self && !s.leading():
+		return refusedTakingTheLead
 	case !s.leading():
 		return refusedNotLeader
 	case acksAll && len(s.info.ISR) < s.minISR:

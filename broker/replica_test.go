@@ -35,13 +35,20 @@ func (f memFS) OpenFile(name string, flag int, perm os.FileMode) (hotlog.File, e
 type testReplica struct {
 	t   *testing.T
 	p   *partition
+	fs  *memfs.FS
 	now time.Time
 	cfg config.Topic
 }
 
 func newTestReplica(t *testing.T, self int32, info cluster.PartitionInfo, minISR int) *testReplica {
 	t.Helper()
-	r := &testReplica{t: t, now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)}
+	return openTestReplica(t, memfs.New(), self, info, minISR)
+}
+
+// openTestReplica opens a replica whose files are on fsys.
+func openTestReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.PartitionInfo, minISR int) *testReplica {
+	t.Helper()
+	r := &testReplica{t: t, now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), fs: fsys}
 	r.cfg = config.DefaultTopic()
 	r.cfg.MinInsyncReplicas = minISR
 	r.cfg.FlushPolicy = config.FlushNever
@@ -49,7 +56,7 @@ func newTestReplica(t *testing.T, self int32, info cluster.PartitionInfo, minISR
 		dir: "/data/t/0", topic: "t", topicID: "0123456789abcdef0123456789abcdef", self: self,
 		cfg: r.cfg, info: info, lagMax: 10 * time.Second,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		fs:     memFS{memfs.New()}, now: func() time.Time { return r.now }, onDurable: func() {},
+		fs:     memFS{fsys}, now: func() time.Time { return r.now }, onDurable: func() {},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -358,5 +365,41 @@ func TestIdleCaughtUpFollowerRejoinsTheISR(t *testing.T) {
 	change := r.p.tick()
 	if change == nil || len(change.isr) != 3 || change.partitionEpoch != 1 {
 		t.Fatalf("tick on an idle partition: %+v; want broker 3 asked back from partition epoch 1", change)
+	}
+}
+
+// A broker restarted while leading, faster than the controller noticed,
+// finds itself leading the epoch it led before. A crash may have cost its
+// log a suffix its followers copied; new records at those offsets in the
+// same epoch would not make them cut theirs. So it does not lead in that
+// epoch, asks for the next, and leads in that one.
+func TestRestartedLeaderWaitsForANewEpoch(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 3}
+	r := newTestReplica(t, 1, info, 1)
+	r.produce(1, 5)
+	if _, asks := r.p.needsNewEpoch(); asks {
+		t.Fatal("a replica that saw its epoch begin asks for another")
+	}
+	// kill -9 and a restart: the same files, the same metadata.
+	files := r.fs.Fork()
+	r.p.close()
+	again := openTestReplica(t, files, 1, info, 1)
+	epoch, asks := again.p.needsNewEpoch()
+	if !asks || epoch != 3 {
+		t.Fatalf("after the restart: asks for a new epoch %v (leaving %d); want true, 3", asks, epoch)
+	}
+	if _, _, err := again.p.appendAsLeader(testBatch(t, 9, 1), AcksAll); ReasonOf(err) != ReasonLeaderNotAvailable {
+		t.Fatalf("produce in the inherited epoch: %v, want LEADER_NOT_AVAILABLE", err)
+	}
+	info.LeaderEpoch, info.PartitionEpoch = 4, 4
+	again.apply(info)
+	if _, asks := again.p.needsNewEpoch(); asks {
+		t.Fatal("still asking once the new epoch came")
+	}
+	if res, _, err := again.p.appendAsLeader(testBatch(t, 9, 1), AcksAll); err != nil || res.BaseOffset != 5 {
+		t.Fatalf("produce in the new epoch: %v at %d, want offset 5", err, res.BaseOffset)
+	}
+	if e, _ := again.p.log.EndOffsetForEpoch(3); e != 3 {
+		t.Fatalf("the log's history lacks epoch 3: %d", e)
 	}
 }

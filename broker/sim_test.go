@@ -700,6 +700,23 @@ func (b *simBroker) housekeeping() {
 	if c := b.p.tick(); c != nil {
 		b.proposeISR(c)
 	}
+	if epoch, ok := b.p.needsNewEpoch(); ok {
+		// Restarted while leading, unnoticed: ask for the next epoch.
+		s := b.s
+		s.send(b.id, simControllerID, func() {
+			if s.ctrl.info.Leader != b.id || s.ctrl.info.LeaderEpoch != epoch {
+				return
+			}
+			next, err := cluster.ChangeLeaderOf(s.ctrl.info, "orders", b.id, epoch)
+			if err != nil {
+				s.fail("controller: a new epoch for broker %d: %v", b.id, err)
+				return
+			}
+			s.tracef("controller: a new epoch for restarted leader %d -> %+v", b.id, next)
+			s.ctrl.info = next
+			s.ctrl.broadcast()
+		})
+	}
 	if _, err := b.p.log.RollIfAged(); err != nil {
 		b.s.fail("broker %d: roll: %v", b.id, err)
 	}

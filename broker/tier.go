@@ -334,11 +334,10 @@ func (p *partition) takeOverTier(ctx context.Context, env tierEnv) (*tiering.Com
 	w := &p.work
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	info, _ := p.leaderState()
-	if info.Leader != p.self {
-		return nil, fmt.Errorf("%w: %s is led by broker %d", tiering.ErrFenced, p.name(), info.Leader)
+	epoch, ok := p.leading()
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: this replica does not lead it (yet)", tiering.ErrFenced, p.name())
 	}
-	epoch := info.LeaderEpoch
 	if w.committer != nil && w.committer.Epoch() == epoch && w.aligned.Load() == epoch {
 		return w.committer, nil
 	}

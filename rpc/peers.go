@@ -127,6 +127,22 @@ func (ps *Peers) AlterISR(ctx context.Context, to broker.Peer, req broker.ISRReq
 		LeaderEpoch: resp.LeaderEpoch, PartitionEpoch: resp.PartitionEpoch}, nil
 }
 
+// NewLeaderEpoch implements broker.Peers.
+func (ps *Peers) NewLeaderEpoch(ctx context.Context, to broker.Peer, req broker.ISRRequest) (cluster.PartitionInfo, error) {
+	conn, err := ps.conn(to)
+	if err != nil {
+		return cluster.PartitionInfo{}, err
+	}
+	resp, err := stratav1.NewReplicationServiceClient(conn).NewLeaderEpoch(ctx, &stratav1.NewLeaderEpochRequest{
+		Topic: req.Topic, TopicId: req.TopicID, Partition: req.Partition, LeaderId: req.LeaderID, LeaderEpoch: req.LeaderEpoch,
+	})
+	if err != nil {
+		return cluster.PartitionInfo{}, fromStatus(err)
+	}
+	return cluster.PartitionInfo{Partition: req.Partition, Replicas: resp.Replicas, ISR: resp.Isr, Leader: resp.Leader,
+		LeaderEpoch: resp.LeaderEpoch, PartitionEpoch: resp.PartitionEpoch}, nil
+}
+
 // KnowsController implements broker.Peers.
 func (ps *Peers) KnowsController(ctx context.Context, to broker.Peer) (bool, error) {
 	conn, err := ps.conn(to)

@@ -82,3 +82,14 @@ func (s *replicationService) AlterISR(ctx context.Context, req *stratav1.AlterIS
 	return &stratav1.AlterISRResponse{Isr: info.ISR, LeaderEpoch: info.LeaderEpoch, Leader: info.Leader,
 		PartitionEpoch: info.PartitionEpoch, Replicas: info.Replicas}, nil
 }
+
+func (s *replicationService) NewLeaderEpoch(ctx context.Context, req *stratav1.NewLeaderEpochRequest) (*stratav1.AlterISRResponse, error) {
+	info, err := s.b.NewLeaderEpoch(ctx, broker.ISRRequest{
+		Topic: req.Topic, TopicID: req.TopicId, Partition: req.Partition, LeaderID: req.LeaderId, LeaderEpoch: req.LeaderEpoch,
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &stratav1.AlterISRResponse{Isr: info.ISR, LeaderEpoch: info.LeaderEpoch, Leader: info.Leader,
+		PartitionEpoch: info.PartitionEpoch, Replicas: info.Replicas}, nil
+}

@@ -569,6 +569,83 @@ func (x *AlterISRResponse) GetReplicas() []int32 {
 	return nil
 }
 
+type NewLeaderEpochRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	TopicId   string                 `protobuf:"bytes,2,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	Partition int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	LeaderId  int32                  `protobuf:"varint,4,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	// The epoch the leader will not lead in; the new one follows it.
+	LeaderEpoch   int32 `protobuf:"varint,5,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NewLeaderEpochRequest) Reset() {
+	*x = NewLeaderEpochRequest{}
+	mi := &file_strata_v1_replication_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NewLeaderEpochRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NewLeaderEpochRequest) ProtoMessage() {}
+
+func (x *NewLeaderEpochRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_replication_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NewLeaderEpochRequest.ProtoReflect.Descriptor instead.
+func (*NewLeaderEpochRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *NewLeaderEpochRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *NewLeaderEpochRequest) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *NewLeaderEpochRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *NewLeaderEpochRequest) GetLeaderId() int32 {
+	if x != nil {
+		return x.LeaderId
+	}
+	return 0
+}
+
+func (x *NewLeaderEpochRequest) GetLeaderEpoch() int32 {
+	if x != nil {
+		return x.LeaderEpoch
+	}
+	return 0
+}
+
 var File_strata_v1_replication_proto protoreflect.FileDescriptor
 
 const file_strata_v1_replication_proto_rawDesc = "" +
@@ -617,11 +694,18 @@ const file_strata_v1_replication_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\x05R\x06leader\x12'\n" +
 	"\x0fpartition_epoch\x18\x04 \x01(\x05R\x0epartitionEpoch\x12\x1a\n" +
-	"\breplicas\x18\x05 \x03(\x05R\breplicas2\x85\x02\n" +
+	"\breplicas\x18\x05 \x03(\x05R\breplicas\"\xa6\x01\n" +
+	"\x15NewLeaderEpochRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
+	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x1b\n" +
+	"\tleader_id\x18\x04 \x01(\x05R\bleaderId\x12!\n" +
+	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch2\xd6\x02\n" +
 	"\x12ReplicationService\x12J\n" +
 	"\tReplicate\x12\x1b.strata.v1.ReplicateRequest\x1a\x1c.strata.v1.ReplicateResponse(\x010\x01\x12^\n" +
 	"\x11EndOffsetForEpoch\x12#.strata.v1.EndOffsetForEpochRequest\x1a$.strata.v1.EndOffsetForEpochResponse\x12C\n" +
-	"\bAlterISR\x12\x1a.strata.v1.AlterISRRequest\x1a\x1b.strata.v1.AlterISRResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\bAlterISR\x12\x1a.strata.v1.AlterISRRequest\x1a\x1b.strata.v1.AlterISRResponse\x12O\n" +
+	"\x0eNewLeaderEpoch\x12 .strata.v1.NewLeaderEpochRequest\x1a\x1b.strata.v1.AlterISRResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_replication_proto_rawDescOnce sync.Once
@@ -635,7 +719,7 @@ func file_strata_v1_replication_proto_rawDescGZIP() []byte {
 	return file_strata_v1_replication_proto_rawDescData
 }
 
-var file_strata_v1_replication_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_strata_v1_replication_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_strata_v1_replication_proto_goTypes = []any{
 	(*ReplicaPosition)(nil),           // 0: strata.v1.ReplicaPosition
 	(*ReplicateRequest)(nil),          // 1: strata.v1.ReplicateRequest
@@ -644,17 +728,20 @@ var file_strata_v1_replication_proto_goTypes = []any{
 	(*EndOffsetForEpochResponse)(nil), // 4: strata.v1.EndOffsetForEpochResponse
 	(*AlterISRRequest)(nil),           // 5: strata.v1.AlterISRRequest
 	(*AlterISRResponse)(nil),          // 6: strata.v1.AlterISRResponse
+	(*NewLeaderEpochRequest)(nil),     // 7: strata.v1.NewLeaderEpochRequest
 }
 var file_strata_v1_replication_proto_depIdxs = []int32{
 	0, // 0: strata.v1.ReplicateRequest.positions:type_name -> strata.v1.ReplicaPosition
 	1, // 1: strata.v1.ReplicationService.Replicate:input_type -> strata.v1.ReplicateRequest
 	3, // 2: strata.v1.ReplicationService.EndOffsetForEpoch:input_type -> strata.v1.EndOffsetForEpochRequest
 	5, // 3: strata.v1.ReplicationService.AlterISR:input_type -> strata.v1.AlterISRRequest
-	2, // 4: strata.v1.ReplicationService.Replicate:output_type -> strata.v1.ReplicateResponse
-	4, // 5: strata.v1.ReplicationService.EndOffsetForEpoch:output_type -> strata.v1.EndOffsetForEpochResponse
-	6, // 6: strata.v1.ReplicationService.AlterISR:output_type -> strata.v1.AlterISRResponse
-	4, // [4:7] is the sub-list for method output_type
-	1, // [1:4] is the sub-list for method input_type
+	7, // 4: strata.v1.ReplicationService.NewLeaderEpoch:input_type -> strata.v1.NewLeaderEpochRequest
+	2, // 5: strata.v1.ReplicationService.Replicate:output_type -> strata.v1.ReplicateResponse
+	4, // 6: strata.v1.ReplicationService.EndOffsetForEpoch:output_type -> strata.v1.EndOffsetForEpochResponse
+	6, // 7: strata.v1.ReplicationService.AlterISR:output_type -> strata.v1.AlterISRResponse
+	6, // 8: strata.v1.ReplicationService.NewLeaderEpoch:output_type -> strata.v1.AlterISRResponse
+	5, // [5:9] is the sub-list for method output_type
+	1, // [1:5] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
 	1, // [1:1] is the sub-list for extension extendee
 	0, // [0:1] is the sub-list for field type_name
@@ -671,7 +758,7 @@ func file_strata_v1_replication_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_replication_proto_rawDesc), len(file_strata_v1_replication_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	ReplicationService_Replicate_FullMethodName         = "/strata.v1.ReplicationService/Replicate"
 	ReplicationService_EndOffsetForEpoch_FullMethodName = "/strata.v1.ReplicationService/EndOffsetForEpoch"
 	ReplicationService_AlterISR_FullMethodName          = "/strata.v1.ReplicationService/AlterISR"
+	ReplicationService_NewLeaderEpoch_FullMethodName    = "/strata.v1.ReplicationService/NewLeaderEpoch"
 )
 
 // ReplicationServiceClient is the client API for ReplicationService service.
@@ -43,6 +44,11 @@ type ReplicationServiceClient interface {
 	// the leader's epoch fences a deposed leader's request, the partition
 	// epoch one computed from a state that changed since.
 	AlterISR(ctx context.Context, in *AlterISRRequest, opts ...grpc.CallOption) (*AlterISRResponse, error)
+	// NewLeaderEpoch asks the controller to start a new leader epoch with
+	// the same leader: a broker that restarted while leading, unnoticed,
+	// must not go on in the epoch it led before (its log may have lost a
+	// suffix its followers copied).
+	NewLeaderEpoch(ctx context.Context, in *NewLeaderEpochRequest, opts ...grpc.CallOption) (*AlterISRResponse, error)
 }
 
 type replicationServiceClient struct {
@@ -86,6 +92,16 @@ func (c *replicationServiceClient) AlterISR(ctx context.Context, in *AlterISRReq
 	return out, nil
 }
 
+func (c *replicationServiceClient) NewLeaderEpoch(ctx context.Context, in *NewLeaderEpochRequest, opts ...grpc.CallOption) (*AlterISRResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AlterISRResponse)
+	err := c.cc.Invoke(ctx, ReplicationService_NewLeaderEpoch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReplicationServiceServer is the server API for ReplicationService service.
 // All implementations must embed UnimplementedReplicationServiceServer
 // for forward compatibility.
@@ -105,6 +121,11 @@ type ReplicationServiceServer interface {
 	// the leader's epoch fences a deposed leader's request, the partition
 	// epoch one computed from a state that changed since.
 	AlterISR(context.Context, *AlterISRRequest) (*AlterISRResponse, error)
+	// NewLeaderEpoch asks the controller to start a new leader epoch with
+	// the same leader: a broker that restarted while leading, unnoticed,
+	// must not go on in the epoch it led before (its log may have lost a
+	// suffix its followers copied).
+	NewLeaderEpoch(context.Context, *NewLeaderEpochRequest) (*AlterISRResponse, error)
 	mustEmbedUnimplementedReplicationServiceServer()
 }
 
@@ -123,6 +144,9 @@ func (UnimplementedReplicationServiceServer) EndOffsetForEpoch(context.Context, 
 }
 func (UnimplementedReplicationServiceServer) AlterISR(context.Context, *AlterISRRequest) (*AlterISRResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AlterISR not implemented")
+}
+func (UnimplementedReplicationServiceServer) NewLeaderEpoch(context.Context, *NewLeaderEpochRequest) (*AlterISRResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method NewLeaderEpoch not implemented")
 }
 func (UnimplementedReplicationServiceServer) mustEmbedUnimplementedReplicationServiceServer() {}
 func (UnimplementedReplicationServiceServer) testEmbeddedByValue()                            {}
@@ -188,6 +212,24 @@ func _ReplicationService_AlterISR_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ReplicationService_NewLeaderEpoch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NewLeaderEpochRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReplicationServiceServer).NewLeaderEpoch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReplicationService_NewLeaderEpoch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReplicationServiceServer).NewLeaderEpoch(ctx, req.(*NewLeaderEpochRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ReplicationService_ServiceDesc is the grpc.ServiceDesc for ReplicationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -202,6 +244,10 @@ var ReplicationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AlterISR",
 			Handler:    _ReplicationService_AlterISR_Handler,
+		},
+		{
+			MethodName: "NewLeaderEpoch",
+			Handler:    _ReplicationService_NewLeaderEpoch_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
