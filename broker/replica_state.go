@@ -35,6 +35,8 @@ package broker
 //     crash may have cost its log a suffix that followers copied, and new
 //     records at those offsets in the same epoch would not make the
 //     followers cut theirs. It asks the controller for the next epoch.
+//     (A partition without followers has nobody to disagree with: its
+//     leader goes on at once.)
 
 import (
 	"slices"
@@ -50,6 +52,10 @@ type replicaState struct {
 	// minISR is min.insync.replicas; lagMax is replica.lag.time.max.
 	minISR int
 	lagMax time.Duration
+	// inherited is the leader epoch this replica found itself leading when
+	// its process started, and led before that (-1 for none): it does not
+	// lead in it, and asks for a new one.
+	inherited int32
 
 	// The rest is the leader's, reset at every change of leader epoch.
 	//
@@ -63,10 +69,6 @@ type replicaState struct {
 	// pending is the ISR change sent to the controller and not yet seen
 	// applied or refused.
 	pending *isrChange
-	// inherited is the leader epoch this replica found itself leading when
-	// its process started, and led before that (-1 for none): it does not
-	// lead in it, and asks for a new one.
-	inherited int32
 }
 
 // followerState is what a leader knows of one follower in its epoch.
@@ -129,7 +131,6 @@ const (
 	refusedNotLeader
 	refusedTakingTheLead // named the leader in an inherited epoch
 	refusedNotEnoughReplicas
-	refusedNotEnoughReplicasAfterAppend
 )
 
 // isrPendingTimeout is how long a leader waits for an ISR change to show
@@ -169,7 +170,7 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 	}
 	var ended []completion
 	if info.LeaderEpoch != s.info.LeaderEpoch || info.Leader != s.info.Leader {
-		if s.info.LeaderEpoch < 0 && info.Leader == s.self && log.latestEpoch >= info.LeaderEpoch {
+		if s.info.LeaderEpoch < 0 && info.Leader == s.self && log.latestEpoch >= info.LeaderEpoch && len(info.Replicas) > 1 {
 			s.inherited = info.LeaderEpoch // see the top of this file
 		}
 		for _, w := range s.waiters {

@@ -403,3 +403,20 @@ func TestRestartedLeaderWaitsForANewEpoch(t *testing.T) {
 		t.Fatalf("the log's history lacks epoch 3: %d", e)
 	}
 }
+
+// A partition with no other replica has no follower that could hold a
+// suffix its leader lost: a restarted leader goes on in its epoch at once.
+func TestRestartedLoneLeaderGoesOn(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 3}
+	r := newTestReplica(t, 1, info, 1)
+	r.produce(1, 5)
+	files := r.fs.Fork()
+	r.p.close()
+	again := openTestReplica(t, files, 1, info, 1)
+	if _, asks := again.p.needsNewEpoch(); asks {
+		t.Fatal("a lone leader asks for a new epoch after a restart")
+	}
+	if hw := again.p.log.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d after the restart, want 5", hw)
+	}
+}
