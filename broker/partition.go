@@ -175,15 +175,14 @@ func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error
 	defer p.mu.Unlock()
 	rs := p.mu.rs
 	rs.minISR = cfg.MinInsyncReplicas
-	ended := rs.apply(info, p.logViewLocked(), p.now())
+	finish(rs.apply(info, p.logViewLocked(), p.now()))
+	cur := rs.info
+	p.view.Store(&cur)
 	if rs.leading() && info.LeaderEpoch == rs.info.LeaderEpoch {
 		if err := p.log.BeginEpoch(info.LeaderEpoch); err != nil {
 			return err
 		}
 	}
-	cur := rs.info
-	p.view.Store(&cur)
-	finish(ended)
 	p.advanceLocked()
 	return nil
 }
@@ -296,7 +295,7 @@ func (p *partition) needsNewEpoch() (int32, bool) {
 	return p.mu.rs.needsNewEpoch()
 }
 
-// following reports whether the replica follows leader in epoch now.
+// followingLocked reports whether the replica follows leader in epoch now.
 // Caller holds mu.
 func (p *partition) followingLocked(leader, epoch int32) bool {
 	info := p.mu.rs.info
