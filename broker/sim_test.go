@@ -414,8 +414,14 @@ func (s *simulation) inject(f simFault) {
 	if f.toLeader && s.ctrl.info.Leader != cluster.NoLeader {
 		f.broker = s.ctrl.info.Leader // the leader is the interesting victim
 	}
-	b := s.brokers[f.broker]
 	s.tracef("fault: %s", f)
+	s.strike(f)
+}
+
+// strike puts f in force on its broker and schedules its end. A fault that
+// cannot take (a kill of a broker that is down) is dropped.
+func (s *simulation) strike(f simFault) {
+	b := s.brokers[f.broker]
 	switch f.kind {
 	case faultKill:
 		if b.up {
@@ -447,22 +453,7 @@ func (s *simulation) buggify(n int, victim int32) {
 	f := simFault{at: s.now, kind: kind, broker: victim, length: time.Duration(50+s.frng.IntN(700)) * time.Millisecond}
 	s.at(time.Duration(s.frng.IntN(5))*time.Millisecond, func() {
 		s.tracef("buggify: %s", f)
-		b := s.brokers[victim]
-		switch f.kind {
-		case faultKill:
-			if b.up {
-				b.kill()
-				s.at(f.length, b.restart)
-			}
-		case faultPause:
-			if b.up && !b.paused {
-				b.paused = true
-				s.at(f.length, b.resume)
-			}
-		case faultIsolate:
-			s.isolate(b.id, true)
-			s.at(f.length, func() { s.isolate(b.id, false) })
-		}
+		s.strike(f)
 	})
 }
 
@@ -1168,7 +1159,7 @@ func (s *simulation) coldRead(offset int64) ([]byte, error) {
 		return nil, errors.New("not in the cold tier")
 	}
 	var seg *tiering.SegmentRef
-	c := simSegments(ctx, bucket, h, func(s tiering.SegmentRef) bool {
+	c := tiering.ForEachSegment(ctx, bucket, h, func(s tiering.SegmentRef) bool {
 		if s.BaseOffset <= offset && offset <= s.LastOffset {
 			seg = &s
 			return false
@@ -1189,26 +1180,6 @@ func (s *simulation) coldRead(offset int64) ([]byte, error) {
 		return nil, fmt.Errorf("segment %s fails its checks", seg.Key)
 	}
 	return data[:seg.LogLen], nil
-}
-
-func simSegments(ctx context.Context, bucket objstore.Bucket, h *tiering.Head, fn func(tiering.SegmentRef) bool) error {
-	for _, pr := range h.Parts {
-		part, err := tiering.LoadPart(ctx, bucket, pr.Key)
-		if err != nil {
-			return err
-		}
-		for _, s := range part.Segments[pr.Skip:] {
-			if !fn(s) {
-				return nil
-			}
-		}
-	}
-	for _, s := range h.Tail {
-		if !fn(s) {
-			return nil
-		}
-	}
-	return nil
 }
 
 // Clients.
@@ -1367,7 +1338,7 @@ func (s *simulation) check() {
 		if h.EndOffset() > hw {
 			s.fail("the cold tier ends at %d, above the high watermark %d", h.EndOffset(), hw)
 		}
-		err := simSegments(context.Background(), s.bucket, h, func(seg tiering.SegmentRef) bool {
+		err := tiering.ForEachSegment(context.Background(), s.bucket, h, func(seg tiering.SegmentRef) bool {
 			data, err := s.coldRead(seg.BaseOffset)
 			if err != nil {
 				s.fail("read cold segment %d..%d: %v", seg.BaseOffset, seg.LastOffset, err)

@@ -304,6 +304,13 @@ func (c *Committer) Segments(ctx context.Context, fn func(SegmentRef) bool) erro
 	return forEachSegment(ctx, c.head, c.part, fn)
 }
 
+// ForEachSegment calls fn for every live segment h lists, oldest first,
+// until it returns false, reading the closed parts from r: for readers of a
+// manifest that hold no committer (tools, tests).
+func ForEachSegment(ctx context.Context, r objstore.Reader, h *Head, fn func(SegmentRef) bool) error {
+	return forEachSegment(ctx, h, func(ctx context.Context, key string) (*Part, error) { return LoadPart(ctx, r, key) }, fn)
+}
+
 func forEachSegment(ctx context.Context, h *Head, load func(context.Context, string) (*Part, error), fn func(SegmentRef) bool) error {
 	for _, ref := range h.Parts {
 		p, err := load(ctx, ref.Key)
