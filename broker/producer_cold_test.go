@@ -209,3 +209,28 @@ func TestProducerStateFromTheColdTier(t *testing.T) {
 		t.Fatalf("an object uploaded without a snapshot: %v", err)
 	}
 }
+
+// Retention of a topic without a cold tier writes the producer snapshot at
+// the new log start before the segments below it go, however soon after
+// their roll it runs: the state stays exact, with no wait for the broker's
+// snapshot loop.
+func TestLocalRetentionKeepsProducerStateExact(t *testing.T) {
+	p := testPartition(t, t.TempDir(), 1, 1)
+	for i := range 200 {
+		produce(t, p, idemBatch(t, 7, 0, int32(i), 1))
+	}
+	if len(p.log.Segments()) < 5 {
+		t.Fatalf("only %d segments", len(p.log.Segments()))
+	}
+	p.log.SetHighWatermark(p.log.LogEndOffset()) // as the followers would acknowledge
+	cfg := *p.cfg.Load()
+	cfg.RetentionBytes = 4 << 10
+	p.cfg.Store(&cfg)
+	p.localRetention(quietLogger())
+	if p.log.LogStartOffset() == 0 {
+		t.Fatal("retention deleted nothing")
+	}
+	if exact, err := p.producers.files(p.log).exactAt(); err != nil || !exact {
+		t.Fatalf("after retention the producer state is exact: %v (%v)", exact, err)
+	}
+}

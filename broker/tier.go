@@ -485,6 +485,14 @@ func (p *partition) localRetention(logger *slog.Logger) {
 	cfg := p.cfg.Load()
 	cut := localCut(p.log.Segments(), p.log.HighWatermark(), cfg.RetentionMs, cfg.RetentionBytes, p.now())
 	if cut > p.log.LogStartOffset() {
+		// The producer snapshot at the new start first: rebuilt without it,
+		// the state would miss the producers that last wrote below it.
+		// (Uploads write a tiered topic's snapshots before its segments can
+		// go.)
+		if _, err := p.producers.files(p.log).ensureAt(cut); err != nil {
+			logger.Warn("retention waits for the producer snapshot at the new log start", "partition", p.name(), "offset", cut, "err", err)
+			return
+		}
 		if _, err := p.log.DeleteSegmentsBefore(cut); err != nil {
 			logger.Warn("retention failed", "partition", p.name(), "err", err)
 		}
