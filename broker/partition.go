@@ -377,8 +377,18 @@ func skipBelow(data []byte, offset int64) []byte {
 }
 
 // endOffsetForEpoch answers a follower of this leader: the largest epoch
-// at or below epoch its log knows, and where it ended.
+// at or below epoch its log knows, and where it ended. An epoch older than
+// all the log knows gets no answer (UndefinedEpoch), and the follower keeps
+// only what it knows to be committed: a log that was reset (to its
+// leader's log start, or to the cold tier's end) knows no epoch before the
+// reset, and the start of its first known epoch says nothing about where
+// the follower's older epoch ended in the partition. Answering with it
+// left a follower the uncommitted suffix it had written as a deposed
+// leader.
 func (p *partition) endOffsetForEpoch(epoch int32) EpochEnd {
+	if h := p.log.Epochs(); len(h) == 0 || epoch < h[0].Epoch {
+		return EpochEnd{Epoch: hotlog.UndefinedEpoch, EndOffset: hotlog.UndefinedOffset}
+	}
 	e, end := p.log.EndOffsetForEpoch(epoch)
 	return EpochEnd{Epoch: e, EndOffset: end}
 }

@@ -420,3 +420,35 @@ func TestRestartedLoneLeaderGoesOn(t *testing.T) {
 		t.Fatalf("high watermark %d after the restart, want 5", hw)
 	}
 }
+
+// A leader whose log was reset (to its own leader's log start, or to the
+// cold tier's end) knows no epoch before the reset. A follower that, as a
+// deposed leader, wrote an uncommitted suffix in an older epoch must not be
+// told its epoch ran up to the start of the leader's first known one: that
+// kept the suffix (12 records at 348 in the simulation's seed 19620). It is
+// told nothing, and keeps what it knows to be committed.
+func TestTruncationAgainstAResetLeader(t *testing.T) {
+	leader := newTestReplica(t, 2, cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{2}, Leader: 1, LeaderEpoch: 3}, 1)
+	if err := leader.p.resetAsFollower(1, 3, 360); err != nil {
+		t.Fatal(err)
+	}
+	leader.apply(cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 4, PartitionEpoch: 1})
+
+	follower := newTestReplica(t, 1, cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 0}, 1)
+	follower.produce(0, 348)
+	follower.p.followerReport(2, 0, 348) // committed up to 348
+	follower.produce(1000, 12)           // written alone, while cut off
+	follower.apply(cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 4, PartitionEpoch: 1})
+	if hw, end := follower.p.log.HighWatermark(), follower.p.log.LogEndOffset(); hw != 348 || end != 360 {
+		t.Fatalf("follower high watermark %d, end %d; want 348, 360", hw, end)
+	}
+	err := truncateByEpoch(follower.p, 2, 4, func(epoch int32) (EpochEnd, error) {
+		return leader.p.endOffsetForEpoch(epoch), nil
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := follower.p.log.LogEndOffset(); end != 348 {
+		t.Fatalf("the follower ends at %d; its records from 348 were never committed", end)
+	}
+}

@@ -1449,7 +1449,7 @@ func TestSimulation(t *testing.T) {
 	}
 	start := time.Now()
 	var acked, reads, faults, storms, cold int
-	for seed := first; seed < first+seeds; seed++ {
+	for _, seed := range slices.Concat(simRegressions, seedRange(first, seeds)) {
 		s, err := runSeed(t, simOptions{seed: seed})
 		if err != nil {
 			t.Fatalf("seed %d: %v\n%s\nreplay it with its trace: STRATA_SIM_SEED=%d go test ./broker/ -run 'TestSimulation$' -v",
@@ -1463,12 +1463,26 @@ func TestSimulation(t *testing.T) {
 			storms++
 		}
 	}
-	t.Logf("%d seeds (%d stormy) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers",
-		seeds, storms, time.Since(start).Round(time.Millisecond), faults, acked, reads, cold)
+	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers",
+		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold)
 }
 
 // simSeeds is how many seeds TestSimulation runs by default.
 const simSeeds = 2000
+
+// simRegressions are seeds that once failed, run every time besides the
+// range: a fix must keep them passing.
+var simRegressions = []uint64{
+	19620, // a reset leader told a deposed leader its old epoch ran to its own first one
+}
+
+func seedRange(first, n uint64) []uint64 {
+	out := make([]uint64, 0, n)
+	for seed := first; seed < first+n; seed++ {
+		out = append(out, seed)
+	}
+	return out
+}
 
 func runSeed(t testing.TB, opts simOptions) (*simulation, error) {
 	s := newSimulation(t, opts)
