@@ -174,16 +174,19 @@ func ctxError(ctx context.Context, last error) error {
 // brokers forward them to the controller), trying the next broker and
 // backing off while the errors are retriable, at most adminAttempts times.
 func (c *Client) callAny(ctx context.Context, op string, call func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	// One order for all the attempts: each goes to the next broker, so a
+	// dead one is tried at most once in a row (a fresh shuffle per attempt
+	// could pick it every time).
+	addrs := c.brokerAddrs()
+	if len(addrs) == 0 {
+		return wrapOp(op, newError(codes.Unavailable, "", true, "no broker address known"))
+	}
 	var last error
 	for attempt := 0; attempt < adminAttempts; attempt++ {
 		if attempt > 0 {
 			if err := sleepCtx(ctx, defaultBackoff.delay(attempt-1, retryAfter(last))); err != nil {
 				return wrapOp(op, ctxError(ctx, last))
 			}
-		}
-		addrs := c.brokerAddrs()
-		if len(addrs) == 0 {
-			return wrapOp(op, newError(codes.Unavailable, "", true, "no broker address known"))
 		}
 		cc, err := c.conn(addrs[attempt%len(addrs)])
 		if err != nil {
