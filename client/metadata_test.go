@@ -122,16 +122,22 @@ func TestRefreshSingleFlight(t *testing.T) {
 		<-release
 		return testMetadata(uint64(calls.Load())), nil
 	}, 0, time.Hour)
-	var wg sync.WaitGroup
+	var wg, started sync.WaitGroup
 	for range 10 {
 		wg.Add(1)
+		started.Add(1)
 		go func() {
 			defer wg.Done()
+			started.Done()
 			if err := m.refresh(context.Background()); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
+	// Every caller is running before the fetch may end: on a busy machine
+	// a goroutine can otherwise start only after the first fetch is over,
+	// and rightly fetch again.
+	started.Wait()
 	// Wait until the first caller is fetching, then let it finish.
 	deadline := time.Now().Add(5 * time.Second)
 	for calls.Load() == 0 {
