@@ -161,7 +161,7 @@ func (p *partition) appendAsLeader(batch record.Batch, acks Acks) (ProduceResult
 	}
 	epoch := rs.info.LeaderEpoch
 	if batch.ProducerID() == record.NoProducerID {
-		ar, err := p.log.AppendUnflushed(batch, epoch)
+		ar, err := p.log.AppendVerified(batch, epoch) // Produce verified its CRC
 		if err != nil {
 			return ProduceResult{}, nil, appendError(p, err)
 		}
@@ -220,7 +220,7 @@ func appendIdempotent(p *partition, batch record.Batch, epoch int32) (hotlog.App
 	if dup != nil {
 		return hotlog.AppendResult{}, dup, nil
 	}
-	ar, err := p.log.AppendUnflushed(batch, epoch)
+	ar, err := p.log.AppendVerified(batch, epoch) // Produce verified its CRC
 	if err != nil {
 		return hotlog.AppendResult{}, nil, appendError(p, err)
 	}

@@ -196,11 +196,15 @@ func (l *Log) writableLocked() error {
 }
 
 // checkBatch validates a batch from a producer before any lock is taken.
-func (l *Log) checkBatch(b record.Batch) error {
+func (l *Log) checkBatch(b record.Batch, crc bool) error {
 	if limit := l.cfg.Load().MaxBatchBytes; len(b) > limit {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrBatchTooLarge, len(b), limit)
 	}
-	if err := b.Validate(); err != nil {
+	check := b.CheckLayout
+	if crc {
+		check = b.Validate
+	}
+	if err := check(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
 	return nil
@@ -223,11 +227,27 @@ func (l *Log) Append(b record.Batch, epoch int32) (AppendResult, error) {
 // acknowledgement of durability. Under FlushAlways the fsync still follows
 // at once, in the background.
 func (l *Log) AppendUnflushed(b record.Batch, epoch int32) (AppendResult, error) {
+	if err := l.checkBatch(b, true); err != nil {
+		return AppendResult{}, err
+	}
+	return l.appendUnflushed(b, epoch)
+}
+
+// AppendVerified is AppendUnflushed for a batch whose CRC its caller has
+// verified: only the cheap layout checks run. A broker's leader validates a
+// produced batch before it takes the replica lock under which it appends,
+// and the append should not compute the CRC of a large batch again while
+// other producers wait for that lock.
+func (l *Log) AppendVerified(b record.Batch, epoch int32) (AppendResult, error) {
+	if err := l.checkBatch(b, false); err != nil {
+		return AppendResult{}, err
+	}
+	return l.appendUnflushed(b, epoch)
+}
+
+func (l *Log) appendUnflushed(b record.Batch, epoch int32) (AppendResult, error) {
 	if epoch < 0 {
 		return AppendResult{}, fmt.Errorf("%w: leader epoch %d is negative", ErrStaleEpoch, epoch)
-	}
-	if err := l.checkBatch(b); err != nil {
-		return AppendResult{}, err
 	}
 	l.appendMu.Lock()
 	if err := l.writableLocked(); err != nil {

@@ -716,3 +716,23 @@ func TestResetTo(t *testing.T) {
 	}
 	checkSeq(t, readRecords(t, l, 1000, 1002), 1000, 1000)
 }
+
+// AppendVerified trusts the caller with the CRC, not with the layout: a
+// batch whose length field lies is still refused, so the log stays
+// readable.
+func TestAppendVerifiedChecksTheLayout(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(DiskFS{}))
+	defer l.Close()
+	b := seqBatch(t, 0, 3, 0, 10)
+	b[len(b)-1] ^= 0xff // the CRC no longer matches: the caller said it checked
+	if _, err := l.AppendVerified(b, 0); err != nil {
+		t.Fatalf("a batch with a bad CRC, verified by the caller: %v", err)
+	}
+	short := seqBatch(t, 0, 3, 0, 10)
+	if _, err := l.AppendVerified(short[:len(short)-1], 0); !errors.Is(err, ErrInvalidBatch) {
+		t.Fatalf("a batch shorter than its length field: %v, want ErrInvalidBatch", err)
+	}
+	if l.LogEndOffset() != 3 {
+		t.Fatalf("log end %d, want 3", l.LogEndOffset())
+	}
+}
