@@ -153,13 +153,6 @@ func (p *partition) read(offset int64, maxBytes int) (FetchResult, error) {
 	if err != nil {
 		return FetchResult{}, p.readError(offset, err)
 	}
-	if len(res.Data) == 0 && offset < hw {
-		// Batches end where a high watermark can, so below it the log
-		// always has a whole batch to return. The log stops silently at a
-		// batch whose length field is damaged; answering empty would have
-		// the consumer ask for the same offset again, forever.
-		return FetchResult{}, CorruptData(nil, offset, "%s: the local log yields no readable batch at offset %d, below the high watermark %d: the stored batch is damaged", p.name(), offset, hw)
-	}
 	return FetchResult{Batches: res.Data, NextOffset: res.NextOffset, HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}, nil
 }
 
