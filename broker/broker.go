@@ -147,7 +147,6 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	b.goLoop(b.reconcileLoop)
 	b.goLoop(b.housekeepingLoop)
 	b.goLoop(b.tierLoop)
-	b.goLoop(b.producerSnapshotLoop)
 	b.goLoop(b.controllerLoop)
 	ok = true
 	return b, nil
@@ -251,9 +250,11 @@ func (b *Broker) closeAll() error {
 	return errors.Join(errs...)
 }
 
-// housekeepingLoop takes lagging followers out of the ISR, seals idle
-// segments that reached segment.ms (so their data can move on without a new
-// append) and checkpoints high watermarks.
+// housekeepingLoop takes lagging followers out of the ISR (and asks for
+// caught-up ones back), asks for a new leader epoch where a restart left
+// this broker leading an old one, writes producer snapshots of sealed
+// segments, seals idle segments that reached segment.ms (so their data can
+// move on without a new append) and checkpoints high watermarks.
 func (b *Broker) housekeepingLoop() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -269,6 +270,7 @@ func (b *Broker) housekeepingLoop() {
 		for _, p := range b.partitions() {
 			b.shrinkISR(p)
 			b.requestNewEpoch(p)
+			p.writeProducerSnapshots(roll, b.log)
 			if roll {
 				if _, err := p.log.RollIfAged(); err != nil {
 					b.log.Warn("roll of an aged segment failed", "partition", p.name(), "err", err)

@@ -8,8 +8,9 @@ package broker
 // end (the next segment's base offset), computed from the snapshot before
 // it plus the headers of the segment's batches, so the file depends on the
 // log alone and not on when batches were appended: see snapshotSealed,
-// which the broker runs every producerSnapshotInterval, and ensureAt, which
-// the uploader calls for the segment it uploads. A leader whose local log
+// which the broker's housekeeping runs (writeProducerSnapshots), and
+// ensureAt, which the uploader and local retention call for the offsets
+// they need. A leader whose local log
 // was reset to the cold tier's end gets one from the cold tier (see
 // producer_cold.go).
 //
@@ -42,7 +43,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/record"
@@ -133,11 +133,11 @@ func (ps *producerSnapshots) pruneLocked() error {
 			keepBelow = i
 		}
 	}
-	var kept, gone []int64
+	var kept []int64
 	var names []string
 	for i, off := range ps.mu.offsets {
 		if off > end || (off < start && i != keepBelow) {
-			gone, names = append(gone, off), append(names, snapshotName(off))
+			names = append(names, snapshotName(off))
 			continue
 		}
 		kept = append(kept, off)
@@ -429,52 +429,30 @@ func (ps *producerSnapshots) snapshotSealed() error {
 	return nil
 }
 
-// producerSnapshotInterval is how often the broker looks for sealed
-// segments without a producer snapshot in the partitions whose log grew;
-// every producerSnapshotSweep intervals it looks at all of them (an idle
-// segment is sealed by age, without an append). Soon after a roll matters:
-// local retention may delete a segment before the snapshot at its end,
-// which the next one is computed from, was written, and the snapshots
-// after it then start from the log start, forgetting producers that last
-// wrote before it. (The uploader of a tiered topic writes the snapshot of
-// each segment before it uploads it, so there the order is certain.)
-const (
-	producerSnapshotInterval = 50 * time.Millisecond
-	producerSnapshotSweep    = 20
-)
-
-// producerSnapshotLoop writes, for every partition this broker holds, the
-// producer snapshots its sealed segments lack, until the broker stops.
-func (b *Broker) producerSnapshotLoop() {
-	tick := time.NewTicker(producerSnapshotInterval)
-	defer tick.Stop()
-	for n := 0; ; n++ {
-		select {
-		case <-b.stop:
-			return
-		case <-tick.C:
-		}
-		for _, p := range b.partitions() {
-			ps := p.producers.snaps.Load()
-			if ps == nil {
-				continue
-			}
-			leo := p.log.LogEndOffset()
-			if n%producerSnapshotSweep != 0 && ps.seen.Load() == leo {
-				continue
-			}
-			err := ps.snapshotSealed()
-			ps.mu.Lock()
-			if err == nil || errors.Is(err, hotlog.ErrClosed) {
-				ps.mu.failures = 0
-				ps.seen.Store(leo)
-			} else {
-				ps.mu.failures++
-				if ps.mu.failures == 1 || ps.mu.failures%100 == 0 {
-					b.log.Warn("writing producer snapshots failed; will retry", "partition", p.name(), "failures", ps.mu.failures, "err", err)
-				}
-			}
-			ps.mu.Unlock()
-		}
+// writeProducerSnapshots writes the producer snapshots a partition's sealed
+// segments lack, when its log grew since the last time that succeeded or
+// sweep says to look anyway (an idle segment is sealed by age, without an
+// append). The broker's housekeeping calls it. Nothing depends on how soon:
+// the uploader and local retention write the snapshots they need first.
+func (p *partition) writeProducerSnapshots(sweep bool, logger *slog.Logger) {
+	ps := p.producers.snaps.Load()
+	if ps == nil {
+		return
+	}
+	leo := p.log.LogEndOffset()
+	if !sweep && ps.seen.Load() == leo {
+		return
+	}
+	err := ps.snapshotSealed()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if err == nil || errors.Is(err, hotlog.ErrClosed) {
+		ps.mu.failures = 0
+		ps.seen.Store(leo)
+		return
+	}
+	ps.mu.failures++
+	if ps.mu.failures == 1 || ps.mu.failures%100 == 0 {
+		logger.Warn("writing producer snapshots failed; will retry", "partition", p.name(), "failures", ps.mu.failures, "err", err)
 	}
 }
