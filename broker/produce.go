@@ -112,7 +112,6 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	if req.Acks != AcksAll {
 		return res, nil
 	}
-	p.advance() // this broker's own fsync may be what the high watermark waited for
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultProduceTimeout
@@ -183,9 +182,11 @@ func (p *partition) appendAsLeader(batch record.Batch, acks Acks) (ProduceResult
 		w = newProduceWaiter(res.LastOffset, epoch)
 		rs.addWaiter(w)
 	}
-	if cfg.FlushPolicy == config.FlushNever || acks == AcksNone {
-		p.advanceLocked()
-	}
+	// What is committed already ends its wait now: a resend's original, or
+	// (under flush.policy=never) the batch itself on a partition without
+	// followers. Anything else ends when a durable end or a follower's
+	// acknowledgement moves the high watermark (the advancer, followerReport).
+	p.advanceLocked()
 	return res, w, nil
 }
 
