@@ -93,7 +93,7 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 		bn *bridgeNet
 	)
 	if n, err := newBridgeNet(t, 3); err != nil {
-		t.Logf("network namespaces unavailable here (%v): this run has no network partitions, only kill -9 and SIGSTOP", err)
+		withoutNetns(t, err, "this run has no network partitions, only kill -9 and SIGSTOP")
 		tc = startCluster(t, 3, m)
 	} else {
 		bn = n
