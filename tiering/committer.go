@@ -18,6 +18,12 @@ import (
 // writer has been deposed and must stop.
 var ErrFenced = errors.New("tiering: fenced by a newer leader epoch")
 
+// ErrOutcomeUnknown: a write of the manifest head failed without saying
+// whether it landed (its answer was lost), and the head could not be read
+// back to tell. The change may be in the cold tier or not; the committer
+// reads the head again before its next change.
+var ErrOutcomeUnknown = errors.New("tiering: manifest commit outcome unknown")
+
 // errAlreadyCommitted tells commit that the change is in the head already.
 var errAlreadyCommitted = errors.New("tiering: already committed")
 
@@ -96,6 +102,9 @@ type Committer struct {
 	head  *Head
 	etag  string
 	parts *partCache
+	// unsure: the last commit may have landed unseen, so head may be
+	// stale until it is read again.
+	unsure bool
 }
 
 // NewCommitter takes over the partition's manifest for a leader in epoch.
@@ -135,8 +144,16 @@ func (c *Committer) reload(ctx context.Context) error {
 	if h.LeaderEpoch > c.epoch {
 		return fmt.Errorf("%w: manifest of %s written in epoch %d, this leader is in %d", ErrFenced, c.ref.dir(), h.LeaderEpoch, c.epoch)
 	}
-	c.head, c.etag = h, etag
+	c.head, c.etag, c.unsure = h, etag, false
 	return nil
+}
+
+// settle reads the head again if the last commit's outcome is unknown.
+func (c *Committer) settle(ctx context.Context) error {
+	if !c.unsure {
+		return nil
+	}
+	return c.reload(ctx)
 }
 
 // Head returns the last committed head. The caller must not modify it.
@@ -250,11 +267,15 @@ func (c *Committer) TrimBefore(ctx context.Context, offset int64) (removed []Seg
 }
 
 // commit applies change to a copy of the head and writes it conditionally.
-// A lost race reloads the head: a newer epoch fences this committer; the
+// A failed write reloads the head: a newer epoch fences this committer; the
 // same epoch means an earlier attempt of ours landed after all (its answer
 // was lost) or a retry is due, so the change is applied again to the fresh
-// head, at most a few times.
+// head, at most a few times. A write whose answer was lost and whose head
+// cannot be read back leaves the outcome unknown (ErrOutcomeUnknown).
 func (c *Committer) commit(ctx context.Context, change func(h *Head) error) error {
+	if err := c.settle(ctx); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		next := cloneHead(c.head)
 		if err := change(next); errors.Is(err, errAlreadyCommitted) {
@@ -277,13 +298,26 @@ func (c *Committer) commit(ctx context.Context, change func(h *Head) error) erro
 			c.head, c.etag = next, info.ETag
 			return nil
 		}
-		if !errors.Is(err, objstore.ErrPreconditionFailed) || attempt >= 3 {
-			return fmt.Errorf("tiering: commit manifest of %s: %w", c.ref.dir(), err)
+		// A refused write changed nothing; any other failure may have
+		// landed with its answer lost, until a read of the head tells.
+		c.unsure = !errors.Is(err, objstore.ErrPreconditionFailed)
+		if attempt >= 3 {
+			return c.commitError(err)
 		}
-		if err := c.reload(ctx); err != nil {
-			return err
+		if rerr := c.reload(ctx); rerr != nil {
+			if c.unsure {
+				return c.commitError(errors.Join(err, rerr))
+			}
+			return rerr
 		}
 	}
+}
+
+func (c *Committer) commitError(err error) error {
+	if c.unsure {
+		return fmt.Errorf("tiering: commit manifest of %s: %w: %w", c.ref.dir(), ErrOutcomeUnknown, err)
+	}
+	return fmt.Errorf("tiering: commit manifest of %s: %w", c.ref.dir(), err)
 }
 
 func (c *Committer) part(ctx context.Context, key string) (*Part, error) {

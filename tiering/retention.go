@@ -59,7 +59,12 @@ func ApplyRetention(ctx context.Context, c *Committer, cut int64) ([]SegmentRef,
 // manifest does not name and that are older than grace: uploads whose
 // commit never happened (a crash, a lost race, a deposed leader) and
 // deletes that failed. The grace period spares uploads still in flight.
+// It judges by the head read afresh, not the one c last saw, which may be
+// missing a commit whose answer was lost or a successor's (which fences c).
 func CollectOrphans(ctx context.Context, c *Committer, grace time.Duration, now time.Time) ([]string, error) {
+	if err := c.reload(ctx); err != nil {
+		return nil, err
+	}
 	named := map[string]bool{}
 	for _, p := range c.Head().Parts {
 		named[p.Key] = true

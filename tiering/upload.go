@@ -87,6 +87,9 @@ func PendingUploads(log LocalLog, h *Head, committed int64) []hotlog.SegmentInfo
 // that ends before the local log starts would leave a gap: that is refused,
 // since the manifest must stay contiguous.
 func UploadNext(ctx context.Context, c *Committer, log LocalLog, committed int64, config map[string]string, partitions int32) (bool, error) {
+	if err := c.settle(ctx); err != nil { // else a landed commit would look pending
+		return false, err
+	}
 	pending := PendingUploads(log, c.Head(), committed)
 	if len(pending) == 0 {
 		return false, nil
@@ -114,6 +117,9 @@ func UploadNext(ctx context.Context, c *Committer, log LocalLog, committed int64
 		return false, err
 	}
 	if err := c.Append(ctx, ref, config, partitions); err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			return false, err // the head may name it: only the orphan sweep, reading the head, may delete it
+		}
 		// Never named by a manifest: delete now rather than wait for the
 		// orphan sweep. A failed delete is left to that sweep.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
