@@ -19,11 +19,14 @@ package broker
 // messages queue up, nothing runs, then everything it had pending runs at
 // once), a broker cut off from its peers and the controller but not from the
 // bucket and the clients, and slow links; they overlap, strike the leader
-// half the time, and a third of the seeds are storms of them. More faults
-// are injected where the protocol is most exposed (buggify): on a leader
-// just elected, on a leader whose ISR just grew. Clients produce acks=all batches of
-// uniquely numbered records throughout; consumers read from any broker, hot
-// tier and cold tier. At the end every fault heals and the cluster must
+// half the time, and a third of the seeds are storms of them. A quarter of
+// the seeds also have store outages: the bucket fails two calls in three,
+// and a third of the writes it fails land though the writer is told they
+// failed. More faults are injected where the protocol is most exposed
+// (buggify): on a leader just elected, on a leader whose ISR just grew.
+// Clients produce acks=all batches of uniquely numbered records
+// throughout; consumers read from any broker, hot tier and cold tier. At
+// the end every fault heals and the cluster must
 // settle; then the history is checked:
 //
 //   - every acknowledged record is in the log once, at the offset it was
@@ -114,6 +117,14 @@ type simulation struct {
 	// storm runs have faults three times as often and strike at most new
 	// leaders: the histories where replicas part over several epochs.
 	storm bool
+	// srng draws store outages and what the store does in them, apart
+	// from frng so that the seeds without outages keep the worlds they
+	// had before outages were simulated.
+	srng *rand.Rand
+	// storeDownUntil is when the store outages in force end;
+	// storeRefusals counts the bucket calls they failed.
+	storeDownUntil time.Time
+	storeRefusals  int
 	// isolated counts the cuts in force per broker.
 	isolated map[int32]int
 	healed   bool
@@ -144,7 +155,100 @@ type simBucket struct {
 	s *simulation
 }
 
+// errStoreDown is what the bucket answers a call it refuses.
+var errStoreDown = errors.New("simulated store outage")
+
+// refuses says whether the store fails this call. In an outage it fails
+// two calls in three rather than all: a pass over the bucket runs within
+// one event, so only a store that fails some of its calls fails a pass
+// halfway (a segment uploaded, its manifest commit refused).
+func (b simBucket) refuses() bool {
+	if b.s.healed || !b.s.now.Before(b.s.storeDownUntil) || b.s.srng.IntN(3) == 0 {
+		return false
+	}
+	b.s.storeRefusals++
+	return true
+}
+
+// lostAnswer says whether a write the store refuses lands all the same, as
+// when the store's answer is lost on the way back: a third of them.
+func (b simBucket) lostAnswer() bool {
+	return b.s.srng.IntN(3) == 0
+}
+
+func (b simBucket) Open(ctx context.Context, key string) (objstore.ObjectReader, error) {
+	if b.refuses() {
+		return nil, errStoreDown
+	}
+	return b.Bucket.Open(ctx, key)
+}
+
+func (b simBucket) Get(ctx context.Context, key string) ([]byte, objstore.ObjectInfo, error) {
+	if b.refuses() {
+		return nil, objstore.ObjectInfo{}, errStoreDown
+	}
+	return b.Bucket.Get(ctx, key)
+}
+
+func (b simBucket) Stat(ctx context.Context, key string) (objstore.ObjectInfo, error) {
+	if b.refuses() {
+		return objstore.ObjectInfo{}, errStoreDown
+	}
+	return b.Bucket.Stat(ctx, key)
+}
+
+func (b simBucket) List(ctx context.Context, prefix string, fn func(objstore.ObjectInfo) error) error {
+	if b.refuses() {
+		return errStoreDown
+	}
+	return b.Bucket.List(ctx, prefix, fn)
+}
+
+func (b simBucket) Delete(ctx context.Context, key string) error {
+	if b.refuses() {
+		if b.lostAnswer() {
+			_ = b.Bucket.Delete(ctx, key)
+		}
+		return errStoreDown
+	}
+	return b.Bucket.Delete(ctx, key)
+}
+
+func (b simBucket) Create(ctx context.Context, key string) (objstore.Writer, error) {
+	refused := b.refuses()
+	if refused && !b.lostAnswer() {
+		return nil, errStoreDown
+	}
+	w, err := b.Bucket.Create(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if refused {
+		return lostCloseWriter{w}, nil
+	}
+	return w, nil
+}
+
+// lostCloseWriter lands its object but tells its caller Close failed: the
+// refusal of a Create whose answer is lost.
+type lostCloseWriter struct{ objstore.Writer }
+
+func (w lostCloseWriter) Close() error {
+	_ = w.Writer.Close()
+	return errStoreDown
+}
+
 func (b simBucket) Put(ctx context.Context, key string, data []byte, opts objstore.WriteOptions) (objstore.ObjectInfo, error) {
+	if b.refuses() {
+		if b.lostAnswer() {
+			_, _ = b.put(ctx, key, data, opts)
+		}
+		return objstore.ObjectInfo{}, errStoreDown
+	}
+	return b.put(ctx, key, data, opts)
+}
+
+func (b simBucket) put(ctx context.Context, key string, data []byte, opts objstore.WriteOptions) (objstore.ObjectInfo, error) {
 	info, err := b.Bucket.Put(ctx, key, data, opts)
 	if err == nil && strings.HasSuffix(key, "/manifest") {
 		if h, derr := tiering.DecodeHead(data); derr == nil && h.LeaderEpoch < b.s.servedEpoch {
@@ -279,6 +383,7 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 		opts:     opts,
 		rng:      rand.New(rand.NewPCG(opts.seed, 0x5eed)),
 		frng:     rand.New(rand.NewPCG(opts.seed, 0xfa17)),
+		srng:     rand.New(rand.NewPCG(opts.seed, 0x5701e)),
 		now:      simEpoch,
 		brokers:  map[int32]*simBroker{},
 		links:    map[[2]int32]time.Time{},
@@ -314,6 +419,9 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 	}
 	s.storm = s.frng.IntN(3) == 0
 	s.faults = s.schedule()
+	if opts.seed%4 == 3 {
+		s.faults = append(s.faults, s.scheduleStoreOutages()...)
+	}
 	if opts.faults != nil {
 		s.faults = opts.faults
 	}
@@ -363,10 +471,11 @@ const (
 	faultPause
 	faultIsolate // cut off from peers and controller, not from clients and bucket
 	faultSlow
+	faultStoreOutage // the bucket fails every call; broker is unused
 )
 
 func (k simFaultKind) String() string {
-	return [...]string{"kill", "pause", "isolate", "slow"}[k]
+	return [...]string{"kill", "pause", "isolate", "slow", "store outage"}[k]
 }
 
 type simFault struct {
@@ -380,6 +489,9 @@ type simFault struct {
 }
 
 func (f simFault) String() string {
+	if f.kind == faultStoreOutage {
+		return fmt.Sprintf("%v store outage for %v", f.at.Sub(simEpoch), f.length)
+	}
 	who := fmt.Sprintf("broker %d", f.broker)
 	if f.toLeader {
 		who = "the leader"
@@ -407,6 +519,17 @@ func (s *simulation) schedule() []simFault {
 	}
 }
 
+// scheduleStoreOutages draws one to three outages of the bucket, each for
+// 100 ms to 1.5 s, for the quarter of the seeds that have them.
+func (s *simulation) scheduleStoreOutages() []simFault {
+	var out []simFault
+	for range 1 + s.srng.IntN(3) {
+		at := simEpoch.Add(time.Duration(s.srng.Int64N(int64(simRun - 300*time.Millisecond))))
+		out = append(out, simFault{at: at, kind: faultStoreOutage, length: time.Duration(100+s.srng.IntN(1400)) * time.Millisecond})
+	}
+	return out
+}
+
 func (s *simulation) inject(f simFault) {
 	if s.healed {
 		return
@@ -415,6 +538,12 @@ func (s *simulation) inject(f simFault) {
 		f.broker = s.ctrl.info.Leader // the leader is the interesting victim
 	}
 	s.tracef("fault: %s", f)
+	if f.kind == faultStoreOutage {
+		if end := s.now.Add(f.length); end.After(s.storeDownUntil) {
+			s.storeDownUntil = end
+		}
+		return
+	}
 	s.strike(f)
 }
 
@@ -1448,7 +1577,7 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	var acked, reads, faults, storms, cold int
+	var acked, reads, faults, storms, cold, refusals int
 	for _, seed := range slices.Concat(simRegressions, seedRange(first, seeds)) {
 		s, err := runSeed(t, simOptions{seed: seed})
 		if err != nil {
@@ -1459,12 +1588,13 @@ func TestSimulation(t *testing.T) {
 		reads += s.hist.reads
 		faults += len(s.faults)
 		cold += s.coldSegments
+		refusals += s.storeRefusals
 		if s.storm {
 			storms++
 		}
 	}
-	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers",
-		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold)
+	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers, %d bucket calls failed by store outages",
+		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold, refusals)
 }
 
 // simSeeds is how many seeds TestSimulation runs by default.
