@@ -76,22 +76,16 @@ func TestNewerEpochFencesTheOldLeader(t *testing.T) {
 	l := localLog(t, t.TempDir())
 	fill(t, l, 100, 3, 0)
 	ctx := testContext(t)
-	old, err := NewCommitter(ctx, store, testRef, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := newTestCommitter(t, store, 1)
 	if ok, err := UploadNext(ctx, old, l, committedEnd(l), nil, 1); !ok || err != nil {
 		t.Fatalf("first upload: %v %v", ok, err)
 	}
-	next, err := NewCommitter(ctx, store, testRef, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := newTestCommitter(t, store, 2)
 	if ok, err := UploadNext(ctx, next, l, committedEnd(l), nil, 1); !ok || err != nil {
 		t.Fatalf("new leader's upload: %v %v", ok, err)
 	}
 	before := next.Head().Generation
-	_, err = UploadNext(ctx, old, l, committedEnd(l), nil, 1)
+	_, err := UploadNext(ctx, old, l, committedEnd(l), nil, 1)
 	if !errors.Is(err, ErrFenced) {
 		t.Fatalf("old leader's upload after the new one committed: %v", err)
 	}
@@ -195,10 +189,7 @@ func TestClosedPartsAndTrim(t *testing.T) {
 		t.Fatalf("trim to 12345: %d removed, parts %v, start %d, %v", len(removed), parts, c.Head().StartOffset(), err)
 	}
 	// A fresh committer reads parts back from the bucket.
-	fresh, err := NewCommitter(ctx, store, testRef, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := newTestCommitter(t, store, 1)
 	count := 0
 	next := int64(12340)
 	if err := fresh.Segments(ctx, func(s SegmentRef) bool {

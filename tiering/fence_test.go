@@ -20,10 +20,7 @@ func TestUploadsOnlyBelowTheHighWatermark(t *testing.T) {
 		t.Fatalf("want at least 4 segments, have %d", len(segs))
 	}
 	ctx := testContext(t)
-	c, err := NewCommitter(ctx, store, testRef, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestCommitter(t, store, 1)
 	hw := segs[2].LastOffset // segment 2 holds the offset at the high watermark
 	for {
 		ok, err := UploadNext(ctx, c, l, hw, nil, 1)
@@ -50,17 +47,11 @@ func TestNewCommitterFencesBeforeAnyUpload(t *testing.T) {
 	l := localLog(t, t.TempDir())
 	fill(t, l, 100, 3, 0)
 	ctx := testContext(t)
-	old, err := NewCommitter(ctx, store, testRef, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := newTestCommitter(t, store, 1)
 	if ok, err := UploadNext(ctx, old, l, committedEnd(l), nil, 1); !ok || err != nil {
 		t.Fatalf("first upload: %v %v", ok, err)
 	}
-	next, err := NewCommitter(ctx, store, testRef, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := newTestCommitter(t, store, 2)
 	h, _, err := LoadHead(ctx, store, testRef)
 	if err != nil || h.LeaderEpoch != 2 || h.EndOffset() != old.Head().EndOffset() {
 		t.Fatalf("head after the new leader took over: %+v, %v", h, err)
@@ -121,10 +112,7 @@ func TestFirstDivergence(t *testing.T) {
 			}
 		}
 	}
-	c, err := NewCommitter(ctx, store, testRef, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestCommitter(t, store, 3)
 	for {
 		ok, err := UploadNext(ctx, c, l, committedEnd(l), nil, 1)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/tiering/objstore"
 )
 
 func testContext(t testing.TB) context.Context {
@@ -77,3 +78,14 @@ func fill(t testing.TB, l *hotlog.Log, count, n int, ts int64) {
 // committedEnd is the log end of a test log whose every record counts as
 // committed (these tests have no followers).
 func committedEnd(l *hotlog.Log) int64 { return l.LogEndOffset() }
+
+// newTestCommitter takes over testRef's manifest in store for a leader in
+// epoch.
+func newTestCommitter(t testing.TB, store objstore.Bucket, epoch int32) *Committer {
+	t.Helper()
+	c, err := NewCommitter(testContext(t), store, testRef, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -71,10 +71,7 @@ func TestAnUnansweredCommitKeepsItsSegment(t *testing.T) {
 	l := localLog(t, t.TempDir())
 	fill(t, l, 100, 3, 0)
 	ctx := testContext(t)
-	c, err := NewCommitter(ctx, store, testRef, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestCommitter(t, store, 1)
 	store.lostHeadWrites = 1
 	if ok, err := UploadNext(ctx, c, l, committedEnd(l), nil, 1); !ok || err != nil {
 		t.Fatalf("an upload whose commit landed unanswered: %v, %v", ok, err)
@@ -94,10 +91,7 @@ func TestAnUnknownCommitOutcomeIsSettledByTheNextPass(t *testing.T) {
 	l := localLog(t, t.TempDir())
 	fill(t, l, 100, 3, 0)
 	ctx := testContext(t)
-	c, err := NewCommitter(ctx, store, testRef, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestCommitter(t, store, 1)
 	store.lostHeadWrites, store.refusedReads = 1, 1
 	if _, err := UploadNext(ctx, c, l, committedEnd(l), nil, 1); !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("an unanswered commit with the head unreadable: %v, want ErrOutcomeUnknown", err)
@@ -120,14 +114,8 @@ func TestTheOrphanSweepSparesWhatASuccessorCommitted(t *testing.T) {
 	l := localLog(t, t.TempDir())
 	fill(t, l, 100, 3, 0)
 	ctx := testContext(t)
-	old, err := NewCommitter(ctx, store, testRef, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := NewCommitter(ctx, store, testRef, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := newTestCommitter(t, store, 1)
+	next := newTestCommitter(t, store, 2)
 	if ok, err := UploadNext(ctx, next, l, committedEnd(l), nil, 1); !ok || err != nil {
 		t.Fatalf("the successor's upload: %v, %v", ok, err)
 	}
