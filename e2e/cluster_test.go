@@ -181,6 +181,22 @@ func (tc *testCluster) leaderOf(ctx context.Context, topic string, p int32, skip
 	return leader
 }
 
+// partitionLedBy returns a partition of topic (of partitions) that broker
+// leads, failing the test if it leads none.
+func (tc *testCluster) partitionLedBy(ctx context.Context, topic string, partitions, broker int32) int32 {
+	tc.t.Helper()
+	part := int32(-1)
+	for p := range partitions {
+		if tc.leaderOf(ctx, topic, p) == broker {
+			part = p
+		}
+	}
+	if part < 0 {
+		tc.t.Fatalf("broker %d leads no partition of %s", broker, topic)
+	}
+	return part
+}
+
 // agreedLeader returns the leader of a partition when every running broker
 // outside skip names the same one, the leader itself among them, so a write
 // sent to it now is not refused for a view one broker has not caught up

@@ -165,15 +165,7 @@ func TestNetworkPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc.waitInSync(ctx, time.Minute, "replicas in sync")
-	part := int32(-1)
-	for p := range int32(3) {
-		if tc.leaderOf(ctx, "cut", p) == 3 {
-			part = p
-		}
-	}
-	if part < 0 {
-		t.Fatal("broker 3 leads no partition")
-	}
+	part := tc.partitionLedBy(ctx, "cut", 3, 3)
 	isolated := tc.brokers[2]
 	isolated.run(strings.NewReader("before-1\nbefore-2\n"), "produce", "cut", "--partition", fmt.Sprint(part), "--acks", "all")
 
@@ -260,15 +252,7 @@ func healedLoneISRMember(t *testing.T, removed bool, extra ...string) {
 	if _, err := c.CreateTopic(ctx, "lone", 3, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	part := int32(-1)
-	for p := range int32(3) {
-		if tc.leaderOf(ctx, "lone", p) == 3 {
-			part = p
-		}
-	}
-	if part < 0 {
-		t.Fatal("broker 3 leads no partition of a one-replica topic spread over three brokers")
-	}
+	part := tc.partitionLedBy(ctx, "lone", 3, 3)
 	isolated := tc.brokers[2]
 	if _, err := rawProduce(ctx, isolated, "lone", part, stratav1.Acks_ACKS_ALL, "before"); err != nil {
 		t.Fatal(err)
