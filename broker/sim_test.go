@@ -51,6 +51,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -454,12 +455,7 @@ func (s *simulation) start() {
 }
 
 func (s *simulation) brokerIDs() []int32 {
-	ids := make([]int32, 0, len(s.brokers))
-	for id := range s.brokers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.brokers))
 }
 
 // Faults.
