@@ -55,13 +55,24 @@ type Broker struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	// raftTLS, when set, runs the metadata group's transport over TLS.
+	raftTLS *cluster.TransportTLS
+}
+
+// Option adjusts how Start runs a broker.
+type Option func(*Broker)
+
+// WithRaftTLS runs the metadata group's Raft transport over TLS.
+func WithRaftTLS(t *cluster.TransportTLS) Option {
+	return func(b *Broker) { b.raftTLS = t }
 }
 
 // Start opens the data dir, joins (or bootstraps) the metadata group, opens
 // every partition this broker holds and starts its background work. It
 // reaches other brokers through peers, which it closes when it stops. It
 // returns once the broker can serve.
-func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Peers) (*Broker, error) {
+func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Peers, opts ...Option) (*Broker, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -84,6 +95,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		reconciledCh: make(chan struct{}),
 		stop:         make(chan struct{}),
 		peers:        peers,
+	}
+	for _, o := range opts {
+		o(b)
 	}
 	b.mu.partitions = map[cluster.TopicPartition]*partition{}
 	b.fetchers = newFetchers(b)
@@ -128,6 +142,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		Advertise:        cfg.Raft.Advertise,
 		Bootstrap:        bootstrap,
 		BootstrapServers: servers,
+		TLS:              b.raftTLS,
 		Logger:           logger,
 	})
 	if err != nil {

@@ -45,6 +45,10 @@ const (
 	// min.insync.replicas before it committed: retriable, and a retry may
 	// write it twice unless the producer is idempotent.
 	ReasonNotEnoughReplicasAfterAppend Reason = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+	// The caller showed no credentials, or ones that do not check out.
+	ReasonUnauthenticated Reason = "UNAUTHENTICATED"
+	// The caller is known, and no ACL lets it do what it asked.
+	ReasonPermissionDenied Reason = "PERMISSION_DENIED"
 )
 
 var retriable = map[Reason]bool{
@@ -108,6 +112,21 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func InvalidRequest(format string, args ...any) error {
 	return refuse(ReasonInvalidRequest, nil, format, args...)
 }
+
+// Unauthenticated is the error for a caller whose credentials are missing
+// or do not check out.
+func Unauthenticated(format string, args ...any) *Error {
+	return refuse(ReasonUnauthenticated, nil, format, args...)
+}
+
+// PermissionDenied is the error for a caller no ACL allows to do what it
+// asked.
+func PermissionDenied(format string, args ...any) *Error {
+	return refuse(ReasonPermissionDenied, nil, format, args...)
+}
+
+// With adds a detail for programs to e.
+func (e *Error) With(key, value string) *Error { return e.with(key, value) }
 
 // Unavailable is the error for a request this broker cannot serve right now
 // (it is starting or stopping); the client should retry, here or elsewhere.

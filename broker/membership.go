@@ -104,6 +104,11 @@ func (b *Broker) bootstrapPlan(ctx context.Context) (bool, []cluster.Server, err
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		// Before the group exists no broker serves its gRPC address yet, so
+		// no claim can be proven here: bootstrapping trusts the members gossip
+		// shows (with TLS they needed the gossip key), Raft then admits only
+		// brokers with the cluster's certificates, and the controller proves
+		// every claim before it registers an address (see proven).
 		members := b.gossip.Members()
 		if len(members) >= cfg.BootstrapExpect {
 			sort.Slice(members, func(i, j int) bool { return members[i].Meta.BrokerID < members[j].Meta.BrokerID })
@@ -151,7 +156,7 @@ func (b *Broker) anyInCluster(ctx context.Context, members []gossip.Member) bool
 func (b *Broker) controllerLoop() {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	c := &controllerState{seen: map[int32]time.Time{}, started: time.Now()}
+	c := &controllerState{seen: map[int32]time.Time{}, started: time.Now(), proofs: map[gossip.Meta]proof{}}
 	for {
 		select {
 		case <-b.stop:
@@ -182,7 +187,19 @@ type controllerState struct {
 	since   time.Time           // when this broker became controller
 	seen    map[int32]time.Time // when gossip last showed each broker alive
 	now     map[int32]bool      // the brokers gossip shows alive this round
+	// proofs remembers, by a member's claim (id and addresses), whether it
+	// proved it and when that was checked, so each claim is checked once
+	// and a refused one is retried (and logged) every verifyRetry.
+	proofs map[gossip.Meta]proof
 }
+
+type proof struct {
+	ok bool
+	at time.Time
+}
+
+// verifyRetry is how often a claim that failed its proof is tried again.
+const verifyRetry = 10 * time.Second
 
 // observe records the members gossip shows alive now.
 func (c *controllerState) observe(members []gossip.Member) {
@@ -230,6 +247,9 @@ func (b *Broker) reconcileMembership(ctx context.Context, c *controllerState) {
 	md := b.meta.Metadata()
 	for _, m := range members {
 		id := m.Meta.BrokerID
+		if !b.proven(ctx, c, m.Meta) {
+			continue
+		}
 		info := cluster.BrokerInfo{ID: id, Addr: m.Meta.GRPCAddr, RaftAddr: m.Meta.RaftAddr, Rack: m.Meta.Rack}
 		if cur, ok := md.Broker(id); !ok || cur != info {
 			if err := b.meta.RegisterBroker(ctx, info); err != nil {
@@ -267,6 +287,30 @@ func (b *Broker) reconcileMembership(ctx context.Context, c *controllerState) {
 			b.log.Warn("removed a broker gone too long from the metadata group", "broker", id, "gone_for", now.Sub(last).Round(time.Second))
 		}
 	}
+}
+
+// proven reports whether a gossip member has proven the id it claims at
+// the addresses it gives. Until it has, the controller neither registers
+// those addresses (clients and brokers would be sent to an impostor) nor
+// adds it to the metadata group.
+func (b *Broker) proven(ctx context.Context, c *controllerState, m gossip.Meta) bool {
+	if m.BrokerID == b.id {
+		return true
+	}
+	if p, ok := c.proofs[m]; ok && (p.ok || time.Since(p.at) < verifyRetry) {
+		return p.ok
+	}
+	vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := b.peers.VerifyBroker(vctx, m.BrokerID, m.GRPCAddr, m.RaftAddr)
+	cancel()
+	if err != nil {
+		b.log.Warn("a gossip member does not prove the broker id it claims; not registering it", "claimed_id", m.BrokerID, "addr", m.GRPCAddr, "raft_addr", m.RaftAddr, "err", err)
+	}
+	if len(c.proofs) > 1024 { // members come and go with new addresses: forget old claims
+		clear(c.proofs)
+	}
+	c.proofs[m] = proof{ok: err == nil, at: time.Now()}
+	return err == nil
 }
 
 // electLeaders moves leadership off brokers that are gone and takes them

@@ -28,6 +28,11 @@ type Peers interface {
 	// KnowsController asks a broker whether it knows a controller: one
 	// about to bootstrap a cluster must not start a second one.
 	KnowsController(ctx context.Context, to Peer) (bool, error)
+	// VerifyBroker checks that broker id answers at each of addrs, proving
+	// it with its certificate where brokers have them. Gossip is only a
+	// rumour: the controller registers a broker's addresses, or gives it a
+	// vote, only once they are proven.
+	VerifyBroker(ctx context.Context, id int32, addrs ...string) error
 	// Close ends every connection.
 	Close() error
 }

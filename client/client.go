@@ -12,6 +12,7 @@ import (
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -100,7 +101,15 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := c.mu.conns[addr]; ok {
 		return cc, nil
 	}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, c.cfg.dialOptions...)
+	creds := insecure.NewCredentials()
+	if c.cfg.tls != nil {
+		creds = credentials.NewTLS(c.cfg.tls)
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if c.cfg.token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(c.cfg.token)))
+	}
+	opts = append(opts, c.cfg.dialOptions...)
 	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("strata: connect to %s: %w", addr, err)

@@ -143,6 +143,13 @@ var (
 	// sequences again under its next epoch (see WithIdempotence), so a
 	// caller sees this only from its own requests.
 	ErrUnknownProducerID = sentinel(codes.FailedPrecondition, "UNKNOWN_PRODUCER_ID", false)
+	// ErrUnauthenticated: the broker requires credentials (a client
+	// certificate, see WithTLS, or a token, see WithToken) and got none, or
+	// ones that do not check out.
+	ErrUnauthenticated = sentinel(codes.Unauthenticated, "UNAUTHENTICATED", false)
+	// ErrPermissionDenied: no ACL lets this client's principal do what it
+	// asked (metadata "principal", "operation", "resource").
+	ErrPermissionDenied = sentinel(codes.PermissionDenied, "PERMISSION_DENIED", false)
 	// ErrNotEnoughReplicasAfterAppend: an acks=all batch was written but
 	// the in-sync replicas fell below min.insync.replicas before it
 	// committed, so it was not acknowledged. Retriable; a retry may write

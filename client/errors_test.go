@@ -45,6 +45,8 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_UNKNOWN_PRODUCER_ID:    {ErrUnknownProducerID, codes.FailedPrecondition, false},
 
 	stratav1.ErrorReason_ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND: {ErrNotEnoughReplicasAfterAppend, codes.Unavailable, true},
+	stratav1.ErrorReason_ERROR_REASON_UNAUTHENTICATED:                  {ErrUnauthenticated, codes.Unauthenticated, false},
+	stratav1.ErrorReason_ERROR_REASON_PERMISSION_DENIED:                {ErrPermissionDenied, codes.PermissionDenied, false},
 }
 
 // brokerError builds the status error a broker sends, as the contract

@@ -70,13 +70,13 @@ func (tb *testBroker) start() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := broker.Start(ctx, tb.cfg, quiet, rpc.NewPeers())
+	b, err := broker.Start(ctx, tb.cfg, quiet, rpc.NewPeers(nil, ""))
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("start broker: %w", err)
 	}
 	tb.mu.Lock()
-	tb.b, tb.srv = b, rpc.NewServer(b)
+	tb.b, tb.srv = b, rpc.NewServer(b, nil)
 	go tb.srv.Serve(lis)
 	tb.mu.Unlock()
 	return nil

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"time"
@@ -27,6 +28,8 @@ type clientConfig struct {
 	metadataMinRefresh time.Duration
 	requestTimeout     time.Duration
 	logger             *slog.Logger
+	tls                *tls.Config
+	token              string
 }
 
 func defaultClientConfig() clientConfig {
@@ -46,6 +49,9 @@ func (c *clientConfig) validate() error {
 	if c.metadataMinRefresh < 0 {
 		errs = append(errs, configError("WithMetadataMinRefreshInterval", c.metadataMinRefresh, "a duration >= 0"))
 	}
+	if c.token != "" && c.tls == nil {
+		errs = append(errs, errors.New("strata: WithToken needs WithTLS: a token sent in plaintext can be read off the wire"))
+	}
 	if c.requestTimeout <= 0 {
 		errs = append(errs, configError("WithRequestTimeout", c.requestTimeout, "a duration > 0"))
 	}
@@ -57,6 +63,19 @@ func (c *clientConfig) validate() error {
 // them with TLS credentials, add interceptors or keepalive settings.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return clientOption(func(c *clientConfig) { c.dialOptions = append(c.dialOptions, opts...) })
+}
+
+// WithTLS connects to brokers over TLS with cfg: its RootCAs verify the
+// brokers, and a certificate in it (Certificates or GetClientCertificate)
+// authenticates this client as User:<its common name>. See TLSConfig.
+func WithTLS(cfg *tls.Config) Option {
+	return clientOption(func(c *clientConfig) { c.tls = cfg })
+}
+
+// WithToken authenticates this client with a bearer token (see `strata
+// dev token`), sent on every call; it needs WithTLS.
+func WithToken(token string) Option {
+	return clientOption(func(c *clientConfig) { c.token = token })
 }
 
 // WithMetadataMaxAge sets how old the cached cluster metadata (partitions,

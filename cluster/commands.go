@@ -45,6 +45,8 @@ const (
 	cmdChangeISR        = "changeISR"
 	cmdAllocateProducer = "allocateProducerId"
 	cmdReserveProducers = "reserveProducerIds"
+	cmdAddACLs          = "addACLs"
+	cmdRemoveACLs       = "removeACLs"
 )
 
 // header is the tag every command starts with.
@@ -155,7 +157,27 @@ type reserveProducerIDsCmd struct {
 	Above int64 `json:"above"`
 }
 
+// addACLsCmd stores ACLs. It is all or nothing: one invalid ACL, or more
+// than MaxACLs stored in all, refuses the whole command. An ACL equal to
+// one already stored (or listed twice) is stored once, so a retried add is
+// harmless.
+type addACLsCmd struct {
+	header
+	ACLs []aclEntry `json:"acls"`
+}
+
+// removeACLsCmd removes the stored ACLs equal to those listed. An ACL that
+// is not stored is skipped rather than refused: removing is idempotent, and
+// the response says how many went. An invalid ACL refuses the command, as
+// it can only be a mistake.
+type removeACLsCmd struct {
+	header
+	ACLs []aclEntry `json:"acls"`
+}
+
 func (*reserveProducerIDsCmd) typ() string { return cmdReserveProducers }
+func (*addACLsCmd) typ() string            { return cmdAddACLs }
+func (*removeACLsCmd) typ() string         { return cmdRemoveACLs }
 func (*registerBrokerCmd) typ() string     { return cmdRegisterBroker }
 func (*createTopicCmd) typ() string        { return cmdCreateTopic }
 func (*deleteTopicCmd) typ() string        { return cmdDeleteTopic }
@@ -190,6 +212,10 @@ func newCommand(typ string, v int) command {
 		return &allocateProducerIDCmd{}
 	case cmdReserveProducers:
 		return &reserveProducerIDsCmd{}
+	case cmdAddACLs:
+		return &addACLsCmd{}
+	case cmdRemoveACLs:
+		return &removeACLsCmd{}
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ func TestCommandRoundTrip(t *testing.T) {
 		&changeISRCmd{Topic: "orders", Partition: 2, ISR: []int32{2, 1}, LeaderEpoch: 4, PartitionEpoch: 9},
 		&allocateProducerIDCmd{},
 		&reserveProducerIDsCmd{Above: 70000},
+		addACLs(aclAliceReads, aclBobWrites, aclOpsAdmin),
+		removeACLs(aclAnyGroups),
 	} {
 		data, err := encodeCommand(c)
 		if err != nil {
@@ -53,11 +55,33 @@ func TestDecodeCommandErrors(t *testing.T) {
 		`{"type":"changeISR","v":1,"isr":"all"}`:          `cannot unmarshal`,
 		`{"type":"changeLeader","v":1,"partition":1e100}`: `cannot unmarshal`,
 		`{"type":"allocateProducerId","v":1,"count":5}`:   `unknown field "count"`,
+		`{"type":"addACLs","v":2,"acls":[]}`:              `unknown command type "addACLs" version 2`,
+		`{"type":"removeACLs","v":1,"acls":[{"op":1}]}`:   `cannot unmarshal`,
 	} {
 		_, err := decodeCommand([]byte(raw))
 		mustIs(t, err, ErrInvalidCommand)
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %q does not say %q", raw, err, want)
+		}
+	}
+}
+
+// TestACLCommandEncoding pins the log format of the ACL commands: the
+// cluster's own field names, not those of security.ACL, so a rename there
+// cannot change what is in the Raft log.
+func TestACLCommandEncoding(t *testing.T) {
+	for c, want := range map[command]string{
+		addACLs(aclBobWrites, aclOpsAdmin): `{"type":"addACLs","v":1,"acls":[` +
+			`{"principal":"User:bob","resource":"topic","name":"logs.","prefix":true,"op":"write"},` +
+			`{"principal":"User:ops","resource":"cluster","op":"admin"}]}`,
+		removeACLs(aclAliceReads): `{"type":"removeACLs","v":1,"acls":[{"principal":"User:alice","resource":"topic","name":"orders","op":"read"}]}`,
+	} {
+		data, err := encodeCommand(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(data) != want {
+			t.Errorf("encoded\n %s\nwant\n %s", data, want)
 		}
 	}
 }

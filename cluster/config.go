@@ -32,6 +32,8 @@ type Config struct {
 	// lowest id bootstraps all of them). It must list this node as a voter;
 	// this node's RaftAddr may be left empty to mean its own address.
 	BootstrapServers []Server
+	// TLS, if set, runs the Raft transport over TLS with these configs.
+	TLS *TransportTLS
 	// Logger receives the node's log; nil means slog.Default().
 	Logger *slog.Logger
 	// RaftLogLevel is the least severe level of Raft's own messages that is

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/strata-log/strata/security"
 )
 
 // The writes. Each one checks what it can without the state, then that this
@@ -222,6 +224,52 @@ func (n *Node) ReserveProducerIDs(ctx context.Context, above int64) error {
 	}
 	_, err := n.propose(ctx, &reserveProducerIDsCmd{Above: above})
 	return err
+}
+
+// AddACLs stores ACLs, after those already stored, in the order given. An
+// ACL that is stored already is skipped, so a call retried after a lost
+// answer is harmless. All are stored or none: an ACL that
+// security.ACL.Validate refuses gives ErrInvalidACL, and more than MaxACLs
+// stored in all gives ErrTooManyACLs.
+func (n *Node) AddACLs(ctx context.Context, acls []security.ACL) error {
+	if err := validateACLs(acls); err != nil {
+		return err
+	}
+	if len(acls) == 0 {
+		return nil
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return err
+	}
+	c := &addACLsCmd{ACLs: aclEntries(acls)}
+	if err := n.dryRun(c); err != nil {
+		return err
+	}
+	_, err := n.propose(ctx, c)
+	return err
+}
+
+// RemoveACLs removes the stored ACLs equal to those given and returns how
+// many it removed. One that is not stored is skipped, not an error: after a
+// retry the count may be lower than what the first attempt removed. An
+// invalid ACL refuses the call (ErrInvalidACL) and removes nothing.
+func (n *Node) RemoveACLs(ctx context.Context, acls []security.ACL) (int, error) {
+	if err := validateACLs(acls); err != nil {
+		return 0, err
+	}
+	if len(acls) == 0 {
+		return 0, nil
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return 0, err
+	}
+	// No dry run: validateACLs checked all the command's rules, and the
+	// state cannot refuse a removal.
+	resp, err := n.propose(ctx, &removeACLsCmd{ACLs: aclEntries(acls)})
+	if err != nil {
+		return 0, err
+	}
+	return resp.removed, nil
 }
 
 // dryRun runs a command's transition against the local state without

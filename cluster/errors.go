@@ -48,6 +48,12 @@ var (
 	// ErrInvalidISR: a proposed ISR is empty, has duplicates or names a broker
 	// that is not a replica of the partition.
 	ErrInvalidISR = errors.New("cluster: invalid ISR")
+	// ErrInvalidACL: an ACL that security.ACL.Validate refuses; the error
+	// names the ACL and the rule it breaks.
+	ErrInvalidACL = errors.New("cluster: invalid ACL")
+	// ErrTooManyACLs: the change would store more than MaxACLs ACLs, or one
+	// call names more than that.
+	ErrTooManyACLs = errors.New("cluster: too many ACLs")
 	// ErrNotController: a write reached a broker that is not the controller
 	// (the Raft leader). The error is a *NotControllerError naming the
 	// controller when one is known.

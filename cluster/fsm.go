@@ -17,7 +17,8 @@ import (
 type fsm struct {
 	log *slog.Logger
 
-	// meta is the current brokers and topics; replaced, never modified.
+	// meta is the current brokers, topics and ACLs; replaced, never
+	// modified.
 	meta atomic.Pointer[Metadata]
 	// offsets holds committed consumer offsets.
 	offsets offsetTable
@@ -51,6 +52,8 @@ type applyResponse struct {
 	partition PartitionInfo
 	// producerID is the id an allocateProducerId command handed out.
 	producerID int64
+	// removed is how many ACLs a removeACLs command removed.
+	removed int
 	// err is the refusal, wrapping one of the package's sentinels; nothing
 	// was changed.
 	err error
@@ -88,9 +91,10 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 	}
 	next := ch.meta
 	if next == nil {
-		// Only offsets changed; the version still moves, so "Version >= the
-		// index of my write" means a reader has seen it.
-		next = &Metadata{Brokers: cur.Brokers, Topics: cur.Topics}
+		// Only offsets or the producer id counter changed, or nothing did
+		// (an add of stored ACLs); the version still moves, so "Version >=
+		// the index of my write" means a reader has seen it.
+		next = &Metadata{Brokers: cur.Brokers, Topics: cur.Topics, acls: cur.acls}
 	}
 	next.Version = index
 	f.offsets.install(ch.offsets)
@@ -99,7 +103,7 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 	}
 	f.meta.Store(next)
 	f.changed.broadcast()
-	return &applyResponse{index: index, topic: ch.topic, partition: ch.partition, producerID: ch.producerID}
+	return &applyResponse{index: index, topic: ch.topic, partition: ch.partition, producerID: ch.producerID, removed: ch.removed}
 }
 
 // Snapshot captures the state in O(groups): Metadata is immutable and the

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strata-log/strata/security"
 )
 
 // threeBrokers returns a harness with brokers 1, 2 and 3 registered.
@@ -501,5 +503,150 @@ func TestFSMReserveProducerIDs(t *testing.T) {
 	h.ok(&reserveProducerIDsCmd{Above: 10}) // below the counter: nothing moves
 	if id := h.ok(&allocateProducerIDCmd{}).producerID; id != 5002 {
 		t.Fatalf("a reservation below the counter moved it: next id %d, want 5002", id)
+	}
+}
+
+// Sample ACLs for the ACL tests.
+var (
+	aclAliceReads = security.ACL{Principal: "User:alice", Resource: security.ResourceTopic, Name: "orders", Op: security.OpRead}
+	aclBobWrites  = security.ACL{Principal: "User:bob", Resource: security.ResourceTopic, Name: "logs.", Prefix: true, Op: security.OpWrite}
+	aclAnyGroups  = security.ACL{Principal: security.AnyPrincipal, Resource: security.ResourceGroup, Name: "", Prefix: true, Op: security.OpRead}
+	aclOpsAdmin   = security.ACL{Principal: "User:ops", Resource: security.ResourceCluster, Op: security.OpAdmin}
+)
+
+func addACLs(acls ...security.ACL) *addACLsCmd { return &addACLsCmd{ACLs: aclEntries(acls)} }
+
+func removeACLs(acls ...security.ACL) *removeACLsCmd { return &removeACLsCmd{ACLs: aclEntries(acls)} }
+
+// TestFSMAddAndRemoveACLs: adding keeps the order of first addition and
+// stores each ACL once; removing takes out what is stored and counts it;
+// neither disturbs a Metadata handed out before.
+func TestFSMAddAndRemoveACLs(t *testing.T) {
+	h := threeBrokers(t)
+	if acls := h.f.meta.Load().ACLs(); len(acls) != 0 {
+		t.Fatalf("ACLs of a new cluster: %v", acls)
+	}
+	h.ok(addACLs(aclBobWrites, aclAliceReads))
+	held := h.f.meta.Load()
+	mustEqual(t, "after the first add", held.ACLs(), []security.ACL{aclBobWrites, aclAliceReads})
+
+	// Stored ones and one listed twice are stored once; the new ones go
+	// after the old, in the order given.
+	h.ok(addACLs(aclAliceReads, aclOpsAdmin, aclAnyGroups, aclOpsAdmin))
+	want := []security.ACL{aclBobWrites, aclAliceReads, aclOpsAdmin, aclAnyGroups}
+	mustEqual(t, "after the second add", h.f.meta.Load().ACLs(), want)
+	mustEqual(t, "Metadata held from before", held.ACLs(), []security.ACL{aclBobWrites, aclAliceReads})
+
+	// Adding only stored ones changes nothing but the version (h.ok checks
+	// that the version still moves, as for every accepted command).
+	h.ok(addACLs(aclAnyGroups, aclBobWrites))
+	mustEqual(t, "after adding stored ones", h.f.meta.Load().ACLs(), want)
+
+	// The slice handed out is read-only and shared, but an append to it
+	// cannot write into the stored array.
+	got := h.f.meta.Load().ACLs()
+	_ = append(got, aclAliceReads)
+	mustEqual(t, "after a caller appended", h.f.meta.Load().ACLs(), want)
+
+	// The other commands carry the ACLs over.
+	h.ok(&registerBrokerCmd{Broker: broker(4)})
+	h.ok(createCmd(h.f.meta.Load(), "orders", 1, 1, nil))
+	h.ok(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{{Topic: "orders", Partition: 0, Offset: 1}}})
+	h.ok(&alterTopicConfigCmd{Name: "orders", Set: map[string]string{"k": "v"}})
+	p, _ := h.f.meta.Load().Partition("orders", 0)
+	h.ok(&changeLeaderCmd{Topic: "orders", Partition: 0, NewLeader: p.Leader, ExpectedEpoch: 0})
+	h.ok(&allocateProducerIDCmd{})
+	h.ok(&deleteTopicCmd{Name: "orders"})
+	mustEqual(t, "after other commands", h.f.meta.Load().ACLs(), want)
+
+	// Removing: what is stored goes, what is not is counted out.
+	missing := aclAliceReads
+	missing.Name = "invoices"
+	if n := h.ok(removeACLs(aclOpsAdmin, missing, aclOpsAdmin)).removed; n != 1 {
+		t.Fatalf("removed %d, want 1", n)
+	}
+	mustEqual(t, "after the remove", h.f.meta.Load().ACLs(), []security.ACL{aclBobWrites, aclAliceReads, aclAnyGroups})
+	if n := h.ok(removeACLs(missing)).removed; n != 0 {
+		t.Fatalf("removing a missing ACL removed %d", n)
+	}
+	// A literal ACL and a prefix one of the same name are different ACLs.
+	literal := aclBobWrites
+	literal.Prefix = false
+	if n := h.ok(removeACLs(literal)).removed; n != 0 {
+		t.Fatalf("removing a literal ACL removed the prefix one: %d", n)
+	}
+	if n := h.ok(removeACLs(aclAnyGroups, aclBobWrites, aclAliceReads)).removed; n != 3 {
+		t.Fatalf("removed %d, want 3", n)
+	}
+	if acls := h.f.meta.Load().ACLs(); acls != nil {
+		t.Fatalf("ACLs after removing them all: %v, want nil (as in a new cluster)", acls)
+	}
+}
+
+// TestFSMInvalidACLs: one bad ACL refuses the whole command, naming the
+// ACL and the rule, and changes nothing.
+func TestFSMInvalidACLs(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(addACLs(aclAliceReads))
+	for _, tc := range []struct {
+		acl  security.ACL
+		want string
+	}{
+		{security.ACL{Principal: "alice", Resource: security.ResourceTopic, Name: "t", Op: security.OpRead}, `ACL principal "alice": want User:<name> or *`},
+		{security.ACL{Principal: "User:", Resource: security.ResourceTopic, Name: "t", Op: security.OpRead}, `ACL principal "User:"`},
+		{security.ACL{Principal: "User:a", Resource: "queue", Name: "t", Op: security.OpRead}, `ACL resource "queue": want topic, group or cluster`},
+		{security.ACL{Principal: "User:a", Resource: security.ResourceTopic, Op: security.OpRead}, `needs a name`},
+		{security.ACL{Principal: "User:a", Resource: security.ResourceTopic, Name: "t", Op: "delete"}, `ACL operation "delete" on a topic`},
+		{security.ACL{Principal: "User:a", Resource: security.ResourceGroup, Name: "g", Op: security.OpWrite}, `ACL operation "write" on a group: want one of [read]`},
+		{security.ACL{Principal: "User:a", Resource: security.ResourceCluster, Name: "x", Op: security.OpAdmin}, `takes no name`},
+		{security.ACL{Principal: "User:a", Resource: security.ResourceCluster, Op: security.OpRead}, `ACL operation "read" on the cluster: want admin`},
+		{security.ACL{Principal: "User:a", Resource: security.ResourceTopic, Name: strings.Repeat("n", 250), Op: security.OpRead}, `250 bytes; at most 249`},
+	} {
+		err := h.refused(addACLs(aclOpsAdmin, tc.acl), ErrInvalidACL)
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.acl.String()) {
+			t.Errorf("error %q: want it to name %q and say %q", err, tc.acl.String(), tc.want)
+		}
+		h.refused(removeACLs(aclAliceReads, tc.acl), ErrInvalidACL)
+	}
+	// An entry with a field this build does not know is refused whole too.
+	h.refusedRaw([]byte(`{"type":"addACLs","v":1,"acls":[{"principal":"*","resource":"cluster","op":"admin","host":"*"}]}`), ErrInvalidCommand)
+	mustEqual(t, "ACLs after the refusals", h.f.meta.Load().ACLs(), []security.ACL{aclAliceReads})
+}
+
+// TestFSMACLLimit: at most MaxACLs are stored; the refusal says so and
+// changes nothing, and adding stored ones or replacing one still works at
+// the limit.
+func TestFSMACLLimit(t *testing.T) {
+	h := newFSMHarness(t)
+	many := make([]security.ACL, MaxACLs)
+	for i := range many {
+		many[i] = security.ACL{Principal: "User:u" + strconv.Itoa(i), Resource: security.ResourceTopic, Name: "t", Op: security.OpRead}
+	}
+	h.ok(addACLs(many[:MaxACLs-1]...))
+	// One over: the last one fits, the one after does not.
+	err := h.refused(addACLs(many[MaxACLs-1], aclAliceReads), ErrTooManyACLs)
+	for _, want := range []string{"9999 ACLs are stored", "would make 10001", "at most 10000"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	h.ok(addACLs(many[MaxACLs-1]))
+	if n := len(h.f.meta.Load().ACLs()); n != MaxACLs {
+		t.Fatalf("%d ACLs stored, want %d", n, MaxACLs)
+	}
+	h.refused(addACLs(aclAliceReads), ErrTooManyACLs)
+	h.ok(addACLs(many[0], many[MaxACLs-1])) // stored already: no growth
+	if n := h.ok(removeACLs(many[5])).removed; n != 1 {
+		t.Fatalf("removed %d", n)
+	}
+	h.ok(addACLs(aclAliceReads))
+	if got := h.f.meta.Load().ACLs(); len(got) != MaxACLs || got[len(got)-1] != aclAliceReads {
+		t.Fatalf("%d ACLs, last %v", len(got), got[len(got)-1])
+	}
+	// One command may not name more than the limit, even to remove.
+	tooMany := append(slices.Clone(many), aclOpsAdmin)
+	err = h.refused(removeACLs(tooMany...), ErrTooManyACLs)
+	if !strings.Contains(err.Error(), "names 10001 ACLs; at most 10000") {
+		t.Errorf("error %q", err)
 	}
 }

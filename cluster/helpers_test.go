@@ -134,7 +134,7 @@ func createCmd(m *Metadata, name string, partitions int32, rf int, config map[st
 // cloneMetadata deep-copies m, so a test can check later that m did not
 // change.
 func cloneMetadata(m *Metadata) *Metadata {
-	c := &Metadata{Version: m.Version, Brokers: maps.Clone(m.Brokers), Topics: make(map[string]*TopicInfo, len(m.Topics))}
+	c := &Metadata{Version: m.Version, Brokers: maps.Clone(m.Brokers), Topics: make(map[string]*TopicInfo, len(m.Topics)), acls: slices.Clone(m.acls)}
 	for name, t := range m.Topics {
 		nt := *t
 		nt.Config = maps.Clone(t.Config)

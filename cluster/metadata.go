@@ -3,6 +3,8 @@ package cluster
 import (
 	"slices"
 	"sort"
+
+	"github.com/strata-log/strata/security"
 )
 
 // NoLeader is the Leader of a partition that has none (every ISR member is
@@ -103,24 +105,51 @@ type OffsetCommitRequest struct {
 	Metadata  string
 }
 
-// Metadata is an immutable snapshot of the cluster's brokers and topics.
-// Every applied change produces a new value that shares whatever did not
-// change with the previous one, so holding on to a Metadata is cheap and it
-// never changes under the holder. Callers must not modify it or anything
-// reachable from it.
+// aclEntry is a security.ACL as commands and snapshots encode it. The
+// cluster owns this encoding rather than marshalling security.ACL itself, so
+// that a field renamed in that package cannot change the Raft log format.
+type aclEntry struct {
+	Principal string `json:"principal"`
+	Resource  string `json:"resource"`
+	Name      string `json:"name,omitempty"`
+	Prefix    bool   `json:"prefix,omitempty"`
+	Op        string `json:"op"`
+}
+
+func aclEntries(acls []security.ACL) []aclEntry {
+	out := make([]aclEntry, len(acls))
+	for i, a := range acls {
+		out[i] = aclEntry{Principal: a.Principal, Resource: string(a.Resource), Name: a.Name, Prefix: a.Prefix, Op: string(a.Op)}
+	}
+	return out
+}
+
+func (e aclEntry) acl() security.ACL {
+	return security.ACL{Principal: e.Principal, Resource: security.ResourceType(e.Resource), Name: e.Name, Prefix: e.Prefix, Op: security.Operation(e.Op)}
+}
+
+// Metadata is an immutable snapshot of the cluster's brokers, topics and
+// ACLs. Every applied change produces a new value that shares whatever did
+// not change with the previous one, so holding on to a Metadata is cheap
+// and it never changes under the holder. Callers must not modify it or
+// anything reachable from it.
 //
 // Committed consumer offsets live beside it (Node.CommittedOffset) so that a
 // reader of topics does not copy them around, but an offset commit is a
 // change like any other: it bumps Version too.
 type Metadata struct {
 	// Version is the Raft index of the last command that changed the state
-	// (brokers, topics or offsets); 0 for the empty state. A refused command
-	// does not bump it.
+	// (brokers, topics, offsets or ACLs); 0 for the empty state. A refused
+	// command does not bump it.
 	Version uint64
 	// Brokers by id.
 	Brokers map[int32]BrokerInfo
 	// Topics by name.
 	Topics map[string]*TopicInfo
+	// acls are the stored ACLs in the order they were added, free of
+	// duplicates; nil when there are none. Unexported so that ACLs is the
+	// one way to read them.
+	acls []security.ACL
 }
 
 // emptyMetadata is the state of a cluster before its first command.
@@ -152,6 +181,13 @@ func (m *Metadata) TopicNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// ACLs returns the stored ACLs in the order they were added. The slice is
+// shared and read-only, like everything Metadata hands out: authorization
+// reads it on every request, so it is not copied. Its capacity is clipped,
+// so a caller that appends to it gets a new array rather than writing into
+// the shared one.
+func (m *Metadata) ACLs() []security.ACL { return slices.Clip(m.acls) }
 
 // Broker returns the registered broker with that id.
 func (m *Metadata) Broker(id int32) (BrokerInfo, bool) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/security"
 )
 
 // controllerOf waits until exactly one of nodes is the controller and every
@@ -91,6 +93,9 @@ func TestThreeNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := leader.AddACLs(ctx, []security.ACL{aclOpsAdmin, aclAliceReads}); err != nil {
+		t.Fatal(err)
+	}
 	want := leader.Metadata()
 
 	// Every follower reaches the same state, woken by Changed.
@@ -123,6 +128,12 @@ func TestThreeNodes(t *testing.T) {
 	if !errors.As(err, &nce) || nce.ControllerID != leader.cfg.NodeID {
 		t.Fatalf("producer id allocation on a follower: %v", err)
 	}
+	err = followers[0].AddACLs(ctx, []security.ACL{aclBobWrites})
+	if !errors.As(err, &nce) || nce.ControllerID != leader.cfg.NodeID || nce.Addr != broker(leader.cfg.NodeID).Addr {
+		t.Fatalf("ACL add on a follower: %v", err)
+	}
+	_, err = followers[1].RemoveACLs(ctx, []security.ACL{aclOpsAdmin})
+	mustIs(t, err, ErrNotController)
 
 	// Fail the controller. The other two elect one of themselves, which
 	// has everything and takes writes.

@@ -109,7 +109,17 @@ func Open(cfg Config) (*Node, error) {
 			return fail(fmt.Errorf("cluster: advertise address %q: %w", cfg.Advertise, err))
 		}
 	}
-	if n.trans, err = raft.NewTCPTransportWithLogger(cfg.Bind, advertise, 3, 10*time.Second, rlog.Named("net")); err != nil {
+	if cfg.TLS == nil {
+		n.trans, err = raft.NewTCPTransportWithLogger(cfg.Bind, advertise, 3, 10*time.Second, rlog.Named("net"))
+	} else {
+		var layer *tlsStreamLayer
+		if layer, err = newTLSStreamLayer(cfg.Bind, advertise, cfg.TLS); err == nil {
+			n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+				Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: rlog.Named("net"),
+			})
+		}
+	}
+	if err != nil {
 		return fail(fmt.Errorf("cluster: raft transport on %s: %w", cfg.Bind, err))
 	}
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/security"
 )
 
 // TestNodeSingle runs the whole write path on a real single-voter Raft
@@ -196,6 +198,9 @@ func TestNodeSnapshotRestore(t *testing.T) {
 	if _, err := n.ChangeLeader(ctx, "t2", 0, 1, 0); err != nil {
 		t.Fatal(err)
 	}
+	if err := n.AddACLs(ctx, []security.ACL{aclBobWrites, aclAliceReads, aclOpsAdmin}); err != nil {
+		t.Fatal(err)
+	}
 	if err := n.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -215,6 +220,12 @@ func TestNodeSnapshotRestore(t *testing.T) {
 	if err := n.CommitOffsets(ctx, "g", []OffsetCommitRequest{{Topic: "t4", Partition: 0, Offset: 9}}); err != nil {
 		t.Fatal(err)
 	}
+	if removed, err := n.RemoveACLs(ctx, []security.ACL{aclAliceReads}); err != nil || removed != 1 {
+		t.Fatalf("RemoveACLs: %d, %v", removed, err)
+	}
+	if err := n.AddACLs(ctx, []security.ACL{aclAnyGroups}); err != nil {
+		t.Fatal(err)
+	}
 	want := n.Metadata()
 	wantOffsets := n.CommittedOffsets("g")
 	if err := n.Close(); err != nil {
@@ -232,6 +243,7 @@ func TestNodeSnapshotRestore(t *testing.T) {
 	}
 	waitReady(t, n2)
 	mustEqual(t, "metadata after restore and replay", n2.Metadata(), want)
+	mustEqual(t, "ACLs after restore and replay", n2.Metadata().ACLs(), []security.ACL{aclBobWrites, aclOpsAdmin, aclAnyGroups})
 	mustEqual(t, "offsets after restore and replay", n2.CommittedOffsets("g"), wantOffsets)
 }
 
@@ -462,4 +474,51 @@ func TestRestoreTopicKeepsItsID(t *testing.T) {
 	if _, err := n.RestoreTopic(ctx, "bad", "not-hex", 1, 1, nil); err == nil {
 		t.Fatal("restore under a malformed id succeeded")
 	}
+}
+
+// TestNodeACLs runs the ACL writes through a real single-voter group: what
+// the proposer refuses never reaches the log, and what it accepts is in
+// Metadata when the call returns.
+func TestNodeACLs(t *testing.T) {
+	cfg := testConfig(t, 1)
+	cfg.Bootstrap = true
+	n := openNode(t, cfg)
+	waitReady(t, n)
+	ctx := testContext(t, 10*time.Second)
+
+	if err := n.AddACLs(ctx, []security.ACL{aclAliceReads, aclOpsAdmin}); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "ACLs", n.Metadata().ACLs(), []security.ACL{aclAliceReads, aclOpsAdmin})
+	if err := n.AddACLs(ctx, []security.ACL{aclOpsAdmin, aclBobWrites}); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "ACLs after a duplicate add", n.Metadata().ACLs(), []security.ACL{aclAliceReads, aclOpsAdmin, aclBobWrites})
+
+	// Refusals are answered before Raft: the version does not move.
+	version := n.Metadata().Version
+	bad := security.ACL{Principal: "User:eve", Resource: security.ResourceGroup, Name: "g", Op: security.OpAdmin}
+	err := n.AddACLs(ctx, []security.ACL{aclAnyGroups, bad})
+	mustIs(t, err, ErrInvalidACL)
+	if !strings.Contains(err.Error(), `"User:eve admin group:g"`) {
+		t.Fatalf("error does not name the bad ACL: %v", err)
+	}
+	_, err = n.RemoveACLs(ctx, []security.ACL{bad})
+	mustIs(t, err, ErrInvalidACL)
+	if err := n.AddACLs(ctx, nil); err != nil {
+		t.Fatalf("adding no ACLs: %v", err)
+	}
+	if v := n.Metadata().Version; v != version {
+		t.Fatalf("refused and empty calls moved the version from %d to %d", version, v)
+	}
+
+	removed, err := n.RemoveACLs(ctx, []security.ACL{aclOpsAdmin, aclAnyGroups})
+	if err != nil || removed != 1 {
+		t.Fatalf("RemoveACLs: %d, %v; want 1 removed", removed, err)
+	}
+	removed, err = n.RemoveACLs(ctx, []security.ACL{aclOpsAdmin})
+	if err != nil || removed != 0 {
+		t.Fatalf("RemoveACLs of a removed ACL: %d, %v; want 0 and no error", removed, err)
+	}
+	mustEqual(t, "ACLs after the removals", n.Metadata().ACLs(), []security.ACL{aclAliceReads, aclBobWrites})
 }

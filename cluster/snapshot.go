@@ -7,16 +7,21 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/strata-log/strata/security"
 )
 
 // snapshotVersion is the version of the snapshot format below. Version 2
 // added the producer id counter; a version 1 snapshot (written before there
-// was one) restores with the counter at FirstProducerID.
-const snapshotVersion = 2
+// was one) restores with the counter at FirstProducerID. Version 3 added
+// the ACLs; a version 1 or 2 snapshot (written before there were any)
+// restores with none.
+const snapshotVersion = 3
 
 // snapshotFile is the whole state as one JSON document. Lists are sorted
 // (brokers by id, topics by name, groups by name, offsets by topic and
-// partition) so that the same state always encodes to the same bytes.
+// partition) so that the same state always encodes to the same bytes; ACLs
+// keep the order they were added in, which is part of the state.
 type snapshotFile struct {
 	V int `json:"v"`
 	// Index is the Raft index of the last command applied.
@@ -27,6 +32,8 @@ type snapshotFile struct {
 	Groups  []groupSnapshot `json:"groups"`
 	// NextProducerID is the producer id the next allocation hands out.
 	NextProducerID int64 `json:"nextProducerId"`
+	// ACLs in the order they were added (version 3 on).
+	ACLs []aclEntry `json:"acls,omitempty"`
 }
 
 // groupSnapshot is one consumer group's offsets in a snapshot.
@@ -45,6 +52,7 @@ func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[strin
 		Topics:         make([]*TopicInfo, 0, len(meta.Topics)),
 		Groups:         make([]groupSnapshot, 0, len(offsets)),
 		NextProducerID: nextProducerID,
+		ACLs:           aclEntries(meta.acls),
 	}
 	for _, id := range meta.BrokerIDs() {
 		s.Brokers = append(s.Brokers, meta.Brokers[id])
@@ -83,9 +91,10 @@ type restoredState struct {
 }
 
 // decodeSnapshot reads and checks a snapshot. It refuses unknown versions and
-// fields, duplicate brokers, topics, groups or offsets, and topics whose
-// assignment is inconsistent, so a damaged snapshot fails the restore instead
-// of installing a state no command could have produced.
+// fields, duplicate brokers, topics, groups, offsets or ACLs, topics whose
+// assignment is inconsistent, invalid ACLs and more than MaxACLs of them, so
+// a damaged snapshot fails the restore instead of installing a state no
+// command could have produced.
 func decodeSnapshot(r io.Reader) (*restoredState, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -98,10 +107,13 @@ func decodeSnapshot(r io.Reader) (*restoredState, error) {
 	switch {
 	case s.V == 1 && s.NextProducerID == 0:
 		s.NextProducerID = FirstProducerID
-	case s.V != snapshotVersion:
+	case s.V != 2 && s.V != snapshotVersion:
 		return nil, fmt.Errorf("unknown snapshot version %d", s.V)
 	case s.NextProducerID < FirstProducerID:
 		return nil, fmt.Errorf("producer id counter %d is below the first producer id %d", s.NextProducerID, FirstProducerID)
+	}
+	if s.V < 3 && len(s.ACLs) > 0 {
+		return nil, fmt.Errorf("a version %d snapshot has ACLs, which came with version 3", s.V)
 	}
 	meta := &Metadata{
 		Version: s.Version,
@@ -156,5 +168,31 @@ func decodeSnapshot(r io.Reader) (*restoredState, error) {
 		}
 		offsets[g.Group] = offs
 	}
+	if meta.acls, err = snapshotACLs(s.ACLs); err != nil {
+		return nil, err
+	}
 	return &restoredState{index: s.Index, meta: meta, offsets: offsets, nextProducerID: s.NextProducerID}, nil
+}
+
+// snapshotACLs decodes and checks a snapshot's ACLs: nil for none, as the
+// state machine keeps it.
+func snapshotACLs(entries []aclEntry) ([]security.ACL, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	if len(entries) > MaxACLs {
+		return nil, errorf(ErrTooManyACLs, "the snapshot has %d ACLs; at most %d (MaxACLs) can be stored", len(entries), MaxACLs)
+	}
+	acls, err := commandACLs(entries) // each one valid
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[security.ACL]struct{}, len(acls))
+	for _, a := range acls {
+		if _, dup := seen[a]; dup {
+			return nil, fmt.Errorf("ACL %q appears twice", a.String())
+		}
+		seen[a] = struct{}{}
+	}
+	return acls, nil
 }

@@ -2,10 +2,16 @@ package cluster
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/strata-log/strata/security"
 )
+
+// snapshotHead is how a snapshot of the current version starts.
+var snapshotHead = fmt.Sprintf(`{"v":%d,`, snapshotVersion)
 
 // richState builds a state with every kind of content.
 func richState(t *testing.T) *fsmHarness {
@@ -79,10 +85,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // restores with the counter at its start.
 func TestSnapshotVersion1(t *testing.T) {
 	src := richState(t)
-	v2 := string(snapshotBytes(t, src.f))
-	v1 := strings.Replace(strings.Replace(v2, `{"v":2,`, `{"v":1,`, 1), `,"nextProducerId":1002`, ``, 1)
-	if v1 == v2 || strings.Contains(v1, "nextProducerId") {
-		t.Fatalf("could not make a version 1 snapshot of %s", v2)
+	cur := string(snapshotBytes(t, src.f))
+	v1 := strings.Replace(strings.Replace(cur, snapshotHead, `{"v":1,`, 1), `,"nextProducerId":1002`, ``, 1)
+	if v1 == cur || strings.Contains(v1, "nextProducerId") || !strings.HasPrefix(v1, `{"v":1,`) {
+		t.Fatalf("could not make a version 1 snapshot of %s", cur)
 	}
 	dst := newFSMHarness(t)
 	if err := dst.f.Restore(io.NopCloser(strings.NewReader(v1))); err != nil {
@@ -110,10 +116,10 @@ func TestRestoreRefusesDamage(t *testing.T) {
 	good := string(snapshotBytes(t, richState(t).f))
 	for name, damaged := range map[string]string{
 		"truncated":       good[:len(good)/2],
-		"version":         strings.Replace(good, `{"v":2,`, `{"v":3,`, 1),
-		"unknown field":   strings.Replace(good, `{"v":2,`, `{"v":2,"extra":1,`, 1),
+		"version":         strings.Replace(good, snapshotHead, fmt.Sprintf(`{"v":%d,`, snapshotVersion+1), 1),
+		"unknown field":   strings.Replace(good, snapshotHead, snapshotHead+`"extra":1,`, 1),
 		"producer ids":    strings.Replace(good, `"nextProducerId":1002`, `"nextProducerId":999`, 1),
-		"v1 producer ids": strings.Replace(good, `{"v":2,`, `{"v":1,`, 1),
+		"v1 producer ids": strings.Replace(good, snapshotHead, `{"v":1,`, 1),
 		"duplicate topic": strings.Replace(good, `"name":"events"`, `"name":"orders"`, 1),
 		"bad broker ref":  strings.Replace(good, `"replicas":[`, `"replicas":[77,`, 1),
 		"empty":           ``,
@@ -167,5 +173,111 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	}
 	if !bytes.Equal(sink.Bytes(), want) {
 		t.Fatal("snapshot includes changes made after it was taken")
+	}
+}
+
+// aclState is richState with ACLs added and removed, in an order that is
+// not sorted: the order they were added in is part of the state.
+func aclState(t *testing.T) *fsmHarness {
+	h := richState(t)
+	h.ok(addACLs(aclOpsAdmin, aclBobWrites, aclAliceReads))
+	h.ok(removeACLs(aclBobWrites))
+	h.ok(addACLs(aclAnyGroups, aclBobWrites))
+	return h
+}
+
+// TestSnapshotACLs: the ACLs go through a snapshot in their order, and the
+// restored state goes on adding and removing from there.
+func TestSnapshotACLs(t *testing.T) {
+	src := aclState(t)
+	want := []security.ACL{aclOpsAdmin, aclAliceReads, aclAnyGroups, aclBobWrites}
+	mustEqual(t, "ACLs before the snapshot", src.f.meta.Load().ACLs(), want)
+	data := snapshotBytes(t, src.f)
+	if !strings.HasPrefix(string(data), snapshotHead) || !strings.Contains(string(data), `"acls":[{"principal":"User:ops","resource":"cluster","op":"admin"},`) {
+		t.Fatalf("snapshot without the ACLs in order: %s", data)
+	}
+
+	dst := newFSMHarness(t)
+	dst.ok(&registerBrokerCmd{Broker: broker(9)})
+	dst.ok(addACLs(aclAliceReads, security.ACL{Principal: "User:stale", Resource: security.ResourceCluster, Op: security.OpAdmin}))
+	if err := dst.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "metadata", dst.f.meta.Load(), src.f.meta.Load())
+	mustEqual(t, "restored ACLs", dst.f.meta.Load().ACLs(), want)
+	if again := snapshotBytes(t, dst.f); !bytes.Equal(again, data) {
+		t.Fatalf("snapshot of the restored state differs:\n%s\n%s", data, again)
+	}
+
+	dst.index = dst.f.index.Load()
+	dst.ok(addACLs(aclAliceReads)) // stored: still once
+	if n := dst.ok(removeACLs(aclOpsAdmin)).removed; n != 1 {
+		t.Fatalf("removed %d after the restore", n)
+	}
+	mustEqual(t, "ACLs after more commands", dst.f.meta.Load().ACLs(), want[1:])
+
+	// A state without ACLs writes none, and restores as nil, like a new
+	// cluster's.
+	empty := snapshotBytes(t, richState(t).f)
+	if strings.Contains(string(empty), "acls") {
+		t.Fatalf("snapshot without ACLs mentions them: %s", empty)
+	}
+}
+
+// TestSnapshotVersion2: a snapshot written before ACLs existed restores,
+// with none.
+func TestSnapshotVersion2(t *testing.T) {
+	src := richState(t)
+	cur := string(snapshotBytes(t, src.f))
+	v2 := strings.Replace(cur, snapshotHead, `{"v":2,`, 1)
+	if v2 == cur {
+		t.Fatalf("could not make a version 2 snapshot of %s", cur)
+	}
+	dst := aclState(t)
+	if err := dst.f.Restore(io.NopCloser(strings.NewReader(v2))); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "metadata", dst.f.meta.Load(), src.f.meta.Load())
+	if acls := dst.f.meta.Load().ACLs(); acls != nil {
+		t.Fatalf("ACLs after a version 2 snapshot: %v", acls)
+	}
+	if dst.f.nextProducerID != src.f.nextProducerID {
+		t.Fatalf("producer id counter %d, want %d", dst.f.nextProducerID, src.f.nextProducerID)
+	}
+}
+
+// TestRestoreRefusesBadACLs: ACLs no command could have stored fail the
+// restore and leave the state as it was.
+func TestRestoreRefusesBadACLs(t *testing.T) {
+	good := string(snapshotBytes(t, aclState(t).f))
+	ops := `{"principal":"User:ops","resource":"cluster","op":"admin"}`
+	if !strings.Contains(good, ops) {
+		t.Fatalf("snapshot lacks %s: %s", ops, good)
+	}
+	many := make([]string, MaxACLs+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{"principal":"User:u%d","resource":"topic","name":"t","op":"read"}`, i)
+	}
+	for name, damaged := range map[string]string{
+		"v2 with ACLs":   strings.Replace(good, snapshotHead, `{"v":2,`, 1),
+		"invalid ACL":    strings.Replace(good, ops, `{"principal":"ops","resource":"cluster","op":"admin"}`, 1),
+		"unknown field":  strings.Replace(good, ops, `{"principal":"User:ops","resource":"cluster","op":"admin","host":"*"}`, 1),
+		"duplicate ACL":  strings.Replace(good, ops, ops+","+ops, 1),
+		"over the limit": strings.Replace(good, ops, strings.Join(many, ","), 1),
+	} {
+		if damaged == good {
+			t.Fatalf("%s: damage did not apply", name)
+		}
+		h := aclState(t)
+		before := h.stateJSON()
+		err := h.f.Restore(io.NopCloser(strings.NewReader(damaged)))
+		if err == nil {
+			t.Errorf("%s: restore succeeded", name)
+			continue
+		}
+		t.Logf("%s: %v", name, err)
+		if !bytes.Equal(h.stateJSON(), before) {
+			t.Errorf("%s: failed restore changed the state", name)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+
+	"github.com/strata-log/strata/security"
 )
 
 // This file holds the state transition of every command: a pure function
@@ -30,6 +32,8 @@ type change struct {
 	// producerID is the producer id handed out (the counter moves past
 	// it), or 0 for commands that hand out none.
 	producerID int64
+	// removed is how many ACLs a removeACLs command removed.
+	removed int
 }
 
 // transition validates c against the state and computes its change.
@@ -63,6 +67,10 @@ func transition(cur *Metadata, offsets map[string]groupOffsets, nextProducerID i
 		}
 		// The counter moves as if Above had been handed out.
 		return change{producerID: c.Above}, nil
+	case *addACLsCmd:
+		return applyAddACLs(cur, c)
+	case *removeACLsCmd:
+		return applyRemoveACLs(cur, c)
 	}
 	return change{}, errorf(ErrInvalidCommand, "no transition for %T", c)
 }
@@ -73,7 +81,7 @@ func applyRegisterBroker(cur *Metadata, c *registerBrokerCmd) (change, error) {
 	}
 	brokers := maps.Clone(cur.Brokers)
 	brokers[c.Broker.ID] = c.Broker
-	return change{meta: &Metadata{Brokers: brokers, Topics: cur.Topics}}, nil
+	return change{meta: &Metadata{Brokers: brokers, Topics: cur.Topics, acls: cur.acls}}, nil
 }
 
 func applyCreateTopic(cur *Metadata, c *createTopicCmd) (change, error) {
@@ -138,7 +146,7 @@ func applyDeleteTopic(cur *Metadata, offsets map[string]groupOffsets, c *deleteT
 		}
 		changed[g] = kept
 	}
-	return change{meta: &Metadata{Brokers: cur.Brokers, Topics: topics}, offsets: changed, topic: t}, nil
+	return change{meta: &Metadata{Brokers: cur.Brokers, Topics: topics, acls: cur.acls}, offsets: changed, topic: t}, nil
 }
 
 func applyAlterTopicConfig(cur *Metadata, c *alterTopicConfigCmd) (change, error) {
@@ -277,6 +285,81 @@ func ChangeISROf(p PartitionInfo, topic string, isr []int32, leaderEpoch, partit
 	return p, nil
 }
 
+func applyAddACLs(cur *Metadata, c *addACLsCmd) (change, error) {
+	add, err := commandACLs(c.ACLs)
+	if err != nil {
+		return change{}, err
+	}
+	stored := aclSet(cur.acls)
+	var next []security.ACL
+	for _, a := range add {
+		if _, dup := stored[a]; dup {
+			continue
+		}
+		if next == nil {
+			// Copy-on-write: the current slice may be held by readers.
+			next = slices.Clone(cur.acls)
+		}
+		next = append(next, a)
+		stored[a] = struct{}{}
+	}
+	if next == nil {
+		return change{}, nil // every one is stored already
+	}
+	if len(next) > MaxACLs {
+		return change{}, errorf(ErrTooManyACLs, "%d ACLs are stored and %d of these are new, which would make %d; at most %d (MaxACLs) are allowed",
+			len(cur.acls), len(next)-len(cur.acls), len(next), MaxACLs)
+	}
+	return change{meta: withACLs(cur, next)}, nil
+}
+
+func applyRemoveACLs(cur *Metadata, c *removeACLsCmd) (change, error) {
+	drop, err := commandACLs(c.ACLs)
+	if err != nil {
+		return change{}, err
+	}
+	set := aclSet(drop)
+	next := slices.DeleteFunc(slices.Clone(cur.acls), func(a security.ACL) bool {
+		_, ok := set[a]
+		return ok
+	})
+	removed := len(cur.acls) - len(next)
+	if removed == 0 {
+		return change{}, nil // none of them is stored
+	}
+	return change{meta: withACLs(cur, next), removed: removed}, nil
+}
+
+// commandACLs decodes and validates the ACLs a command carries.
+func commandACLs(entries []aclEntry) ([]security.ACL, error) {
+	acls := make([]security.ACL, len(entries))
+	for i, e := range entries {
+		acls[i] = e.acl()
+	}
+	if err := validateACLs(acls); err != nil {
+		return nil, err
+	}
+	return acls, nil
+}
+
+func aclSet(acls []security.ACL) map[security.ACL]struct{} {
+	set := make(map[security.ACL]struct{}, len(acls))
+	for _, a := range acls {
+		set[a] = struct{}{}
+	}
+	return set
+}
+
+// withACLs returns a new Metadata with acls in place of the stored ACLs. An
+// empty list is stored as nil, so that a state whose ACLs were all removed
+// equals one that never had any (and a snapshot restores it as such).
+func withACLs(cur *Metadata, acls []security.ACL) *Metadata {
+	if len(acls) == 0 {
+		acls = nil
+	}
+	return &Metadata{Brokers: cur.Brokers, Topics: cur.Topics, acls: acls}
+}
+
 func lookupTopic(m *Metadata, name string) (*TopicInfo, error) {
 	t, ok := m.Topics[name]
 	if !ok {
@@ -301,7 +384,7 @@ func lookupPartition(m *Metadata, topic string, partition int32) (PartitionInfo,
 func withTopic(cur *Metadata, t *TopicInfo) *Metadata {
 	topics := maps.Clone(cur.Topics)
 	topics[t.Name] = t
-	return &Metadata{Brokers: cur.Brokers, Topics: topics}
+	return &Metadata{Brokers: cur.Brokers, Topics: topics, acls: cur.acls}
 }
 
 // withPartition returns a copy of t with p in place of its partition.

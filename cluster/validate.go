@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"slices"
+
+	"github.com/strata-log/strata/security"
 )
 
 // Limits checked by the proposer before a change enters Raft and again by
@@ -18,6 +20,12 @@ const (
 	// bytes (Kafka's offset.metadata.max.bytes default): everything committed
 	// lives in every snapshot.
 	MaxOffsetMetadata = 4096
+	// MaxACLs bounds the ACLs stored in the cluster, and those one call may
+	// name. Every broker holds them all in memory and scans them on each
+	// authorized request, and every snapshot carries them: the bound keeps
+	// both cheap. Far more than hand-managed ACLs reach; prefixes and "*"
+	// cover whole families of names with one ACL.
+	MaxACLs = 10000
 )
 
 // ValidateTopicName checks the topic naming rules: 1 to MaxTopicNameLen
@@ -179,6 +187,20 @@ func validateAssignment(topic string, parts []PartitionInfo, brokers map[int32]B
 		}
 		if p.LeaderEpoch < 0 {
 			return errorf(ErrInvalidAssignment, "%s: negative leader epoch %d", where, p.LeaderEpoch)
+		}
+	}
+	return nil
+}
+
+// validateACLs checks what can be checked without the state: how many ACLs
+// one call names and each ACL's own rules.
+func validateACLs(acls []security.ACL) error {
+	if len(acls) > MaxACLs {
+		return errorf(ErrTooManyACLs, "one call names %d ACLs; at most %d (MaxACLs) are allowed", len(acls), MaxACLs)
+	}
+	for _, a := range acls {
+		if err := a.Validate(); err != nil {
+			return errorf(ErrInvalidACL, "%q: %v", a.String(), err)
 		}
 	}
 	return nil

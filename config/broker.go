@@ -28,6 +28,8 @@ type Broker struct {
 	Gossip Gossip `yaml:"gossip"`
 	// Admin is the HTTP endpoint for health and metrics.
 	Admin Admin `yaml:"admin"`
+	// Security is who may reach the broker and what they may do.
+	Security Security `yaml:"security"`
 	// ObjectStore is where the cold tier lives.
 	ObjectStore ObjectStore `yaml:"object_store"`
 	// Storage guards the local disk.
@@ -80,7 +82,45 @@ type Gossip struct {
 type Admin struct {
 	// Listen is the address of the health and metrics endpoint.
 	Listen string `yaml:"listen"`
+	// Pprof serves Go's profiler under /debug/pprof/. Off by default: a
+	// profile shows memory contents and costs CPU. With TLS it is behind
+	// the admin endpoint's authentication like /metrics.
+	Pprof bool `yaml:"pprof"`
 }
+
+// Security says who may reach the broker and what they may do. Without TLS
+// every caller may do everything, which only a broker whose listeners are
+// all on loopback may do unless AllowPlaintext says otherwise: a developer
+// machine, not a shared network.
+type Security struct {
+	// TLS is this broker's certificate and key and the CA that vouches for
+	// brokers and clients. Set, every listener speaks TLS (gossip is
+	// encrypted with gossip.secret_key), brokers prove their ids to each
+	// other with their certificates, and clients authenticate with a
+	// certificate or a token and are held to the ACLs.
+	TLS TLSFiles `yaml:"tls"`
+	// ClusterName is the name in brokers' certificates: broker <id>'s
+	// carries the DNS name broker-<id>.<cluster_name>.
+	ClusterName string `yaml:"cluster_name"`
+	// TokensFile holds the SHA-256 hashes of bearer tokens clients may
+	// show instead of a certificate, one "User:<name> sha256:<hex>" per
+	// line; re-read when it changes. Empty: certificates only.
+	TokensFile string `yaml:"tokens_file"`
+	// Superusers are principals (User:<name>) every ACL check lets pass.
+	Superusers []string `yaml:"superusers"`
+	// AllowPlaintext lets a broker without TLS listen beyond loopback.
+	AllowPlaintext bool `yaml:"allow_plaintext"`
+}
+
+// TLSFiles names PEM files; all three or none.
+type TLSFiles struct {
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Enabled reports whether the broker runs with TLS and authentication.
+func (s Security) Enabled() bool { return s.TLS.CertFile != "" }
 
 // The object store types.
 const (
@@ -186,7 +226,8 @@ func DefaultBroker() Broker {
 			BootstrapExpect: 1,
 			Profile:         "lan",
 		},
-		Admin: Admin{Listen: "127.0.0.1:7403"},
+		Admin:    Admin{Listen: "127.0.0.1:7403"},
+		Security: Security{ClusterName: "strata"},
 		ObjectStore: ObjectStore{
 			Type:      ObjectStoreFS,
 			Region:    "us-east-1",

@@ -73,12 +73,34 @@ func TestBrokerValidate(t *testing.T) {
 		{"listen port too big", func(b *Broker) { b.Listen = "127.0.0.1:70000" }, "listen", "port must be a number"},
 		{"wildcard listen without advertise", func(b *Broker) { b.Listen = "0.0.0.0:7400" }, "advertise", "set advertise"},
 		{"empty host listen without advertise", func(b *Broker) { b.Listen = ":7400" }, "advertise", "set advertise"},
-		{"wildcard listen with advertise", func(b *Broker) { b.Listen = "0.0.0.0:7400"; b.Advertise = "broker1:7400" }, "", ""},
-		{"ipv6 wildcard listen with advertise", func(b *Broker) { b.Listen = "[::]:7400"; b.Advertise = "[fd00::1]:7400" }, "", ""},
+		{"wildcard listen with advertise", func(b *Broker) {
+			b.Listen = "0.0.0.0:7400"
+			b.Advertise = "broker1:7400"
+			b.Security.AllowPlaintext = true
+		}, "", ""},
+		{"ipv6 wildcard listen with advertise", func(b *Broker) {
+			b.Listen = "[::]:7400"
+			b.Advertise = "[fd00::1]:7400"
+			b.Security.AllowPlaintext = true
+		}, "", ""},
+		{"plaintext beyond loopback", func(b *Broker) { b.Listen = "0.0.0.0:7400"; b.Advertise = "broker1:7400" }, "listen", "set security.tls"},
+		{"plaintext admin beyond loopback", func(b *Broker) { b.Admin.Listen = "10.0.0.1:7403" }, "admin.listen", "set security.tls"},
+		{"one TLS file", func(b *Broker) { b.Security.TLS.CertFile = "b.pem" }, "security.tls.ca_file", "together"},
+		{"TLS without a gossip key", func(b *Broker) {
+			b.Security.TLS = TLSFiles{CAFile: "ca.pem", CertFile: "b.pem", KeyFile: "k.pem"}
+		}, "gossip.secret_key", "encrypted too"},
+		{"TLS beyond loopback", func(b *Broker) {
+			b.Security.TLS = TLSFiles{CAFile: "ca.pem", CertFile: "b.pem", KeyFile: "k.pem"}
+			b.Gossip.SecretKey = "AAAAAAAAAAAAAAAAAAAAAA=="
+			b.Listen = "0.0.0.0:7400"
+			b.Advertise = "broker1:7400"
+		}, "", ""},
+		{"tokens without TLS", func(b *Broker) { b.Security.TokensFile = "tokens" }, "security.tokens_file", "plaintext"},
+		{"bad superuser", func(b *Broker) { b.Security.Superusers = []string{"admin"} }, "security.superusers", ""},
 		{"wildcard advertise", func(b *Broker) { b.Advertise = "0.0.0.0:7400" }, "advertise", "wildcard"},
 		{"advertise port 0", func(b *Broker) { b.Advertise = "broker1:0" }, "advertise", "not 0"},
 		{"raft wildcard without advertise", func(b *Broker) { b.Raft.Listen = "0.0.0.0:7401" }, "raft.advertise", "set raft.advertise"},
-		{"gossip wildcard is fine", func(b *Broker) { b.Gossip.Listen = "0.0.0.0:7402" }, "", ""},
+		{"gossip wildcard is fine", func(b *Broker) { b.Gossip.Listen = "0.0.0.0:7402"; b.Security.AllowPlaintext = true }, "", ""},
 		{"gossip advertise bad", func(b *Broker) { b.Gossip.Advertise = "broker1" }, "gossip.advertise", "not host:port"},
 		{"port conflict", func(b *Broker) { b.Raft.Listen = "127.0.0.1:7400" }, "raft.listen", "conflicts with listen"},
 		{"port conflict with wildcard", func(b *Broker) { b.Admin.Listen = "0.0.0.0:7402" }, "admin.listen", "conflicts with gossip.listen"},

@@ -25,6 +25,9 @@ func (b Broker) Validate() error {
 	if err := b.Gossip.validate(); err != nil {
 		return err
 	}
+	if err := b.validateSecurity(); err != nil {
+		return err
+	}
 	if err := b.ObjectStore.validate(); err != nil {
 		return err
 	}
@@ -103,6 +106,68 @@ func (b Broker) validateAddresses() error {
 		}
 	}
 	return nil
+}
+
+// validateSecurity checks the TLS files come as a set and that a broker
+// without them stays on loopback unless told otherwise.
+func (b Broker) validateSecurity() error {
+	s := b.Security
+	files := []struct{ key, path string }{
+		{"security.tls.ca_file", s.TLS.CAFile}, {"security.tls.cert_file", s.TLS.CertFile}, {"security.tls.key_file", s.TLS.KeyFile},
+	}
+	set := 0
+	for _, f := range files {
+		if f.path != "" {
+			set++
+		}
+	}
+	if set != 0 && set != len(files) {
+		for _, f := range files {
+			if f.path == "" {
+				return &Error{Key: f.key, Allowed: "a PEM file path", Reason: "TLS needs the CA, certificate and key files together"}
+			}
+		}
+	}
+	if s.ClusterName == "" || strings.ContainsAny(s.ClusterName, " /\t\n") {
+		return &Error{Key: "security.cluster_name", Value: s.ClusterName, Allowed: "a DNS label such as strata"}
+	}
+	for _, p := range s.Superusers {
+		if name, ok := strings.CutPrefix(p, "User:"); !ok || name == "" {
+			return &Error{Key: "security.superusers", Value: p, Allowed: "principals such as User:admin"}
+		}
+	}
+	if !s.Enabled() {
+		if s.TokensFile != "" {
+			return &Error{Key: "security.tokens_file", Value: s.TokensFile, Allowed: "empty without TLS",
+				Reason: "tokens sent in plaintext could be read off the wire; set security.tls.*"}
+		}
+		if s.AllowPlaintext {
+			return nil
+		}
+		for _, l := range []struct{ key, addr string }{
+			{"listen", b.Listen}, {"raft.listen", b.Raft.Listen}, {"gossip.listen", b.Gossip.Listen}, {"admin.listen", b.Admin.Listen},
+		} {
+			if host, _, err := net.SplitHostPort(l.addr); err == nil && !isLoopback(host) {
+				return &Error{Key: l.key, Value: l.addr, Allowed: "a loopback address without TLS",
+					Reason: "without TLS anyone who reaches it may do anything; set security.tls.* (strata dev certs makes a development set) or security.allow_plaintext"}
+			}
+		}
+		return nil
+	}
+	if b.Gossip.SecretKey == "" {
+		return &Error{Key: "gossip.secret_key", Allowed: "base64 of a 16, 24 or 32-byte key",
+			Reason: "with TLS gossip must be encrypted too (strata dev certs writes a key to gossip.key)"}
+	}
+	return nil
+}
+
+// isLoopback reports whether host is only reachable from this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkHostPort checks host:port syntax; dialable also demands a concrete

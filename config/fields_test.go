@@ -137,7 +137,14 @@ func sampleBroker() Broker {
 			Profile:         "local",
 			Rack:            "eu-west-1a",
 		},
-		Admin: Admin{Listen: "0.0.0.0:9403"},
+		Admin: Admin{Listen: "0.0.0.0:9403", Pprof: true},
+		Security: Security{
+			TLS:            TLSFiles{CAFile: "/etc/strata/ca.pem", CertFile: "/etc/strata/broker-7.pem", KeyFile: "/etc/strata/broker-7-key.pem"},
+			ClusterName:    "prod",
+			TokensFile:     "/etc/strata/tokens",
+			Superusers:     []string{"User:admin"},
+			AllowPlaintext: true,
+		},
 		ObjectStore: ObjectStore{
 			Type:         ObjectStoreS3,
 			Path:         "/srv/objects",

@@ -43,6 +43,9 @@ var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonUnknownProducerID:    codes.FailedPrecondition,
 
 	broker.ReasonNotEnoughReplicasAfterAppend: codes.Unavailable,
+
+	broker.ReasonUnauthenticated:  codes.Unauthenticated,
+	broker.ReasonPermissionDenied: codes.PermissionDenied,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

@@ -19,12 +19,17 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/security"
 )
 
 const forwardedHeader = "strata-forwarded"
 
 // forwarder re-issues calls that need the controller at the controller.
+// With TLS it calls as this broker, naming the client it calls for in
+// principalHeader; the controller checks that client's permissions again.
 type forwarder struct {
+	creds grpc.DialOption
+
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
@@ -52,6 +57,9 @@ func (f *forwarder) interceptor(ctx context.Context, req any, info *grpc.UnarySe
 		return nil, err
 	}
 	fctx := metadata.AppendToOutgoingContext(ctx, forwardedHeader, "1")
+	if p, ok := security.PrincipalFrom(ctx); ok && !p.Broker {
+		fctx = metadata.AppendToOutgoingContext(fctx, principalHeader, p.Name)
+	}
 	if ferr := conn.Invoke(fctx, info.FullMethod, req, out); ferr != nil {
 		return nil, ferr
 	}
@@ -107,7 +115,11 @@ func (f *forwarder) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := f.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := f.creds
+	if creds == nil {
+		creds = grpc.WithTransportCredentials(insecure.NewCredentials())
+	}
+	c, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return nil, err
 	}

@@ -76,13 +76,13 @@ func startBrokerAt(t testing.TB, cfg config.Broker) *testBroker {
 	cfg.Listen = lis.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := broker.Start(ctx, cfg, quietLogger(), NewPeers())
+	b, err := broker.Start(ctx, cfg, quietLogger(), NewPeers(nil, ""))
 	if err != nil {
 		lis.Close()
 		t.Errorf("start broker %d: %v", cfg.NodeID, err)
 		runtime.Goexit()
 	}
-	tb := &testBroker{Broker: b, cfg: cfg, srv: NewServer(b), addr: cfg.Listen}
+	tb := &testBroker{Broker: b, cfg: cfg, srv: NewServer(b, nil), addr: cfg.Listen}
 	go tb.srv.Serve(lis)
 	tb.conn, err = grpc.NewClient(tb.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

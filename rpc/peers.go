@@ -5,17 +5,21 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"sync"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+	"github.com/strata-log/strata/security"
 )
 
 // maxPeerMessage bounds a replication message: a chunk of batches, and a
@@ -24,6 +28,11 @@ const maxPeerMessage = 80 << 20
 
 // Peers reaches other brokers over gRPC.
 type Peers struct {
+	// tls, when set, is this broker's identity; every connection then
+	// demands the certificate of the broker it means to reach.
+	tls     *security.Material
+	cluster string
+
 	mu    sync.Mutex
 	conns map[int32]peerConn
 }
@@ -34,8 +43,42 @@ type peerConn struct {
 }
 
 // NewPeers returns a transport with no connections yet; they are made on
-// first use.
-func NewPeers() *Peers { return &Peers{conns: map[int32]peerConn{}} }
+// first use. With tls set, connections run over TLS and each must reach the
+// broker it was made for, proven by a certificate naming broker-<id>.<cluster>.
+func NewPeers(tls *security.Material, cluster string) *Peers {
+	return &Peers{tls: tls, cluster: cluster, conns: map[int32]peerConn{}}
+}
+
+// credentials for a connection to broker id (any broker when id < 0).
+func (ps *Peers) credentials(id int32) grpc.DialOption {
+	if ps.tls == nil {
+		return grpc.WithTransportCredentials(insecure.NewCredentials())
+	}
+	return grpc.WithTransportCredentials(credentials.NewTLS(ps.tls.ClientConfig(security.RequireBroker(id, ps.cluster))))
+}
+
+// VerifyBroker implements broker.Peers: a TLS handshake with each address
+// that only broker id's certificate completes. Without TLS there is
+// nothing to prove with, and every claim passes.
+func (ps *Peers) VerifyBroker(ctx context.Context, id int32, addrs ...string) error {
+	if ps.tls == nil {
+		return nil
+	}
+	for _, addr := range addrs {
+		var d net.Dialer
+		raw, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("broker %d at %s: %w", id, addr, err)
+		}
+		c := tls.Client(raw, ps.tls.ClientConfig(security.RequireBroker(id, ps.cluster)))
+		err = c.HandshakeContext(ctx)
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("broker %d at %s: %w", id, addr, err)
+		}
+	}
+	return nil
+}
 
 func (ps *Peers) conn(to broker.Peer) (*grpc.ClientConn, error) {
 	if to.Addr == "" {
@@ -50,7 +93,7 @@ func (ps *Peers) conn(to broker.Peer) (*grpc.ClientConn, error) {
 		c.conn.Close()
 	}
 	conn, err := grpc.NewClient(to.Addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		ps.credentials(to.ID),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage)))
 	if err != nil {
 		return nil, fmt.Errorf("connect to broker %d at %s: %w", to.ID, to.Addr, err)

@@ -9,12 +9,14 @@ import (
 	"net"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/strata-log/strata/broker"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+	"github.com/strata-log/strata/security"
 )
 
 // maxMessageBytes bounds a request: the largest batch a topic may accept
@@ -33,10 +35,25 @@ type Server struct {
 	forwarder *forwarder
 }
 
-// NewServer registers every service over b.
-func NewServer(b *broker.Broker) *Server {
+// NewServer registers every service over b. With auth nil it serves
+// plaintext and lets every caller do everything (a broker on loopback, for
+// development); otherwise it serves TLS and authenticates and authorizes
+// every call (auth.go).
+func NewServer(b *broker.Broker, auth *Auth) *Server {
 	fwd := &forwarder{}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.ChainUnaryInterceptor(fwd.interceptor))
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes)}
+	if auth == nil {
+		opts = append(opts, grpc.ChainUnaryInterceptor(fwd.interceptor))
+	} else {
+		fwd.creds = grpc.WithTransportCredentials(credentials.NewTLS(auth.Material.ClientConfig(security.RequireBroker(-1, auth.Cluster))))
+		opts = append(opts,
+			grpc.Creds(credentials.NewTLS(auth.Material.ServerConfig(false, nil))),
+			// Authorization first: a call is forwarded only once this
+			// broker has checked it, and the controller checks it again.
+			grpc.ChainUnaryInterceptor(auth.unary, fwd.interceptor),
+			grpc.ChainStreamInterceptor(auth.stream))
+	}
+	g := grpc.NewServer(opts...)
 	s := &Server{grpc: g, health: health.NewServer(), forwarder: fwd}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	stratav1.RegisterProduceServiceServer(g, &produceService{b: b})

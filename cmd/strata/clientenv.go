@@ -31,7 +31,19 @@ const defaultTimeout = 30 * time.Second
 type clientFlags struct {
 	brokers string
 	timeout time.Duration
+	// TLS and credentials; each flag has an environment variable.
+	tlsCA, tlsCert, tlsKey string
+	token                  string
 }
+
+// Environment variables of the TLS and credential flags. The token is best
+// given this way: a flag's value shows in the process list.
+const (
+	tlsCAEnv   = "STRATA_TLS_CA"
+	tlsCertEnv = "STRATA_TLS_CERT"
+	tlsKeyEnv  = "STRATA_TLS_KEY"
+	tokenEnv   = "STRATA_TOKEN"
+)
 
 // register adds --broker and --timeout to cmd and all its subcommands.
 func (f *clientFlags) register(cmd *cobra.Command) {
@@ -43,6 +55,34 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 		"broker host:port, or a comma-separated list of them to bootstrap from (env "+brokerEnv+")")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", defaultTimeout,
 		"how long to wait for the cluster: connecting, each admin call, each produced record's acknowledgement")
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.tlsCA, "tls-ca", os.Getenv(tlsCAEnv), "PEM file of the CA that signed the brokers' certificates; set, the client speaks TLS (env "+tlsCAEnv+"); empty means plaintext")
+	pf.StringVar(&f.tlsCert, "tls-cert", os.Getenv(tlsCertEnv), "PEM file of this client's certificate, which names its principal User:<common name> (env "+tlsCertEnv+"); empty means none")
+	pf.StringVar(&f.tlsKey, "tls-key", os.Getenv(tlsKeyEnv), "PEM file of the client certificate's key (env "+tlsKeyEnv+"); empty means none")
+	pf.StringVar(&f.token, "token", "", "bearer token instead of a client certificate; better given as env "+tokenEnv+", which it defaults to")
+}
+
+// options are the client options the TLS and credential flags ask for.
+func (f *clientFlags) options() ([]client.Option, error) {
+	token := f.token
+	if token == "" {
+		token = strings.TrimSpace(os.Getenv(tokenEnv))
+	}
+	if f.tlsCA == "" {
+		if f.tlsCert != "" || token != "" {
+			return nil, errors.New("--tls-cert and --token need --tls-ca (the CA that signed the brokers' certificates): credentials are never sent in plaintext")
+		}
+		return nil, nil
+	}
+	cfg, err := client.TLSConfig(f.tlsCA, f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, err
+	}
+	opts := []client.Option{client.WithTLS(cfg)}
+	if token != "" {
+		opts = append(opts, client.WithToken(token))
+	}
+	return opts, nil
 }
 
 // bootstrap splits --broker into addresses.
@@ -71,7 +111,11 @@ func (f *clientFlags) connect(ctx context.Context) (*client.Client, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	c, err := client.New(cctx, addrs, client.WithRequestTimeout(f.timeout))
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cctx, addrs, append(opts, client.WithRequestTimeout(f.timeout))...)
 	if err != nil {
 		return nil, f.connectError(ctx, err)
 	}

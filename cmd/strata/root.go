@@ -20,7 +20,7 @@ Run a broker with "strata serve"; the other commands talk to one over gRPC.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newVersionCommand(), newDevCommand())
 	for _, add := range clientCommands {
 		root.AddCommand(add())
 	}

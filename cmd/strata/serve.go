@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -70,16 +71,26 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	b, err := broker.Start(ctx, cfg, logger, rpc.NewPeers())
+	sec, err := loadSecurity(cfg.Security, logger)
 	if err != nil {
 		lis.Close()
 		return err
 	}
-	srv := rpc.NewServer(b)
+	var opts []broker.Option
+	if sec != nil {
+		opts = append(opts, broker.WithRaftTLS(sec.raftTLS()))
+	}
+	b, err := broker.Start(ctx, cfg, logger, rpc.NewPeers(sec.material(), cfg.Security.ClusterName), opts...)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	auth := sec.auth(b, logger)
+	srv := rpc.NewServer(b, auth)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 
-	admin, err := serveAdmin(cfg.Admin.Listen, b, logger)
+	admin, err := serveAdmin(cfg.Admin, b, auth, logger)
 	if err != nil {
 		srv.Stop()
 		b.Close()
@@ -90,8 +101,15 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 	}
 
 	dataDir, _ := filepath.Abs(cfg.DataDir)
-	fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s (raft %s), data in %s\n",
-		version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir)
+	mode := "TLS, clients authenticate and are held to ACLs"
+	if sec == nil {
+		mode = "plaintext without authentication: loopback only (set security.tls.* to change that)"
+		if cfg.Security.AllowPlaintext {
+			mode = "plaintext without authentication (security.allow_plaintext): anyone who reaches it may do anything"
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s (raft %s), data in %s; %s\n",
+		version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
 
 	select {
 	case <-ctx.Done():
@@ -115,32 +133,49 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 	return nil
 }
 
-// serveAdmin serves the admin HTTP endpoint on addr, unless addr is empty:
-// /healthz answers 200 while the broker serves, /metrics gives its counters
-// in the Prometheus text format, /debug/pprof/ the Go profiler.
-func serveAdmin(addr string, b *broker.Broker, logger *slog.Logger) (*http.Server, error) {
-	if addr == "" {
+// serveAdmin serves the admin HTTP endpoint on cfg.Listen, unless it is
+// empty: /healthz answers 200 while the broker serves, /metrics gives its
+// counters in the Prometheus text format, and with cfg.Pprof /debug/pprof/
+// the Go profiler. With auth set it serves TLS, and /metrics and the
+// profiler answer only brokers, superusers and cluster admins (a client
+// certificate or a bearer token); /healthz stays open for health checks.
+func serveAdmin(cfg config.Admin, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) (*http.Server, error) {
+	if cfg.Listen == "" {
 		return nil, nil
 	}
-	lis, err := net.Listen("tcp", addr)
+	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("admin listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("admin listen on %s: %w", cfg.Listen, err)
+	}
+	guard := func(h http.HandlerFunc) http.HandlerFunc { return h }
+	if auth != nil {
+		lis = tls.NewListener(lis, auth.Material.ServerConfig(false, nil))
+		guard = func(h http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if status, err := auth.AdminAllowed(r); err != nil {
+					http.Error(w, err.Error(), status)
+					return
+				}
+				h(w, r)
+			}
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /metrics", guard(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		b.WriteMetrics(w)
-	})
-	// Go's profiler, for whoever can reach the admin address (loopback by
-	// default): go tool pprof http://<admin>/debug/pprof/profile
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}))
+	if cfg.Pprof {
+		// go tool pprof https://<admin>/debug/pprof/profile
+		mux.HandleFunc("/debug/pprof/", guard(pprof.Index))
+		mux.HandleFunc("/debug/pprof/profile", guard(pprof.Profile))
+		mux.HandleFunc("/debug/pprof/symbol", guard(pprof.Symbol))
+		mux.HandleFunc("/debug/pprof/trace", guard(pprof.Trace))
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 	go func() {
 		if err := srv.Serve(lis); err != nil && err != http.ErrServerClosed {
 			logger.Error("admin endpoint stopped", "err", err)

@@ -21,6 +21,357 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ACL allows one principal one operation on a resource. ACLs only allow:
+// whatever no ACL grants is denied.
+type ACL struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Who is allowed: "User:<name>", or "*" for every authenticated
+	// principal (never an anonymous caller).
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The kind of resource: "topic", "group" or "cluster".
+	ResourceType string `protobuf:"bytes,2,opt,name=resource_type,json=resourceType,proto3" json:"resource_type,omitempty"`
+	// The topic or group name, or with prefix set the start of the names it
+	// covers ("" with prefix: every name). Empty for the cluster.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Whether name is a prefix rather than a whole name.
+	Prefix bool `protobuf:"varint,4,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// What is allowed: "read", "write" or "admin" on a topic ("admin"
+	// implies read and write); "read" on a group (commit and fetch its
+	// offsets); "admin" on the cluster (manage ACLs).
+	Operation     string `protobuf:"bytes,5,opt,name=operation,proto3" json:"operation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ACL) Reset() {
+	*x = ACL{}
+	mi := &file_strata_v1_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ACL) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ACL) ProtoMessage() {}
+
+func (x *ACL) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ACL.ProtoReflect.Descriptor instead.
+func (*ACL) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ACL) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ACL) GetResourceType() string {
+	if x != nil {
+		return x.ResourceType
+	}
+	return ""
+}
+
+func (x *ACL) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ACL) GetPrefix() bool {
+	if x != nil {
+		return x.Prefix
+	}
+	return false
+}
+
+func (x *ACL) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+type CreateACLsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ACLs to store; at least one.
+	Acls          []*ACL `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateACLsRequest) Reset() {
+	*x = CreateACLsRequest{}
+	mi := &file_strata_v1_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateACLsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateACLsRequest) ProtoMessage() {}
+
+func (x *CreateACLsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateACLsRequest.ProtoReflect.Descriptor instead.
+func (*CreateACLsRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CreateACLsRequest) GetAcls() []*ACL {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+type CreateACLsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateACLsResponse) Reset() {
+	*x = CreateACLsResponse{}
+	mi := &file_strata_v1_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateACLsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateACLsResponse) ProtoMessage() {}
+
+func (x *CreateACLsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateACLsResponse.ProtoReflect.Descriptor instead.
+func (*CreateACLsResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{2}
+}
+
+type DeleteACLsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ACLs to remove, each matched exactly (a literal name does not
+	// match a prefix of the same name); at least one.
+	Acls          []*ACL `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteACLsRequest) Reset() {
+	*x = DeleteACLsRequest{}
+	mi := &file_strata_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteACLsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteACLsRequest) ProtoMessage() {}
+
+func (x *DeleteACLsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteACLsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteACLsRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DeleteACLsRequest) GetAcls() []*ACL {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+type DeleteACLsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many stored ACLs were removed; ACLs given that were not stored do
+	// not count.
+	Removed       int32 `protobuf:"varint,1,opt,name=removed,proto3" json:"removed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteACLsResponse) Reset() {
+	*x = DeleteACLsResponse{}
+	mi := &file_strata_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteACLsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteACLsResponse) ProtoMessage() {}
+
+func (x *DeleteACLsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteACLsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteACLsResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DeleteACLsResponse) GetRemoved() int32 {
+	if x != nil {
+		return x.Removed
+	}
+	return 0
+}
+
+type ListACLsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only the ACLs of this principal ("User:<name>", or "*" for the ACLs
+	// granted to every principal); empty for all.
+	Principal     string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListACLsRequest) Reset() {
+	*x = ListACLsRequest{}
+	mi := &file_strata_v1_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListACLsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListACLsRequest) ProtoMessage() {}
+
+func (x *ListACLsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListACLsRequest.ProtoReflect.Descriptor instead.
+func (*ListACLsRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListACLsRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+type ListACLsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ACLs in the order they were added.
+	Acls          []*ACL `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListACLsResponse) Reset() {
+	*x = ListACLsResponse{}
+	mi := &file_strata_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListACLsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListACLsResponse) ProtoMessage() {}
+
+func (x *ListACLsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListACLsResponse.ProtoReflect.Descriptor instead.
+func (*ListACLsResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListACLsResponse) GetAcls() []*ACL {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
 type RestoreTopicRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -35,7 +386,7 @@ type RestoreTopicRequest struct {
 
 func (x *RestoreTopicRequest) Reset() {
 	*x = RestoreTopicRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[0]
+	mi := &file_strata_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -47,7 +398,7 @@ func (x *RestoreTopicRequest) String() string {
 func (*RestoreTopicRequest) ProtoMessage() {}
 
 func (x *RestoreTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[0]
+	mi := &file_strata_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -60,7 +411,7 @@ func (x *RestoreTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreTopicRequest.ProtoReflect.Descriptor instead.
 func (*RestoreTopicRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{0}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RestoreTopicRequest) GetName() string {
@@ -93,7 +444,7 @@ type RestoreTopicResponse struct {
 
 func (x *RestoreTopicResponse) Reset() {
 	*x = RestoreTopicResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[1]
+	mi := &file_strata_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -105,7 +456,7 @@ func (x *RestoreTopicResponse) String() string {
 func (*RestoreTopicResponse) ProtoMessage() {}
 
 func (x *RestoreTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[1]
+	mi := &file_strata_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -118,7 +469,7 @@ func (x *RestoreTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreTopicResponse.ProtoReflect.Descriptor instead.
 func (*RestoreTopicResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RestoreTopicResponse) GetTopic() *TopicDescription {
@@ -143,7 +494,7 @@ type CreateTopicRequest struct {
 
 func (x *CreateTopicRequest) Reset() {
 	*x = CreateTopicRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[2]
+	mi := &file_strata_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +506,7 @@ func (x *CreateTopicRequest) String() string {
 func (*CreateTopicRequest) ProtoMessage() {}
 
 func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[2]
+	mi := &file_strata_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +519,7 @@ func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicRequest.ProtoReflect.Descriptor instead.
 func (*CreateTopicRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateTopicRequest) GetName() string {
@@ -208,7 +559,7 @@ type CreateTopicResponse struct {
 
 func (x *CreateTopicResponse) Reset() {
 	*x = CreateTopicResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[3]
+	mi := &file_strata_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -220,7 +571,7 @@ func (x *CreateTopicResponse) String() string {
 func (*CreateTopicResponse) ProtoMessage() {}
 
 func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[3]
+	mi := &file_strata_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -233,7 +584,7 @@ func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicResponse.ProtoReflect.Descriptor instead.
 func (*CreateTopicResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateTopicResponse) GetTopic() *TopicDescription {
@@ -252,7 +603,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[4]
+	mi := &file_strata_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -264,7 +615,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[4]
+	mi := &file_strata_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -277,7 +628,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteTopicRequest) GetName() string {
@@ -295,7 +646,7 @@ type DeleteTopicResponse struct {
 
 func (x *DeleteTopicResponse) Reset() {
 	*x = DeleteTopicResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[5]
+	mi := &file_strata_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +658,7 @@ func (x *DeleteTopicResponse) String() string {
 func (*DeleteTopicResponse) ProtoMessage() {}
 
 func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[5]
+	mi := &file_strata_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +671,7 @@ func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 type ListTopicsRequest struct {
@@ -331,7 +682,7 @@ type ListTopicsRequest struct {
 
 func (x *ListTopicsRequest) Reset() {
 	*x = ListTopicsRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[6]
+	mi := &file_strata_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +694,7 @@ func (x *ListTopicsRequest) String() string {
 func (*ListTopicsRequest) ProtoMessage() {}
 
 func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[6]
+	mi := &file_strata_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +707,7 @@ func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 type ListTopicsResponse struct {
@@ -368,7 +719,7 @@ type ListTopicsResponse struct {
 
 func (x *ListTopicsResponse) Reset() {
 	*x = ListTopicsResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[7]
+	mi := &file_strata_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -380,7 +731,7 @@ func (x *ListTopicsResponse) String() string {
 func (*ListTopicsResponse) ProtoMessage() {}
 
 func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[7]
+	mi := &file_strata_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -393,7 +744,7 @@ func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsResponse.ProtoReflect.Descriptor instead.
 func (*ListTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListTopicsResponse) GetTopics() []*TopicSummary {
@@ -414,7 +765,7 @@ type TopicSummary struct {
 
 func (x *TopicSummary) Reset() {
 	*x = TopicSummary{}
-	mi := &file_strata_v1_admin_proto_msgTypes[8]
+	mi := &file_strata_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -426,7 +777,7 @@ func (x *TopicSummary) String() string {
 func (*TopicSummary) ProtoMessage() {}
 
 func (x *TopicSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[8]
+	mi := &file_strata_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -439,7 +790,7 @@ func (x *TopicSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicSummary.ProtoReflect.Descriptor instead.
 func (*TopicSummary) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TopicSummary) GetName() string {
@@ -472,7 +823,7 @@ type DescribeTopicRequest struct {
 
 func (x *DescribeTopicRequest) Reset() {
 	*x = DescribeTopicRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[9]
+	mi := &file_strata_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -484,7 +835,7 @@ func (x *DescribeTopicRequest) String() string {
 func (*DescribeTopicRequest) ProtoMessage() {}
 
 func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[9]
+	mi := &file_strata_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -497,7 +848,7 @@ func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTopicRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DescribeTopicRequest) GetName() string {
@@ -516,7 +867,7 @@ type DescribeTopicResponse struct {
 
 func (x *DescribeTopicResponse) Reset() {
 	*x = DescribeTopicResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[10]
+	mi := &file_strata_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +879,7 @@ func (x *DescribeTopicResponse) String() string {
 func (*DescribeTopicResponse) ProtoMessage() {}
 
 func (x *DescribeTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[10]
+	mi := &file_strata_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +892,7 @@ func (x *DescribeTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicResponse.ProtoReflect.Descriptor instead.
 func (*DescribeTopicResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DescribeTopicResponse) GetTopic() *TopicDescription {
@@ -564,7 +915,7 @@ type AlterTopicConfigRequest struct {
 
 func (x *AlterTopicConfigRequest) Reset() {
 	*x = AlterTopicConfigRequest{}
-	mi := &file_strata_v1_admin_proto_msgTypes[11]
+	mi := &file_strata_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +927,7 @@ func (x *AlterTopicConfigRequest) String() string {
 func (*AlterTopicConfigRequest) ProtoMessage() {}
 
 func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[11]
+	mi := &file_strata_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +940,7 @@ func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AlterTopicConfigRequest) GetName() string {
@@ -622,7 +973,7 @@ type AlterTopicConfigResponse struct {
 
 func (x *AlterTopicConfigResponse) Reset() {
 	*x = AlterTopicConfigResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[12]
+	mi := &file_strata_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +985,7 @@ func (x *AlterTopicConfigResponse) String() string {
 func (*AlterTopicConfigResponse) ProtoMessage() {}
 
 func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[12]
+	mi := &file_strata_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +998,7 @@ func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AlterTopicConfigResponse) GetTopic() *TopicDescription {
@@ -672,7 +1023,7 @@ type TopicDescription struct {
 
 func (x *TopicDescription) Reset() {
 	*x = TopicDescription{}
-	mi := &file_strata_v1_admin_proto_msgTypes[13]
+	mi := &file_strata_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +1035,7 @@ func (x *TopicDescription) String() string {
 func (*TopicDescription) ProtoMessage() {}
 
 func (x *TopicDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[13]
+	mi := &file_strata_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +1048,7 @@ func (x *TopicDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDescription.ProtoReflect.Descriptor instead.
 func (*TopicDescription) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TopicDescription) GetName() string {
@@ -765,7 +1116,7 @@ type PartitionDescription struct {
 
 func (x *PartitionDescription) Reset() {
 	*x = PartitionDescription{}
-	mi := &file_strata_v1_admin_proto_msgTypes[14]
+	mi := &file_strata_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +1128,7 @@ func (x *PartitionDescription) String() string {
 func (*PartitionDescription) ProtoMessage() {}
 
 func (x *PartitionDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[14]
+	mi := &file_strata_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +1141,7 @@ func (x *PartitionDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDescription.ProtoReflect.Descriptor instead.
 func (*PartitionDescription) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PartitionDescription) GetMetadata() *PartitionMetadata {
@@ -888,7 +1239,24 @@ var File_strata_v1_admin_proto protoreflect.FileDescriptor
 
 const file_strata_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x15strata/v1/admin.proto\x12\tstrata.v1\x1a\x18strata/v1/metadata.proto\"h\n" +
+	"\x15strata/v1/admin.proto\x12\tstrata.v1\x1a\x18strata/v1/metadata.proto\"\x92\x01\n" +
+	"\x03ACL\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12#\n" +
+	"\rresource_type\x18\x02 \x01(\tR\fresourceType\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
+	"\x06prefix\x18\x04 \x01(\bR\x06prefix\x12\x1c\n" +
+	"\toperation\x18\x05 \x01(\tR\toperation\"7\n" +
+	"\x11CreateACLsRequest\x12\"\n" +
+	"\x04acls\x18\x01 \x03(\v2\x0e.strata.v1.ACLR\x04acls\"\x14\n" +
+	"\x12CreateACLsResponse\"7\n" +
+	"\x11DeleteACLsRequest\x12\"\n" +
+	"\x04acls\x18\x01 \x03(\v2\x0e.strata.v1.ACLR\x04acls\".\n" +
+	"\x12DeleteACLsResponse\x12\x18\n" +
+	"\aremoved\x18\x01 \x01(\x05R\aremoved\"/\n" +
+	"\x0fListACLsRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"6\n" +
+	"\x10ListACLsResponse\x12\"\n" +
+	"\x04acls\x18\x01 \x03(\v2\x0e.strata.v1.ACLR\x04acls\"h\n" +
 	"\x13RestoreTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12-\n" +
@@ -962,7 +1330,7 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	" \x01(\x03R\rcoldEndOffset\x12(\n" +
 	"\x10upload_lag_bytes\x18\v \x01(\x03R\x0euploadLagBytes\x12.\n" +
 	"\x13upload_lag_segments\x18\f \x01(\x05R\x11uploadLagSegments\x12#\n" +
-	"\rtiering_error\x18\r \x01(\tR\ftieringError2\xf7\x03\n" +
+	"\rtiering_error\x18\r \x01(\tR\ftieringError2\xd2\x05\n" +
 	"\fAdminService\x12L\n" +
 	"\vCreateTopic\x12\x1d.strata.v1.CreateTopicRequest\x1a\x1e.strata.v1.CreateTopicResponse\x12L\n" +
 	"\vDeleteTopic\x12\x1d.strata.v1.DeleteTopicRequest\x1a\x1e.strata.v1.DeleteTopicResponse\x12I\n" +
@@ -970,7 +1338,12 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"ListTopics\x12\x1c.strata.v1.ListTopicsRequest\x1a\x1d.strata.v1.ListTopicsResponse\x12R\n" +
 	"\rDescribeTopic\x12\x1f.strata.v1.DescribeTopicRequest\x1a .strata.v1.DescribeTopicResponse\x12[\n" +
 	"\x10AlterTopicConfig\x12\".strata.v1.AlterTopicConfigRequest\x1a#.strata.v1.AlterTopicConfigResponse\x12O\n" +
-	"\fRestoreTopic\x12\x1e.strata.v1.RestoreTopicRequest\x1a\x1f.strata.v1.RestoreTopicResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\fRestoreTopic\x12\x1e.strata.v1.RestoreTopicRequest\x1a\x1f.strata.v1.RestoreTopicResponse\x12I\n" +
+	"\n" +
+	"CreateACLs\x12\x1c.strata.v1.CreateACLsRequest\x1a\x1d.strata.v1.CreateACLsResponse\x12I\n" +
+	"\n" +
+	"DeleteACLs\x12\x1c.strata.v1.DeleteACLsRequest\x1a\x1d.strata.v1.DeleteACLsResponse\x12C\n" +
+	"\bListACLs\x12\x1a.strata.v1.ListACLsRequest\x1a\x1b.strata.v1.ListACLsResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_admin_proto_rawDescOnce sync.Once
@@ -984,58 +1357,74 @@ func file_strata_v1_admin_proto_rawDescGZIP() []byte {
 	return file_strata_v1_admin_proto_rawDescData
 }
 
-var file_strata_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_strata_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_strata_v1_admin_proto_goTypes = []any{
-	(*RestoreTopicRequest)(nil),      // 0: strata.v1.RestoreTopicRequest
-	(*RestoreTopicResponse)(nil),     // 1: strata.v1.RestoreTopicResponse
-	(*CreateTopicRequest)(nil),       // 2: strata.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 3: strata.v1.CreateTopicResponse
-	(*DeleteTopicRequest)(nil),       // 4: strata.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 5: strata.v1.DeleteTopicResponse
-	(*ListTopicsRequest)(nil),        // 6: strata.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 7: strata.v1.ListTopicsResponse
-	(*TopicSummary)(nil),             // 8: strata.v1.TopicSummary
-	(*DescribeTopicRequest)(nil),     // 9: strata.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),    // 10: strata.v1.DescribeTopicResponse
-	(*AlterTopicConfigRequest)(nil),  // 11: strata.v1.AlterTopicConfigRequest
-	(*AlterTopicConfigResponse)(nil), // 12: strata.v1.AlterTopicConfigResponse
-	(*TopicDescription)(nil),         // 13: strata.v1.TopicDescription
-	(*PartitionDescription)(nil),     // 14: strata.v1.PartitionDescription
-	nil,                              // 15: strata.v1.CreateTopicRequest.ConfigEntry
-	nil,                              // 16: strata.v1.AlterTopicConfigRequest.SetEntry
-	nil,                              // 17: strata.v1.TopicDescription.ConfigEntry
-	nil,                              // 18: strata.v1.TopicDescription.OverridesEntry
-	(*PartitionMetadata)(nil),        // 19: strata.v1.PartitionMetadata
+	(*ACL)(nil),                      // 0: strata.v1.ACL
+	(*CreateACLsRequest)(nil),        // 1: strata.v1.CreateACLsRequest
+	(*CreateACLsResponse)(nil),       // 2: strata.v1.CreateACLsResponse
+	(*DeleteACLsRequest)(nil),        // 3: strata.v1.DeleteACLsRequest
+	(*DeleteACLsResponse)(nil),       // 4: strata.v1.DeleteACLsResponse
+	(*ListACLsRequest)(nil),          // 5: strata.v1.ListACLsRequest
+	(*ListACLsResponse)(nil),         // 6: strata.v1.ListACLsResponse
+	(*RestoreTopicRequest)(nil),      // 7: strata.v1.RestoreTopicRequest
+	(*RestoreTopicResponse)(nil),     // 8: strata.v1.RestoreTopicResponse
+	(*CreateTopicRequest)(nil),       // 9: strata.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 10: strata.v1.CreateTopicResponse
+	(*DeleteTopicRequest)(nil),       // 11: strata.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 12: strata.v1.DeleteTopicResponse
+	(*ListTopicsRequest)(nil),        // 13: strata.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 14: strata.v1.ListTopicsResponse
+	(*TopicSummary)(nil),             // 15: strata.v1.TopicSummary
+	(*DescribeTopicRequest)(nil),     // 16: strata.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),    // 17: strata.v1.DescribeTopicResponse
+	(*AlterTopicConfigRequest)(nil),  // 18: strata.v1.AlterTopicConfigRequest
+	(*AlterTopicConfigResponse)(nil), // 19: strata.v1.AlterTopicConfigResponse
+	(*TopicDescription)(nil),         // 20: strata.v1.TopicDescription
+	(*PartitionDescription)(nil),     // 21: strata.v1.PartitionDescription
+	nil,                              // 22: strata.v1.CreateTopicRequest.ConfigEntry
+	nil,                              // 23: strata.v1.AlterTopicConfigRequest.SetEntry
+	nil,                              // 24: strata.v1.TopicDescription.ConfigEntry
+	nil,                              // 25: strata.v1.TopicDescription.OverridesEntry
+	(*PartitionMetadata)(nil),        // 26: strata.v1.PartitionMetadata
 }
 var file_strata_v1_admin_proto_depIdxs = []int32{
-	13, // 0: strata.v1.RestoreTopicResponse.topic:type_name -> strata.v1.TopicDescription
-	15, // 1: strata.v1.CreateTopicRequest.config:type_name -> strata.v1.CreateTopicRequest.ConfigEntry
-	13, // 2: strata.v1.CreateTopicResponse.topic:type_name -> strata.v1.TopicDescription
-	8,  // 3: strata.v1.ListTopicsResponse.topics:type_name -> strata.v1.TopicSummary
-	13, // 4: strata.v1.DescribeTopicResponse.topic:type_name -> strata.v1.TopicDescription
-	16, // 5: strata.v1.AlterTopicConfigRequest.set:type_name -> strata.v1.AlterTopicConfigRequest.SetEntry
-	13, // 6: strata.v1.AlterTopicConfigResponse.topic:type_name -> strata.v1.TopicDescription
-	17, // 7: strata.v1.TopicDescription.config:type_name -> strata.v1.TopicDescription.ConfigEntry
-	18, // 8: strata.v1.TopicDescription.overrides:type_name -> strata.v1.TopicDescription.OverridesEntry
-	14, // 9: strata.v1.TopicDescription.partitions:type_name -> strata.v1.PartitionDescription
-	19, // 10: strata.v1.PartitionDescription.metadata:type_name -> strata.v1.PartitionMetadata
-	2,  // 11: strata.v1.AdminService.CreateTopic:input_type -> strata.v1.CreateTopicRequest
-	4,  // 12: strata.v1.AdminService.DeleteTopic:input_type -> strata.v1.DeleteTopicRequest
-	6,  // 13: strata.v1.AdminService.ListTopics:input_type -> strata.v1.ListTopicsRequest
-	9,  // 14: strata.v1.AdminService.DescribeTopic:input_type -> strata.v1.DescribeTopicRequest
-	11, // 15: strata.v1.AdminService.AlterTopicConfig:input_type -> strata.v1.AlterTopicConfigRequest
-	0,  // 16: strata.v1.AdminService.RestoreTopic:input_type -> strata.v1.RestoreTopicRequest
-	3,  // 17: strata.v1.AdminService.CreateTopic:output_type -> strata.v1.CreateTopicResponse
-	5,  // 18: strata.v1.AdminService.DeleteTopic:output_type -> strata.v1.DeleteTopicResponse
-	7,  // 19: strata.v1.AdminService.ListTopics:output_type -> strata.v1.ListTopicsResponse
-	10, // 20: strata.v1.AdminService.DescribeTopic:output_type -> strata.v1.DescribeTopicResponse
-	12, // 21: strata.v1.AdminService.AlterTopicConfig:output_type -> strata.v1.AlterTopicConfigResponse
-	1,  // 22: strata.v1.AdminService.RestoreTopic:output_type -> strata.v1.RestoreTopicResponse
-	17, // [17:23] is the sub-list for method output_type
-	11, // [11:17] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	0,  // 0: strata.v1.CreateACLsRequest.acls:type_name -> strata.v1.ACL
+	0,  // 1: strata.v1.DeleteACLsRequest.acls:type_name -> strata.v1.ACL
+	0,  // 2: strata.v1.ListACLsResponse.acls:type_name -> strata.v1.ACL
+	20, // 3: strata.v1.RestoreTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	22, // 4: strata.v1.CreateTopicRequest.config:type_name -> strata.v1.CreateTopicRequest.ConfigEntry
+	20, // 5: strata.v1.CreateTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	15, // 6: strata.v1.ListTopicsResponse.topics:type_name -> strata.v1.TopicSummary
+	20, // 7: strata.v1.DescribeTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	23, // 8: strata.v1.AlterTopicConfigRequest.set:type_name -> strata.v1.AlterTopicConfigRequest.SetEntry
+	20, // 9: strata.v1.AlterTopicConfigResponse.topic:type_name -> strata.v1.TopicDescription
+	24, // 10: strata.v1.TopicDescription.config:type_name -> strata.v1.TopicDescription.ConfigEntry
+	25, // 11: strata.v1.TopicDescription.overrides:type_name -> strata.v1.TopicDescription.OverridesEntry
+	21, // 12: strata.v1.TopicDescription.partitions:type_name -> strata.v1.PartitionDescription
+	26, // 13: strata.v1.PartitionDescription.metadata:type_name -> strata.v1.PartitionMetadata
+	9,  // 14: strata.v1.AdminService.CreateTopic:input_type -> strata.v1.CreateTopicRequest
+	11, // 15: strata.v1.AdminService.DeleteTopic:input_type -> strata.v1.DeleteTopicRequest
+	13, // 16: strata.v1.AdminService.ListTopics:input_type -> strata.v1.ListTopicsRequest
+	16, // 17: strata.v1.AdminService.DescribeTopic:input_type -> strata.v1.DescribeTopicRequest
+	18, // 18: strata.v1.AdminService.AlterTopicConfig:input_type -> strata.v1.AlterTopicConfigRequest
+	7,  // 19: strata.v1.AdminService.RestoreTopic:input_type -> strata.v1.RestoreTopicRequest
+	1,  // 20: strata.v1.AdminService.CreateACLs:input_type -> strata.v1.CreateACLsRequest
+	3,  // 21: strata.v1.AdminService.DeleteACLs:input_type -> strata.v1.DeleteACLsRequest
+	5,  // 22: strata.v1.AdminService.ListACLs:input_type -> strata.v1.ListACLsRequest
+	10, // 23: strata.v1.AdminService.CreateTopic:output_type -> strata.v1.CreateTopicResponse
+	12, // 24: strata.v1.AdminService.DeleteTopic:output_type -> strata.v1.DeleteTopicResponse
+	14, // 25: strata.v1.AdminService.ListTopics:output_type -> strata.v1.ListTopicsResponse
+	17, // 26: strata.v1.AdminService.DescribeTopic:output_type -> strata.v1.DescribeTopicResponse
+	19, // 27: strata.v1.AdminService.AlterTopicConfig:output_type -> strata.v1.AlterTopicConfigResponse
+	8,  // 28: strata.v1.AdminService.RestoreTopic:output_type -> strata.v1.RestoreTopicResponse
+	2,  // 29: strata.v1.AdminService.CreateACLs:output_type -> strata.v1.CreateACLsResponse
+	4,  // 30: strata.v1.AdminService.DeleteACLs:output_type -> strata.v1.DeleteACLsResponse
+	6,  // 31: strata.v1.AdminService.ListACLs:output_type -> strata.v1.ListACLsResponse
+	23, // [23:32] is the sub-list for method output_type
+	14, // [14:23] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_admin_proto_init() }
@@ -1050,7 +1439,7 @@ func file_strata_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_admin_proto_rawDesc), len(file_strata_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

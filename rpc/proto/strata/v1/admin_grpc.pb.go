@@ -25,13 +25,16 @@ const (
 	AdminService_DescribeTopic_FullMethodName    = "/strata.v1.AdminService/DescribeTopic"
 	AdminService_AlterTopicConfig_FullMethodName = "/strata.v1.AdminService/AlterTopicConfig"
 	AdminService_RestoreTopic_FullMethodName     = "/strata.v1.AdminService/RestoreTopic"
+	AdminService_CreateACLs_FullMethodName       = "/strata.v1.AdminService/CreateACLs"
+	AdminService_DeleteACLs_FullMethodName       = "/strata.v1.AdminService/DeleteACLs"
+	AdminService_ListACLs_FullMethodName         = "/strata.v1.AdminService/ListACLs"
 )
 
 // AdminServiceClient is the client API for AdminService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// AdminService manages topics.
+// AdminService manages topics and ACLs.
 type AdminServiceClient interface {
 	CreateTopic(ctx context.Context, in *CreateTopicRequest, opts ...grpc.CallOption) (*CreateTopicResponse, error)
 	DeleteTopic(ctx context.Context, in *DeleteTopicRequest, opts ...grpc.CallOption) (*DeleteTopicResponse, error)
@@ -45,6 +48,16 @@ type AdminServiceClient interface {
 	// its objects are stored under, with the partitions and settings its
 	// manifests recorded, and its history replays from the bucket.
 	RestoreTopic(ctx context.Context, in *RestoreTopicRequest, opts ...grpc.CallOption) (*RestoreTopicResponse, error)
+	// CreateACLs stores ACLs in the cluster metadata. An ACL that is stored
+	// already is skipped, so a retried call is harmless. All are stored or
+	// none: an invalid ACL, or more than 10,000 stored in all, is refused
+	// with INVALID_ARGUMENT (reason INVALID_REQUEST) and nothing is stored.
+	CreateACLs(ctx context.Context, in *CreateACLsRequest, opts ...grpc.CallOption) (*CreateACLsResponse, error)
+	// DeleteACLs removes the stored ACLs equal to those given. One that is
+	// not stored is not an error; the response says how many were removed.
+	DeleteACLs(ctx context.Context, in *DeleteACLsRequest, opts ...grpc.CallOption) (*DeleteACLsResponse, error)
+	// ListACLs lists the stored ACLs in the order they were added.
+	ListACLs(ctx context.Context, in *ListACLsRequest, opts ...grpc.CallOption) (*ListACLsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -115,11 +128,41 @@ func (c *adminServiceClient) RestoreTopic(ctx context.Context, in *RestoreTopicR
 	return out, nil
 }
 
+func (c *adminServiceClient) CreateACLs(ctx context.Context, in *CreateACLsRequest, opts ...grpc.CallOption) (*CreateACLsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateACLsResponse)
+	err := c.cc.Invoke(ctx, AdminService_CreateACLs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteACLs(ctx context.Context, in *DeleteACLsRequest, opts ...grpc.CallOption) (*DeleteACLsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteACLsResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteACLs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListACLs(ctx context.Context, in *ListACLsRequest, opts ...grpc.CallOption) (*ListACLsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListACLsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListACLs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
 //
-// AdminService manages topics.
+// AdminService manages topics and ACLs.
 type AdminServiceServer interface {
 	CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error)
 	DeleteTopic(context.Context, *DeleteTopicRequest) (*DeleteTopicResponse, error)
@@ -133,6 +176,16 @@ type AdminServiceServer interface {
 	// its objects are stored under, with the partitions and settings its
 	// manifests recorded, and its history replays from the bucket.
 	RestoreTopic(context.Context, *RestoreTopicRequest) (*RestoreTopicResponse, error)
+	// CreateACLs stores ACLs in the cluster metadata. An ACL that is stored
+	// already is skipped, so a retried call is harmless. All are stored or
+	// none: an invalid ACL, or more than 10,000 stored in all, is refused
+	// with INVALID_ARGUMENT (reason INVALID_REQUEST) and nothing is stored.
+	CreateACLs(context.Context, *CreateACLsRequest) (*CreateACLsResponse, error)
+	// DeleteACLs removes the stored ACLs equal to those given. One that is
+	// not stored is not an error; the response says how many were removed.
+	DeleteACLs(context.Context, *DeleteACLsRequest) (*DeleteACLsResponse, error)
+	// ListACLs lists the stored ACLs in the order they were added.
+	ListACLs(context.Context, *ListACLsRequest) (*ListACLsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -160,6 +213,15 @@ func (UnimplementedAdminServiceServer) AlterTopicConfig(context.Context, *AlterT
 }
 func (UnimplementedAdminServiceServer) RestoreTopic(context.Context, *RestoreTopicRequest) (*RestoreTopicResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RestoreTopic not implemented")
+}
+func (UnimplementedAdminServiceServer) CreateACLs(context.Context, *CreateACLsRequest) (*CreateACLsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateACLs not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteACLs(context.Context, *DeleteACLsRequest) (*DeleteACLsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteACLs not implemented")
+}
+func (UnimplementedAdminServiceServer) ListACLs(context.Context, *ListACLsRequest) (*ListACLsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListACLs not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -290,6 +352,60 @@ func _AdminService_RestoreTopic_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_CreateACLs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateACLsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CreateACLs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CreateACLs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CreateACLs(ctx, req.(*CreateACLsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteACLs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteACLsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteACLs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteACLs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteACLs(ctx, req.(*DeleteACLsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListACLs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListACLsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListACLs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListACLs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListACLs(ctx, req.(*ListACLsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -320,6 +436,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestoreTopic",
 			Handler:    _AdminService_RestoreTopic_Handler,
+		},
+		{
+			MethodName: "CreateACLs",
+			Handler:    _AdminService_CreateACLs_Handler,
+		},
+		{
+			MethodName: "DeleteACLs",
+			Handler:    _AdminService_DeleteACLs_Handler,
+		},
+		{
+			MethodName: "ListACLs",
+			Handler:    _AdminService_ListACLs_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -106,6 +106,13 @@ const (
 	// waited, so it is not acknowledged. A retry may write it again unless
 	// the producer is idempotent.
 	ErrorReason_ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND ErrorReason = 22
+	// Unauthenticated: the caller showed no credentials (a client
+	// certificate or a bearer token) where the broker requires them, or ones
+	// that do not check out.
+	ErrorReason_ERROR_REASON_UNAUTHENTICATED ErrorReason = 23
+	// PermissionDenied: the caller is known and no ACL allows what it asked;
+	// the metadata names the principal, operation and resource.
+	ErrorReason_ERROR_REASON_PERMISSION_DENIED ErrorReason = 24
 )
 
 // Enum value maps for ErrorReason.
@@ -134,6 +141,8 @@ var (
 		20: "ERROR_REASON_INVALID_PRODUCER_EPOCH",
 		21: "ERROR_REASON_UNKNOWN_PRODUCER_ID",
 		22: "ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+		23: "ERROR_REASON_UNAUTHENTICATED",
+		24: "ERROR_REASON_PERMISSION_DENIED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                      0,
@@ -159,6 +168,8 @@ var (
 		"ERROR_REASON_INVALID_PRODUCER_EPOCH":           20,
 		"ERROR_REASON_UNKNOWN_PRODUCER_ID":              21,
 		"ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 22,
+		"ERROR_REASON_UNAUTHENTICATED":                  23,
+		"ERROR_REASON_PERMISSION_DENIED":                24,
 	}
 )
 
@@ -193,7 +204,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xb1\x06\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xf7\x06\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -218,7 +229,9 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"\"ERROR_REASON_OUT_OF_ORDER_SEQUENCE\x10\x13\x12'\n" +
 	"#ERROR_REASON_INVALID_PRODUCER_EPOCH\x10\x14\x12$\n" +
 	" ERROR_REASON_UNKNOWN_PRODUCER_ID\x10\x15\x121\n" +
-	"-ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x16B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"-ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x16\x12 \n" +
+	"\x1cERROR_REASON_UNAUTHENTICATED\x10\x17\x12\"\n" +
+	"\x1eERROR_REASON_PERMISSION_DENIED\x10\x18B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once

@@ -1,0 +1,84 @@
+package broker
+
+// ACL admin. ACLs live in the cluster metadata, so writes go through the
+// controller like topic admin; a broker that is not the controller answers
+// UNAVAILABLE naming it (clusterError), which the API forwards. Reads are
+// local: every broker holds the whole metadata.
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/security"
+)
+
+// AddACLs stores ACLs after those already stored; one that is stored
+// already is skipped, so a retried call is harmless. All are stored or
+// none: an invalid ACL, or more than cluster.MaxACLs in all, refuses the
+// call with INVALID_REQUEST. On success the ACLs are in force on the
+// controller; the other brokers apply them as the metadata reaches them.
+func (b *Broker) AddACLs(ctx context.Context, acls []security.ACL) error {
+	if err := checkACLs(acls); err != nil {
+		return err
+	}
+	if err := b.meta.AddACLs(ctx, acls); err != nil {
+		return aclError(err)
+	}
+	return nil
+}
+
+// RemoveACLs removes the stored ACLs equal to those given and returns how
+// many it removed; one that is not stored is not an error. An invalid ACL
+// refuses the call with INVALID_REQUEST and removes nothing.
+func (b *Broker) RemoveACLs(ctx context.Context, acls []security.ACL) (int, error) {
+	if err := checkACLs(acls); err != nil {
+		return 0, err
+	}
+	n, err := b.meta.RemoveACLs(ctx, acls)
+	if err != nil {
+		return 0, aclError(err)
+	}
+	return n, nil
+}
+
+// ACLs returns the stored ACLs in the order they were added, only those
+// whose principal is exactly principal when it is not empty ("*" gives the
+// ACLs granted to every principal, not every ACL). The slice is the
+// caller's.
+func (b *Broker) ACLs(principal string) []security.ACL {
+	all := b.meta.Metadata().ACLs()
+	if principal == "" {
+		return slices.Clone(all)
+	}
+	out := []security.ACL{}
+	for _, a := range all {
+		if a.Principal == principal {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkACLs refuses a call that names no ACL: a client bug more likely
+// than an intent. Each ACL's own rules are the cluster's to check (before
+// it asks for the controller, so a bad call is answered where it arrives
+// rather than forwarded).
+func checkACLs(acls []security.ACL) error {
+	if len(acls) == 0 {
+		return refuse(ReasonInvalidRequest, nil, "no ACLs given: name at least one")
+	}
+	return nil
+}
+
+// aclError translates the metadata group's refusals of an ACL change.
+func aclError(err error) error {
+	switch {
+	case errors.Is(err, cluster.ErrInvalidACL):
+		return refuse(ReasonInvalidRequest, err, "%v", err)
+	case errors.Is(err, cluster.ErrTooManyACLs):
+		return refuse(ReasonInvalidRequest, err, "%v", err).with("limit", itoa(cluster.MaxACLs))
+	}
+	return clusterError(err)
+}

@@ -1,0 +1,6 @@
+// Package security holds what Strata needs to know who is calling and what
+// they may do: TLS material that follows its files (rotation without a
+// restart), broker identities in certificates (broker-<id>.<cluster>),
+// principals from certificates or bearer tokens, and ACL matching. It
+// imports nothing internal; rpc, cluster and cmd/strata wire it in.
+package security
