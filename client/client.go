@@ -263,6 +263,9 @@ func (c *Client) leaderConn(ctx context.Context, tp TopicPartition) (*grpc.Clien
 		}
 		addr, err = c.meta.current().leaderAddr(tp)
 		if err != nil {
+			if derr := c.deniedTopic(ctx, tp.Topic); derr != nil {
+				return nil, derr
+			}
 			return nil, err
 		}
 	}
@@ -281,7 +284,15 @@ func (c *Client) partitionCount(ctx context.Context, topic string, partition int
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		err := c.meta.refresh(wctx)
+		if errors.Is(err, ErrUnauthenticated) {
+			return 0, err
+		}
 		n, ok := c.meta.current().partitions(topic)
+		if !ok && attempt == 0 {
+			if derr := c.deniedTopic(wctx, topic); derr != nil {
+				return 0, derr
+			}
+		}
 		switch {
 		case ok && n > 0 && partition < n:
 			return n, nil
@@ -294,6 +305,17 @@ func (c *Client) partitionCount(ctx context.Context, topic string, partition int
 		}
 		_ = sleepCtx(wctx, defaultBackoff.delay(attempt, 0))
 	}
+}
+
+// deniedTopic returns PERMISSION_DENIED if this client may not see topic.
+// The metadata lists only the topics a client may see, so a topic missing
+// from it is asked for by name, which a broker answers with the denial
+// rather than leaving the client to wait for a topic it will never be shown.
+func (c *Client) deniedTopic(ctx context.Context, topic string) error {
+	if _, err := c.Metadata(ctx, topic); errors.Is(err, ErrPermissionDenied) || errors.Is(err, ErrUnauthenticated) {
+		return err
+	}
+	return nil
 }
 
 // partitionError converts the error of a call to tp's leader and reacts to

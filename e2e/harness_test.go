@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health/grpc_health_v1"
 
@@ -91,6 +92,9 @@ type brokerProc struct {
 	exited  chan struct{}
 	logPath string
 	prefix  []string // a command the broker runs under, if any
+	// creds, when set, are what the test's own calls to the broker use
+	// (a broker with TLS); nil means plaintext.
+	creds credentials.TransportCredentials
 }
 
 // newBroker prepares a broker with its own data dir and loopback ports.
@@ -164,7 +168,11 @@ func (b *brokerProc) waitServing() {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := grpc.NewClient(b.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := b.creds
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	conn, err := grpc.NewClient(b.addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		b.t.Fatal(err)
 	}

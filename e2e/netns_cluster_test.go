@@ -271,6 +271,9 @@ func startBridgeCluster(t *testing.T, bn *bridgeNet, m *miniotest.Server, extra 
 			"--object-store-access-key", m.AccessKey,
 			"--object-store-secret-key", m.SecretKey,
 			"--object-store-path-style",
+			// Plaintext beyond loopback: the namespaces exist only on this
+			// host, for this test.
+			"--security-allow-plaintext",
 		}, extra...)
 		addrs := brokerAddrs{grpc: h.ip + ":7400", raft: h.ip + ":7401", gossip: h.ip + ":7402"}
 		tc.brokers = append(tc.brokers, newBrokerAt(t, i+1, addrs, h.exec(), args...))

@@ -114,7 +114,10 @@ func startNetnsCluster(t *testing.T, ns *netns, extra ...string) *testCluster {
 		}
 		tc.brokers = append(tc.brokers, newBrokerAt(t, i+1, a, prefix, append([]string{
 			"--gossip-join", strings.Join(tc.gossip, ","),
-			"--gossip-bootstrap-expect", "3", "--gossip-profile", "local"}, extra...)...))
+			"--gossip-bootstrap-expect", "3", "--gossip-profile", "local",
+			// Plaintext beyond loopback: the namespace exists only on this
+			// host, for this test.
+			"--security-allow-plaintext"}, extra...)...))
 	}
 	tc.start()
 	return tc

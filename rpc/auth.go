@@ -172,8 +172,16 @@ var rules = map[string]rule{
 	"/strata.v1.FetchService/ListOffsets": func(_ security.Principal, req any) ([]need, error) {
 		return []need{topicNeed(req.(*stratav1.ListOffsetsRequest).GetTopic(), security.OpRead)}, nil
 	},
-	// Listings are filtered to what the caller may see (Auth.filter).
-	"/strata.v1.MetadataService/GetMetadata": authenticated,
+	// Listings are filtered to what the caller may see (Auth.filter); a
+	// topic asked for by name that the caller may not see is refused, so a
+	// client learns why rather than waiting for it to appear.
+	"/strata.v1.MetadataService/GetMetadata": func(_ security.Principal, req any) ([]need, error) {
+		var needs []need
+		for _, t := range req.(*stratav1.GetMetadataRequest).GetTopics() {
+			needs = append(needs, need{security.ResourceTopic, t, opSee})
+		}
+		return needs, nil
+	},
 	"/strata.v1.AdminService/ListTopics":     authenticated,
 	"/strata.v1.AdminService/DescribeTopic": func(_ security.Principal, req any) ([]need, error) {
 		return []need{{security.ResourceTopic, req.(*stratav1.DescribeTopicRequest).GetName(), opSee}}, nil

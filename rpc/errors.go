@@ -55,6 +55,9 @@ func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
+	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		return err // a status already, such as a refusal from the auth layer
+	}
 	var be *broker.Error
 	if !errors.As(err, &be) {
 		switch {

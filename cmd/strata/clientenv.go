@@ -132,9 +132,26 @@ func (f *clientFlags) connectError(ctx context.Context, err error) error {
 		return fmt.Errorf("no answer from a broker at %s within %s (--timeout)", where, f.timeout)
 	}
 	if e, ok := client.AsError(err); ok && e.Reason == "" {
-		return fmt.Errorf("cannot reach a broker at %s: %s (is `strata serve` running there? see --broker)", where, transportCause(e.Message))
+		return fmt.Errorf("cannot reach a broker at %s: %s (%s)", where, transportCause(e.Message), f.transportHint(e.Message))
 	}
 	return explain(err)
+}
+
+// transportHint guesses what to do about a transport failure: most often
+// a broker that is not running, or a TLS mismatch between it and the flags.
+func (f *clientFlags) transportHint(msg string) string {
+	switch {
+	case strings.Contains(msg, "does not look like a TLS handshake"):
+		return "the broker speaks plaintext: drop --tls-ca"
+	case strings.Contains(msg, "certificate signed by unknown authority"):
+		return "is --tls-ca the CA that signed the brokers' certificates?"
+	case strings.Contains(msg, "x509:") || strings.Contains(msg, "tls:"):
+		return "the TLS handshake failed: check --tls-ca, --tls-cert and --tls-key"
+	case f.tlsCA == "" && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") ||
+		strings.Contains(msg, "server preface") || strings.Contains(msg, "closed network connection")):
+		return "if the broker runs with TLS, pass --tls-ca (env " + tlsCAEnv + ")"
+	}
+	return "is `strata serve` running there? see --broker"
 }
 
 // transportCause shortens a gRPC transport message such as
