@@ -82,3 +82,7 @@ func aclError(err error) error {
 	}
 	return clusterError(err)
 }
+
+// ACLsInForce returns the ACLs every request is checked against, without
+// copying them: the slice is shared and must not be changed.
+func (b *Broker) ACLsInForce() []security.ACL { return b.meta.Metadata().ACLs() }

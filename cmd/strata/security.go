@@ -63,7 +63,7 @@ func (s *brokerSecurity) auth(b *broker.Broker, logger *slog.Logger) *rpc.Auth {
 		Tokens:     s.tokens,
 		Cluster:    s.cfg.ClusterName,
 		Superusers: s.cfg.Superusers,
-		ACLs:       func() []security.ACL { return b.ACLs("") },
+		ACLs:       b.ACLsInForce,
 		Log:        logger,
 	}
 }
