@@ -58,6 +58,9 @@ type Broker struct {
 
 	// raftTLS, when set, runs the metadata group's transport over TLS.
 	raftTLS *cluster.TransportTLS
+	// producerIDKey, when set, binds producer ids to principals
+	// (producer_binding.go).
+	producerIDKey []byte
 }
 
 // Option adjusts how Start runs a broker.

@@ -91,6 +91,9 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	if err := req.Batch.Validate(); err != nil {
 		return ProduceResult{}, refuse(ReasonCorruptBatch, err, "%v", err)
 	}
+	if err := b.checkProducerID(ctx, req.Batch.ProducerID()); err != nil {
+		return ProduceResult{}, err
+	}
 	if err := validateRecords(p, cfg, req.Batch); err != nil {
 		return ProduceResult{}, err
 	}

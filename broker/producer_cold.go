@@ -144,7 +144,10 @@ func maxColdProducerID(ctx context.Context, store objstore.Reader, heads map[int
 			continue
 		}
 		for _, e := range snap.producers {
-			top = max(top, e.id)
+			// The controller's number, without the tag that binds an id
+			// to its principal (producer_binding.go): the number is what
+			// must not be handed out again.
+			top = max(top, e.id&producerCounterMask)
 		}
 	}
 	return top, nil

@@ -70,6 +70,9 @@ func (b *Broker) InitProducer(ctx context.Context) (id int64, epoch int16, err e
 	if err != nil {
 		return 0, 0, clusterError(err)
 	}
+	if id, err = b.bindProducerID(ctx, id); err != nil {
+		return 0, 0, err
+	}
 	return id, 0, nil
 }
 

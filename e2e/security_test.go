@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
 )
@@ -223,6 +224,47 @@ func TestSecurity(t *testing.T) {
 		}
 		if len(topics) != 1 || topics[0].Name != "a" {
 			t.Errorf("app lists %v, want only a", topics)
+		}
+	})
+
+	t.Run("a producer id serves only the principal that initialised it", func(t *testing.T) {
+		malloryToken := addToken(t, sc, "User:mallory")
+		if err := admin.CreateACLs(ctx, &stratav1.ACL{Principal: "User:mallory", ResourceType: "topic", Name: "a", Operation: "write"}); err != nil {
+			t.Fatal(err)
+		}
+		md, err := admin.Metadata(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leader := int(md.Topics[0].Partitions[0].Leader) - 1
+		cc := sc.conn(t, leader, sc.clientTLS(t, ""))
+		as := func(token string) context.Context {
+			return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+		}
+		var init *stratav1.InitProducerResponse
+		waitFor(t, 30*time.Second, "mallory's token to be accepted and app's producer id", func() bool {
+			init, err = stratav1.NewProduceServiceClient(cc).InitProducer(as(appToken), &stratav1.InitProducerRequest{})
+			return err == nil && listTopicsWith(ctx, sc, malloryToken) == nil
+		})
+		if init.ProducerId < 1<<32 {
+			t.Fatalf("producer id %d carries no binding to its principal", init.ProducerId)
+		}
+		opts := record.DefaultBatchOptions()
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = init.ProducerId, int16(init.ProducerEpoch), 0
+		batch, err := record.Encode(opts, record.Record{Value: []byte("app's first")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		produce := func(token string) error {
+			_, err := stratav1.NewProduceServiceClient(cc).Produce(as(token), &stratav1.ProduceRequest{
+				Topic: "a", Partition: 0, Acks: stratav1.Acks_ACKS_ALL, Batch: batch})
+			return err
+		}
+		// Mallory may write to a, but not as app's producer: app's next
+		// batch must not be taken for a duplicate of hers.
+		wantCode(t, "mallory producing with app's producer id", produce(malloryToken), codes.PermissionDenied)
+		if err := produce(appToken); err != nil {
+			t.Fatalf("app producing with its own producer id: %v", err)
 		}
 	})
 

@@ -67,3 +67,10 @@ func (s *brokerSecurity) auth(b *broker.Broker, logger *slog.Logger) *rpc.Auth {
 		Log:        logger,
 	}
 }
+
+// producerIDKey binds producer ids to principals with a key every broker of
+// the cluster derives alike: from the gossip key, which TLS makes required.
+func (s *brokerSecurity) producerIDKey(g config.Gossip) []byte {
+	secret, _ := g.SecretKeyBytes() // validated at load
+	return broker.ProducerIDKey(secret)
+}

@@ -78,7 +78,7 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 	}
 	var opts []broker.Option
 	if sec != nil {
-		opts = append(opts, broker.WithRaftTLS(sec.raftTLS()))
+		opts = append(opts, broker.WithRaftTLS(sec.raftTLS()), broker.WithProducerIDKey(sec.producerIDKey(cfg.Gossip)))
 	}
 	b, err := broker.Start(ctx, cfg, logger, rpc.NewPeers(sec.material(), cfg.Security.ClusterName), opts...)
 	if err != nil {
