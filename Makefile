@@ -24,7 +24,7 @@ SIM_FIRST ?= 1
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test sim bench bench-cold bench-failover fuzz lint run run-minio cluster proto tools minio clean
+.PHONY: help build test sim bench bench-cold bench-failover fuzz lint run run-minio certs cluster proto tools minio clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -99,7 +99,10 @@ clean: ## remove build output and local data
 run-minio: build minio ## start a local MinIO and one broker using it as the cold tier (Ctrl-C stops both)
 	@./scripts/run-minio.sh
 
-cluster: build minio ## start MinIO and three brokers forming one cluster on loopback, data in ./.cluster (Ctrl-C stops all)
+certs: build ## a development CA, certificates for brokers 1-3 and client admin, and a gossip key, in ./certs
+	$(BIN)/strata dev certs --dir ./certs
+
+cluster: build minio ## start MinIO and three brokers forming one cluster on loopback with TLS, data and certificates in ./.cluster (Ctrl-C stops all)
 	@./scripts/run-cluster.sh
 
 bench-cold: build minio ## replay ~1 GB of history from MinIO: cold and warm cache, GETs per GB, beside raw MinIO GETs and a hot-tier read

@@ -753,7 +753,8 @@ func TestComposeRunClusterScript(t *testing.T) {
 			continue
 		}
 		serve++
-		for _, want := range []string{"--node-id", "--gossip-join", "--gossip-bootstrap-expect", "--object-store-create-bucket", "--object-store-type"} {
+		for _, want := range []string{"--node-id", "--gossip-join", "--gossip-bootstrap-expect", "--object-store-create-bucket", "--object-store-type",
+			"--security-tls-cert-file", "--gossip-secret-key"} {
 			if !slices.Contains(c.args, want) {
 				t.Errorf("run-cluster.sh: strata serve without %s", want)
 			}

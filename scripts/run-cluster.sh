@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make cluster: a MinIO server and three brokers that form one cluster by
 # themselves through gossip, all on loopback; data and logs under ./.cluster.
-# Ctrl-C (or any exit) stops exactly the processes started here, by pid.
+# The brokers run with TLS, authenticated clients and ACLs, from a
+# development CA and certificates in ./.cluster/certs (strata dev certs);
+# User:admin is a superuser. Ctrl-C (or any exit) stops exactly the
+# processes started here, by pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=./.cluster
@@ -13,6 +16,7 @@ WAIT=${CLUSTER_WAIT:-60} # seconds for all three brokers to answer /healthz
 export MINIO_ROOT_USER=strata MINIO_ROOT_PASSWORD=strata-dev-secret
 export MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off MINIO_BROWSER=off
 
+CERTS=$DIR/certs
 # Broker N listens on 7400+10(N-1): gRPC there, Raft +1, gossip +2, admin +3.
 base() { echo $((7390 + 10 * $1)); }
 
@@ -75,6 +79,11 @@ died() {
   return 0
 }
 
+# A development CA (kept across runs), a certificate per broker and one for
+# the admin client, and the gossip key.
+./bin/strata dev certs --dir "$CERTS" --brokers 3 --client admin >/dev/null
+GOSSIP_KEY=$(cat "$CERTS/gossip.key")
+
 mkdir -p "$DIR/minio"
 ./.tools/bin/minio server "$DIR/minio" --address "$MINIO_ADDR" --console-address 127.0.0.1:9001 \
   >"$DIR/minio.log" 2>&1 &
@@ -99,6 +108,9 @@ start_broker() {
     --object-store-type s3 --object-store-endpoint "http://$MINIO_ADDR" \
     --object-store-bucket "$BUCKET" --object-store-create-bucket \
     --object-store-access-key "$MINIO_ROOT_USER" --object-store-secret-key "$MINIO_ROOT_PASSWORD" \
+    --security-tls-ca-file "$CERTS/ca.pem" --security-tls-cert-file "$CERTS/broker-$id.pem" \
+    --security-tls-key-file "$CERTS/broker-$id-key.pem" --gossip-secret-key "$GOSSIP_KEY" \
+    --security-superusers User:admin \
     >"$DIR/broker-$id.log" 2>&1 &
   disown
   printf -v "BROKER_PID_$id" %s "$!"
@@ -109,16 +121,17 @@ pid_of() { local v="BROKER_PID_$1"; echo "${!v}"; }
 # Every broker may create the bucket; losing that race is not an error.
 for id in $IDS; do start_broker "$id"; done
 
-# The brokers answer /healthz once the cluster has formed: all three or none.
+# The brokers answer once the cluster has formed: all three or none.
+export STRATA_TLS_CA=$CERTS/ca.pem STRATA_TLS_CERT=$CERTS/client-admin.pem STRATA_TLS_KEY=$CERTS/client-admin-key.pem
+answers() { ./bin/strata topic list --broker "127.0.0.1:$(base "$1")" --timeout 2s >/dev/null 2>&1; }
 deadline=$((SECONDS + WAIT))
 for id in $IDS; do
-  admin="127.0.0.1:$(($(base "$id") + 3))"
-  until [ "$(http_status "$admin" /healthz)" = 200 ]; do
+  until answers "$id"; do
     for other in $IDS; do
       if died "broker $other" "$(pid_of "$other")" "$DIR/broker-$other.log"; then exit 1; fi
     done
     if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "broker $id did not answer http://$admin/healthz within ${WAIT}s (CLUSTER_WAIT); the end of its log:" >&2
+      echo "broker $id did not answer on 127.0.0.1:$(base "$id") within ${WAIT}s (CLUSTER_WAIT); the end of its log:" >&2
       tail -n 30 "$DIR/broker-$id.log" >&2
       exit 1
     fi
@@ -128,10 +141,13 @@ done
 
 cat <<EOF
 
-Three brokers form one cluster; the cold tier is bucket $BUCKET in MinIO on http://$MINIO_ADDR
+Three brokers form one cluster, with TLS: clients authenticate and are held to
+ACLs. The certificates are in $CERTS; User:admin (client-admin.pem) is a
+superuser. The cold tier is bucket $BUCKET in MinIO on http://$MINIO_ADDR
 (user $MINIO_ROOT_USER, password $MINIO_ROOT_PASSWORD). In another terminal:
 
   export PATH=\$PWD/bin:\$PATH STRATA_BROKER=127.0.0.1:7400,127.0.0.1:7410,127.0.0.1:7420
+  export STRATA_TLS_CA=$CERTS/ca.pem STRATA_TLS_CERT=$CERTS/client-admin.pem STRATA_TLS_KEY=$CERTS/client-admin-key.pem
   strata topic create orders --partitions 6 --replication-factor 3 --config min.insync.replicas=2
   strata topic describe orders
   printf 'a\nb\nc\n' | strata produce orders --acks all
@@ -145,7 +161,7 @@ other leaders and a smaller ISR; produce and consume go on.
 EOF
 for id in $IDS; do
   b=$(base "$id")
-  echo "  broker $id: pid $(pid_of "$id"), gRPC 127.0.0.1:$b, metrics http://127.0.0.1:$((b + 3))/metrics, log $DIR/broker-$id.log"
+  echo "  broker $id: pid $(pid_of "$id"), gRPC 127.0.0.1:$b, metrics https://127.0.0.1:$((b + 3))/metrics (as admin), log $DIR/broker-$id.log"
 done
 echo "  MinIO: pid $MINIO_PID, log $DIR/minio.log"
 echo

@@ -38,6 +38,10 @@ type clientFlags struct {
 
 // Environment variables of the TLS and credential flags. The token is best
 // given this way: a flag's value shows in the process list.
+// clientEnv lists the client commands' variables, which strata serve
+// does not take for unknown broker settings.
+var clientEnv = []string{brokerEnv, tlsCAEnv, tlsCertEnv, tlsKeyEnv, tokenEnv}
+
 const (
 	tlsCAEnv   = "STRATA_TLS_CA"
 	tlsCertEnv = "STRATA_TLS_CERT"

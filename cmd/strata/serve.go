@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -60,7 +61,7 @@ finish, fsyncs and closes its logs.`,
 func serve(cmd *cobra.Command, cfg config.Broker) error {
 	logger := newLogger(cfg.Log, cmd.ErrOrStderr())
 	for _, name := range config.UnknownEnv(os.Environ()) {
-		if name != brokerEnv { // the client commands' variable, not a broker setting
+		if !slices.Contains(clientEnv, name) { // the client commands' variables are not broker settings
 			logger.Warn("ignoring unknown environment variable", "name", name)
 		}
 	}
