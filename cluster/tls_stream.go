@@ -9,8 +9,10 @@ package cluster
 // ways.
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -25,17 +27,61 @@ type TransportTLS struct {
 }
 
 type tlsStreamLayer struct {
-	net.Listener
+	lis       net.Listener // TCP
+	server    *tls.Config
 	advertise net.Addr
 	client    *tls.Config
+	// handshakeTimeout bounds an incoming handshake: a caller that connects
+	// and says nothing must not hold a connection and its goroutine.
+	handshakeTimeout time.Duration
 }
+
+// tlsHandshakeTimeout is how long an incoming Raft connection may take to
+// complete its TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
 
 func newTLSStreamLayer(bind string, advertise net.Addr, t *TransportTLS) (*tlsStreamLayer, error) {
 	lis, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
 	}
-	return &tlsStreamLayer{Listener: tls.NewListener(lis, t.Server), advertise: advertise, client: t.Client}, nil
+	return &tlsStreamLayer{lis: lis, server: t.Server, advertise: advertise, client: t.Client, handshakeTimeout: tlsHandshakeTimeout}, nil
+}
+
+// Accept implements net.Listener. The handshake runs on the connection's
+// first read, in the transport's goroutine for it, not here: one slow
+// caller must not hold up the accept loop.
+func (l *tlsStreamLayer) Accept() (net.Conn, error) {
+	c, err := l.lis.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &serverConn{Conn: tls.Server(c, l.server), timeout: l.handshakeTimeout}, nil
+}
+
+// Close implements net.Listener.
+func (l *tlsStreamLayer) Close() error { return l.lis.Close() }
+
+// serverConn completes its handshake, within timeout, before its first read.
+type serverConn struct {
+	*tls.Conn
+	timeout time.Duration
+	once    sync.Once
+	err     error
+}
+
+func (c *serverConn) Read(p []byte) (int, error) {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		defer cancel()
+		if c.err = c.HandshakeContext(ctx); c.err != nil {
+			c.Conn.Close()
+		}
+	})
+	if c.err != nil {
+		return 0, c.err
+	}
+	return c.Conn.Read(p)
 }
 
 // Dial implements raft.StreamLayer: the handshake completes within timeout.
@@ -48,5 +94,5 @@ func (l *tlsStreamLayer) Addr() net.Addr {
 	if l.advertise != nil {
 		return l.advertise
 	}
-	return l.Listener.Addr()
+	return l.lis.Addr()
 }
