@@ -363,7 +363,7 @@ func TestSecurity(t *testing.T) {
 		}
 	})
 
-	t.Run("a gossip member that cannot prove its id is not registered", func(t *testing.T) {
+	t.Run("a gossip member that cannot prove its id, or lacks the key, is not registered", func(t *testing.T) {
 		key, _ := os.ReadFile(sc.file("gossip.key"))
 		// A holder of the gossip key and of broker 3's certificate claims to
 		// be broker 66 at its own addresses.
@@ -390,12 +390,31 @@ func TestSecurity(t *testing.T) {
 			}
 		}
 		for _, b := range sc.brokers {
-			if strings.Contains(b.log(), `"broker joined the metadata group as a voter" broker=66`) ||
-				strings.Contains(b.log(), "joined the metadata group") && strings.Contains(b.log(), "broker=66") {
-				t.Errorf("broker %d's log shows broker 66 joining the metadata group", b.id)
+			for _, line := range lines(b.log()) {
+				if strings.Contains(line, "joined the metadata group") && strings.Contains(line, "broker=66") {
+					t.Errorf("broker %d's log shows broker 66 joining the metadata group: %s", b.id, line)
+				}
 			}
 		}
 		rogue.kill()
+
+		// Without the gossip key a member cannot even join: memberlist drops
+		// what it cannot decrypt.
+		keyless := newBroker(t, 67, "--gossip-join", sc.brokers[0].args[slices.Index(sc.brokers[0].args, "--gossip-listen")+1])
+		keyless.launch()
+		waitFor(t, time.Minute, "the keyless member's join to fail", func() bool {
+			return strings.Contains(keyless.log(), "join failed")
+		})
+		md, err = admin.Metadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, br := range md.Brokers {
+			if br.Id == 67 {
+				t.Errorf("a member without the gossip key was registered: %v", br)
+			}
+		}
+		keyless.kill()
 	})
 
 	t.Run("certificates and tokens rotate without a restart", func(t *testing.T) {
