@@ -9,7 +9,7 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/strata ./cmd/strata \
- && mkdir /out/data
+ && mkdir /out/data /out/certs
 
 # Run: distroless static, as user nonroot (65532). It holds CA certificates
 # (S3 over https) and time zones but no shell or package manager: little to
@@ -20,6 +20,9 @@ COPY --from=build /out/strata /usr/local/bin/strata
 # An empty /data owned by nonroot: a new volume mounted there takes this
 # owner, so the broker can write to it.
 COPY --from=build --chown=65532:65532 /out/data /data
+# Likewise /certs, where compose's certs service writes development
+# certificates (strata dev certs).
+COPY --from=build --chown=65532:65532 /out/certs /certs
 VOLUME /data
 ENV STRATA_DATA_DIR=/data
 # gRPC, Raft, gossip (TCP and UDP), admin (health and metrics)
