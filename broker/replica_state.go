@@ -78,7 +78,8 @@ type followerState struct {
 	leo int64
 	// caughtUpAt is when the follower last had everything the leader had;
 	// heardAt when it last reported (followers report at least every
-	// followerHeartbeat, so a silent one is gone).
+	// followerHeartbeat, so a silent one is gone), zero again once it
+	// leaves the ISR.
 	caughtUpAt time.Time
 	heardAt    time.Time
 	// sentEnd and sentAt: the leader's log end when it last sent the
@@ -189,6 +190,15 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 	}
 	if s.pending != nil && info.PartitionEpoch > s.pending.partitionEpoch {
 		s.pending = nil // applied, or overtaken by another change
+	}
+	// A follower that left the ISR must be heard from again before it may
+	// rejoin: the controller takes out followers that died, and one that
+	// was caught up and heard from just before would otherwise be asked
+	// back at once, again and again, while acks=all produces wait on it.
+	for id, f := range s.followers {
+		if slices.Contains(s.info.ISR, id) && !slices.Contains(info.ISR, id) {
+			f.heardAt = time.Time{}
+		}
 	}
 	s.info = info
 	return ended

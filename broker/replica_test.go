@@ -362,9 +362,41 @@ func TestIdleCaughtUpFollowerRejoinsTheISR(t *testing.T) {
 	r.p.followerReport(3, 0, 4)
 	info.ISR, info.PartitionEpoch = []int32{1, 2}, 1
 	r.apply(info)
-	change := r.p.tick()
+	// Its next heartbeat, with nothing new to report, asks it back.
+	r.now = r.now.Add(followerHeartbeat)
+	_, change := r.p.followerReport(3, 0, 4)
 	if change == nil || len(change.isr) != 3 || change.partitionEpoch != 1 {
-		t.Fatalf("tick on an idle partition: %+v; want broker 3 asked back from partition epoch 1", change)
+		t.Fatalf("a heartbeat on an idle partition: %+v; want broker 3 asked back from partition epoch 1", change)
+	}
+	// Refused (the controller was busy, say): the next tick asks again.
+	r.p.isrAnswered(change, cluster.PartitionInfo{}, errors.New("refused"))
+	if change := r.p.tick(); change == nil || len(change.isr) != 3 {
+		t.Fatalf("tick after a refused rejoin: %+v; want broker 3 asked back again", change)
+	}
+}
+
+// The controller takes a follower that died out of the ISR. On an idle
+// partition the follower had everything and was heard from moments before
+// it died, so it still looked caught up and alive; the leader asked it back
+// at once, and again after every removal until replica.lag.time.max ran
+// out, while acks=all produces waited on a dead broker. A follower that
+// left the ISR must be heard from again before it may rejoin.
+func TestADeadFollowerTakenOutOfTheISRIsNotAskedBack(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
+	r := newTestReplica(t, 1, info, 1)
+	r.produce(1, 4)
+	r.p.followerReport(2, 0, 4)
+	r.p.followerReport(3, 0, 4)
+	// Broker 3 dies; gossip tells the controller, which removes it.
+	r.now = r.now.Add(time.Second)
+	info.ISR, info.PartitionEpoch = []int32{1, 2}, 1
+	r.apply(info)
+	for range 10 {
+		r.now = r.now.Add(followerHeartbeat)
+		r.p.followerReport(2, 0, 4)
+		if change := r.p.tick(); change != nil {
+			t.Fatalf("the leader asked for ISR %v with broker 3 silent since it left", change.isr)
+		}
 	}
 }
 
