@@ -19,7 +19,11 @@ import (
 
 // CreateTopic creates a topic. partitions 0 means 1; replicationFactor 0
 // means the replication.factor setting (the topic's, else the broker's
-// default). The settings are validated against this broker's defaults.
+// default); negative counts are INVALID_REQUEST, and so is a
+// replicationFactor that differs from a replication.factor in overrides.
+// The settings are validated against this broker's defaults, and a topic
+// that would put more partition replicas on a broker than the limit allows
+// (limits.go) is refused.
 func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error) {
 	if err := cluster.ValidateTopicName(name); err != nil {
 		return TopicDescription{}, refuse(ReasonInvalidTopicName, err, "%v", err)
@@ -28,13 +32,27 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, repli
 		partitions = 1
 	}
 	if partitions < 0 || partitions > cluster.MaxPartitions {
-		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "partitions %d: want 1 to %d", partitions, cluster.MaxPartitions)
+		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "partitions %d: want 1 to %d (cluster.MaxPartitions), or 0 for 1", partitions, cluster.MaxPartitions)
+	}
+	if err := checkReplicationFactor(replicationFactor); err != nil {
+		return TopicDescription{}, err
 	}
 	overrides = maps.Clone(overrides)
 	if overrides == nil {
 		overrides = map[string]string{}
 	}
 	if replicationFactor > 0 {
+		if v, ok := overrides["replication.factor"]; ok {
+			given := config.DefaultTopic()
+			if err := given.Set("replication.factor", v); err != nil {
+				return TopicDescription{}, configError(err)
+			}
+			if given.ReplicationFactor != int(replicationFactor) {
+				return TopicDescription{}, refuse(ReasonInvalidRequest, nil,
+					"replication_factor %d and the setting replication.factor=%s disagree: give one of them, or the same value in both", replicationFactor, v).
+					with("replication_factor", itoa(int64(replicationFactor))).with("key", "replication.factor").with("value", v)
+			}
+		}
 		overrides["replication.factor"] = strconv.Itoa(int(replicationFactor))
 	}
 	cfg, err := b.defaults.With(overrides)
@@ -45,6 +63,9 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, repli
 	if err != nil {
 		return TopicDescription{}, configError(err)
 	}
+	if err := b.checkReplicaBudget(name, partitions, cfg.ReplicationFactor); err != nil {
+		return TopicDescription{}, err
+	}
 	t, err := b.meta.CreateTopic(ctx, name, partitions, cfg.ReplicationFactor, canonical)
 	if err != nil {
 		return TopicDescription{}, clusterError(err)
@@ -53,6 +74,16 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, repli
 		return TopicDescription{}, err
 	}
 	return b.describe(t), nil
+}
+
+// checkReplicationFactor refuses a negative replication factor: 0 asks for
+// the replication.factor setting, and -1 is not a shorthand for it.
+func checkReplicationFactor(rf int32) error {
+	if rf < 0 {
+		return refuse(ReasonInvalidRequest, nil, "replication factor %d: want 1 or more, or 0 for the replication.factor setting", rf).
+			with("replication_factor", itoa(int64(rf)))
+	}
+	return nil
 }
 
 // canonicalOverrides keeps the overridden keys in the canonical form the
@@ -108,6 +139,9 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 	if err := cluster.ValidateTopicName(name); err != nil {
 		return TopicDescription{}, refuse(ReasonInvalidTopicName, err, "%v", err)
 	}
+	if err := checkReplicationFactor(replicationFactor); err != nil {
+		return TopicDescription{}, err
+	}
 	found, err := tiering.FindTopic(ctx, b.store, name, id)
 	if err != nil {
 		if errors.Is(err, tiering.ErrNoColdTopic) {
@@ -131,6 +165,9 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 	top, err := maxColdProducerID(ctx, b.store, found.Heads)
 	if err != nil {
 		return TopicDescription{}, refuse(ReasonStorageError, err, "%s: reading the producer state in the bucket: %v", name, err)
+	}
+	if err := b.checkReplicaBudget(name, found.Partitions, cfg.ReplicationFactor); err != nil {
+		return TopicDescription{}, err
 	}
 	if top >= 0 {
 		if err := b.meta.ReserveProducerIDs(ctx, top); err != nil {
@@ -292,10 +329,15 @@ func (b *Broker) Cluster(topics []string) ClusterView {
 	return v
 }
 
-// CommitOffsets stores a consumer group's positions.
+// CommitOffsets stores a consumer group's positions. A group name breaking
+// the rules (cluster.ValidateGroupName) is INVALID_REQUEST, and so is a
+// commit that would create a group beyond limits.max_groups.
 func (b *Broker) CommitOffsets(ctx context.Context, group string, offsets []CommittedOffset) error {
 	if group == "" {
 		return refuse(ReasonInvalidRequest, nil, "a consumer group name is required")
+	}
+	if err := cluster.ValidateGroupName(group); err != nil {
+		return refuse(ReasonInvalidRequest, err, "%v", err).with("max_length", itoa(cluster.MaxGroupNameLen))
 	}
 	m := b.meta.Metadata()
 	reqs := make([]cluster.OffsetCommitRequest, 0, len(offsets))
@@ -305,7 +347,11 @@ func (b *Broker) CommitOffsets(ctx context.Context, group string, offsets []Comm
 		}
 		reqs = append(reqs, cluster.OffsetCommitRequest{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
 	}
-	if err := b.meta.CommitOffsets(ctx, group, reqs); err != nil {
+	if err := b.meta.CommitOffsets(ctx, group, reqs, b.limits.commitOptions()...); err != nil {
+		var tm *cluster.TooManyGroupsError
+		if errors.As(err, &tm) {
+			return maxGroupsError(err, tm)
+		}
 		return clusterError(err)
 	}
 	return nil
@@ -356,7 +402,9 @@ func clusterError(err error) error {
 		return refuse(ReasonInvalidTopicName, err, "%v", err)
 	case errors.Is(err, cluster.ErrNotEnoughBrokers), errors.Is(err, cluster.ErrInvalidReplicationFactor):
 		return refuse(ReasonInvalidConfig, err, "%v", err).with("key", "replication.factor")
-	case errors.Is(err, cluster.ErrInvalidPartitions), errors.Is(err, cluster.ErrInvalidOffsetCommit), errors.Is(err, cluster.ErrInvalidConfig):
+	case errors.Is(err, cluster.ErrInvalidPartitions), errors.Is(err, cluster.ErrInvalidOffsetCommit), errors.Is(err, cluster.ErrInvalidConfig),
+		errors.Is(err, cluster.ErrInvalidISR), errors.Is(err, cluster.ErrNotInISR):
+		// Requests that cannot succeed as they are: retrying would not help.
 		return refuse(ReasonInvalidRequest, err, "%v", err)
 	case errors.Is(err, cluster.ErrStaleEpoch):
 		return refuse(ReasonFencedEpoch, err, "%v", err)

@@ -39,6 +39,11 @@ type Broker struct {
 	// unuploaded is the sealed bytes awaiting upload, summed by the tiering
 	// loop; produce is throttled beyond tiering.max_unuploaded_bytes.
 	unuploaded atomic.Int64
+	// limits bound what one client may take (limits.go, quota.go).
+	limits *limits
+	// freeSpace reads the free bytes of the data dir's file system
+	// (disk.go): statfs unless WithFreeSpace replaced it.
+	freeSpace func(dir string) (int64, error)
 
 	mu struct {
 		sync.RWMutex
@@ -116,6 +121,13 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 			b.closeAll()
 		}
 	}()
+	if b.freeSpace == nil {
+		b.freeSpace = freeBytes
+	}
+	if err := checkStartSpace(cfg.DataDir, cfg.Storage.MinFreeBytes, b.freeSpace, logger); err != nil {
+		return nil, err
+	}
+	b.limits = newLimits(cfg, logger)
 
 	b.storeMetrics = &objstore.Metrics{}
 	if b.store, err = openStore(ctx, cfg, b.storeMetrics); err != nil {

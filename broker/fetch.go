@@ -6,7 +6,9 @@ package broker
 // never past the high watermark, so a consumer sees only committed records.
 // At the end it waits up to MaxWait for more (a long poll). An offset below
 // the log start or past the log end is OFFSET_OUT_OF_RANGE with the valid
-// range in the error.
+// range in the error. MaxBytes is capped by limits.max_fetch_bytes: a
+// larger request is served that much, not refused. Over the caller's fetch
+// quota a fetch is delayed or THROTTLED (quota.go).
 
 import (
 	"context"
@@ -23,7 +25,7 @@ type FetchRequest struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	MaxBytes  int           // 0 means 1 MiB
+	MaxBytes  int           // 0 means 1 MiB; capped by limits.max_fetch_bytes
 	MaxWait   time.Duration // at the end of the log, how long to wait for more
 }
 
@@ -42,9 +44,16 @@ const defaultFetchBytes = 1 << 20
 // cold tier too (history is in the shared bucket) and answers NOT_LEADER for
 // offsets the cold tier does not hold.
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	if req.MaxBytes <= 0 {
-		req.MaxBytes = defaultFetchBytes
+	req.MaxBytes = b.limits.fetchBytes(req.MaxBytes)
+	if err := b.limits.admitFetch(ctx); err != nil {
+		return FetchResult{}, err
 	}
+	res, err := b.fetch(ctx, req)
+	b.limits.chargeFetch(ctx, len(res.Batches))
+	return res, err
+}
+
+func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	p, err := b.leaderPartition(req.Topic, req.Partition)
 	if err != nil {
 		if ReasonOf(err) == ReasonNotLeader || ReasonOf(err) == ReasonLeaderNotAvailable {

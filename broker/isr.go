@@ -10,6 +10,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/strata-log/strata/cluster"
@@ -64,7 +65,15 @@ func (b *Broker) alterISR(ctx context.Context, p *partition, c *isrChange) (clus
 
 // AlterISR is the controller's side of alterISR: a leader's request to
 // change a partition's ISR, checked against the leader and partition epochs.
+// A request that cannot be right whatever the state (a bad name, a negative
+// partition, id or epoch, an empty ISR or one with duplicates, one naming a
+// broker that is not a replica or dropping the leader) is INVALID_REQUEST;
+// a stale one is FENCED_EPOCH; a broker that is not the controller answers
+// UNAVAILABLE naming it, which is the one worth retrying (there).
 func (b *Broker) AlterISR(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
+	if err := checkISRRequest(req); err != nil {
+		return cluster.PartitionInfo{}, err
+	}
 	t, ok := b.meta.Metadata().Topic(req.Topic)
 	if !ok || t.ID != req.TopicID {
 		return cluster.PartitionInfo{}, refuse(ReasonTopicNotFound, nil, "topic %q with id %s not found", req.Topic, req.TopicID)
@@ -77,6 +86,29 @@ func (b *Broker) AlterISR(ctx context.Context, req ISRRequest) (cluster.Partitio
 		return cluster.PartitionInfo{}, clusterError(err)
 	}
 	return info, nil
+}
+
+// checkISRRequest checks what an ISR change needs no state to be refused
+// for.
+func checkISRRequest(req ISRRequest) error {
+	if err := cluster.ValidateTopicName(req.Topic); err != nil {
+		return refuse(ReasonInvalidRequest, err, "AlterISR: %v", err)
+	}
+	switch {
+	case req.Partition < 0:
+		return refuse(ReasonInvalidRequest, nil, "AlterISR: partition %d of %s: must not be negative", req.Partition, req.Topic)
+	case req.LeaderID < 0 || req.LeaderEpoch < 0 || req.PartitionEpoch < 0:
+		return refuse(ReasonInvalidRequest, nil, "AlterISR %s/%d: leader id %d, leader epoch %d and partition epoch %d must not be negative",
+			req.Topic, req.Partition, req.LeaderID, req.LeaderEpoch, req.PartitionEpoch)
+	case len(req.ISR) == 0:
+		return refuse(ReasonInvalidRequest, nil, "AlterISR %s/%d: the new ISR is empty; it must hold at least the leader", req.Topic, req.Partition)
+	}
+	for i, id := range req.ISR {
+		if id < 0 || slices.Contains(req.ISR[:i], id) {
+			return refuse(ReasonInvalidRequest, nil, "AlterISR %s/%d: ISR %v: broker ids must be distinct and not negative", req.Topic, req.Partition, req.ISR)
+		}
+	}
+	return nil
 }
 
 // requestNewEpoch asks, at most once a second per partition, for the

@@ -5,7 +5,8 @@ package broker
 // Checks, in order, each refusing with its reason and changing nothing:
 // the topic and partition exist (TOPIC_NOT_FOUND, PARTITION_NOT_FOUND); this
 // broker leads the partition (NOT_LEADER with the leader's address) and has
-// it open (LEADER_NOT_AVAILABLE); the disk has room (THROTTLED); the batch
+// it open (LEADER_NOT_AVAILABLE); the caller is within its produce quota
+// (THROTTLED, quota.go); the disk has room (THROTTLED); the batch
 // is within max.message.bytes (RECORD_TOO_LARGE) and passes its length,
 // magic, CRC and record checks (CORRUPT_BATCH); for acks=all, the ISR has
 // at least min.insync.replicas members (NOT_ENOUGH_REPLICAS). A batch of an
@@ -72,6 +73,9 @@ const defaultProduceTimeout = 30 * time.Second
 func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult, error) {
 	p, err := b.leaderPartition(req.Topic, req.Partition)
 	if err != nil {
+		return ProduceResult{}, err
+	}
+	if err := b.limits.admitProduce(ctx, len(req.Batch)); err != nil {
 		return ProduceResult{}, err
 	}
 	if err := b.checkDiskSpace(); err != nil {
@@ -255,7 +259,7 @@ func (b *Broker) checkDiskSpace() error {
 	if min <= 0 {
 		return nil
 	}
-	free, err := freeBytes(b.cfg.DataDir)
+	free, err := b.freeSpace(b.cfg.DataDir)
 	if err != nil || free >= min {
 		return nil
 	}

@@ -129,8 +129,17 @@ func (n *Node) AlterTopicConfig(ctx context.Context, name string, set map[string
 
 // CommitOffsets records a consumer group's positions, all or none: a
 // partition that does not exist refuses the whole call (ErrTopicNotFound or
-// ErrPartitionNotFound). Several entries for one partition: the last wins.
-func (n *Node) CommitOffsets(ctx context.Context, group string, commits []OffsetCommitRequest) error {
+// ErrPartitionNotFound), and so does a group name ValidateGroupName refuses
+// or, with WithMaxGroups, a new group beyond the bound (both match
+// ErrInvalidOffsetCommit). Several entries for one partition: the last wins.
+func (n *Node) CommitOffsets(ctx context.Context, group string, commits []OffsetCommitRequest, opts ...CommitOption) error {
+	var o commitOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := ValidateGroupName(group); err != nil {
+		return err
+	}
 	if err := validateOffsetCommit(group, commits); err != nil {
 		return err
 	}
@@ -139,6 +148,11 @@ func (n *Node) CommitOffsets(ctx context.Context, group string, commits []Offset
 	}
 	if err := n.syncLeader(ctx); err != nil {
 		return err
+	}
+	if o.maxGroups > 0 && !n.fsm.offsets.has(group) {
+		if count := n.fsm.offsets.count(); count >= o.maxGroups {
+			return &TooManyGroupsError{Group: group, Groups: count, Max: o.maxGroups}
+		}
 	}
 	md := n.Metadata()
 	c := &commitOffsetsCmd{Group: group, Commits: make([]offsetCommitEntry, len(commits)), CommittedAtMs: time.Now().UnixMilli()}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"maps"
 	"sync"
 )
@@ -34,6 +35,55 @@ func (t *offsetTable) group(group string) groupOffsets {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.groups[group]
+}
+
+// has reports whether a group has committed offsets.
+func (t *offsetTable) has(group string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	_, ok := t.groups[group]
+	return ok
+}
+
+// count returns the number of groups with committed offsets.
+func (t *offsetTable) count() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.groups)
+}
+
+// TooManyGroupsError refuses an offset commit that would create a consumer
+// group when Max groups exist already (CommitOffsets with WithMaxGroups).
+// It matches ErrInvalidOffsetCommit with errors.Is. Groups go away only with
+// the topics they committed offsets for.
+type TooManyGroupsError struct {
+	Group  string // the group the commit would have created
+	Groups int    // groups that exist
+	Max    int    // the bound
+}
+
+func (e *TooManyGroupsError) Error() string {
+	return fmt.Sprintf("%v: group %q would be a new consumer group, and %d exist already; at most %d are allowed",
+		ErrInvalidOffsetCommit, e.Group, e.Groups, e.Max)
+}
+
+// Is makes errors.Is(err, ErrInvalidOffsetCommit) true.
+func (e *TooManyGroupsError) Is(target error) bool { return target == ErrInvalidOffsetCommit }
+
+// CommitOption adjusts one CommitOffsets call.
+type CommitOption func(*commitOptions)
+
+type commitOptions struct {
+	maxGroups int
+}
+
+// WithMaxGroups refuses a commit that would create a group when max groups
+// exist already (a *TooManyGroupsError); max <= 0 means no bound. The
+// proposer checks it against the state it sees, so commits of new groups
+// racing each other on one controller may pass it together and exceed the
+// bound by a few.
+func WithMaxGroups(max int) CommitOption {
+	return func(o *commitOptions) { o.maxGroups = max }
 }
 
 // snapshot returns a shallow copy of the table: the group maps are shared,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/strata-log/strata/security"
 )
@@ -14,6 +16,10 @@ const (
 	// MaxTopicNameLen is the longest topic name; Kafka's limit, so names move
 	// between the two systems.
 	MaxTopicNameLen = 249
+	// MaxGroupNameLen is the longest consumer group name, in bytes: as long
+	// as a topic name. Every broker keeps every group's name in memory and
+	// every snapshot carries it.
+	MaxGroupNameLen = 249
 	// MaxPartitions bounds the partition count of one topic.
 	MaxPartitions = 10000
 	// MaxOffsetMetadata bounds the metadata string of one offset commit, in
@@ -51,6 +57,66 @@ func ValidateTopicName(name string) error {
 
 func topicNameChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// ValidateGroupName checks a consumer group name: 1 to MaxGroupNameLen
+// bytes of UTF-8 without control characters (which would garble logs and
+// listings). Any other character is allowed, as in Kafka. The error wraps
+// ErrInvalidOffsetCommit.
+//
+// The proposer checks it, not the state machine: a name stored before this
+// rule existed must still apply when the log is replayed.
+func ValidateGroupName(name string) error {
+	switch {
+	case name == "":
+		return errorf(ErrInvalidOffsetCommit, "empty group name")
+	case len(name) > MaxGroupNameLen:
+		return errorf(ErrInvalidOffsetCommit, "group name of %d bytes (%.20q...): at most %d allowed", len(name), name, MaxGroupNameLen)
+	case !utf8.ValidString(name):
+		return errorf(ErrInvalidOffsetCommit, "group name %q is not valid UTF-8", name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return errorf(ErrInvalidOffsetCommit, "group name %q: control characters are not allowed", name)
+		}
+	}
+	return nil
+}
+
+// ReplicaCounts returns how many partition replicas each registered broker
+// holds, and how many it would hold with a new topic of partitions ×
+// replicationFactor placed as CreateTopic would place it now (after is nil
+// when no placement is possible: a replication factor outside 1 to the
+// number of brokers, or a partition count outside 1 to MaxPartitions, which
+// CreateTopic refuses anyway). Callers use it to refuse a topic that would
+// take a broker beyond what it can hold, before proposing it; a change
+// committed in between can shift the placement by a little.
+func ReplicaCounts(m *Metadata, partitions int32, replicationFactor int) (now, after map[int32]int) {
+	brokers := m.BrokerIDs()
+	now = make(map[int32]int, len(brokers))
+	for _, id := range brokers {
+		now[id] = 0
+	}
+	for _, t := range m.Topics {
+		for _, p := range t.Partitions {
+			for _, id := range p.Replicas {
+				now[id]++
+			}
+		}
+	}
+	if len(brokers) == 0 || replicationFactor < 1 || replicationFactor > len(brokers) || validatePartitionCount(int(partitions)) != nil {
+		return now, nil
+	}
+	after = make(map[int32]int, len(now))
+	for id, n := range now {
+		after[id] = n
+	}
+	for _, p := range assignReplicas(brokers, partitions, replicationFactor, assignmentStart(m, len(brokers))) {
+		for _, id := range p.Replicas {
+			after[id]++
+		}
+	}
+	return now, after
 }
 
 // validateTopicID checks the 32-lowercase-hex form newTopicID produces.

@@ -40,6 +40,10 @@ type Broker struct {
 	Replica Replica `yaml:"replica"`
 	// Controller tunes the metadata controller.
 	Controller Controller `yaml:"controller"`
+	// Limits bound what one request or client may make the cluster hold.
+	Limits Limits `yaml:"limits"`
+	// Quotas bound the bytes each principal moves through this broker.
+	Quotas Quotas `yaml:"quotas"`
 	// TopicOverrides holds broker-wide overrides of the built-in topic
 	// defaults, by topic key ("retention.ms": "30d"). See TopicDefaults.
 	TopicOverrides map[string]string `yaml:"topic_defaults"`
@@ -186,7 +190,9 @@ type Tiering struct {
 type Storage struct {
 	// MinFreeBytes: when the file system holding data_dir has less free
 	// space than this, produce is throttled with a retriable error instead
-	// of filling the disk. 0 disables the check.
+	// of filling the disk, and a broker starting with less refuses to start
+	// (rather than hang opening its Raft state on a full disk). 0 disables
+	// both checks.
 	MinFreeBytes ByteSize `yaml:"min_free_bytes"`
 }
 
@@ -203,6 +209,45 @@ type Controller struct {
 	// removed from the Raft group and its replicas are reassigned. Long
 	// enough to ride out a restart or a rolling upgrade.
 	DeadBrokerTimeout Duration `yaml:"dead_broker_timeout"`
+}
+
+// Limits bound what one request or client may make the cluster hold, so
+// that one of them cannot exhaust what every other needs: file descriptors,
+// memory, the metadata every broker keeps.
+type Limits struct {
+	// MaxPartitionsPerBroker bounds the partition replicas one broker may
+	// hold. Each replica keeps files open, and a broker out of file
+	// descriptors can answer nothing, not even health checks: a CreateTopic
+	// (or RestoreTopic) that would place more replicas than this on any
+	// broker is refused. The broker handling the call applies its own
+	// setting to every broker's count, so set it alike on all of them. 0,
+	// the default, derives the bound from the process's open-file limit
+	// (RLIMIT_NOFILE, ulimit -n).
+	MaxPartitionsPerBroker int `yaml:"max_partitions_per_broker"`
+	// MaxFetchBytes caps the batches of one fetch response. A request asking
+	// for more is served this much, not refused (a response still holds at
+	// least one whole batch, however large). It bounds the memory a slow or
+	// stalled consumer stream can hold.
+	MaxFetchBytes ByteSize `yaml:"max_fetch_bytes"`
+	// MaxGroups bounds the consumer groups whose offsets the cluster keeps
+	// (every broker holds them all, and every metadata snapshot carries
+	// them): an offset commit that would create one more group is refused.
+	// The controller applies its setting, so set it alike on all brokers.
+	// 0 means no bound.
+	MaxGroups int `yaml:"max_groups"`
+}
+
+// Quotas bound the bytes each principal (a client's User:<name>; all
+// callers share one quota without TLS) moves through this broker per
+// second, with a token bucket holding one second's worth. Over quota,
+// produce is refused with THROTTLED and a retry delay, and fetch responses
+// are delayed (by up to a second; beyond that the fetch is refused with
+// THROTTLED and a retry delay too). 0 means unlimited.
+type Quotas struct {
+	// ProduceBytesPerSec bounds the batch bytes a principal produces.
+	ProduceBytesPerSec ByteSize `yaml:"produce_bytes_per_sec"`
+	// FetchBytesPerSec bounds the batch bytes a principal fetches.
+	FetchBytesPerSec ByteSize `yaml:"fetch_bytes_per_sec"`
 }
 
 // Logging configures the broker's own log output.
@@ -243,6 +288,7 @@ func DefaultBroker() Broker {
 		},
 		Replica:    Replica{LagTimeMax: Duration(30 * time.Second)},
 		Controller: Controller{DeadBrokerTimeout: Duration(5 * time.Minute)},
+		Limits:     Limits{MaxFetchBytes: 8 << 20, MaxGroups: 10000},
 		Log:        Logging{Level: "info", Format: "text"},
 	}
 }

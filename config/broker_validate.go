@@ -52,6 +52,12 @@ func (b Broker) Validate() error {
 	if b.Controller.DeadBrokerTimeout <= 0 {
 		return &Error{Key: "controller.dead_broker_timeout", Value: b.Controller.DeadBrokerTimeout.String(), Allowed: "a positive duration such as 5m"}
 	}
+	if err := b.Limits.validate(); err != nil {
+		return err
+	}
+	if err := b.Quotas.validate(); err != nil {
+		return err
+	}
 	if !oneOf(b.Log.Level, "debug", "info", "warn", "error") {
 		return &Error{Key: "log.level", Value: b.Log.Level, Allowed: "debug, info, warn or error"}
 	}
@@ -313,3 +319,38 @@ func (t Tiering) validate(topic Topic) error {
 }
 
 func oneOf(s string, values ...string) bool { return slices.Contains(values, s) }
+
+// MinFetchBytes and MaxFetchBytes bound limits.max_fetch_bytes.
+const (
+	MinFetchBytes = 64 << 10
+	MaxFetchBytes = 1 << 30
+)
+
+// validate checks the limits: counts are not negative (0 means derived or
+// unbounded) and a fetch response can hold a useful amount.
+func (l Limits) validate() error {
+	if l.MaxPartitionsPerBroker < 0 {
+		return &Error{Key: "limits.max_partitions_per_broker", Value: strconv.Itoa(l.MaxPartitionsPerBroker),
+			Allowed: "a positive integer, or 0 to derive it from the open-file limit"}
+	}
+	if l.MaxFetchBytes < MinFetchBytes || l.MaxFetchBytes > MaxFetchBytes {
+		return &Error{Key: "limits.max_fetch_bytes", Value: l.MaxFetchBytes.String(), Allowed: "a size from 64KiB to 1GiB"}
+	}
+	if l.MaxGroups < 0 {
+		return &Error{Key: "limits.max_groups", Value: strconv.Itoa(l.MaxGroups), Allowed: "a positive integer, or 0 for no bound"}
+	}
+	return nil
+}
+
+// validate checks the quotas are rates or 0 (unlimited).
+func (q Quotas) validate() error {
+	for _, r := range []struct {
+		key  string
+		rate ByteSize
+	}{{"quotas.produce_bytes_per_sec", q.ProduceBytesPerSec}, {"quotas.fetch_bytes_per_sec", q.FetchBytesPerSec}} {
+		if r.rate < 0 {
+			return &Error{Key: r.key, Value: r.rate.String(), Allowed: "bytes per second such as 10MiB, or 0 for unlimited"}
+		}
+	}
+	return nil
+}

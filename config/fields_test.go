@@ -167,6 +167,8 @@ func sampleBroker() Broker {
 		},
 		Replica:        Replica{LagTimeMax: Duration(10e9)},
 		Controller:     Controller{DeadBrokerTimeout: Duration(36e11)},
+		Limits:         Limits{MaxPartitionsPerBroker: 2000, MaxFetchBytes: 4 << 20, MaxGroups: 500},
+		Quotas:         Quotas{ProduceBytesPerSec: 10 << 20, FetchBytesPerSec: 20 << 20},
 		TopicOverrides: map[string]string{"retention.ms": "30d", "segment.bytes": "64MiB"},
 		Log:            Logging{Level: "debug", Format: "json"},
 	}

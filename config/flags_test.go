@@ -33,7 +33,7 @@ func TestBindFlagsRegistersEveryField(t *testing.T) {
 
 // TestFlagHelpStatesDefault: pflag prints "(default X)" unless the default
 // is empty, zero or false; for those the help text itself says what empty
-// means.
+// (or 0) means.
 func TestFlagHelpStatesDefault(t *testing.T) {
 	fs := newFlags(t)
 	usage := fs.FlagUsages()
@@ -50,9 +50,13 @@ func TestFlagHelpStatesDefault(t *testing.T) {
 			continue
 		}
 		switch f.Default {
-		case "", "0", "false":
+		case "", "false":
 			if !strings.Contains(line, "empty") && f.Type != "bool" {
 				t.Errorf("%s: default is empty and the help does not say what that means: %s", f.Flag, line)
+			}
+		case "0":
+			if !strings.Contains(line, "0 means") {
+				t.Errorf("%s: default is 0 and the help does not say what 0 means: %s", f.Flag, line)
 			}
 		default:
 			if !strings.Contains(line, "(default ") || !strings.Contains(line, f.Default) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -166,9 +168,12 @@ func TestBadInputMatrix(t *testing.T) {
 
 	t.Run("throttled while the disk is short of space", func(t *testing.T) {
 		b1.stop(t)
-		cfg := b1.cfg
-		cfg.Storage.MinFreeBytes = config.ByteSize(1 << 60)
-		b := startBroker(t, cfg)
+		// A broker does not start short of space (TestStartRefusesFullDisk):
+		// this one starts with room, then its disk runs short.
+		var free atomic.Int64
+		free.Store(1 << 40)
+		b := startBroker(t, b1.cfg, broker.WithFreeSpace(func(string) (int64, error) { return free.Load(), nil }))
+		free.Store(int64(b1.cfg.Storage.MinFreeBytes) - 1)
 		// The restarted broker leads its partitions again once the
 		// controller sees it back; only then is the disk check reached.
 		waitUntil(t, "a leader of good/0", func() bool {

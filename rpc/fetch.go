@@ -4,7 +4,12 @@ package rpc
 // watermark, then new ones as they commit, with an empty heartbeat carrying
 // the high watermark every max_wait_ms while nothing comes. With stop_at_end
 // the stream ends once it has caught up. With decode, records are sent
-// instead of batches, starting exactly at the requested offset.
+// instead of batches, starting exactly at the requested offset. Each
+// response carries at most max_bytes of batches (1 MiB when 0), and never
+// more than the broker's limits.max_fetch_bytes: a larger max_bytes is
+// served that much, not refused (a response always holds one whole batch).
+// Over the caller's fetch quota the next response comes later, or the
+// stream ends with THROTTLED and a RetryInfo.
 //
 // ListOffsets resolves earliest, latest, or a time.
 

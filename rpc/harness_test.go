@@ -60,14 +60,14 @@ func freeAddr(t testing.TB) string {
 }
 
 // startBroker starts a broker with cfg and serves it on a fresh port.
-func startBroker(t testing.TB, cfg config.Broker) *testBroker {
+func startBroker(t testing.TB, cfg config.Broker, opts ...broker.Option) *testBroker {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
-	return startBrokerAt(t, cfg)
+	return startBrokerAt(t, cfg, opts...)
 }
 
 // startBrokerAt starts a broker with cfg and serves it on cfg.Listen.
-func startBrokerAt(t testing.TB, cfg config.Broker) *testBroker {
+func startBrokerAt(t testing.TB, cfg config.Broker, opts ...broker.Option) *testBroker {
 	t.Helper()
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -76,7 +76,7 @@ func startBrokerAt(t testing.TB, cfg config.Broker) *testBroker {
 	cfg.Listen = lis.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := broker.Start(ctx, cfg, quietLogger(), NewPeers(nil, ""))
+	b, err := broker.Start(ctx, cfg, quietLogger(), NewPeers(nil, ""), opts...)
 	if err != nil {
 		lis.Close()
 		t.Errorf("start broker %d: %v", cfg.NodeID, err)

@@ -4,7 +4,8 @@ package rpc
 // handler encodes into one batch with the requested compression; timestamp 0
 // means now) or as one encoded batch, stored as sent. A resend of an
 // idempotent producer's batch is answered with the original offsets and
-// duplicate set.
+// duplicate set. A caller over its produce quota is refused with THROTTLED
+// and a RetryInfo saying when to try again.
 //
 // InitProducer: a producer id from the controller, with epoch 0.
 

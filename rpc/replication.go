@@ -6,6 +6,8 @@ package rpc
 
 import (
 	"context"
+	"errors"
+	"io"
 
 	"github.com/strata-log/strata/broker"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
@@ -47,13 +49,14 @@ func (r replicaStream) Send(c broker.ReplicaChunk) error {
 
 // Replicate serves a follower's stream until it ends or the server stops:
 // a stream would otherwise hold a graceful stop open for as long as the
-// follower stays connected.
+// follower stays connected. A follower that half-closes its side (it has
+// nothing more to report) ends the stream cleanly, with OK.
 func (s *replicationService) Replicate(stream stratav1.ReplicationService_ReplicateServer) error {
 	served := make(chan error, 1)
 	go func() { served <- s.b.ServeReplication(stream.Context(), replicaStream{stream}) }()
 	select {
 	case err := <-served:
-		if stream.Context().Err() != nil {
+		if stream.Context().Err() != nil || errors.Is(err, io.EOF) {
 			return nil
 		}
 		return toStatus(err)

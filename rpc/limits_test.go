@@ -1,0 +1,343 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/config"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// Limits that keep one client from hurting the rest, and small wrong
+// answers found by a hostile-input review, each tried through a real broker
+// over loopback gRPC.
+
+// wantRefusal checks a call's error: its code, reason, retriable flag and
+// that its message says each of says.
+func wantRefusal(t *testing.T, what string, err error, code codes.Code, reason string, retriable bool, says ...string) {
+	t.Helper()
+	got, info, _ := errorInfo(err)
+	if err == nil || got != code || info == nil || info.Reason != reason || info.Metadata["retriable"] != fmt.Sprint(retriable) {
+		t.Fatalf("%s: %v (info %v); want %v %s retriable=%v", what, err, info, code, reason, retriable)
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%s: %q does not say %q", what, err, s)
+		}
+	}
+}
+
+func topicNames(t *testing.T, tb *testBroker) []string {
+	t.Helper()
+	resp, err := tb.admin.ListTopics(testCtx(t), &stratav1.ListTopicsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tp := range resp.Topics {
+		names = append(names, tp.Name)
+	}
+	return names
+}
+
+// TestCreateTopicPartitionLimit: a topic that would put more partition
+// replicas on a broker than limits.max_partitions_per_broker is refused,
+// naming the limit, the count and what to change, and nothing is created;
+// a topic that fits is created.
+func TestCreateTopicPartitionLimit(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	cfg.Limits.MaxPartitionsPerBroker = 10
+	b1 := startBroker(t, cfg)
+	ctx := testCtx(t)
+	b1.createTopic(t, "first", 8, nil)
+	_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "many", Partitions: 3000})
+	wantRefusal(t, "3000 partitions", err, codes.InvalidArgument, "INVALID_REQUEST", false,
+		"3008 partition replicas on broker 1", "holds 8", "at most 10", "limits.max_partitions_per_broker", "at most 10000")
+	_, info, _ := errorInfo(err)
+	if info.Metadata["limit"] != "10" || info.Metadata["broker_id"] != "1" || info.Metadata["replicas"] != "8" {
+		t.Errorf("metadata %v", info.Metadata)
+	}
+	_, err = b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "three", Partitions: 3})
+	wantRefusal(t, "one over", err, codes.InvalidArgument, "INVALID_REQUEST", false, "11 partition replicas")
+	if names := topicNames(t, b1); len(names) != 1 {
+		t.Fatalf("topics %v after the refusals, want only first", names)
+	}
+	b1.createTopic(t, "two", 2, nil) // exactly at the limit
+}
+
+// TestCreateTopicReplicationFactorConflicts: a negative replication factor
+// or partition count is refused, not taken as the default, and so is a
+// replication_factor that the request's own replication.factor setting
+// contradicts; agreeing ones pass.
+func TestCreateTopicReplicationFactorConflicts(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	cfg.ObjectStore.Type = config.ObjectStoreFS
+	b1 := startBroker(t, cfg)
+	ctx := testCtx(t)
+	_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "neg", ReplicationFactor: -1})
+	wantRefusal(t, "replication factor -1", err, codes.InvalidArgument, "INVALID_REQUEST", false, "replication factor -1")
+	_, err = b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "neg", Partitions: -1})
+	wantRefusal(t, "partitions -1", err, codes.InvalidArgument, "INVALID_REQUEST", false, "partitions -1")
+	_, err = b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "both", ReplicationFactor: 1, Config: map[string]string{"replication.factor": "2"}})
+	wantRefusal(t, "replication_factor 1 with replication.factor=2", err, codes.InvalidArgument, "INVALID_REQUEST", false,
+		"replication_factor 1", "replication.factor=2")
+	_, err = b1.admin.RestoreTopic(ctx, &stratav1.RestoreTopicRequest{Name: "gone", ReplicationFactor: -1})
+	wantRefusal(t, "restore with replication factor -1", err, codes.InvalidArgument, "INVALID_REQUEST", false, "replication factor -1")
+	if names := topicNames(t, b1); len(names) != 0 {
+		t.Fatalf("topics %v after the refusals", names)
+	}
+	d := b1.createTopic(t, "agree", 1, map[string]string{"replication.factor": "1"})
+	resp, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "same", ReplicationFactor: 1, Config: map[string]string{"replication.factor": "1"}})
+	if err != nil || d.Config["replication.factor"] != "1" || resp.Topic.Config["replication.factor"] != "1" {
+		t.Fatalf("agreeing settings: %v, %v", resp, err)
+	}
+}
+
+// TestFetchCapsMaxBytes: a fetch asking for a gigabyte gets responses of
+// at most limits.max_fetch_bytes, and still everything, in order.
+func TestFetchCapsMaxBytes(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	cfg.Limits.MaxFetchBytes = 64 << 10
+	b1 := startBroker(t, cfg)
+	ctx := testCtx(t)
+	b1.createTopic(t, "big", 1, nil)
+	value := strings.Repeat("v", 10<<10)
+	for i := range 30 {
+		if _, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "big", Batch: batchOf(t, fmt.Sprintf("%02d%s", i, value))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, err := b1.fetch.Fetch(ctx, &stratav1.FetchRequest{Topic: "big", MaxBytes: 1 << 30, StopAtEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	responses, next := 0, int64(0)
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		responses++
+		if len(resp.Batches) > 64<<10 {
+			t.Fatalf("a response of %d bytes with limits.max_fetch_bytes 64KiB", len(resp.Batches))
+		}
+		next = resp.NextOffset
+	}
+	if next != 30 || responses < 5 {
+		t.Fatalf("fetched to %d in %d responses, want 30 in at least 5", next, responses)
+	}
+}
+
+// TestConsumerGroupLimits: group names longer than a topic name may be, or
+// with control characters, are refused; so is a commit that would create a
+// group beyond limits.max_groups, while existing groups keep committing.
+func TestConsumerGroupLimits(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	cfg.Limits.MaxGroups = 2
+	b1 := startBroker(t, cfg)
+	ctx := testCtx(t)
+	b1.createTopic(t, "events", 1, nil)
+	commit := func(group string, off int64) error {
+		_, err := b1.offsets.CommitOffsets(ctx, &stratav1.CommitOffsetsRequest{Group: group, Offsets: []*stratav1.CommittedOffset{{Topic: "events", Offset: off}}})
+		return err
+	}
+	wantRefusal(t, "a 10 KB group name", commit(strings.Repeat("g", 10<<10), 1), codes.InvalidArgument, "INVALID_REQUEST", false, "at most 249")
+	wantRefusal(t, "a group name with a newline", commit("two\nlines", 1), codes.InvalidArgument, "INVALID_REQUEST", false, "control characters")
+	for _, g := range []string{"g1", "g2"} {
+		if err := commit(g, 1); err != nil {
+			t.Fatalf("group %s: %v", g, err)
+		}
+	}
+	wantRefusal(t, "a third group", commit("g3", 1), codes.InvalidArgument, "INVALID_REQUEST", false, `"g3"`, "at most 2", "limits.max_groups")
+	if err := commit("g1", 2); err != nil {
+		t.Fatalf("an existing group at the limit: %v", err)
+	}
+	resp, err := b1.offsets.FetchOffsets(ctx, &stratav1.FetchOffsetsRequest{Group: "g3"})
+	if err != nil || len(resp.Offsets) != 0 {
+		t.Fatalf("offsets of the refused group: %v, %v", resp, err)
+	}
+}
+
+// TestProduceQuota: a principal over quotas.produce_bytes_per_sec is
+// refused with THROTTLED, retriable, with a RetryInfo, and the batch is not
+// written.
+func TestProduceQuota(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	cfg.Quotas.ProduceBytesPerSec = 1 << 10
+	b1 := startBroker(t, cfg)
+	ctx := testCtx(t)
+	b1.createTopic(t, "q", 1, nil)
+	// A full bucket lets one batch through, however large: about 8 KiB
+	// (batchOf repeats the value in the key) against a second's worth of
+	// 1 KiB leaves 7 seconds of debt.
+	if _, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "q", Batch: batchOf(t, strings.Repeat("x", 4<<10))}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "q", Batch: batchOf(t, "over")})
+	wantRefusal(t, "produce over quota", err, codes.ResourceExhausted, "THROTTLED", true, "quotas.produce_bytes_per_sec", "1024 bytes per second")
+	_, _, retry := errorInfo(err)
+	if retry == nil || retry.RetryDelay.AsDuration() < 3*time.Second {
+		t.Fatalf("RetryInfo %v; want a delay of several seconds", retry)
+	}
+	if _, recs := b1.readAll(t, "q", 0, 0); len(recs) != 1 {
+		t.Fatalf("%d records stored, want only the one admitted", len(recs))
+	}
+}
+
+// TestFetchQuotaDelays: a principal a little over
+// quotas.fetch_bytes_per_sec is served later, not refused.
+func TestFetchQuotaDelays(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	cfg.Quotas.FetchBytesPerSec = 16 << 10
+	b1 := startBroker(t, cfg)
+	ctx := testCtx(t)
+	b1.createTopic(t, "q", 1, nil)
+	// A batch of about 24 KiB (batchOf repeats the value in the key).
+	if _, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "q", Batch: batchOf(t, strings.Repeat("x", 12<<10))}); err != nil {
+		t.Fatal(err)
+	}
+	// 24 KiB read against 16 KiB: half a second of debt, so the next read
+	// waits for it.
+	b1.readAll(t, "q", 0, 0)
+	start := time.Now()
+	if _, recs := b1.readAll(t, "q", 0, 0); len(recs) != 1 {
+		t.Fatalf("%d records read after the delay", len(recs))
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Fatalf("a fetch half a second over quota was served after %v", waited)
+	}
+}
+
+// TestFetchQuotaThrottles: a principal far over quotas.fetch_bytes_per_sec
+// is refused with THROTTLED and a RetryInfo at its next read.
+func TestFetchQuotaThrottles(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	cfg.Quotas.FetchBytesPerSec = 16 << 10
+	b1 := startBroker(t, cfg)
+	ctx := testCtx(t)
+	b1.createTopic(t, "q", 1, nil)
+	// About 64 KiB against 16 KiB a second: three seconds of debt.
+	if _, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "q", Batch: batchOf(t, strings.Repeat("y", 32<<10))}); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := b1.fetch.Fetch(ctx, &stratav1.FetchRequest{Topic: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := stream.Recv(); err != nil || len(resp.Batches) == 0 {
+		t.Fatalf("first read: %v, %v", resp, err)
+	}
+	_, err = stream.Recv()
+	wantRefusal(t, "fetch far over quota", err, codes.ResourceExhausted, "THROTTLED", true, "quotas.fetch_bytes_per_sec")
+	if _, _, retry := errorInfo(err); retry == nil || retry.RetryDelay.AsDuration() < 2*time.Second {
+		t.Fatalf("RetryInfo %v; want a delay of seconds", retry)
+	}
+}
+
+// TestAlterISRInvalidIsNotRetriable: an AlterISR that cannot be right is
+// INVALID_ARGUMENT (INVALID_REQUEST), not a retriable UNAVAILABLE, and
+// changes nothing.
+func TestAlterISRInvalidIsNotRetriable(t *testing.T) {
+	b1 := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	ctx := testCtx(t)
+	b1.createTopic(t, "t", 1, nil)
+	p := partitionState(t, b1, "t", 0).Metadata
+	id := partitionTopicID(t, b1, "t")
+	repl := stratav1.NewReplicationServiceClient(b1.conn)
+	base := func() *stratav1.AlterISRRequest {
+		return &stratav1.AlterISRRequest{Topic: "t", TopicId: id, Partition: 0, LeaderId: 1, LeaderEpoch: p.LeaderEpoch, Isr: []int32{1}}
+	}
+	for name, mutate := range map[string]func(*stratav1.AlterISRRequest){
+		"a broker that is not a replica": func(r *stratav1.AlterISRRequest) { r.Isr = []int32{1, 9} },
+		"an empty ISR":                   func(r *stratav1.AlterISRRequest) { r.Isr = nil },
+		"a duplicate":                    func(r *stratav1.AlterISRRequest) { r.Isr = []int32{1, 1} },
+		"a negative partition":           func(r *stratav1.AlterISRRequest) { r.Partition = -1 },
+		"a bad topic name":               func(r *stratav1.AlterISRRequest) { r.Topic = "no such/topic" },
+	} {
+		req := base()
+		mutate(req)
+		_, err := repl.AlterISR(ctx, req)
+		wantRefusal(t, name, err, codes.InvalidArgument, "INVALID_REQUEST", false)
+	}
+	_, err := repl.AlterISR(ctx, &stratav1.AlterISRRequest{Topic: "t", TopicId: id, Partition: 5, LeaderId: 1, Isr: []int32{1}})
+	if code, info, _ := errorInfo(err); code == codes.Unavailable || info == nil || info.Metadata["retriable"] != "false" {
+		t.Fatalf("a partition the topic lacks: %v; want a refusal that is not retriable", err)
+	}
+	if after := partitionState(t, b1, "t", 0).Metadata; after.LeaderEpoch != p.LeaderEpoch || len(after.Isr) != 1 {
+		t.Fatalf("partition changed: %v", after)
+	}
+}
+
+// TestReplicateHalfClose: a follower that half-closes its Replicate stream
+// ends it with OK, not Internal "EOF".
+func TestReplicateHalfClose(t *testing.T) {
+	b1 := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	b1.createTopic(t, "t", 1, nil)
+	repl := stratav1.NewReplicationServiceClient(b1.conn)
+	for _, positions := range [][]*stratav1.ReplicaPosition{nil, {{Topic: "t", TopicId: partitionTopicID(t, b1, "t"), Partition: 0, Stop: true}}} {
+		stream, err := repl.Replicate(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if positions != nil {
+			if err := stream.Send(&stratav1.ReplicateRequest{FollowerId: 1, Positions: positions}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := stream.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, err = stream.Recv()
+			if err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("after a half-close (%d positions sent) the stream ended with %v; want OK", len(positions), err)
+		}
+	}
+}
+
+// TestStartRefusesFullDisk: a broker whose data dir has less free space
+// than storage.min_free_bytes refuses to start, before it opens its Raft
+// state, with an error naming the dir, the free bytes and the setting.
+func TestStartRefusesFullDisk(t *testing.T) {
+	cfg := brokerConfig(t, 1, t.TempDir())
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Storage.MinFreeBytes = 1 << 60 // more than any disk has free: this one is "full"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := broker.Start(ctx, cfg, quietLogger(), NewPeers(nil, ""))
+	if err == nil {
+		b.Close()
+		t.Fatal("a broker started on a disk below storage.min_free_bytes")
+	}
+	if !errors.Is(err, broker.ErrLowDiskSpace) || ctx.Err() != nil {
+		t.Fatalf("start: %v (context %v); want ErrLowDiskSpace at once", err, ctx.Err())
+	}
+	for _, want := range []string{cfg.DataDir, "bytes", "free", "storage.min_free_bytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not name %s", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the Raft state was opened before the check: %v", err)
+	}
+	// The same broker with room starts (and the data dir lock was let go).
+	cfg.Storage.MinFreeBytes = 1
+	startBroker(t, cfg)
+}
