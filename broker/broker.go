@@ -63,6 +63,9 @@ type Broker struct {
 
 	// raftTLS, when set, runs the metadata group's transport over TLS.
 	raftTLS *cluster.TransportTLS
+	// metrics are the counters WriteMetrics reports beside what it reads
+	// at scrape time (metrics_*.go); the zero value is ready to count.
+	metrics brokerMetrics
 	// producerIDKey, when set, binds producer ids to principals
 	// (producer_binding.go).
 	producerIDKey []byte
@@ -178,6 +181,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	b.goLoop(b.housekeepingLoop)
 	b.goLoop(b.tierLoop)
 	b.goLoop(b.controllerLoop)
+	b.goLoop(b.isrWatchLoop)
 	ok = true
 	return b, nil
 }

@@ -361,6 +361,7 @@ func (b *Broker) electLeader(ctx context.Context, c *controllerState, topic stri
 				b.log.Warn("partition has no live in-sync replica; it stays offline until one returns", "partition", name, "epoch", info.LeaderEpoch)
 				return
 			}
+			b.metrics.leaderElections.Add(1)
 			b.log.Info("elected a new leader", "partition", name, "leader", step.leader, "epoch", info.LeaderEpoch, "previous", prev.Leader)
 		}
 	}

@@ -1,15 +1,34 @@
 package broker
 
+// Metrics in the Prometheus text format, written by hand: the format is a
+// few lines of text and the broker keeps no metrics library. Everything
+// that can be read at scrape time is read then (partitions, ISRs, lags,
+// Raft); only events are counted as they happen (metrics_counters.go,
+// metrics_requests.go).
+//
+// Labels are only topic, partition, follower, reason, principal, state and
+// the object store's op, so the number of series grows with the partitions
+// a broker holds and the principals it refused, never with what callers
+// send.
+
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
+	"strconv"
+	"strings"
 )
 
-// WriteMetrics writes the broker's counters in the Prometheus text format,
-// for the admin endpoint: partitions and their logs, the cold tier's
-// backlog, object store calls, and the cold reader's cache.
+// WriteMetrics writes the broker's metrics in the Prometheus text format,
+// for the admin endpoint: partitions and their logs, the health of the
+// cluster as this broker may report it (metrics_cluster.go), requests,
+// the cold tier's backlog, object store calls and the cold reader's cache.
 func (b *Broker) WriteMetrics(w io.Writer) {
+	// Count the ISR changes up to now, so that a scrape right after one
+	// sees it rather than racing isrWatchLoop.
+	b.observeISR()
+	mw := &metricsWriter{w: w}
 	parts := b.partitions()
 	sort.Slice(parts, func(i, j int) bool { return parts[i].name() < parts[j].name() })
 	var leaders int
@@ -20,15 +39,52 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 		}
 		localBytes += p.log.Size()
 	}
-	gauge(w, "strata_partitions", "Partition replicas this broker holds.", int64(len(parts)))
-	gauge(w, "strata_partitions_led", "Partitions this broker leads.", int64(leaders))
-	gauge(w, "strata_local_bytes", "Bytes of segments on local disk.", localBytes)
+	mw.gauge("strata_partitions", "Partition replicas this broker holds.", int64(len(parts)))
+	mw.gauge("strata_partitions_led", "Partitions this broker leads.", int64(leaders))
+	mw.gauge("strata_local_bytes", "Bytes of segments on local disk.", localBytes)
+	b.writeClusterMetrics(mw, parts)
+	b.RequestMetrics().write(mw)
+	b.writeTierMetrics(mw, parts)
+}
+
+// RequestMetrics returns the counters package rpc records requests in.
+func (b *Broker) RequestMetrics() *RequestMetrics {
+	b.metrics.once.Do(func() {
+		b.metrics.requests.known = func(topic string) bool {
+			_, ok := b.meta.Metadata().Topic(topic)
+			return ok
+		}
+	})
+	return &b.metrics.requests
+}
+
+// writeTierMetrics writes the cold tier's: nothing without an object
+// store.
+func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 	if b.store == nil {
 		return
 	}
-	gauge(w, "strata_upload_backlog_bytes", "Sealed bytes awaiting upload to the object store.", b.unuploaded.Load())
-	fmt.Fprintln(w, "# HELP strata_objstore_calls_total Object store calls by operation.")
-	fmt.Fprintln(w, "# TYPE strata_objstore_calls_total counter")
+	mw.gauge("strata_upload_backlog_bytes", "Sealed bytes awaiting upload to the object store.", b.unuploaded.Load())
+	mw.family("strata_upload_lag_bytes", "gauge", "Sealed bytes awaiting upload, by partition this broker leads.")
+	type lag struct {
+		p        *partition
+		bytes    int64
+		segments int
+	}
+	var lags []lag
+	for _, p := range parts {
+		if !p.isLeader() || !p.remote(b) {
+			continue
+		}
+		bytes, segs := p.uploadLag()
+		lags = append(lags, lag{p: p, bytes: bytes, segments: segs})
+		mw.sample("strata_upload_lag_bytes", partitionLabels(p.topic, p.id), float64(bytes))
+	}
+	mw.family("strata_upload_lag_segments", "gauge", "Sealed segments awaiting upload, by partition this broker leads.")
+	for _, l := range lags {
+		mw.sample("strata_upload_lag_segments", partitionLabels(l.p.topic, l.p.id), float64(l.segments))
+	}
+	mw.family("strata_objstore_calls_total", "counter", "Object store calls by operation.")
 	snap := b.storeMetrics.Snapshot()
 	ops := make([]string, 0, len(snap))
 	byName := map[string][4]int64{}
@@ -38,37 +94,93 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 	}
 	sort.Strings(ops)
 	for _, op := range ops {
-		fmt.Fprintf(w, "strata_objstore_calls_total{op=%q} %d\n", op, byName[op][0])
+		mw.sample("strata_objstore_calls_total", labels("op", op), float64(byName[op][0]))
 	}
-	fmt.Fprintln(w, "# HELP strata_objstore_errors_total Object store calls that failed, by operation.")
-	fmt.Fprintln(w, "# TYPE strata_objstore_errors_total counter")
+	mw.family("strata_objstore_errors_total", "counter", "Object store calls that failed, by operation.")
 	for _, op := range ops {
-		fmt.Fprintf(w, "strata_objstore_errors_total{op=%q} %d\n", op, byName[op][1])
+		mw.sample("strata_objstore_errors_total", labels("op", op), float64(byName[op][1]))
 	}
 	var read, written int64
 	for _, v := range byName {
 		read += v[2]
 		written += v[3]
 	}
-	counter(w, "strata_objstore_read_bytes_total", "Bytes read from the object store.", read)
-	counter(w, "strata_objstore_written_bytes_total", "Bytes written to the object store.", written)
+	mw.counter("strata_objstore_read_bytes_total", "Bytes read from the object store.", read)
+	mw.counter("strata_objstore_written_bytes_total", "Bytes written to the object store.", written)
 	if b.cold == nil {
 		return
 	}
 	s := b.cold.Stats()
-	counter(w, "strata_cold_chunk_hits_total", "Cold reads served from the chunk cache.", int64(s.ChunkHits))
-	counter(w, "strata_cold_chunk_misses_total", "Cold reads that waited for a GET.", int64(s.ChunkMisses))
-	counter(w, "strata_cold_gets_total", "Requests for object bytes sent by the cold reader.", int64(s.Gets))
-	counter(w, "strata_cold_chunk_gets_total", "Ranged GETs of chunks, read-ahead included.", int64(s.ChunkGets))
-	counter(w, "strata_cold_readahead_chunks_total", "Chunk GETs issued by read-ahead.", int64(s.ReadAheadChunks))
-	counter(w, "strata_cold_fetched_bytes_total", "Chunk bytes fetched from the object store.", int64(s.BytesFetched))
-	gauge(w, "strata_cold_cache_bytes", "Bytes held by the chunk cache.", s.CachedBytes)
+	mw.counter("strata_cold_chunk_hits_total", "Cold reads served from the chunk cache.", int64(s.ChunkHits))
+	mw.counter("strata_cold_chunk_misses_total", "Cold reads that waited for a GET.", int64(s.ChunkMisses))
+	mw.counter("strata_cold_gets_total", "Requests for object bytes sent by the cold reader.", int64(s.Gets))
+	mw.counter("strata_cold_chunk_gets_total", "Ranged GETs of chunks, read-ahead included.", int64(s.ChunkGets))
+	mw.counter("strata_cold_readahead_chunks_total", "Chunk GETs issued by read-ahead.", int64(s.ReadAheadChunks))
+	mw.counter("strata_cold_fetched_bytes_total", "Chunk bytes fetched from the object store.", int64(s.BytesFetched))
+	mw.gauge("strata_cold_cache_bytes", "Bytes held by the chunk cache.", s.CachedBytes)
 }
 
-func gauge(w io.Writer, name, help string, v int64) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %d\n", name, help, name, name, v)
+// metricsWriter writes the text format: a family's HELP and TYPE lines,
+// then its samples.
+type metricsWriter struct {
+	w io.Writer
 }
 
-func counter(w io.Writer, name, help string, v int64) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+func (m *metricsWriter) family(name, typ, help string) {
+	fmt.Fprintf(m.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// sample writes one sample; labels is "" or what labels returns.
+func (m *metricsWriter) sample(name, labels string, v float64) {
+	fmt.Fprintf(m.w, "%s%s %s\n", name, labels, formatFloat(v))
+}
+
+func (m *metricsWriter) gauge(name, help string, v int64) {
+	m.family(name, "gauge", help)
+	m.sample(name, "", float64(v))
+}
+
+func (m *metricsWriter) counter(name, help string, v int64) {
+	m.family(name, "counter", help)
+	m.sample(name, "", float64(v))
+}
+
+// labels renders name/value pairs as {a="x",b="y"}, values escaped as the
+// format wants (backslash, double quote, line feed).
+func labels(pairs ...string) string {
+	var sb strings.Builder
+	sb.WriteByte('{')
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(pairs[i])
+		sb.WriteString(`="`)
+		sb.WriteString(labelEscaper.Replace(pairs[i+1]))
+		sb.WriteByte('"')
+	}
+	sb.WriteByte('}')
+	return sb.String()
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func partitionLabels(topic string, partition int32) string {
+	return labels("topic", topic, "partition", strconv.Itoa(int(partition)))
+}
+
+// formatFloat writes a value the shortest way that reads back exactly;
+// whole numbers (most samples are counts) without an exponent.
+func formatFloat(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case math.IsNaN(v):
+		return "NaN"
+	case v == math.Trunc(v) && math.Abs(v) < 1<<53:
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }

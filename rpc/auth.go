@@ -47,6 +47,10 @@ type Auth struct {
 	// Log receives denials, at most one per principal, operation and
 	// resource a minute.
 	Log *slog.Logger
+	// OnDenied, when set, is called with the principal of every request
+	// refused by a rule or an ACL (the broker counts them for its metrics;
+	// Log's are rate-limited, these are not).
+	OnDenied func(principal string)
 
 	denials denialLog
 }
@@ -201,6 +205,10 @@ var rules = map[string]rule{
 	"/strata.v1.AdminService/CreateACLs": clusterAdmin,
 	"/strata.v1.AdminService/DeleteACLs": clusterAdmin,
 	"/strata.v1.AdminService/ListACLs":   clusterAdmin,
+	// Any authenticated principal may read the cluster's status: brokers
+	// and partition health, as anyone can see in the metadata, with the
+	// partitions listed filtered to topics it may see (rpc/status.go).
+	"/strata.v1.AdminService/ClusterStatus": authenticated,
 	"/strata.v1.OffsetService/CommitOffsets": func(_ security.Principal, req any) ([]need, error) {
 		r := req.(*stratav1.CommitOffsetsRequest)
 		needs := []need{{security.ResourceGroup, r.GetGroup(), security.OpRead}}
@@ -275,6 +283,9 @@ func (a *Auth) authorize(p security.Principal, method string, req any) error {
 	needs, err := r(p, req)
 	if err != nil {
 		a.denials.note(a.Log, p, method, "")
+		if a.OnDenied != nil {
+			a.OnDenied(p.Name)
+		}
 		return err
 	}
 	if p.Broker || p.Superuser {
@@ -305,6 +316,9 @@ func (a *Auth) deny(p security.Principal, n need) error {
 		op = "read, write or admin"
 	}
 	a.denials.note(a.Log, p, op, resource)
+	if a.OnDenied != nil {
+		a.OnDenied(p.Name)
+	}
 	hint := fmt.Sprintf("strata acl add --principal %s --%s %s --operation %s", p.Name, n.res, n.name, n.op)
 	if n.res == security.ResourceCluster {
 		hint = fmt.Sprintf("strata acl add --principal %s --cluster --operation %s", p.Name, n.op)

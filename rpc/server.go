@@ -41,17 +41,20 @@ type Server struct {
 // every call (auth.go).
 func NewServer(b *broker.Broker, auth *Auth) *Server {
 	fwd := &forwarder{}
+	// Request metrics come first, so that refused calls count too
+	// (metrics.go).
+	rm := requestMetrics{b.RequestMetrics()}
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes)}
 	if auth == nil {
-		opts = append(opts, grpc.ChainUnaryInterceptor(fwd.interceptor))
+		opts = append(opts, grpc.ChainUnaryInterceptor(rm.unary, fwd.interceptor), grpc.ChainStreamInterceptor(rm.stream))
 	} else {
 		fwd.creds = grpc.WithTransportCredentials(credentials.NewTLS(auth.Material.ClientConfig(security.RequireBroker(-1, auth.Cluster))))
 		opts = append(opts,
 			grpc.Creds(credentials.NewTLS(auth.Material.ServerConfig(false, nil))),
-			// Authorization first: a call is forwarded only once this
-			// broker has checked it, and the controller checks it again.
-			grpc.ChainUnaryInterceptor(auth.unary, fwd.interceptor),
-			grpc.ChainStreamInterceptor(auth.stream))
+			// Authorization before forwarding: a call is forwarded only once
+			// this broker has checked it, and the controller checks it again.
+			grpc.ChainUnaryInterceptor(rm.unary, auth.unary, fwd.interceptor),
+			grpc.ChainStreamInterceptor(rm.stream, auth.stream))
 	}
 	g := grpc.NewServer(opts...)
 	s := &Server{grpc: g, health: health.NewServer(), forwarder: fwd}

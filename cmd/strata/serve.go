@@ -27,6 +27,11 @@ import (
 // streams included) before closing them.
 const shutdownGrace = 10 * time.Second
 
+// readyWait bounds how long /readyz waits for the partitions to catch up
+// with a metadata change before it answers that they lag: well within the
+// timeout of any prober.
+const readyWait = 2 * time.Second
+
 func newServeCommand() *cobra.Command {
 	var configFile string
 	cmd := &cobra.Command{
@@ -87,6 +92,9 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 		return err
 	}
 	auth := sec.auth(b, logger)
+	if auth != nil {
+		auth.OnDenied = b.RequestMetrics().Denied // strata_auth_denials_total
+	}
 	srv := rpc.NewServer(b, auth)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
@@ -135,11 +143,13 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 }
 
 // serveAdmin serves the admin HTTP endpoint on cfg.Listen, unless it is
-// empty: /healthz answers 200 while the broker serves, /metrics gives its
-// counters in the Prometheus text format, and with cfg.Pprof /debug/pprof/
-// the Go profiler. With auth set it serves TLS, and /metrics and the
-// profiler answer only brokers, superusers and cluster admins (a client
-// certificate or a bearer token); /healthz stays open for health checks.
+// empty: /healthz answers 200 while the broker serves, /readyz 200 while it
+// is ready for clients and 503 with the reason when it is not
+// (broker.Ready), /metrics gives its counters in the Prometheus text
+// format, and with cfg.Pprof /debug/pprof/ the Go profiler. With auth set
+// it serves TLS, and /metrics and the profiler answer only brokers,
+// superusers and cluster admins (a client certificate or a bearer token);
+// /healthz and /readyz stay open for health checks and load balancers.
 func serveAdmin(cfg config.Admin, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) (*http.Server, error) {
 	if cfg.Listen == "" {
 		return nil, nil
@@ -164,6 +174,15 @@ func serveAdmin(cfg config.Admin, b *broker.Broker, auth *rpc.Auth, logger *slog
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyWait)
+		defer cancel()
+		if err := b.Ready(ctx); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
 	})
 	mux.HandleFunc("GET /metrics", guard(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")

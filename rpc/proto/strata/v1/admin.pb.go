@@ -1239,7 +1239,7 @@ var File_strata_v1_admin_proto protoreflect.FileDescriptor
 
 const file_strata_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x15strata/v1/admin.proto\x12\tstrata.v1\x1a\x18strata/v1/metadata.proto\"\x92\x01\n" +
+	"\x15strata/v1/admin.proto\x12\tstrata.v1\x1a\x18strata/v1/metadata.proto\x1a\x16strata/v1/status.proto\"\x92\x01\n" +
 	"\x03ACL\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12#\n" +
 	"\rresource_type\x18\x02 \x01(\tR\fresourceType\x12\x12\n" +
@@ -1330,7 +1330,7 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	" \x01(\x03R\rcoldEndOffset\x12(\n" +
 	"\x10upload_lag_bytes\x18\v \x01(\x03R\x0euploadLagBytes\x12.\n" +
 	"\x13upload_lag_segments\x18\f \x01(\x05R\x11uploadLagSegments\x12#\n" +
-	"\rtiering_error\x18\r \x01(\tR\ftieringError2\xd2\x05\n" +
+	"\rtiering_error\x18\r \x01(\tR\ftieringError2\xa6\x06\n" +
 	"\fAdminService\x12L\n" +
 	"\vCreateTopic\x12\x1d.strata.v1.CreateTopicRequest\x1a\x1e.strata.v1.CreateTopicResponse\x12L\n" +
 	"\vDeleteTopic\x12\x1d.strata.v1.DeleteTopicRequest\x1a\x1e.strata.v1.DeleteTopicResponse\x12I\n" +
@@ -1343,7 +1343,8 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"CreateACLs\x12\x1c.strata.v1.CreateACLsRequest\x1a\x1d.strata.v1.CreateACLsResponse\x12I\n" +
 	"\n" +
 	"DeleteACLs\x12\x1c.strata.v1.DeleteACLsRequest\x1a\x1d.strata.v1.DeleteACLsResponse\x12C\n" +
-	"\bListACLs\x12\x1a.strata.v1.ListACLsRequest\x1a\x1b.strata.v1.ListACLsResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\bListACLs\x12\x1a.strata.v1.ListACLsRequest\x1a\x1b.strata.v1.ListACLsResponse\x12R\n" +
+	"\rClusterStatus\x12\x1f.strata.v1.ClusterStatusRequest\x1a .strata.v1.ClusterStatusResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_admin_proto_rawDescOnce sync.Once
@@ -1386,6 +1387,8 @@ var file_strata_v1_admin_proto_goTypes = []any{
 	nil,                              // 24: strata.v1.TopicDescription.ConfigEntry
 	nil,                              // 25: strata.v1.TopicDescription.OverridesEntry
 	(*PartitionMetadata)(nil),        // 26: strata.v1.PartitionMetadata
+	(*ClusterStatusRequest)(nil),     // 27: strata.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),    // 28: strata.v1.ClusterStatusResponse
 }
 var file_strata_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: strata.v1.CreateACLsRequest.acls:type_name -> strata.v1.ACL
@@ -1411,17 +1414,19 @@ var file_strata_v1_admin_proto_depIdxs = []int32{
 	1,  // 20: strata.v1.AdminService.CreateACLs:input_type -> strata.v1.CreateACLsRequest
 	3,  // 21: strata.v1.AdminService.DeleteACLs:input_type -> strata.v1.DeleteACLsRequest
 	5,  // 22: strata.v1.AdminService.ListACLs:input_type -> strata.v1.ListACLsRequest
-	10, // 23: strata.v1.AdminService.CreateTopic:output_type -> strata.v1.CreateTopicResponse
-	12, // 24: strata.v1.AdminService.DeleteTopic:output_type -> strata.v1.DeleteTopicResponse
-	14, // 25: strata.v1.AdminService.ListTopics:output_type -> strata.v1.ListTopicsResponse
-	17, // 26: strata.v1.AdminService.DescribeTopic:output_type -> strata.v1.DescribeTopicResponse
-	19, // 27: strata.v1.AdminService.AlterTopicConfig:output_type -> strata.v1.AlterTopicConfigResponse
-	8,  // 28: strata.v1.AdminService.RestoreTopic:output_type -> strata.v1.RestoreTopicResponse
-	2,  // 29: strata.v1.AdminService.CreateACLs:output_type -> strata.v1.CreateACLsResponse
-	4,  // 30: strata.v1.AdminService.DeleteACLs:output_type -> strata.v1.DeleteACLsResponse
-	6,  // 31: strata.v1.AdminService.ListACLs:output_type -> strata.v1.ListACLsResponse
-	23, // [23:32] is the sub-list for method output_type
-	14, // [14:23] is the sub-list for method input_type
+	27, // 23: strata.v1.AdminService.ClusterStatus:input_type -> strata.v1.ClusterStatusRequest
+	10, // 24: strata.v1.AdminService.CreateTopic:output_type -> strata.v1.CreateTopicResponse
+	12, // 25: strata.v1.AdminService.DeleteTopic:output_type -> strata.v1.DeleteTopicResponse
+	14, // 26: strata.v1.AdminService.ListTopics:output_type -> strata.v1.ListTopicsResponse
+	17, // 27: strata.v1.AdminService.DescribeTopic:output_type -> strata.v1.DescribeTopicResponse
+	19, // 28: strata.v1.AdminService.AlterTopicConfig:output_type -> strata.v1.AlterTopicConfigResponse
+	8,  // 29: strata.v1.AdminService.RestoreTopic:output_type -> strata.v1.RestoreTopicResponse
+	2,  // 30: strata.v1.AdminService.CreateACLs:output_type -> strata.v1.CreateACLsResponse
+	4,  // 31: strata.v1.AdminService.DeleteACLs:output_type -> strata.v1.DeleteACLsResponse
+	6,  // 32: strata.v1.AdminService.ListACLs:output_type -> strata.v1.ListACLsResponse
+	28, // 33: strata.v1.AdminService.ClusterStatus:output_type -> strata.v1.ClusterStatusResponse
+	24, // [24:34] is the sub-list for method output_type
+	14, // [14:24] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -1433,6 +1438,7 @@ func file_strata_v1_admin_proto_init() {
 		return
 	}
 	file_strata_v1_metadata_proto_init()
+	file_strata_v1_status_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -28,13 +28,14 @@ const (
 	AdminService_CreateACLs_FullMethodName       = "/strata.v1.AdminService/CreateACLs"
 	AdminService_DeleteACLs_FullMethodName       = "/strata.v1.AdminService/DeleteACLs"
 	AdminService_ListACLs_FullMethodName         = "/strata.v1.AdminService/ListACLs"
+	AdminService_ClusterStatus_FullMethodName    = "/strata.v1.AdminService/ClusterStatus"
 )
 
 // AdminServiceClient is the client API for AdminService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// AdminService manages topics and ACLs.
+// AdminService manages topics and ACLs, and describes the cluster.
 type AdminServiceClient interface {
 	CreateTopic(ctx context.Context, in *CreateTopicRequest, opts ...grpc.CallOption) (*CreateTopicResponse, error)
 	DeleteTopic(ctx context.Context, in *DeleteTopicRequest, opts ...grpc.CallOption) (*DeleteTopicResponse, error)
@@ -58,6 +59,12 @@ type AdminServiceClient interface {
 	DeleteACLs(ctx context.Context, in *DeleteACLsRequest, opts ...grpc.CallOption) (*DeleteACLsResponse, error)
 	// ListACLs lists the stored ACLs in the order they were added.
 	ListACLs(ctx context.Context, in *ListACLsRequest, opts ...grpc.CallOption) (*ListACLsResponse, error)
+	// ClusterStatus describes the cluster as the answering broker sees it:
+	// brokers and whether they are alive, under-replicated and offline
+	// partitions, its upload lag and its cold cache (status.proto). Any
+	// authenticated principal may call it; the partitions listed are those
+	// of topics it may see.
+	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
 }
 
 type adminServiceClient struct {
@@ -158,11 +165,21 @@ func (c *adminServiceClient) ListACLs(ctx context.Context, in *ListACLsRequest, 
 	return out, nil
 }
 
+func (c *adminServiceClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClusterStatusResponse)
+	err := c.cc.Invoke(ctx, AdminService_ClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
 //
-// AdminService manages topics and ACLs.
+// AdminService manages topics and ACLs, and describes the cluster.
 type AdminServiceServer interface {
 	CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error)
 	DeleteTopic(context.Context, *DeleteTopicRequest) (*DeleteTopicResponse, error)
@@ -186,6 +203,12 @@ type AdminServiceServer interface {
 	DeleteACLs(context.Context, *DeleteACLsRequest) (*DeleteACLsResponse, error)
 	// ListACLs lists the stored ACLs in the order they were added.
 	ListACLs(context.Context, *ListACLsRequest) (*ListACLsResponse, error)
+	// ClusterStatus describes the cluster as the answering broker sees it:
+	// brokers and whether they are alive, under-replicated and offline
+	// partitions, its upload lag and its cold cache (status.proto). Any
+	// authenticated principal may call it; the partitions listed are those
+	// of topics it may see.
+	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -222,6 +245,9 @@ func (UnimplementedAdminServiceServer) DeleteACLs(context.Context, *DeleteACLsRe
 }
 func (UnimplementedAdminServiceServer) ListACLs(context.Context, *ListACLsRequest) (*ListACLsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListACLs not implemented")
+}
+func (UnimplementedAdminServiceServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClusterStatus not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -406,6 +432,24 @@ func _AdminService_ListACLs_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClusterStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ClusterStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ClusterStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ClusterStatus(ctx, req.(*ClusterStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -448,6 +492,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListACLs",
 			Handler:    _AdminService_ListACLs_Handler,
+		},
+		{
+			MethodName: "ClusterStatus",
+			Handler:    _AdminService_ClusterStatus_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

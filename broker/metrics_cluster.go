@@ -1,0 +1,251 @@
+package broker
+
+// The cluster's health as one broker reports it. Every broker has the whole
+// metadata, so any one could count every partition; then a sum over the
+// brokers in a dashboard would count each partition once per broker. So
+// each figure has one reporter:
+//
+//   - under-replicated partitions (a leader, and an ISR smaller than the
+//     replicas): the broker the metadata names as the leader. Summed over
+//     the brokers, each partition counts once.
+//   - offline partitions (no leader): the controller alone, as nobody leads
+//     them; every other broker reports 0.
+//   - replication lag, consumer group lag: the leader, which alone knows
+//     its followers' positions and its high watermark.
+//
+// A partition whose leader just died counts nowhere until the controller
+// moves its leadership (a few seconds: the gossip failure detection).
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/strata-log/strata/cluster"
+)
+
+// underReplicated reports whether a partition has a leader and fewer
+// in-sync replicas than replicas.
+func underReplicated(info cluster.PartitionInfo) bool {
+	return info.Leader != cluster.NoLeader && len(info.ISR) < len(info.Replicas)
+}
+
+// offline reports whether a partition has no leader: nobody can write or
+// read its hot tier until an in-sync replica returns.
+func offline(info cluster.PartitionInfo) bool { return info.Leader == cluster.NoLeader }
+
+func (b *Broker) writeClusterMetrics(mw *metricsWriter, parts []*partition) {
+	md := b.meta.Metadata()
+	controller := b.meta.IsController()
+	var urp, off, total int64
+	for _, name := range md.TopicNames() {
+		t, _ := md.Topic(name)
+		for _, info := range t.Partitions {
+			total++
+			if info.Leader == b.id && underReplicated(info) {
+				urp++
+			}
+			if controller && offline(info) {
+				off++
+			}
+		}
+	}
+	mw.gauge("strata_controller_active", "1 on the broker that is the controller (leads the metadata group), else 0.", boolInt(controller))
+	mw.gauge("strata_metadata_version", "Raft index of the last metadata change this broker applied.", int64(md.Version))
+	mw.gauge("strata_brokers_registered", "Brokers registered in the cluster metadata.", int64(len(md.Brokers)))
+	mw.gauge("strata_cluster_partitions", "Partitions of all topics in the cluster metadata.", total)
+	mw.gauge("strata_under_replicated_partitions", "Partitions this broker leads whose ISR is smaller than their replicas.", urp)
+	mw.gauge("strata_offline_partitions", "Partitions without a leader; reported by the controller only (0 elsewhere).", off)
+	mw.counter("strata_leader_elections_total", "Partition leaders this broker elected as controller after a leader was lost.", b.metrics.leaderElections.Load())
+	mw.counter("strata_isr_shrinks_total", "ISR changes that removed replicas, on partitions this broker leads.", b.metrics.isrShrinks.Load())
+	mw.counter("strata_isr_expands_total", "ISR changes that added replicas, on partitions this broker leads.", b.metrics.isrExpands.Load())
+
+	mw.family("strata_replication_lag_records", "gauge", "Records a follower lacks: the leader's log end minus the follower's acknowledged one, by partition this broker leads. A follower that has not reported in the leader's epoch has no series.")
+	for _, p := range parts {
+		for _, f := range p.followerLags() {
+			mw.sample("strata_replication_lag_records", labels("topic", p.topic, "partition", strconv.Itoa(int(p.id)), "follower", strconv.Itoa(int(f.id))), float64(f.lag))
+		}
+	}
+	b.writeGroupLag(mw, parts)
+
+	rs := b.meta.RaftStats()
+	mw.family("strata_raft_state", "gauge", "1 for this broker's state in the metadata Raft group, 0 for the others.")
+	for _, s := range []string{"leader", "follower", "candidate", "shutdown"} {
+		mw.sample("strata_raft_state", labels("state", s), float64(boolInt(rs.State == s)))
+	}
+	mw.gauge("strata_raft_term", "Current term of the metadata Raft group.", int64(rs.Term))
+	mw.gauge("strata_raft_last_index", "Last entry in this broker's metadata Raft log.", int64(rs.LastIndex))
+	mw.gauge("strata_raft_commit_index", "Last metadata Raft entry known to be committed.", int64(rs.CommitIndex))
+	mw.gauge("strata_raft_applied_index", "Last metadata Raft entry applied to this broker's state machine.", int64(rs.AppliedIndex))
+
+	// memberlist reports neither suspects nor, once they are gone, the
+	// dead: gossip.Members is the alive ones. Registered brokers that are
+	// not alive are strata_brokers_registered minus this.
+	mw.family("strata_gossip_members", "gauge", "Brokers gossip shows, by state (memberlist exposes only the alive ones).")
+	mw.sample("strata_gossip_members", labels("state", "alive"), float64(len(b.gossip.Members())))
+}
+
+// writeGroupLag writes, for each partition this broker leads, how far the
+// consumer groups that committed an offset there are behind its high
+// watermark. Groups are not a label (their names are the clients' to
+// choose, and unbounded): the worst group and the sum over groups are.
+func (b *Broker) writeGroupLag(mw *metricsWriter, parts []*partition) {
+	led := map[cluster.TopicPartition]*partition{}
+	for _, p := range parts {
+		if p.isLeader() {
+			led[cluster.TopicPartition{Topic: p.topic, Partition: p.id}] = p
+		}
+	}
+	type lag struct {
+		max, sum int64
+		groups   int64
+	}
+	lags := map[cluster.TopicPartition]*lag{}
+	hw := map[cluster.TopicPartition]int64{}
+	for _, offs := range b.meta.AllCommittedOffsets() {
+		for tp, oc := range offs {
+			p, ok := led[tp]
+			if !ok {
+				continue
+			}
+			h, ok := hw[tp]
+			if !ok {
+				h = p.log.HighWatermark()
+				hw[tp] = h
+			}
+			l := lags[tp]
+			if l == nil {
+				l = &lag{}
+				lags[tp] = l
+			}
+			d := max(0, h-oc.Offset)
+			l.max = max(l.max, d)
+			l.sum += d
+			l.groups++
+		}
+	}
+	tps := make([]cluster.TopicPartition, 0, len(lags))
+	for tp := range lags {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	mw.family("strata_group_lag_max_records", "gauge", "Records between a partition's high watermark and the committed offset of the group furthest behind, by partition this broker leads.")
+	for _, tp := range tps {
+		mw.sample("strata_group_lag_max_records", partitionLabels(tp.Topic, tp.Partition), float64(lags[tp].max))
+	}
+	mw.family("strata_group_lag_sum_records", "gauge", "Records between a partition's high watermark and the committed offsets of its groups, summed over the groups, by partition this broker leads.")
+	for _, tp := range tps {
+		mw.sample("strata_group_lag_sum_records", partitionLabels(tp.Topic, tp.Partition), float64(lags[tp].sum))
+	}
+	mw.family("strata_group_committed", "gauge", "Consumer groups with a committed offset, by partition this broker leads.")
+	for _, tp := range tps {
+		mw.sample("strata_group_committed", partitionLabels(tp.Topic, tp.Partition), float64(lags[tp].groups))
+	}
+}
+
+// isrWatchLoop counts the ISR changes of the partitions this broker leads
+// as the metadata applies them: every accepted change reaches the leader
+// that way, whoever proposed it (the leader itself, or the controller
+// taking a dead follower out).
+func (b *Broker) isrWatchLoop() {
+	for {
+		changed := b.meta.Changed()
+		b.observeISR()
+		select {
+		case <-b.stop:
+			return
+		case <-changed:
+		}
+	}
+}
+
+// observeISR counts the ISR changes of the partitions this broker leads
+// between the metadata it last looked at and the current one. It wakes for
+// every applied change, so it misses a change only when two changes of one
+// partition apply before it looks: each ISR change is a Raft round trip
+// after the one before, so that is rare, and then it counts one shrink and
+// one expand at most. A new leader epoch starts afresh: the ISR a new
+// leader inherits is not a change it made. Metadata is copy-on-write, so
+// topics whose TopicInfo is the one seen last time are skipped: an offset
+// commit, the most frequent change, costs a pointer comparison per topic.
+func (b *Broker) observeISR() {
+	md := b.meta.Metadata()
+	m := &b.metrics
+	m.isr.Lock()
+	defer m.isr.Unlock()
+	if md == m.isr.md {
+		return
+	}
+	if m.isr.seen == nil {
+		m.isr.seen = map[cluster.TopicPartition]isrSeen{}
+	}
+	for name, t := range md.Topics {
+		if m.isr.md != nil && m.isr.md.Topics[name] == t {
+			continue
+		}
+		for _, info := range t.Partitions {
+			tp := cluster.TopicPartition{Topic: name, Partition: info.Partition}
+			if info.Leader != b.id {
+				delete(m.isr.seen, tp)
+				continue
+			}
+			cur := isrSeen{topicID: t.ID, leaderEpoch: info.LeaderEpoch, partitionEpoch: info.PartitionEpoch, isr: info.ISR}
+			prev, ok := m.isr.seen[tp]
+			m.isr.seen[tp] = cur
+			if !ok || prev.topicID != cur.topicID || prev.leaderEpoch != cur.leaderEpoch || prev.partitionEpoch >= cur.partitionEpoch {
+				continue
+			}
+			if slices.ContainsFunc(prev.isr, func(id int32) bool { return !slices.Contains(cur.isr, id) }) {
+				m.isrShrinks.Add(1)
+			}
+			if slices.ContainsFunc(cur.isr, func(id int32) bool { return !slices.Contains(prev.isr, id) }) {
+				m.isrExpands.Add(1)
+			}
+		}
+	}
+	for tp := range m.isr.seen {
+		if _, ok := md.Topics[tp.Topic]; !ok {
+			delete(m.isr.seen, tp)
+		}
+	}
+	m.isr.md = md
+}
+
+// followerLag is how many records one follower lacks.
+type followerLag struct {
+	id  int32
+	lag int64
+}
+
+// followerLags is, while this replica leads, each follower's lag behind its
+// log end, as far as the follower has acknowledged in this leader epoch
+// (one that has not reported yet is left out), in follower order.
+func (p *partition) followerLags() []followerLag {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := p.mu.rs
+	if !rs.leading() {
+		return nil
+	}
+	end := p.log.LogEndOffset()
+	out := make([]followerLag, 0, len(rs.followers))
+	for id, f := range rs.followers {
+		if f.leo >= 0 {
+			out = append(out, followerLag{id: id, lag: max(0, end-f.leo)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func boolInt(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
+}

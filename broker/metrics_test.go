@@ -1,0 +1,169 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parseMetrics reads the text format back: sample name with labels ->
+// value, and the declared type of each family. It fails on any line the
+// format does not allow, so a writer that breaks the format fails here.
+func parseMetrics(t *testing.T, text string) (samples map[string]float64, types map[string]string) {
+	t.Helper()
+	samples, types = map[string]float64{}, map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "# HELP "):
+			continue
+		case strings.HasPrefix(line, "# TYPE "):
+			f := strings.Fields(line)
+			if len(f) != 4 {
+				t.Fatalf("bad TYPE line %q", line)
+			}
+			types[f[2]] = f[3]
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			t.Fatalf("bad sample line %q", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("bad value in %q: %v", line, err)
+		}
+		if _, dup := samples[line[:i]]; dup {
+			t.Fatalf("sample %q written twice", line[:i])
+		}
+		samples[line[:i]] = v
+	}
+	return samples, types
+}
+
+// TestMetricsRequestCounters: the request counters written in the text
+// format, with cumulative histogram buckets, bounded labels and escaping.
+func TestMetricsRequestCounters(t *testing.T) {
+	m := &RequestMetrics{known: func(topic string) bool { return topic == "orders" }}
+	s := m.Produce("orders")
+	for _, d := range []time.Duration{300 * time.Microsecond, 3 * time.Millisecond, 3 * time.Millisecond, time.Minute} {
+		s.Request()
+		s.Latency(d)
+	}
+	s.Sent(100)
+	s.Sent(50)
+	s.Failed("NOT_LEADER")
+	m.Produce("typo").Failed("TOPIC_NOT_FOUND")
+	m.Produce("another-typo").Failed("TOPIC_NOT_FOUND")
+	f := m.Fetch("orders")
+	f.Request()
+	f.Sent(10)
+	m.Denied(`User:a"b`)
+	m.Denied(`User:a"b`)
+
+	var buf bytes.Buffer
+	m.write(&metricsWriter{w: &buf})
+	got, types := parseMetrics(t, buf.String())
+	for name, want := range map[string]float64{
+		`strata_produce_requests_total{topic="orders"}`:                               4,
+		`strata_produce_bytes_total{topic="orders"}`:                                  150,
+		`strata_produce_errors_total{topic="orders",reason="NOT_LEADER"}`:             1,
+		`strata_produce_errors_total{topic="(unknown)",reason="TOPIC_NOT_FOUND"}`:     2,
+		`strata_produce_latency_seconds_bucket{topic="orders",le="0.0005"}`:           1,
+		`strata_produce_latency_seconds_bucket{topic="orders",le="0.001"}`:            1,
+		`strata_produce_latency_seconds_bucket{topic="orders",le="0.005"}`:            3,
+		`strata_produce_latency_seconds_bucket{topic="orders",le="30"}`:               3,
+		`strata_produce_latency_seconds_bucket{topic="orders",le="+Inf"}`:             4,
+		`strata_produce_latency_seconds_count{topic="orders"}`:                        4,
+		`strata_produce_latency_seconds_sum{topic="orders"}`:                          60.0063,
+		`strata_fetch_requests_total{topic="orders"}`:                                 1,
+		`strata_fetch_responses_total{topic="orders"}`:                                1,
+		`strata_fetch_bytes_total{topic="orders"}`:                                    10,
+		`strata_auth_denials_total{principal="User:a\"b"}`:                            2,
+		`strata_fetch_latency_seconds_count{topic="orders"}`:                          0,
+		`strata_produce_latency_seconds_bucket{topic="(unknown)",le="+Inf"}`:          0,
+		`strata_produce_requests_total{topic="(unknown)"}`:                            0,
+		`strata_fetch_latency_seconds_bucket{topic="orders",le="0.0005"}`:             0,
+		`strata_produce_latency_seconds_bucket{topic="orders",le="2.5"}`:              3,
+		`strata_produce_latency_seconds_bucket{topic="orders",le="0.0025"}`:           1,
+		`strata_fetch_errors_total{topic="orders",reason="NOT_LEADER"}`:               -1, // absent
+		`strata_produce_errors_total{topic="another-typo",reason="TOPIC_NOT_FOUND"}`:  -1, // absent
+		`strata_produce_errors_total{topic="typo",reason="TOPIC_NOT_FOUND"}`:          -1, // absent
+		`strata_produce_latency_seconds_bucket{topic="orders",le="0.0005",extra="x"}`: -1, // absent
+	} {
+		v, ok := got[name]
+		switch {
+		case want < 0 && ok:
+			t.Errorf("%s = %v, want no such sample", name, v)
+		case want >= 0 && !ok:
+			t.Errorf("%s missing from:\n%s", name, buf.String())
+		case want >= 0 && fmt.Sprintf("%.6f", v) != fmt.Sprintf("%.6f", want):
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"strata_produce_latency_seconds": "histogram",
+		"strata_fetch_latency_seconds":   "histogram",
+		"strata_produce_requests_total":  "counter",
+		"strata_auth_denials_total":      "counter",
+	} {
+		if types[name] != want {
+			t.Errorf("type of %s = %q, want %q", name, types[name], want)
+		}
+	}
+}
+
+// TestMetricsForgetDeletedTopics: a topic gone from the metadata stops
+// being reported; unknown topics keep their shared series.
+func TestMetricsForgetDeletedTopics(t *testing.T) {
+	exists := map[string]bool{"a": true, "b": true}
+	m := &RequestMetrics{known: func(topic string) bool { return exists[topic] }}
+	m.Produce("a").Request()
+	m.Produce("b").Request()
+	m.Fetch("nope").Request()
+	delete(exists, "b")
+	var buf bytes.Buffer
+	m.write(&metricsWriter{w: &buf})
+	got, _ := parseMetrics(t, buf.String())
+	if _, ok := got[`strata_produce_requests_total{topic="a"}`]; !ok {
+		t.Errorf("topic a missing:\n%s", buf.String())
+	}
+	if _, ok := got[`strata_produce_requests_total{topic="b"}`]; ok {
+		t.Errorf("deleted topic b still reported:\n%s", buf.String())
+	}
+	if got[`strata_fetch_requests_total{topic="(unknown)"}`] != 1 {
+		t.Errorf("unknown topic not counted:\n%s", buf.String())
+	}
+}
+
+// TestMetricsDeniedPrincipalsBounded: past maxDeniedPrincipals, new
+// principals share one series.
+func TestMetricsDeniedPrincipalsBounded(t *testing.T) {
+	m := &RequestMetrics{}
+	for i := range maxDeniedPrincipals + 5 {
+		m.Denied(fmt.Sprintf("User:%d", i))
+	}
+	m.Denied("User:0")
+	var buf bytes.Buffer
+	m.write(&metricsWriter{w: &buf})
+	got, _ := parseMetrics(t, buf.String())
+	if got[`strata_auth_denials_total{principal="(other)"}`] != 5 || got[`strata_auth_denials_total{principal="User:0"}`] != 2 {
+		t.Fatalf("other %v, User:0 %v", got[`strata_auth_denials_total{principal="(other)"}`], got[`strata_auth_denials_total{principal="User:0"}`])
+	}
+	if n := strings.Count(buf.String(), "\nstrata_auth_denials_total{"); n != maxDeniedPrincipals+1 {
+		t.Fatalf("%d denial series, want %d", n, maxDeniedPrincipals+1)
+	}
+}
+
+func TestMetricsFormatFloat(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 3: "3", -2: "-2", 0.0005: "0.0005", 2.5: "2.5", 1e20: "1e+20"} {
+		if got := formatFloat(v); got != want {
+			t.Errorf("formatFloat(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if got := labels("a", "x\\y\n\"z\""); got != `{a="x\\y\n\"z\""}` {
+		t.Errorf("labels escaping: %s", got)
+	}
+}

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/rpc"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// adminBroker is a plaintext broker in this process with a cold tier in a
+// local directory, serving gRPC and the admin endpoint on loopback.
+type adminBroker struct {
+	b     *broker.Broker
+	srv   *rpc.Server
+	addr  string // gRPC
+	admin string // http://host:port of the admin endpoint
+	conn  *grpc.ClientConn
+}
+
+func startAdminBroker(t *testing.T) *adminBroker {
+	t.Helper()
+	free := func() string {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lis.Close()
+		return lis.Addr().String()
+	}
+	cfg := config.DefaultBroker()
+	cfg.NodeID = 1
+	cfg.DataDir = t.TempDir()
+	cfg.Raft.Listen = free()
+	cfg.Gossip.Listen = free()
+	cfg.Gossip.Profile = "local"
+	cfg.Admin.Listen = free()
+	cfg.ObjectStore.Type = config.ObjectStoreFS
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = lis.Addr().String()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	b, err := broker.Start(ctx, cfg, logger, rpc.NewPeers(nil, ""))
+	if err != nil {
+		lis.Close()
+		t.Fatalf("start broker: %v", err)
+	}
+	ab := &adminBroker{b: b, srv: rpc.NewServer(b, nil), addr: cfg.Listen, admin: "http://" + cfg.Admin.Listen}
+	go ab.srv.Serve(lis)
+	admin, err := serveAdmin(cfg.Admin, b, nil, logger)
+	if err != nil {
+		ab.stop(t)
+		t.Fatal(err)
+	}
+	if ab.conn, err = grpc.NewClient(ab.addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ab.conn.Close()
+		admin.Close()
+		ab.stop(t)
+	})
+	return ab
+}
+
+// stop stops serving and closes the broker; twice is harmless.
+func (ab *adminBroker) stop(t *testing.T) {
+	if ab.srv == nil {
+		return
+	}
+	ab.srv.GracefulStop()
+	if err := ab.b.Close(); err != nil {
+		t.Errorf("close broker: %v", err)
+	}
+	ab.srv = nil
+}
+
+// get fetches a path of the admin endpoint: status and body.
+func (ab *adminBroker) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(ab.admin + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// traffic creates topic orders and produces to it, fetches it back,
+// commits a group's offset, and makes one produce and one fetch fail.
+func (ab *adminBroker) traffic(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := stratav1.NewAdminServiceClient(ab.conn).CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "orders", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	produce := stratav1.NewProduceServiceClient(ab.conn)
+	for i := range 10 {
+		if _, err := produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "orders", Partition: int32(i % 2), Records: []*stratav1.Record{{Value: []byte(fmt.Sprint(i))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "missing", Records: []*stratav1.Record{{Value: []byte("x")}}}); err == nil {
+		t.Fatal("produce to a missing topic succeeded")
+	}
+	fetch := stratav1.NewFetchServiceClient(ab.conn)
+	for _, offset := range []int64{0, 100} {
+		stream, err := fetch.Fetch(ctx, &stratav1.FetchRequest{Topic: "orders", Offset: offset, StopAtEnd: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := stream.Recv(); err != nil {
+				if (err == io.EOF) != (offset == 0) {
+					t.Fatalf("fetch from %d ended with %v", offset, err)
+				}
+				break
+			}
+		}
+	}
+	if _, err := stratav1.NewOffsetServiceClient(ab.conn).CommitOffsets(ctx, &stratav1.CommitOffsetsRequest{Group: "billing",
+		Offsets: []*stratav1.CommittedOffset{{Topic: "orders", Partition: 0, Offset: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadyz: /readyz says ready, beside /healthz, while the broker
+// serves, and 503 with the reason in one line once it is shutting down.
+func TestReadyz(t *testing.T) {
+	ab := startAdminBroker(t)
+	if code, body := ab.get(t, "/readyz"); code != http.StatusOK || body != "ready\n" {
+		t.Fatalf("/readyz of a serving broker: %d %q", code, body)
+	}
+	if code, body := ab.get(t, "/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	ab.stop(t)
+	code, body := ab.get(t, "/readyz")
+	if code != http.StatusServiceUnavailable || body != "not ready: the broker is shutting down\n" {
+		t.Fatalf("/readyz of a stopped broker: %d %q", code, body)
+	}
+}
+
+// TestClusterStatusCommand runs strata cluster status against a real
+// broker.
+func TestClusterStatusCommand(t *testing.T) {
+	ab := startAdminBroker(t)
+	ab.traffic(t)
+	out := mustStrataCmd(t, "cluster", "status", "--broker", ab.addr)
+	rows := tableRows(out)
+	want := []string{
+		"BROKER ADDRESS RACK ALIVE CONTROLLER UPLOAD-LAG CACHE-HITS",
+		"1 " + ab.addr + " - yes yes 0 B -",
+		"Under-replicated partitions: 0",
+		"Offline partitions: 0",
+		"Upload lag: 0 B in 0 partitions",
+		"Cold chunk cache: no cold reads yet, over 1 broker",
+	}
+	for _, w := range want {
+		if !slices.Contains(rows, w) {
+			t.Errorf("no row %q in:\n%s", w, out)
+		}
+	}
+	if !regexp.MustCompile(`^Cluster: 1 broker \(1 alive\), controller 1, 1 topic, 2 partitions; metadata version \d+, as broker 1 sees it$`).MatchString(rows[0]) {
+		t.Errorf("first line %q", rows[0])
+	}
+	if _, err := strataCmd(t, "cluster", "status", "--broker", ab.addr, "--limit", "0"); err == nil || !strings.Contains(err.Error(), "--limit 0") {
+		t.Errorf("--limit 0: %v", err)
+	}
+}
+
+// TestPrintClusterStatus: what the lists look like with something in
+// them, from answers of three brokers, one of which did not answer.
+func TestPrintClusterStatus(t *testing.T) {
+	pm := func(p, leader int32, replicas, isr []int32) *stratav1.PartitionMetadata {
+		return &stratav1.PartitionMetadata{Partition: p, Leader: leader, Replicas: replicas, Isr: isr}
+	}
+	first := &stratav1.ClusterStatusResponse{
+		BrokerId: 1, ControllerId: 1, MetadataVersion: 42, Topics: 2, Partitions: 9,
+		Brokers: []*stratav1.BrokerStatus{
+			{Id: 1, Address: "10.0.0.1:7400", Rack: "a", Alive: true, Registered: true},
+			{Id: 2, Address: "10.0.0.2:7400", Rack: "b", Alive: true, Registered: true},
+			{Id: 3, Address: "10.0.0.3:7400", Rack: "c", Registered: true},
+			{Id: 4, Address: "10.0.0.4:7400", Alive: true},
+		},
+		UnderReplicated: []*stratav1.PartitionStatus{
+			{Topic: "orders", Partition: pm(0, 1, []int32{1, 2, 3}, []int32{1, 2})},
+			{Topic: "orders", Partition: pm(1, 2, []int32{2, 3, 1}, []int32{2, 1})},
+		},
+		UnderReplicatedCount: 5,
+		Offline:              []*stratav1.PartitionStatus{{Topic: "audit", Partition: pm(2, -1, []int32{3}, []int32{3})}},
+		OfflineCount:         1,
+		UploadLag:            []*stratav1.PartitionUploadLag{{Topic: "orders", Partition: 0, Bytes: 3 << 20, Segments: 3}},
+		UploadLagBytes:       3 << 20, UploadLagPartitions: 1,
+		ColdTier: true, CacheHits: 90, CacheMisses: 10,
+	}
+	second := &stratav1.ClusterStatusResponse{
+		BrokerId:  2,
+		UploadLag: []*stratav1.PartitionUploadLag{{Topic: "orders", Partition: 1, Bytes: 5 << 20, Segments: 5}, {Topic: "logs", Partition: 0, Bytes: 1 << 20, Segments: 1}},
+		// The third partition is in a topic the caller may not see.
+		UploadLagBytes: 7 << 20, UploadLagPartitions: 3,
+		ColdTier: true, CacheHits: 10, CacheMisses: 90,
+	}
+	st := &clusterStatus{ClusterStatusResponse: first,
+		byBroker: map[int32]*stratav1.ClusterStatusResponse{1: first, 2: second},
+		failed:   map[int32]error{4: fmt.Errorf("connection refused")}}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, 2); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Cluster: 4 brokers (3 alive), controller 1, 2 topics, 9 partitions; metadata version 42, as broker 1 sees it",
+		"BROKER ADDRESS RACK ALIVE CONTROLLER UPLOAD-LAG CACHE-HITS",
+		"1 10.0.0.1:7400 a yes yes 3.0 MiB 90.0%",
+		"2 10.0.0.2:7400 b yes - 7.0 MiB 10.0%",
+		"3 10.0.0.3:7400 c no - - -",
+		"4 10.0.0.4:7400 - yes (not registered yet) - ? ?",
+		"broker 4 did not answer: connection refused",
+		"Under-replicated partitions: 5",
+		"TOPIC PARTITION LEADER REPLICAS ISR",
+		"orders 0 1 1,2,3 1,2",
+		"orders 1 2 2,3,1 2,1",
+		"... and 3 more not listed",
+		"Offline partitions: 1",
+		"TOPIC PARTITION LEADER REPLICAS ISR",
+		"audit 2 - 3 3",
+		"Upload lag: 10.0 MiB in 4 partitions",
+		"TOPIC PARTITION LEADER LAG SEGMENTS",
+		"orders 1 2 5.0 MiB 5",
+		"orders 0 1 3.0 MiB 3",
+		"... and 2 more not listed",
+		"Cold chunk cache: 50.0% hits (100 of 200 chunk reads), over 2 brokers",
+	}
+	var got []string
+	for _, r := range tableRows(buf.String()) {
+		if r != "" {
+			got = append(got, r)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got:\n%s\nwant rows:\n%s", buf.String(), strings.Join(want, "\n"))
+	}
+}
+
+// dashboardPath is the Grafana dashboard shipped with the repository.
+const dashboardPath = "../../scripts/grafana/strata-dashboard.json"
+
+// conditionalMetrics have samples only where a single plaintext broker
+// cannot produce them (denials need authentication, replication lag
+// followers); for them the family's declaration is enough.
+var conditionalMetrics = map[string]bool{
+	"strata_auth_denials_total":      true,
+	"strata_replication_lag_records": true,
+}
+
+// TestDashboardMetricsExist: every metric the Grafana dashboard's PromQL
+// uses is in a real broker's /metrics after some produce and fetch
+// traffic, with a sample (or, for the few that need more than one plain
+// broker, a declared family).
+func TestDashboardMetricsExist(t *testing.T) {
+	raw, err := os.ReadFile(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Title  string           `json:"title"`
+		UID    string           `json:"uid"`
+		Panels []map[string]any `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("%s: %v", dashboardPath, err)
+	}
+	var exprs []string
+	ids := map[float64]bool{}
+	for _, p := range dash.Panels {
+		id, _ := p["id"].(float64)
+		if ids[id] {
+			t.Errorf("panel id %v used twice", id)
+		}
+		ids[id] = true
+		if p["type"] == "row" {
+			continue
+		}
+		targets, _ := p["targets"].([]any)
+		if len(targets) == 0 {
+			t.Errorf("panel %q has no queries", p["title"])
+		}
+		for _, tg := range targets {
+			expr, _ := tg.(map[string]any)["expr"].(string)
+			if expr == "" {
+				t.Errorf("panel %q has a query without an expression", p["title"])
+			}
+			exprs = append(exprs, expr)
+		}
+	}
+	if dash.Title == "" || dash.UID == "" || len(exprs) < 10 {
+		t.Fatalf("dashboard %q (uid %q) with %d queries", dash.Title, dash.UID, len(exprs))
+	}
+
+	ab := startAdminBroker(t)
+	ab.traffic(t)
+	code, body := ab.get(t, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	samples, families := map[string]bool{}, map[string]string{}
+	for _, line := range strings.Split(body, "\n") {
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			fs := strings.Fields(f)
+			families[fs[0]] = fs[1]
+		} else if line != "" && !strings.HasPrefix(line, "#") {
+			name, _, _ := strings.Cut(line, "{")
+			name, _, _ = strings.Cut(name, " ")
+			samples[name] = true
+		}
+	}
+	used := map[string]bool{}
+	name := regexp.MustCompile(`\bstrata_[a-zA-Z0-9_]+`)
+	for _, e := range exprs {
+		for _, m := range name.FindAllString(e, -1) {
+			used[m] = true
+		}
+	}
+	var names []string
+	for m := range used {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		family := m
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base, ok := strings.CutSuffix(m, suffix); ok && families[base] == "histogram" {
+				family = base
+			}
+		}
+		switch {
+		case samples[m]:
+		case conditionalMetrics[m] && families[family] != "":
+		case families[family] != "":
+			t.Errorf("the dashboard uses %s: declared, but no sample after traffic", m)
+		default:
+			t.Errorf("the dashboard uses %s, which /metrics does not have", m)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", body)
+	}
+	for _, want := range []string{`strata_produce_requests_total{topic="orders"} 10`, `strata_fetch_requests_total{topic="orders"} 2`,
+		`strata_produce_errors_total{topic="(unknown)",reason="TOPIC_NOT_FOUND"} 1`, `strata_group_lag_max_records{topic="orders",partition="0"} 4`} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(regexp.MustCompile(`(?m)^strata_cluster_partitions .*$`).FindString(body), "strata_cluster_partitions"))); n != 2 {
+		t.Errorf("strata_cluster_partitions %d, want 2", n)
+	}
+}
