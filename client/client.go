@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -144,13 +145,23 @@ func (c *Client) brokerAddrs() []string {
 // fetchMetadata asks the brokers, one after the other, for the metadata of
 // every topic. It is the metadata cache's source.
 func (c *Client) fetchMetadata(ctx context.Context) (*stratav1.GetMetadataResponse, error) {
+	return c.fetchMetadataAvoiding(ctx, "", c.cfg.requestTimeout)
+}
+
+// fetchMetadataAvoiding is fetchMetadata asking the broker at avoid last,
+// each broker for at most timeout.
+func (c *Client) fetchMetadataAvoiding(ctx context.Context, avoid string, timeout time.Duration) (*stratav1.GetMetadataResponse, error) {
+	addrs := c.brokerAddrs()
+	if i := slices.Index(addrs, avoid); i >= 0 && avoid != "" {
+		addrs = append(slices.Delete(addrs, i, i+1), avoid)
+	}
 	var last error
-	for _, addr := range c.brokerAddrs() {
+	for _, addr := range addrs {
 		cc, err := c.conn(addr)
 		if err != nil {
 			return nil, err
 		}
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
+		rctx, cancel := context.WithTimeout(ctx, min(timeout, c.cfg.requestTimeout))
 		// All topics: the contract does not say how a missing topic in
 		// the list is answered, and an absent topic is easy to read.
 		resp, err := stratav1.NewMetadataServiceClient(cc).GetMetadata(rctx, &stratav1.GetMetadataRequest{})

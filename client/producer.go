@@ -391,7 +391,9 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 // first if it needs to be.
 func (p *Producer) produceOnce(pq *partQueue, b *batch, deadline time.Time) (*stratav1.ProduceResponse, error) {
 	timeout := p.c.cfg.requestTimeout
-	ctx, cancel := context.WithDeadline(p.ctx, earliest(time.Now().Add(timeout), deadline))
+	moved, leaderMoved := context.WithCancelCause(p.ctx)
+	defer leaderMoved(nil)
+	ctx, cancel := context.WithDeadline(moved, earliest(time.Now().Add(timeout), deadline))
 	defer cancel()
 	if err := p.stamp(ctx, pq, b); err != nil {
 		return nil, err
@@ -399,6 +401,12 @@ func (p *Producer) produceOnce(pq *partQueue, b *batch, deadline time.Time) (*st
 	cc, err := p.c.leaderConn(ctx, b.tp)
 	if err != nil {
 		return nil, toError(err)
+	}
+	// A leader that stops answering must not hold the partition until the
+	// timeout: leaderwatch.go.
+	if sentTo, ok := p.c.meta.current().leaderOf(b.tp); ok {
+		stop := p.c.watchLeader(ctx, b.tp, sentTo, cc.Target(), func() { leaderMoved(errLeaderMoved) })
+		defer stop()
 	}
 	resp, err := stratav1.NewProduceServiceClient(cc).Produce(ctx, &stratav1.ProduceRequest{
 		Topic:     b.tp.Topic,
@@ -410,6 +418,9 @@ func (p *Producer) produceOnce(pq *partQueue, b *batch, deadline time.Time) (*st
 		TimeoutMs: int32(max(1, (timeout - timeout/5).Milliseconds())),
 	})
 	if err != nil {
+		if errors.Is(context.Cause(moved), errLeaderMoved) && p.ctx.Err() == nil {
+			return nil, leaderMovedError(b.tp)
+		}
 		return nil, p.c.partitionError(ctx, b.tp, err)
 	}
 	return resp, nil

@@ -1,0 +1,82 @@
+package client
+
+// A request stuck at a leader that has stopped answering (paused, cut off)
+// would otherwise hold its partition until the request timeout, 30 s by
+// default, though the cluster elects a new leader in about a second. While
+// a produce waits longer than leaderCheckAfter, the client asks the other
+// brokers, every leaderCheckEvery, who leads the partition now; once the
+// metadata names another leader or a newer leader epoch, the request is
+// abandoned and sent again there.
+//
+// That is safe: an abandoned request the old leader appended either
+// reached the new leader (an idempotent producer's resend is then answered
+// as a duplicate) or is cut from the old leader's log when it learns it
+// was deposed. A producer without idempotence may write a record twice,
+// as with any retry.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+const (
+	// leaderCheckAfter is how long a request waits before the client starts
+	// asking whether its leader is still the leader: well above a healthy
+	// acks=all round trip.
+	leaderCheckAfter = time.Second
+	// leaderCheckEvery is how often it asks after that.
+	leaderCheckEvery = 500 * time.Millisecond
+	// leaderCheckTimeout bounds one such question to one broker.
+	leaderCheckTimeout = 2 * time.Second
+)
+
+// errLeaderMoved ends a request whose partition has a new leader.
+var errLeaderMoved = errors.New("the partition's leader changed while the request waited")
+
+// leaderOf returns who leads tp, and in which epoch, as the metadata says.
+func (s *snapshot) leaderOf(tp TopicPartition) (partitionInfo, bool) {
+	t, ok := s.topics[tp.Topic]
+	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.partitions) {
+		return partitionInfo{}, false
+	}
+	return t.partitions[tp.Partition], true
+}
+
+// watchLeader calls moved once the metadata shows that tp is no longer led
+// by sentTo, checking from leaderCheckAfter on until stop is called or ctx
+// ends. It asks the brokers other than the one at addr (the one that is
+// not answering) first.
+func (c *Client) watchLeader(ctx context.Context, tp TopicPartition, sentTo partitionInfo, addr string, moved func()) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(leaderCheckAfter)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if resp, err := c.fetchMetadataAvoiding(wctx, addr, leaderCheckTimeout); err == nil {
+				c.meta.install(resp)
+			}
+			if now, ok := c.meta.current().leaderOf(tp); ok && (now.leader != sentTo.leader || now.epoch > sentTo.epoch) {
+				moved()
+				return
+			}
+			t.Reset(leaderCheckEvery)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// leaderMovedError is the retriable answer for a request abandoned because
+// its partition's leader changed.
+func leaderMovedError(tp TopicPartition) error {
+	return newError(codes.FailedPrecondition, "NOT_LEADER", true, "%s: %v; sending it to the new leader", tp, errLeaderMoved)
+}
