@@ -10,5 +10,7 @@
 //	<topic>/<topic id>/<partition>/segments/<base>-<epoch>-<rand>.seg
 //
 // The topic id keeps a topic deleted and created again under the same name
-// apart from its predecessor's history.
+// apart from its predecessor's history. FORMAT.md specifies the layout and
+// every object's format for readers in other languages; VerifyBucket
+// checks a bucket against it.
 package tiering

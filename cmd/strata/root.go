@@ -16,12 +16,16 @@ func newRootCommand() *cobra.Command {
 keeps its hot tail on local disk and its history in S3-compatible object
 storage, so any consumer can replay any offset or point in time.
 
-Run a broker with "strata serve"; the other commands talk to one over gRPC.`,
+Run a broker with "strata serve"; the other commands talk to one over gRPC,
+except "strata bucket", which reads the object store itself.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand(), newVersionCommand(), newDevCommand())
 	for _, add := range clientCommands {
+		root.AddCommand(add())
+	}
+	for _, add := range storeCommands {
 		root.AddCommand(add())
 	}
 	return root
@@ -30,3 +34,8 @@ Run a broker with "strata serve"; the other commands talk to one over gRPC.`,
 // clientCommands builds the commands that talk to a broker; each file that
 // defines one adds itself here.
 var clientCommands []func() *cobra.Command
+
+// storeCommands builds the commands that read the object store directly,
+// with serve's object_store settings and no broker (bucket); each file that
+// defines one adds itself here.
+var storeCommands []func() *cobra.Command
