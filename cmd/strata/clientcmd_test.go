@@ -32,6 +32,15 @@ func TestParseFrom(t *testing.T) {
 		{"15m", client.AtTime(now.Add(-15 * time.Minute))},
 		{"2h30m", client.AtTime(now.Add(-150 * time.Minute))},
 		{"1d", client.AtTime(now.Add(-24 * time.Hour))},
+		// A date is its first instant in UTC; a date-time without a zone is
+		// read as UTC too (the help says so).
+		{"2026-04-30", client.AtTime(time.Date(2026, 4, 30, 0, 0, 0, 0, time.UTC))},
+		{"2026-04-30T10:15", client.AtTime(time.Date(2026, 4, 30, 10, 15, 0, 0, time.UTC))},
+		{"2026-04-30T10:15:30", client.AtTime(time.Date(2026, 4, 30, 10, 15, 30, 0, time.UTC))},
+		{"2026-04-30 10:15:30.5", client.AtTime(time.Date(2026, 4, 30, 10, 15, 30, 500e6, time.UTC))},
+		// Epoch milliseconds carry a marker: a bare number stays an offset.
+		{"@1717200000000", client.AtTime(time.UnixMilli(1717200000000))},
+		{"@0", client.AtTime(time.UnixMilli(0))},
 	} {
 		got, err := parseFrom(tc.in, now)
 		if err != nil {
@@ -45,7 +54,7 @@ func TestParseFrom(t *testing.T) {
 			t.Errorf("parseFrom(%q).isOffset = %v", tc.in, got.isOffset)
 		}
 	}
-	for _, bad := range []string{"", "-1", "yesterday", "2026-04-30", "1M", "-5m"} {
+	for _, bad := range []string{"", "-1", "yesterday", "2026-13-01", "2026-04-31", "1M", "-5m", "@", "@-5", "@12x", "2026-04-30T25:00"} {
 		_, err := parseFrom(bad, now)
 		if err == nil || !strings.Contains(err.Error(), "--from") {
 			t.Errorf("parseFrom(%q) = %v, want an error naming --from", bad, err)

@@ -10,7 +10,17 @@ import (
 )
 
 // fromHelp describes what --from accepts, for flag help and errors.
-const fromHelp = "earliest, latest, an offset (42), an RFC 3339 time (2024-05-01T12:00:00Z) or a duration ago (15m, 2h30m, 1d)"
+const fromHelp = "earliest, latest, an offset (42), a time (2024-05-01T12:00:00Z; a date 2024-05-01 or a date-time without a zone is read as UTC), " +
+	"epoch milliseconds after @ (@1714564800000) or a duration ago (15m, 2h30m, 1d)"
+
+// zonelessLayouts are the times --from reads without a zone, as UTC.
+var zonelessLayouts = []string{
+	"2006-01-02",
+	"2006-01-02T15:04",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04",
+	"2006-01-02 15:04:05.999999999",
+}
 
 // startPosition is a parsed --from value.
 type startPosition struct {
@@ -21,9 +31,10 @@ type startPosition struct {
 	isOffset bool
 }
 
-// parseFrom reads --from: earliest, latest, an offset, an RFC 3339 time or
-// a duration before now (Go syntax plus days: "15m", "2h30m", "1d").
-// A plain number is an offset, never a duration.
+// parseFrom reads --from: earliest, latest, an offset, an RFC 3339 time, a
+// date or a date-time without a zone (UTC), epoch milliseconds after "@",
+// or a duration before now (Go syntax plus days: "15m", "2h30m", "1d").
+// A plain number is an offset, never a duration or a time.
 func parseFrom(s string, now time.Time) (startPosition, error) {
 	v := strings.TrimSpace(s)
 	switch strings.ToLower(v) {
@@ -40,8 +51,20 @@ func parseFrom(s string, now time.Time) (startPosition, error) {
 		}
 		return startPosition{spec: client.AtOffset(n), offset: n, isOffset: true}, nil
 	}
+	if ms, ok := strings.CutPrefix(v, "@"); ok {
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || n < 0 {
+			return startPosition{}, usageErrorf("--from %q: after @ come epoch milliseconds (@1714564800000); want %s", s, fromHelp)
+		}
+		return startPosition{spec: client.AtTime(time.UnixMilli(n))}, nil
+	}
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return startPosition{spec: client.AtTime(t)}, nil
+	}
+	for _, layout := range zonelessLayouts {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return startPosition{spec: client.AtTime(t)}, nil
+		}
 	}
 	if d, err := config.ParseDuration(v); err == nil {
 		return startPosition{spec: client.AtTime(now.Add(-d))}, nil
