@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -51,23 +52,42 @@ func parseFrom(s string, now time.Time) (startPosition, error) {
 		}
 		return startPosition{spec: client.AtOffset(n), offset: n, isOffset: true}, nil
 	}
-	if ms, ok := strings.CutPrefix(v, "@"); ok {
-		n, err := strconv.ParseInt(ms, 10, 64)
-		if err != nil || n < 0 {
+	if strings.HasPrefix(v, "@") {
+		t, err := parseTime(v)
+		if err != nil {
 			return startPosition{}, usageErrorf("--from %q: after @ come epoch milliseconds (@1714564800000); want %s", s, fromHelp)
 		}
-		return startPosition{spec: client.AtTime(time.UnixMilli(n))}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return startPosition{spec: client.AtTime(t)}, nil
 	}
-	for _, layout := range zonelessLayouts {
-		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
-			return startPosition{spec: client.AtTime(t)}, nil
-		}
+	if t, err := parseTime(v); err == nil {
+		return startPosition{spec: client.AtTime(t)}, nil
 	}
 	if d, err := config.ParseDuration(v); err == nil {
 		return startPosition{spec: client.AtTime(now.Add(-d))}, nil
 	}
 	return startPosition{}, usageErrorf("--from %q: want %s", s, fromHelp)
+}
+
+// timeHelp describes the times parseTime reads.
+const timeHelp = "an RFC 3339 time (2024-05-01T12:00:00Z), a date (2024-05-01) or a date-time without a zone (read as UTC), or epoch milliseconds after @ (@1714564800000)"
+
+// parseTime reads a point in time: RFC 3339, a date or a date-time without
+// a zone (UTC), or epoch milliseconds after "@".
+func parseTime(v string) (time.Time, error) {
+	if ms, ok := strings.CutPrefix(v, "@"); ok {
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || n < 0 {
+			return time.Time{}, fmt.Errorf("%q: want epoch milliseconds after @", v)
+		}
+		return time.UnixMilli(n), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	for _, layout := range zonelessLayouts {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q: want %s", v, timeHelp)
 }

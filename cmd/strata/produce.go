@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +37,10 @@ type produceOptions struct {
 	acks         string
 	compression  string
 	headers      []string
+	// timestamp is one time for every record; timestampField names the
+	// JSON field of each line that holds its record's time.
+	timestamp      string
+	timestampField string
 }
 
 func newProduceCommand() *cobra.Command {
@@ -57,6 +63,11 @@ as Kafka's producer does), so one key keeps its order; records without one
 stick to a partition per batch. --partition sends everything to one
 partition.
 
+Each record's time is now, unless --timestamp gives one for all or
+--timestamp-field names the JSON field of each line that holds it (then a
+line that is not a JSON object with that field is an error that names it).
+A topic with message.timestamp.type=LogAppendTime keeps the broker's time.
+
 Records are sent asynchronously in batches and the command waits until each
 is acknowledged (--acks), then reports "produced N records to TOPIC" on
 standard error. If any record fails, it stops reading, reports the first
@@ -64,7 +75,11 @@ error and exits 1. Ctrl-C ends the input: what was read is still sent.`,
 		Example: `  printf 'hello\nworld\n' | strata produce demo
   strata produce demo --file events.txt --compression zstd
   printf 'user-1:login\nuser-2:logout\n' | strata produce demo --key-separator :
-  echo '{"id":1}' | strata produce demo --key order-1 --header source=cli --header trace=abc`,
+  echo '{"id":1}' | strata produce demo --key order-1 --header source=cli --header trace=abc
+
+  # history with its own times, to replay and seek by time later
+  strata produce events --file old-events.jsonl --timestamp-field created_at
+  strata produce events --file backfill.txt --timestamp 2024-05-01`,
 		Args: exactArgs("topic"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return produce(ctx, cmd, &f, &o, args[0])
@@ -80,6 +95,9 @@ error and exits 1. Ctrl-C ends the input: what was read is still sent.`,
 	fl.StringVar(&o.acks, "acks", "all", "when a record counts as written: none, leader or all (every in-sync replica)")
 	fl.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	fl.StringArrayVarP(&o.headers, "header", "H", nil, "add a header key=value to every record (repeatable)")
+	fl.StringVar(&o.timestamp, "timestamp", "", "give every record this time: "+timeHelp+" (default: now)")
+	fl.StringVar(&o.timestampField, "timestamp-field", "", "each line is a JSON object; take its record's time from this field (a.b for a nested one), "+
+		"a string as --timestamp reads or a number of epoch milliseconds (default: now)")
 	return cmd
 }
 
@@ -145,6 +163,15 @@ func produce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *produce
 	if cmd.Flags().Changed("key") {
 		key = []byte(o.key)
 	}
+	var fixedTime time.Time
+	switch {
+	case o.timestamp != "" && o.timestampField != "":
+		return usageErrorf("--timestamp and --timestamp-field cannot be used together: one time for all, or one per line")
+	case o.timestamp != "":
+		if fixedTime, err = parseTime(o.timestamp); err != nil {
+			return usageErrorf("--timestamp %v", err)
+		}
+	}
 	in := cmd.InOrStdin()
 	if o.file != "" && o.file != "-" {
 		file, err := os.Open(o.file)
@@ -202,7 +229,13 @@ loop:
 				break loop
 			}
 			n++
-			r := &client.Record{Topic: topic, Partition: o.partition, Key: key, Value: l.line, Headers: headers}
+			r := &client.Record{Topic: topic, Partition: o.partition, Key: key, Value: l.line, Headers: headers, Timestamp: fixedTime}
+			if o.timestampField != "" {
+				if r.Timestamp, err = jsonFieldTime(l.line, o.timestampField); err != nil {
+					inputErr = usageErrorf("line %d: %v", n, err)
+					break loop
+				}
+			}
 			if o.keySeparator != "" {
 				k, v, ok := bytes.Cut(l.line, []byte(o.keySeparator))
 				if !ok {
@@ -308,4 +341,34 @@ func (e *firstError) get() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.err
+}
+
+// jsonFieldTime is the time in field (a.b names a nested one) of the JSON
+// object line: a string parseTime reads, or a number of epoch
+// milliseconds.
+func jsonFieldTime(line []byte, field string) (time.Time, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(line, &obj); err != nil {
+		return time.Time{}, fmt.Errorf("not a JSON object (--timestamp-field %s): %v", field, err)
+	}
+	var v any = obj
+	for _, name := range strings.Split(field, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return time.Time{}, fmt.Errorf("no field %s: %s is not an object", field, name)
+		}
+		if v, ok = m[name]; !ok {
+			return time.Time{}, fmt.Errorf("no field %s", field)
+		}
+	}
+	switch t := v.(type) {
+	case string:
+		return parseTime(t)
+	case float64:
+		if t < 0 || t != float64(int64(t)) {
+			return time.Time{}, fmt.Errorf("field %s is %v: want whole epoch milliseconds >= 0", field, t)
+		}
+		return time.UnixMilli(int64(t)), nil
+	}
+	return time.Time{}, fmt.Errorf("field %s holds %v: want a time string or epoch milliseconds", field, v)
 }
