@@ -8,6 +8,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strconv"
 	"time"
@@ -73,6 +74,7 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, repli
 	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
 		return TopicDescription{}, err
 	}
+	b.awaitTierLoaded(ctx, t.ID, time.Second)
 	return b.describe(t), nil
 }
 
@@ -142,10 +144,17 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 	if err := checkReplicationFactor(replicationFactor); err != nil {
 		return TopicDescription{}, err
 	}
+	if live, ok := b.meta.Metadata().Topic(name); ok {
+		return TopicDescription{}, b.restoreLiveError(ctx, live)
+	}
 	found, err := tiering.FindTopic(ctx, b.store, name, id)
 	if err != nil {
 		if errors.Is(err, tiering.ErrNoColdTopic) {
-			return TopicDescription{}, refuse(ReasonTopicNotFound, err, "%v", err)
+			what := fmt.Sprintf("topic %q", name)
+			if id != "" {
+				what = fmt.Sprintf("topic %q with id %s", name, id)
+			}
+			return TopicDescription{}, refuse(ReasonTopicNotFound, err, "%s is not in the cluster, and the bucket holds nothing of it to restore", what)
 		}
 		return TopicDescription{}, refuse(ReasonStorageError, err, "%v", err)
 	}
@@ -193,8 +202,30 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 	return b.describe(t), nil
 }
 
+// restoreLiveError answers a restore of a topic the cluster has. It is
+// TOPIC_ALREADY_EXISTS, as a create of that name would be: restore
+// creates the topic again, and the name is taken. (TOPIC_NOT_FOUND, the
+// answer when the bucket held nothing, sent the user looking for a topic
+// that is plainly there.) The message says whether the bucket holds
+// anything of it, since that is what the user wanted to know.
+func (b *Broker) restoreLiveError(ctx context.Context, t *cluster.TopicInfo) error {
+	msg := fmt.Sprintf("topic %q exists (id %s): restore brings back only a topic the cluster no longer has", t.Name, t.ID)
+	switch _, err := tiering.FindTopic(ctx, b.store, t.Name, t.ID); {
+	case errors.Is(err, tiering.ErrNoColdTopic):
+		msg += ", and nothing of it is in the bucket to restore"
+	case err == nil:
+		msg += "; its history in the bucket is served as it is (strata topic describe shows it)"
+	}
+	return refuse(ReasonTopicAlreadyExists, nil, "%s", msg).with("topic_id", t.ID)
+}
+
 // AlterTopicConfig sets and removes per-topic settings; they take effect on
-// every replica without a restart.
+// every replica without a restart. For a topic with a cold tier it answers
+// success only once every partition's manifest in the bucket records them
+// (awaitConfigInBucket), within the request's deadline: until then a
+// restore from the bucket would bring back the old ones. Otherwise it
+// answers TIMEOUT (retriable) naming the partitions whose manifests lack
+// them; the change itself is made and in force.
 func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
 	t, ok := b.topicMetadata(name).Topic(name)
 	if !ok {
@@ -225,6 +256,9 @@ func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[stri
 		return TopicDescription{}, clusterError(err)
 	}
 	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
+		return TopicDescription{}, err
+	}
+	if err := b.awaitConfigInBucket(ctx, name, t.ID); err != nil {
 		return TopicDescription{}, err
 	}
 	return b.describe(t), nil
@@ -280,8 +314,16 @@ func (b *Broker) describe(t *cluster.TopicInfo) TopicDescription {
 			}
 			pd.ColdBytes, pd.ColdSegments, pd.ColdEndOffset = tier.coldBytes, int32(tier.coldSegments), tier.coldEnd
 			lagBytes, lagSegs := p.uploadLag()
+			pd.UploadLagMs = -1
 			if p.remote(b) {
 				pd.UploadLagBytes, pd.UploadLagSegs = lagBytes, int32(lagSegs)
+				// Until the manifest head is read, the figures above are
+				// the local log's alone: say so rather than pass them off
+				// as the partition's.
+				pd.ColdLoading = !tier.loaded
+				if age, ok := p.uploadLagAge(p.now()); ok {
+					pd.UploadLagMs = age.Milliseconds()
+				}
 			}
 			pd.TieringError = tier.err
 		}

@@ -39,6 +39,10 @@ type Broker struct {
 	// unuploaded is the sealed bytes awaiting upload, summed by the tiering
 	// loop; produce is throttled beyond tiering.max_unuploaded_bytes.
 	unuploaded atomic.Int64
+	// tierKick wakes the tiering loop before its next tick: a topic's
+	// settings changed, and an alter waits for its leaders here to write
+	// them to the bucket.
+	tierKick chan struct{}
 	// limits bound what one client may take (limits.go, quota.go).
 	limits *limits
 	// freeSpace reads the free bytes of the data dir's file system
@@ -104,6 +108,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		log:          logger,
 		logsDir:      filepath.Join(cfg.DataDir, "logs"),
 		reconciledCh: make(chan struct{}),
+		tierKick:     make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		peers:        peers,
 	}

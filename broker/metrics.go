@@ -73,7 +73,9 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 	}
 	var lags []lag
 	for _, p := range parts {
-		if !p.isLeader() || !p.remote(b) {
+		// Until a leader has read the partition's manifest head its lag
+		// is not known: no series rather than a wrong one.
+		if !p.isLeader() || !p.remote(b) || !p.tier.Load().loaded {
 			continue
 		}
 		bytes, segs := p.uploadLag()
@@ -83,6 +85,12 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 	mw.family("strata_upload_lag_segments", "gauge", "Sealed segments awaiting upload, by partition this broker leads.")
 	for _, l := range lags {
 		mw.sample("strata_upload_lag_segments", partitionLabels(l.p.topic, l.p.id), float64(l.segments))
+	}
+	mw.family("strata_upload_lag_seconds", "gauge", "How long the oldest acknowledged record not yet in the object store has waited for it (0: none waits), by partition this broker leads; remote.max.lag.ms bounds it while the store is reachable.")
+	for _, l := range lags {
+		if age, ok := l.p.uploadLagAge(l.p.now()); ok {
+			mw.sample("strata_upload_lag_seconds", partitionLabels(l.p.topic, l.p.id), age.Seconds())
+		}
 	}
 	mw.family("strata_objstore_calls_total", "counter", "Object store calls by operation.")
 	snap := b.storeMetrics.Snapshot()

@@ -44,8 +44,11 @@ type partition struct {
 		rs *replicaState
 	}
 
-	tier      atomic.Pointer[tierState]
-	work      partitionTier // owned by the tiering loop
+	tier atomic.Pointer[tierState]
+	work partitionTier // owned by the tiering loop
+	// commits is when, as leader, the replica saw records acknowledged
+	// (tier_lag.go).
+	commits   commitClock
 	producers *producerState
 
 	// epochAsked is set while a request for a new leader epoch is out, or

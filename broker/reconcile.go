@@ -43,6 +43,7 @@ func (b *Broker) reconcile() error {
 		return nil
 	}
 	var firstErr error
+	kickTier := false
 	keep := map[cluster.TopicPartition]bool{}
 	for _, name := range m.TopicNames() {
 		t, _ := m.Topic(name)
@@ -76,10 +77,16 @@ func (b *Broker) reconcile() error {
 					continue
 				}
 				b.mu.partitions[tp] = p
+				if p.isLeader() {
+					kickTier = true // it takes its cold tier over at once
+				}
 				if r := p.log.Recovery(); r.TruncatedBytes > 0 {
 					b.log.Warn("partition recovered a torn tail", "partition", p.name(), "truncated_bytes", r.TruncatedBytes, "reason", r.TruncateReason)
 				}
 				continue
+			}
+			if *p.cfg.Load() != cfg && p.isLeader() {
+				kickTier = true // its leader writes the settings to the bucket
 			}
 			if err := p.setState(info, cfg); err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("update %s: %w", p.name(), err)
@@ -92,6 +99,12 @@ func (b *Broker) reconcile() error {
 		}
 	}
 	b.followLocked(m)
+	if kickTier {
+		select {
+		case b.tierKick <- struct{}{}:
+		default:
+		}
+	}
 	if firstErr == nil {
 		b.mu.reconciled = m.Version
 		close(b.reconciledCh)

@@ -25,9 +25,15 @@ package broker
 // failed. More faults are injected where the protocol is most exposed
 // (buggify): on a leader just elected, on a leader whose ISR just grew.
 // Clients produce acks=all batches of uniquely numbered records
-// throughout; consumers read from any broker, hot tier and cold tier. At
-// the end every fault heals and the cluster must
-// settle; then the history is checked:
+// throughout; consumers read from any broker, hot tier and cold tier. The
+// topic's settings are altered a few times; an alter counts as
+// acknowledged, as AlterTopicConfig answers it, once the manifest carries
+// it in a head written in the partition's current leader epoch. Half the
+// seeds roll segments only by size and leave the tail to a short
+// remote.max.lag.ms, so the leader's timer seals it for upload. At the end
+// every fault heals and the cluster must settle (the cold tier then holds
+// every acknowledged record, and the manifest the settings in force); then
+// the history is checked:
 //
 //   - every acknowledged record is in the log once, at the offset it was
 //     acknowledged at, in both tiers;
@@ -35,7 +41,10 @@ package broker
 //   - every record a consumer read below a high watermark is still there, at
 //     the same offset;
 //   - every replica's log, and the cold tier, agree with the leader's where
-//     they overlap, and the cold tier ends at or below the high watermark.
+//     they overlap, and the cold tier ends at or below the high watermark;
+//   - no manifest commit, at any moment, names offsets above every
+//     replica's high watermark, or carries settings older than an alter
+//     already acknowledged.
 //
 // A failing seed is shrunk to the fewest of its scheduled faults that still
 // fail it; STRATA_SIM_SEED=N replays one seed with its trace. make test runs
@@ -146,6 +155,52 @@ type simulation struct {
 	// servedEpoch is the newest leader epoch in which a leader served a
 	// produce or a read: from then on no older epoch may commit a manifest.
 	servedEpoch int32
+	// trng draws the tiering features of a run (alters, remote.max.lag.ms),
+	// apart from the other streams so that their worlds stay as they were.
+	trng *rand.Rand
+	// settings is the version of the topic's settings in the controller's
+	// metadata, raised by each alter; settingsAcked is the newest one an
+	// alter was acknowledged for: no manifest may carry an older one after.
+	settings, settingsAcked int
+	alters                  int
+	// lagSeals counts the seals remote.max.lag.ms made.
+	lagSeals int
+	// manifestEnd is where the cold tier ended in the manifest last
+	// written (every write of it passes simBucket.put); ackedHead is the
+	// head ackAlters last read, under ackedETag.
+	manifestEnd int64
+	ackedHead   *tiering.Head
+	ackedETag   string
+}
+
+// simSealCounter is the tiering work's logger: it counts the seals
+// remote.max.lag.ms made and drops the rest.
+type simSealCounter struct{ n *int }
+
+func (h simSealCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h simSealCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h simSealCounter) WithGroup(string) slog.Handler            { return h }
+func (h simSealCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == msgLagSeal {
+		*h.n++
+	}
+	return nil
+}
+
+// simSettings is what the metadata holds of the topic's settings in
+// version v, as a manifest records them.
+func simSettings(v int) map[string]string {
+	return map[string]string{"retention.ms": strconv.FormatInt(int64(v+1)*86_400_000, 10)}
+}
+
+// simSettingsOf is the version of the settings a head records, -1 for
+// none.
+func simSettingsOf(h *tiering.Head) int {
+	ms, err := strconv.ParseInt(h.Config["retention.ms"], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return int(ms/86_400_000) - 1
 }
 
 // simBucket is the shared bucket, watched: a manifest committed in a leader
@@ -252,11 +307,37 @@ func (b simBucket) Put(ctx context.Context, key string, data []byte, opts objsto
 func (b simBucket) put(ctx context.Context, key string, data []byte, opts objstore.WriteOptions) (objstore.ObjectInfo, error) {
 	info, err := b.Bucket.Put(ctx, key, data, opts)
 	if err == nil && strings.HasSuffix(key, "/manifest") {
-		if h, derr := tiering.DecodeHead(data); derr == nil && h.LeaderEpoch < b.s.servedEpoch {
+		h, derr := tiering.DecodeHead(data)
+		if derr != nil {
+			return info, err
+		}
+		prevEnd := b.s.manifestEnd
+		b.s.manifestEnd = h.EndOffset()
+		if h.LeaderEpoch < b.s.servedEpoch {
 			b.s.fail("a manifest was committed in leader epoch %d after a leader served in epoch %d", h.LeaderEpoch, b.s.servedEpoch)
+		}
+		if v := simSettingsOf(h); v < b.s.settingsAcked {
+			b.s.fail("a manifest commit in epoch %d carries settings version %d after the alter to version %d was acknowledged", h.LeaderEpoch, v, b.s.settingsAcked)
+		}
+		// Only what a commit adds: a replica that restarted may know a
+		// high watermark below what the cold tier held already.
+		if top := b.s.topHighWatermark(); h.EndOffset() > prevEnd && h.EndOffset() > top {
+			b.s.fail("a manifest commit in epoch %d puts offsets up to %d in the cold tier, above every replica's high watermark (%d)", h.LeaderEpoch, h.EndOffset()-1, top)
 		}
 	}
 	return info, err
+}
+
+// topHighWatermark is the highest high watermark of the open replicas:
+// no uploader's is higher.
+func (s *simulation) topHighWatermark() int64 {
+	top := int64(0)
+	for _, b := range s.brokers {
+		if b.p != nil {
+			top = max(top, b.p.log.HighWatermark())
+		}
+	}
+	return top
 }
 
 // simHistory is what the clients saw.
@@ -381,19 +462,24 @@ func (s *simulation) step() {
 
 func newSimulation(t testing.TB, opts simOptions) *simulation {
 	s := &simulation{
-		opts:     opts,
-		rng:      rand.New(rand.NewPCG(opts.seed, 0x5eed)),
-		frng:     rand.New(rand.NewPCG(opts.seed, 0xfa17)),
-		srng:     rand.New(rand.NewPCG(opts.seed, 0x5701e)),
-		now:      simEpoch,
-		brokers:  map[int32]*simBroker{},
-		links:    map[[2]int32]time.Time{},
-		cut:      map[[2]int32]bool{},
-		slow:     map[int32]time.Duration{},
-		isolated: map[int32]int{},
-		hist:     simHistory{acked: map[uint64]int64{}, read: map[int64]uint64{}},
-		ref:      tiering.PartitionRef{Topic: "orders", TopicID: "5157a7a05157a7a05157a7a05157a7a0", Partition: 0},
-		logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		opts: opts,
+		rng:  rand.New(rand.NewPCG(opts.seed, 0x5eed)),
+		frng: rand.New(rand.NewPCG(opts.seed, 0xfa17)),
+		srng: rand.New(rand.NewPCG(opts.seed, 0x5701e)),
+		trng: rand.New(rand.NewPCG(opts.seed, 0x7a11)),
+		// The settings the topic was created with are acknowledged once
+		// a manifest carries them, like those of an alter.
+		settingsAcked: -1,
+		manifestEnd:   -1,
+		now:           simEpoch,
+		brokers:       map[int32]*simBroker{},
+		links:         map[[2]int32]time.Time{},
+		cut:           map[[2]int32]bool{},
+		slow:          map[int32]time.Duration{},
+		isolated:      map[int32]int{},
+		hist:          simHistory{acked: map[uint64]int64{}, read: map[int64]uint64{}},
+		ref:           tiering.PartitionRef{Topic: "orders", TopicID: "5157a7a05157a7a05157a7a05157a7a0", Partition: 0},
+		logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	s.bucket = simBucket{Bucket: objstore.NewMemory(), s: s}
 	cfg := config.DefaultTopic()
@@ -408,6 +494,12 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 	cfg.LocalRetentionBytes = 6 << 10
 	cfg.LocalRetentionMs = 500
 	cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+	if s.trng.IntN(2) == 0 {
+		// Segments roll by size alone within the run: the acknowledged
+		// tail reaches the bucket only through the leader's timer.
+		cfg.SegmentMs = int64(time.Hour / time.Millisecond)
+		cfg.RemoteMaxLagMs = int64(200 + s.trng.IntN(600))
+	}
 	s.topic = cfg
 	info := cluster.PartitionInfo{Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
 	s.ctrl = &simController{s: s, info: info, seen: map[int32]time.Time{}}
@@ -449,6 +541,10 @@ func (s *simulation) start() {
 		c.next()
 	}
 	s.every(10*time.Millisecond, s.consume)
+	for range s.trng.IntN(4) {
+		s.at(time.Duration(s.trng.Int64N(int64(simRun))), s.alter)
+	}
+	s.every(50*time.Millisecond, s.ackAlters)
 	for _, f := range s.faults {
 		s.at(f.at.Sub(s.now), func() { s.inject(f) })
 	}
@@ -652,13 +748,55 @@ func (s *simulation) checkSettled() {
 			return
 		}
 	}
-	// And the cold tier has every sealed segment the leader may upload.
+	// And the cold tier has every acknowledged record (the tail sealed by
+	// segment.ms or by remote.max.lag.ms), and the settings in force.
 	h, err := s.head()
 	if err != nil || h == nil || len(tiering.PendingUploads(l.p.log, h, l.p.log.HighWatermark())) > 0 {
 		return
 	}
+	if (leo > 0 && h.EndOffset() != leo) || simSettingsOf(h) != s.settings {
+		return
+	}
 	s.coldSegments, _ = h.Stats()
 	s.settled = true
+}
+
+// alter changes the topic's settings in the controller's metadata; the
+// brokers learn it with the next broadcast.
+func (s *simulation) alter() {
+	s.settings++
+	s.alters++
+	s.tracef("controller: the topic's settings are altered to version %d", s.settings)
+	s.ctrl.broadcast()
+}
+
+// ackAlters acknowledges the alters the manifest carries as
+// AlterTopicConfig does: in a head written in the partition's current
+// leader epoch. It reads the bucket as it is, outages aside: a read the
+// store refused would only be tried again.
+func (s *simulation) ackAlters() {
+	if s.settingsAcked == s.settings {
+		return
+	}
+	ctx, raw := context.Background(), s.bucket.(simBucket).Bucket
+	info, err := raw.Stat(ctx, s.ref.ManifestKey())
+	if err != nil {
+		return
+	}
+	if info.ETag != s.ackedETag {
+		if s.ackedHead, s.ackedETag, err = tiering.LoadHead(ctx, raw, s.ref); err != nil {
+			s.ackedHead, s.ackedETag = nil, ""
+			return
+		}
+	}
+	h := s.ackedHead
+	if h == nil || h.LeaderEpoch != s.ctrl.info.LeaderEpoch || s.ctrl.info.Leader == cluster.NoLeader {
+		return
+	}
+	if v := simSettingsOf(h); v > s.settingsAcked && v <= s.settings {
+		s.tracef("admin: the alter to settings version %d is acknowledged (manifest in epoch %d)", v, h.LeaderEpoch)
+		s.settingsAcked = v
+	}
 }
 
 func (s *simulation) describe() string {
@@ -732,10 +870,15 @@ func (c *simController) elect() {
 }
 
 func (c *simController) broadcast() {
-	info := c.info
+	info, settings := c.info, c.s.settings
 	for _, id := range c.s.brokerIDs() {
 		b := c.s.brokers[id]
-		c.s.send(simControllerID, id, func() { b.learn(info) })
+		c.s.send(simControllerID, id, func() {
+			// One snapshot of the metadata: a broker that learns it leads
+			// an epoch begun after an alter learns the alter with it.
+			b.settings = max(b.settings, settings)
+			b.learn(info)
+		})
 	}
 }
 
@@ -774,6 +917,9 @@ type simBroker struct {
 	waits       []*simWait
 	advanceDue  bool
 	sessions    uint64
+	// settings is the version of the topic's settings the broker learned
+	// from the controller, with its partition's metadata.
+	settings int
 }
 
 func (b *simBroker) running() bool { return b.up && !b.paused }
@@ -839,8 +985,8 @@ func (b *simBroker) housekeeping() {
 }
 
 func (b *simBroker) env() tierEnv {
-	return tierEnv{store: b.s.bucket, logger: b.s.logger, orphanGrace: time.Hour,
-		topic: func(*partition) (map[string]string, int32) { return nil, 1 }}
+	return tierEnv{store: b.s.bucket, logger: slog.New(simSealCounter{&b.s.lagSeals}), orphanGrace: time.Hour,
+		topic: func(*partition) (map[string]string, int32) { return simSettings(b.settings), 1 }}
 }
 
 func (b *simBroker) tiering() {
@@ -930,6 +1076,7 @@ func (b *simBroker) kill() {
 	}
 	b.up, b.paused = false, false
 	b.backlog = nil
+	b.settings = 0 // it learns the metadata again from the controller
 	b.fs, b.follow, b.known, b.waits = b.fs.Fork(), nil, nil, nil
 	clear(b.pushes)
 	if b.p != nil {
@@ -1573,7 +1720,7 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	var acked, reads, faults, storms, cold, refusals int
+	var acked, reads, faults, storms, cold, refusals, alters, acks, seals int
 	for _, seed := range slices.Concat(simRegressions, seedRange(first, seeds)) {
 		s, err := runSeed(t, simOptions{seed: seed})
 		if err != nil {
@@ -1585,12 +1732,19 @@ func TestSimulation(t *testing.T) {
 		faults += len(s.faults)
 		cold += s.coldSegments
 		refusals += s.storeRefusals
+		alters += s.alters
+		acks += max(s.settingsAcked, 0)
+		seals += s.lagSeals
 		if s.storm {
 			storms++
 		}
 	}
-	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers, %d bucket calls failed by store outages",
-		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold, refusals)
+	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers, %d bucket calls failed by store outages, %d alters of the settings (%d acknowledged during the runs), %d segments sealed by remote.max.lag.ms",
+		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold, refusals, alters, acks, seals)
+	// The simulation must exercise what it claims to.
+	if seeds >= 100 && (seals == 0 || acks == 0) {
+		t.Errorf("over %d seeds: %d segments sealed by remote.max.lag.ms, %d alters acknowledged; the simulation no longer exercises them", seeds, seals, acks)
+	}
 }
 
 // simSeeds is how many seeds TestSimulation runs by default.

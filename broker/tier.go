@@ -6,9 +6,14 @@ package broker
 //   - as leader of a topic with remote.storage.enable, it first takes the
 //     partition's manifest over for its leader epoch (a fencing write, see
 //     tiering.NewCommitter) and makes sure its local log continues the cold
-//     tier; then it uploads the sealed segments the cold tier lacks that
-//     hold only committed records (below the high watermark), oldest
-//     first, committing each to the manifest; uploads of several
+//     tier; it commits the topic's settings to the manifest when they
+//     differ from what it records (so an alter reaches the bucket without
+//     waiting for an upload, and AlterTopicConfig can wait for it); it
+//     seals the active segment when acknowledged records in it have waited
+//     for the bucket nearly as long as remote.max.lag.ms allows
+//     (tier_lag.go); then it uploads the sealed segments the cold tier
+//     lacks that hold only committed records (below the high watermark),
+//     oldest first, committing each to the manifest; uploads of several
 //     partitions run in parallel, up to tiering.upload_parallelism;
 //   - it deletes local segments the cold tier holds once local.retention.ms
 //     or local.retention.bytes says so (never one the manifest does not list,
@@ -89,6 +94,10 @@ func openStore(ctx context.Context, cfg config.Broker, metrics *objstore.Metrics
 // tierState is one partition's cold tier as this broker last saw it, for
 // describe and for the fetch path.
 type tierState struct {
+	// loaded is false until this replica has read the partition's
+	// manifest head since it opened: the figures below then say nothing
+	// about the cold tier (a zero there would pass for an empty one).
+	loaded             bool
 	coldStart, coldEnd int64 // -1 while the cold tier is empty
 	coldBytes          int64
 	coldSegments       int
@@ -96,8 +105,12 @@ type tierState struct {
 }
 
 // uploadLag is the sealed local bytes and segments holding offsets the cold
-// tier (as last seen) lacks.
+// tier (as last seen) lacks; zero until the cold tier is loaded, as the
+// figure is not known then.
 func (p *partition) uploadLag() (bytes int64, segments int) {
+	if !p.tier.Load().loaded {
+		return 0, 0
+	}
 	end := p.tier.Load().coldEnd
 	for _, s := range p.log.Segments() {
 		if s.Sealed && s.LastOffset >= s.BaseOffset && s.LastOffset >= end {
@@ -177,6 +190,7 @@ func (b *Broker) tierLoop() {
 		case <-b.stop:
 			return
 		case <-tick.C:
+		case <-b.tierKick:
 		}
 		var lag int64
 		for _, p := range b.partitions() {
@@ -255,7 +269,28 @@ func (p *partition) tierPassErr(ctx context.Context, env tierEnv, now time.Time)
 		return err
 	}
 	cfg := p.cfg.Load()
+	// The topic's settings as the metadata holds them now go into this
+	// pass's commits, and into the manifest at once when it records
+	// others: an alter on a quiet partition must not wait for an upload,
+	// and retention below must not write the old ones back. A topic this
+	// broker's metadata no longer has (partitions 0) leaves them as they
+	// are.
 	topicCfg, partitions := env.topic(p)
+	if partitions > 0 {
+		if err := c.SetConfig(ctx, topicCfg, partitions); err != nil {
+			return err
+		}
+	}
+	// How long acknowledged records have waited, and a seal of the active
+	// segment if the oldest of them must go now to be in the bucket within
+	// remote.max.lag.ms.
+	p.commits.observe(p.log.HighWatermark(), now)
+	p.commits.forget(c.Head().EndOffset())
+	if sealed, err := p.sealForLag(cfg, c.Head().EndOffset(), now); err != nil {
+		return err
+	} else if sealed {
+		env.logger.Debug(msgLagSeal, "partition", p.name(), "high_watermark", p.log.HighWatermark())
+	}
 	for {
 		// Only what the in-sync replicas all have goes to the cold tier:
 		// every broker reads it as committed.
@@ -270,6 +305,7 @@ func (p *partition) tierPassErr(ctx context.Context, env tierEnv, now time.Time)
 		env.logger.Debug("uploaded a segment", "partition", p.name(), "cold_end", c.Head().EndOffset())
 		env.invalidate(p)
 	}
+	p.commits.forget(c.Head().EndOffset())
 	// Local retention: only what the manifest lists may go.
 	if err := p.trimLocal(c.Head(), cfg, now); err != nil {
 		return err
@@ -345,6 +381,10 @@ func (p *partition) takeOverTier(ctx context.Context, env tierEnv) (*tiering.Com
 	if err != nil {
 		return nil, err
 	}
+	// This leader starts looking at what is acknowledged now: what its
+	// predecessors acknowledged counts from here.
+	p.commits.reset()
+	p.commits.observe(p.log.HighWatermark(), p.now())
 	env.invalidate(p)
 	if err := p.align(ctx, c, env.logger); err != nil {
 		return nil, err
@@ -417,6 +457,7 @@ func (b *Broker) topicRecord(p *partition) (map[string]string, int32) {
 // and the upload backlog.
 func (p *partition) publishTier(h *tiering.Head) {
 	st := *p.tier.Load()
+	st.loaded = true
 	st.coldStart, st.coldEnd = -1, -1
 	if h != nil && !h.Empty() {
 		st.coldStart, st.coldEnd = h.StartOffset(), h.EndOffset()
@@ -508,10 +549,13 @@ func (b *Broker) followerRetention(p *partition) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h, err := b.cold.Head(ctx, p.ref())
-	if err != nil || h == nil {
+	if err != nil {
+		return // describe keeps saying loading (or the figures last read)
+	}
+	p.publishTier(h) // nil: the bucket holds no cold tier for it (yet)
+	if h == nil {
 		return
 	}
-	p.publishTier(h)
 	if err := p.trimLocal(h, p.cfg.Load(), time.Now()); err != nil {
 		b.log.Warn("local retention failed", "partition", p.name(), "err", err)
 	}

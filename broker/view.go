@@ -61,6 +61,14 @@ type PartitionDescription struct {
 	UploadLagBytes   int64
 	UploadLagSegs    int32
 	TieringError     string
+	// ColdLoading is true while this broker has not read the partition's
+	// manifest head since it opened it: LogStartOffset is then the local
+	// start, and the cold and upload-lag figures are unknown (zero).
+	ColdLoading bool
+	// UploadLagMs is how long the oldest acknowledged record not yet in
+	// the cold tier has waited for it (0: none waits); -1 where this
+	// broker cannot tell (not the leader, loading, no cold tier).
+	UploadLagMs int64
 }
 
 // TopicSummary is one line of a topic listing.

@@ -33,6 +33,13 @@ type Topic struct {
 	// RemoteStorageEnable: sealed segments are uploaded to the object store.
 	// When false the local.retention.* settings have no effect, as in Kafka.
 	RemoteStorageEnable bool
+	// RemoteMaxLagMs: the longest an acknowledged record (below the high
+	// watermark) may stay out of the object store. The leader seals the
+	// active segment early, so it can be uploaded, once its oldest
+	// acknowledged record has waited long enough; without it a quiet
+	// partition's tail would stay on local disk alone until segment.ms
+	// rolled it. Unbounded leaves the tail to segment.ms and segment.bytes.
+	RemoteMaxLagMs int64
 	// SegmentBytes: the active segment rolls before it would grow past this.
 	SegmentBytes int64
 	// SegmentMs: the active segment rolls once it is this old.
@@ -90,6 +97,7 @@ func DefaultTopic() Topic {
 		LocalRetentionMs:            24 * 3600 * 1000,
 		LocalRetentionBytes:         Unbounded,
 		RemoteStorageEnable:         true,
+		RemoteMaxLagMs:              10 * 60 * 1000,
 		SegmentBytes:                128 << 20,
 		SegmentMs:                   3600 * 1000,
 		ReplicationFactor:           1,

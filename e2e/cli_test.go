@@ -99,9 +99,9 @@ func TestCLITopics(t *testing.T) {
 		"SETTING VALUE",
 		"retention.ms 7776000000 (90d) *override",
 		"segment.bytes 134217728 (128MiB)",
-		"PARTITION LEADER EPOCH REPLICAS ISR LOG-START HIGH-WATERMARK LOG-END LOCAL-START LOCAL-SIZE SEGMENTS COLD-SIZE COLD-SEGMENTS UPLOAD-LAG",
-		"0 1 0 1 1 0 0 0 0 0 B 1 0 B 0 0",
-		"1 1 0 1 1 0 0 0 0 0 B 1 0 B 0 0",
+		"PARTITION LEADER EPOCH REPLICAS ISR LOG-START HIGH-WATERMARK LOG-END LOCAL-START LOCAL-SIZE SEGMENTS COLD-SIZE COLD-SEGMENTS UPLOAD-LAG RECOVERY-POINT",
+		"0 1 0 1 1 0 0 0 0 0 B 1 0 B 0 0 -", // no object store: no recovery point
+		"1 1 0 1 1 0 0 0 0 0 B 1 0 B 0 0 -",
 	} {
 		if !slices.Contains(rows, want) {
 			t.Errorf("topic create output lacks row %q:\n%s", want, out)

@@ -103,6 +103,8 @@ func topicDescription(d broker.TopicDescription) *stratav1.TopicDescription {
 			UploadLagBytes:    p.UploadLagBytes,
 			UploadLagSegments: p.UploadLagSegs,
 			TieringError:      p.TieringError,
+			ColdLoading:       p.ColdLoading,
+			UploadLagMs:       p.UploadLagMs,
 		})
 	}
 	return td

@@ -105,6 +105,21 @@ type Committer struct {
 	// unsure: the last commit may have landed unseen, so head may be
 	// stale until it is read again.
 	unsure bool
+	// topic is what every commit records of the topic (SetConfig); nil
+	// until the leader has said, and commits then keep the head's.
+	topic *topicRecord
+}
+
+// topicRecord is what a manifest head records of its topic, so the topic
+// can be restored from the bucket alone.
+type topicRecord struct {
+	config     map[string]string
+	partitions int32
+}
+
+// carriedBy reports whether h records t already.
+func (t *topicRecord) carriedBy(h *Head) bool {
+	return maps.Equal(h.Config, t.config) && h.Partitions == t.partitions
 }
 
 // NewCommitter takes over the partition's manifest for a leader in epoch.
@@ -168,10 +183,32 @@ func (c *Committer) Store() objstore.Bucket { return c.store }
 // Epoch is the leader epoch this committer writes in.
 func (c *Committer) Epoch() int32 { return c.epoch }
 
+// SetConfig makes the topic's settings (its overrides) and partition count
+// what this and every later commit records, and commits a head carrying
+// them now unless the head carries them already. A topic's settings thus
+// reach the bucket when they change, not with the next upload, and no
+// later commit (an upload, retention) writes older ones back. The commit
+// is fenced and settled like every other: a deposed leader's fails with
+// ErrFenced, and one whose answer was lost is found landed or not by
+// reading the head back (ErrOutcomeUnknown until that is possible).
+func (c *Committer) SetConfig(ctx context.Context, config map[string]string, partitions int32) error {
+	c.topic = &topicRecord{config: maps.Clone(config), partitions: partitions}
+	return c.commit(ctx, func(h *Head) error {
+		if c.topic.carriedBy(h) {
+			return errAlreadyCommitted
+		}
+		return nil // commit stamps the settings
+	})
+}
+
 // Append commits an uploaded segment: it must start where the cold tier
 // ends (or anywhere, when it is empty). config and partitions are the
-// topic's, recorded for restore.
+// topic's, recorded for restore as SetConfig records them; partitions 0
+// leaves what the committer records as it is.
 func (c *Committer) Append(ctx context.Context, seg SegmentRef, config map[string]string, partitions int32) error {
+	if partitions > 0 {
+		c.topic = &topicRecord{config: maps.Clone(config), partitions: partitions}
+	}
 	return c.commit(ctx, func(h *Head) error {
 		if landed, err := c.holds(ctx, h, seg); err != nil {
 			return err
@@ -182,7 +219,6 @@ func (c *Committer) Append(ctx context.Context, seg SegmentRef, config map[strin
 			return fmt.Errorf("tiering: segment %d..%d does not start at the cold tier's end %d", seg.BaseOffset, seg.LastOffset, end)
 		}
 		h.Tail = append(h.Tail, seg)
-		h.Config, h.Partitions = maps.Clone(config), partitions
 		if len(h.Tail) < partSegments {
 			return nil
 		}
@@ -266,12 +302,13 @@ func (c *Committer) TrimBefore(ctx context.Context, offset int64) (removed []Seg
 	return removed, orphanParts, nil
 }
 
-// commit applies change to a copy of the head and writes it conditionally.
-// A failed write reloads the head: a newer epoch fences this committer; the
-// same epoch means an earlier attempt of ours landed after all (its answer
-// was lost) or a retry is due, so the change is applied again to the fresh
-// head, at most a few times. A write whose answer was lost and whose head
-// cannot be read back leaves the outcome unknown (ErrOutcomeUnknown).
+// commit applies change to a copy of the head and writes it conditionally,
+// with the topic's settings as SetConfig last gave them. A failed write
+// reloads the head: a newer epoch fences this committer; the same epoch
+// means an earlier attempt of ours landed after all (its answer was lost)
+// or a retry is due, so the change is applied again to the fresh head, at
+// most a few times. A write whose answer was lost and whose head cannot be
+// read back leaves the outcome unknown (ErrOutcomeUnknown).
 func (c *Committer) commit(ctx context.Context, change func(h *Head) error) error {
 	if err := c.settle(ctx); err != nil {
 		return err
@@ -282,6 +319,9 @@ func (c *Committer) commit(ctx context.Context, change func(h *Head) error) erro
 			return nil
 		} else if err != nil {
 			return err
+		}
+		if t := c.topic; t != nil {
+			next.Config, next.Partitions = maps.Clone(t.config), t.partitions
 		}
 		next.Generation++
 		next.LeaderEpoch = c.epoch

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -123,8 +124,14 @@ one row per partition: leader, leader epoch, replicas, in-sync replicas, log
 start offset (the first readable, in either tier), high watermark, log end
 offset, then the tiers as the answering broker sees them (zero where it holds
 no replica): where the local log starts, its bytes and segments on disk, the
-bytes and segments in the object store, and the sealed data still waiting
-for upload.`,
+bytes and segments in the object store, the sealed data still waiting for
+upload, and the recovery point: the offset up to which the object store holds
+the partition (what a restore from the bucket alone brings back) and, from
+the partition's leader, how long the oldest acknowledged record not yet there
+has waited ("current" when none waits; remote.max.lag.ms bounds it). A broker
+that has not yet read a partition's cold tier since it started shows
+"loading" in the columns that depend on it, rather than figures of the local
+log alone.`,
 		Example: "  strata topic describe demo",
 		Args:    exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -147,7 +154,14 @@ func newTopicAlterCommand(f *clientFlags) *cobra.Command {
 		Long: `Change a topic's settings; they take effect without a restart. --set
 gives a setting a value, --delete returns it to the default. Both may be
 repeated or given a comma-separated list. Prints the settings after the
-change.`,
+change.
+
+For a topic with a cold tier the command returns once every partition's
+manifest in the object store records the change, so that a restore from the
+bucket brings the new settings back. If that takes longer than --timeout (the
+store is down, a partition has no leader), it fails naming the partitions
+whose manifests lack the change: the change is in force all the same, and
+running the command again waits for the bucket again.`,
 		Example: `  strata topic alter demo --set retention.ms=90d
   strata topic alter demo --set retention.bytes=500GiB,segment.ms=1h --delete flush.policy`,
 		Args: exactArgs("name"),
@@ -221,7 +235,9 @@ again), the most recently written is restored unless --id names another.`,
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
 				desc, err := c.RestoreTopic(ctx, args[0], id, replication)
 				if err != nil {
-					return topicError(args[0], err)
+					// The broker's own words: not found here means not in
+					// the bucket, and a live topic is refused as existing.
+					return err
 				}
 				return printTopic(cmd.OutOrStdout(), desc)
 			})
@@ -309,7 +325,7 @@ func printTopic(w io.Writer, d *stratav1.TopicDescription) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tLOG-END\tLOCAL-START\tLOCAL-SIZE\tSEGMENTS\tCOLD-SIZE\tCOLD-SEGMENTS\tUPLOAD-LAG")
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tLOG-END\tLOCAL-START\tLOCAL-SIZE\tSEGMENTS\tCOLD-SIZE\tCOLD-SEGMENTS\tUPLOAD-LAG\tRECOVERY-POINT")
 	parts := slices.Clone(d.GetPartitions())
 	sort.Slice(parts, func(i, j int) bool {
 		return parts[i].GetMetadata().GetPartition() < parts[j].GetMetadata().GetPartition()
@@ -320,11 +336,20 @@ func printTopic(w io.Writer, d *stratav1.TopicDescription) error {
 		if m.GetLeader() >= 0 {
 			leader = strconv.Itoa(int(m.GetLeader()))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%s\n",
+		// Until the broker has read the cold tier, the figures that depend
+		// on it would be the local log's alone: a log start above the
+		// true one, an empty cold tier.
+		logStart, coldSize, coldSegs, lag, recovery := "loading", "loading", "loading", "loading", "loading"
+		if !p.GetColdLoading() {
+			logStart = strconv.FormatInt(p.GetLogStartOffset(), 10)
+			coldSize, coldSegs = humanBytes(p.GetColdBytes()), strconv.Itoa(int(p.GetColdSegments()))
+			lag, recovery = uploadLag(p), recoveryPoint(p)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n",
 			m.GetPartition(), leader, m.GetLeaderEpoch(), joinIDs(m.GetReplicas()), joinIDs(m.GetIsr()),
-			p.GetLogStartOffset(), p.GetHighWatermark(), p.GetLogEndOffset(), p.GetLocalStartOffset(),
+			logStart, p.GetHighWatermark(), p.GetLogEndOffset(), p.GetLocalStartOffset(),
 			humanBytes(p.GetLocalBytes()), p.GetLocalSegments(),
-			humanBytes(p.GetColdBytes()), p.GetColdSegments(), uploadLag(p))
+			coldSize, coldSegs, lag, recovery)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -343,6 +368,37 @@ func uploadLag(p *stratav1.PartitionDescription) string {
 		return "0"
 	}
 	return fmt.Sprintf("%s (%d segments)", humanBytes(p.GetUploadLagBytes()), p.GetUploadLagSegments())
+}
+
+// recoveryPoint is where the cold tier ends (what a restore from the
+// bucket alone brings back) and, from the leader, how long the oldest
+// acknowledged record not yet there has waited: "1200 (current)",
+// "1200 (42s behind)", "none (3s behind)" before the first upload, just
+// the offset from a broker that does not lead the partition, "-" where
+// there is no cold tier.
+func recoveryPoint(p *stratav1.PartitionDescription) string {
+	end, lag := p.GetColdEndOffset(), p.GetUploadLagMs()
+	at := "none"
+	if end >= 0 {
+		at = strconv.FormatInt(end, 10)
+	}
+	switch {
+	case lag == 0:
+		return at + " (current)"
+	case lag > 0:
+		return fmt.Sprintf("%s (%s behind)", at, humanMillis(lag))
+	case end >= 0:
+		return at
+	}
+	return "-"
+}
+
+// humanMillis renders a wait for reading: "250ms", "42s", "3m20s".
+func humanMillis(ms int64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%dms", ms)
+	}
+	return (time.Duration(ms) * time.Millisecond).Round(time.Second).String()
 }
 
 // printSettings writes one row per setting in force: key, value as stored,

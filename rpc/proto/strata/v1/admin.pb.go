@@ -1109,7 +1109,24 @@ type PartitionDescription struct {
 	UploadLagBytes    int64 `protobuf:"varint,11,opt,name=upload_lag_bytes,json=uploadLagBytes,proto3" json:"upload_lag_bytes,omitempty"`
 	UploadLagSegments int32 `protobuf:"varint,12,opt,name=upload_lag_segments,json=uploadLagSegments,proto3" json:"upload_lag_segments,omitempty"`
 	// The last tiering error on this partition, empty when all is well.
-	TieringError  string `protobuf:"bytes,13,opt,name=tiering_error,json=tieringError,proto3" json:"tiering_error,omitempty"`
+	TieringError string `protobuf:"bytes,13,opt,name=tiering_error,json=tieringError,proto3" json:"tiering_error,omitempty"`
+	// True while the answering broker has not yet read the partition's
+	// manifest head since it started (or opened the partition): the cold
+	// tier's figures are then unknown, not empty: log_start_offset is only
+	// the local log's start, cold_bytes, cold_segments and upload_lag_bytes
+	// and _segments are zero, cold_end_offset and upload_lag_ms -1; a client
+	// shows them as loading. False for a partition without a cold tier.
+	ColdLoading bool `protobuf:"varint,14,opt,name=cold_loading,json=coldLoading,proto3" json:"cold_loading,omitempty"`
+	// How long, in milliseconds, the oldest acknowledged record (below the
+	// high watermark) not yet in the cold tier has waited for it: 0 when
+	// the cold tier holds every acknowledged record. With cold_end_offset,
+	// the partition's recovery point: what a restore from the bucket alone
+	// would bring back, and how far behind that is. Only the leader knows
+	// (it counts from when it saw the records acknowledged, at most since it
+	// took the partition over); -1 on other brokers, while cold_loading, and
+	// for a partition without a cold tier. remote.max.lag.ms bounds it while
+	// the object store is reachable.
+	UploadLagMs   int64 `protobuf:"varint,15,opt,name=upload_lag_ms,json=uploadLagMs,proto3" json:"upload_lag_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1235,6 +1252,20 @@ func (x *PartitionDescription) GetTieringError() string {
 	return ""
 }
 
+func (x *PartitionDescription) GetColdLoading() bool {
+	if x != nil {
+		return x.ColdLoading
+	}
+	return false
+}
+
+func (x *PartitionDescription) GetUploadLagMs() int64 {
+	if x != nil {
+		return x.UploadLagMs
+	}
+	return 0
+}
+
 var File_strata_v1_admin_proto protoreflect.FileDescriptor
 
 const file_strata_v1_admin_proto_rawDesc = "" +
@@ -1313,7 +1344,7 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a<\n" +
 	"\x0eOverridesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa8\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xef\x04\n" +
 	"\x14PartitionDescription\x128\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1c.strata.v1.PartitionMetadataR\bmetadata\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12%\n" +
@@ -1330,7 +1361,9 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	" \x01(\x03R\rcoldEndOffset\x12(\n" +
 	"\x10upload_lag_bytes\x18\v \x01(\x03R\x0euploadLagBytes\x12.\n" +
 	"\x13upload_lag_segments\x18\f \x01(\x05R\x11uploadLagSegments\x12#\n" +
-	"\rtiering_error\x18\r \x01(\tR\ftieringError2\xa6\x06\n" +
+	"\rtiering_error\x18\r \x01(\tR\ftieringError\x12!\n" +
+	"\fcold_loading\x18\x0e \x01(\bR\vcoldLoading\x12\"\n" +
+	"\rupload_lag_ms\x18\x0f \x01(\x03R\vuploadLagMs2\xa6\x06\n" +
 	"\fAdminService\x12L\n" +
 	"\vCreateTopic\x12\x1d.strata.v1.CreateTopicRequest\x1a\x1e.strata.v1.CreateTopicResponse\x12L\n" +
 	"\vDeleteTopic\x12\x1d.strata.v1.DeleteTopicRequest\x1a\x1e.strata.v1.DeleteTopicResponse\x12I\n" +
