@@ -11,7 +11,7 @@ import (
 )
 
 // fromHelp describes what --from accepts, for flag help and errors.
-const fromHelp = "earliest, latest, an offset (42), a time (2024-05-01T12:00:00Z; a date 2024-05-01 or a date-time without a zone is read as UTC), " +
+const fromHelp = "earliest, latest, an offset (42), an RFC 3339 time (2024-05-01T12:00:00Z; a date 2024-05-01 or a date-time without a zone is read as UTC), " +
 	"epoch milliseconds after @ (@1714564800000) or a duration ago (15m, 2h30m, 1d)"
 
 // zonelessLayouts are the times --from reads without a zone, as UTC.
