@@ -20,6 +20,9 @@ import (
 // call with INVALID_REQUEST. On success the ACLs are in force on the
 // controller; the other brokers apply them as the metadata reaches them.
 func (b *Broker) AddACLs(ctx context.Context, acls []security.ACL) error {
+	if b.replica != nil {
+		return errReadReplica("change ACLs")
+	}
 	if err := checkACLs(acls); err != nil {
 		return err
 	}
@@ -33,6 +36,9 @@ func (b *Broker) AddACLs(ctx context.Context, acls []security.ACL) error {
 // many it removed; one that is not stored is not an error. An invalid ACL
 // refuses the call with INVALID_REQUEST and removes nothing.
 func (b *Broker) RemoveACLs(ctx context.Context, acls []security.ACL) (int, error) {
+	if b.replica != nil {
+		return 0, errReadReplica("change ACLs")
+	}
 	if err := checkACLs(acls); err != nil {
 		return 0, err
 	}
@@ -48,6 +54,9 @@ func (b *Broker) RemoveACLs(ctx context.Context, acls []security.ACL) (int, erro
 // ACLs granted to every principal, not every ACL). The slice is the
 // caller's.
 func (b *Broker) ACLs(principal string) []security.ACL {
+	if b.replica != nil {
+		return nil // ACLs live in the writing cluster's metadata
+	}
 	all := b.meta.Metadata().ACLs()
 	if principal == "" {
 		return slices.Clone(all)
@@ -85,4 +94,9 @@ func aclError(err error) error {
 
 // ACLsInForce returns the ACLs every request is checked against, without
 // copying them: the slice is shared and must not be changed.
-func (b *Broker) ACLsInForce() []security.ACL { return b.meta.Metadata().ACLs() }
+func (b *Broker) ACLsInForce() []security.ACL {
+	if b.replica != nil {
+		return nil // a read replica reads no metadata: superusers only
+	}
+	return b.meta.Metadata().ACLs()
+}

@@ -26,6 +26,9 @@ import (
 // that would put more partition replicas on a broker than the limit allows
 // (limits.go) is refused.
 func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error) {
+	if b.replica != nil {
+		return TopicDescription{}, errReadReplica("create topics")
+	}
 	if err := cluster.ValidateTopicName(name); err != nil {
 		return TopicDescription{}, refuse(ReasonInvalidTopicName, err, "%v", err)
 	}
@@ -107,6 +110,9 @@ func canonicalOverrides(cfg config.Topic, overrides map[string]string) (map[stri
 // goes too, in the background (objects left by a failure there are under the
 // deleted topic's id, so no later topic of the same name sees them).
 func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	if b.replica != nil {
+		return errReadReplica("delete topics")
+	}
 	t, ok := b.meta.Metadata().Topic(name)
 	if err := b.meta.DeleteTopic(ctx, name); err != nil {
 		return clusterError(err)
@@ -135,6 +141,9 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 // empty), with the partitions and settings its manifests recorded; its
 // leaders then continue the log where the cold tier ends.
 func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error) {
+	if b.replica != nil {
+		return TopicDescription{}, errReadReplica("restore topics")
+	}
 	if b.store == nil {
 		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "this broker has no object store (object_store.type is none)")
 	}
@@ -227,6 +236,9 @@ func (b *Broker) restoreLiveError(ctx context.Context, t *cluster.TopicInfo) err
 // answers TIMEOUT (retriable) naming the partitions whose manifests lack
 // them; the change itself is made and in force.
 func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
+	if b.replica != nil {
+		return TopicDescription{}, errReadReplica("alter topic settings")
+	}
 	t, ok := b.topicMetadata(name).Topic(name)
 	if !ok {
 		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
@@ -266,6 +278,9 @@ func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[stri
 
 // ListTopics lists every topic.
 func (b *Broker) ListTopics() []TopicSummary {
+	if b.replica != nil {
+		return b.replicaListTopics()
+	}
 	m := b.meta.Metadata()
 	out := []TopicSummary{}
 	for _, name := range m.TopicNames() {
@@ -282,6 +297,9 @@ func (b *Broker) ListTopics() []TopicSummary {
 // DescribeTopic describes a topic: settings, partitions and, for the
 // partitions held here, their logs.
 func (b *Broker) DescribeTopic(name string) (TopicDescription, error) {
+	if b.replica != nil {
+		return b.replicaDescribe(name)
+	}
 	t, ok := b.topicMetadata(name).Topic(name)
 	if !ok {
 		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
@@ -296,7 +314,7 @@ func (b *Broker) describe(t *cluster.TopicInfo) TopicDescription {
 	}
 	d := TopicDescription{Name: t.Name, ID: t.ID, Config: cfg.Map(), Overrides: maps.Clone(t.Config)}
 	for _, info := range t.Partitions {
-		pd := PartitionDescription{PartitionView: partitionView(info)}
+		pd := PartitionDescription{PartitionView: partitionView(info), HeadAgeMs: -1}
 		b.mu.RLock()
 		p, ok := b.mu.partitions[cluster.TopicPartition{Topic: t.Name, Partition: info.Partition}]
 		b.mu.RUnlock()
@@ -345,6 +363,9 @@ func partitionView(info cluster.PartitionInfo) PartitionView {
 // Cluster returns the brokers and the topics (all, or those named) with
 // their leaders. Unknown names are left out.
 func (b *Broker) Cluster(topics []string) ClusterView {
+	if b.replica != nil {
+		return b.replicaCluster(topics)
+	}
 	m := b.meta.Metadata()
 	v := ClusterView{ControllerID: -1, Version: m.Version}
 	if id, ok := b.meta.ControllerID(); ok {
@@ -375,6 +396,9 @@ func (b *Broker) Cluster(topics []string) ClusterView {
 // the rules (cluster.ValidateGroupName) is INVALID_REQUEST, and so is a
 // commit that would create a group beyond limits.max_groups.
 func (b *Broker) CommitOffsets(ctx context.Context, group string, offsets []CommittedOffset) error {
+	if b.replica != nil {
+		return errReadReplica("commit consumer offsets (they live in the writing cluster's metadata)")
+	}
 	if group == "" {
 		return refuse(ReasonInvalidRequest, nil, "a consumer group name is required")
 	}
@@ -402,6 +426,9 @@ func (b *Broker) CommitOffsets(ctx context.Context, group string, offsets []Comm
 // FetchOffsets returns a group's positions: in the partitions named, or in
 // every partition it committed.
 func (b *Broker) FetchOffsets(group string, partitions []TopicPartition) []CommittedOffset {
+	if b.replica != nil {
+		return nil // committed offsets live in the writing cluster's metadata
+	}
 	var out []CommittedOffset
 	add := func(tp TopicPartition, c cluster.OffsetCommit) {
 		out = append(out, CommittedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: c.Offset, Metadata: c.Metadata, CommitTimeMs: c.CommittedAtMs})

@@ -73,6 +73,10 @@ type Broker struct {
 	// producerIDKey, when set, binds producer ids to principals
 	// (producer_binding.go).
 	producerIDKey []byte
+	// replica is set in read-only replica mode (readreplica.go): the
+	// broker then serves a bucket another cluster writes, and nothing
+	// else above (partitions, gossip, metadata) exists.
+	replica *readReplica
 }
 
 // Option adjusts how Start runs a broker.
@@ -117,6 +121,16 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	}
 	b.mu.partitions = map[cluster.TopicPartition]*partition{}
 	b.fetchers = newFetchers(b)
+	if cfg.ReadReplica {
+		// No data dir, gossip, metadata group or partitions: see
+		// readreplica.go.
+		b.limits = newLimits(cfg, logger)
+		if err := b.startReadReplica(ctx); err != nil {
+			peers.Close()
+			return nil, err
+		}
+		return b, nil
+	}
 	if err := os.MkdirAll(b.logsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data dir: %w", err)
 	}
@@ -223,7 +237,18 @@ func (b *Broker) ID() int32 { return b.id }
 func (b *Broker) DataDir() string { return b.cfg.DataDir }
 
 // RaftAddr is the address of this broker's metadata transport.
-func (b *Broker) RaftAddr() string { return b.meta.RaftAddr() }
+// RaftAddr is the address of this broker's metadata transport; empty for a
+// read-only replica, which has none.
+func (b *Broker) RaftAddr() string {
+	if b.replica != nil {
+		return ""
+	}
+	return b.meta.RaftAddr()
+}
+
+// ReadReplica reports whether the broker is a read-only replica of a
+// bucket another cluster writes (readreplica.go).
+func (b *Broker) ReadReplica() bool { return b.replica != nil }
 
 func (b *Broker) goLoop(loop func()) {
 	b.wg.Add(1)
@@ -281,6 +306,9 @@ func (b *Broker) closeAll() error {
 	}
 	if b.cold != nil {
 		b.cold.Close()
+	}
+	if b.replica != nil {
+		b.replica.close()
 	}
 	b.peers.Close()
 	if b.lock != nil {

@@ -49,6 +49,10 @@ const (
 	ReasonUnauthenticated Reason = "UNAUTHENTICATED"
 	// The caller is known, and no ACL lets it do what it asked.
 	ReasonPermissionDenied Reason = "PERMISSION_DENIED"
+	// The broker is a read-only replica of a bucket another cluster writes
+	// (readreplica.go): it refuses every write. Not retriable here; the
+	// writing cluster's brokers take the call.
+	ReasonReadReplica Reason = "READ_REPLICA"
 )
 
 var retriable = map[Reason]bool{

@@ -54,6 +54,9 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 }
 
 func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	if b.replica != nil {
+		return b.replica.fetch(ctx, req)
+	}
 	p, err := b.leaderPartition(req.Topic, req.Partition)
 	if err != nil {
 		if ReasonOf(err) == ReasonNotLeader || ReasonOf(err) == ReasonLeaderNotAvailable {
@@ -201,6 +204,9 @@ type OffsetAnswer struct {
 // both tiers. A time after every committed record answers the high
 // watermark.
 func (b *Broker) ListOffsets(ctx context.Context, topic string, partition int32, q OffsetQuery) (OffsetAnswer, error) {
+	if b.replica != nil {
+		return b.replica.listOffsets(ctx, topic, partition, q)
+	}
 	p, err := b.leaderPartition(topic, partition)
 	if err != nil {
 		return OffsetAnswer{}, err

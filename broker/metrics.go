@@ -25,6 +25,10 @@ import (
 // cluster as this broker may report it (metrics_cluster.go), requests,
 // the cold tier's backlog, object store calls and the cold reader's cache.
 func (b *Broker) WriteMetrics(w io.Writer) {
+	if b.replica != nil {
+		b.writeReplicaMetrics(w)
+		return
+	}
 	// Count the ISR changes up to now, so that a scrape right after one
 	// sees it rather than racing isrWatchLoop.
 	b.observeISR()
@@ -51,6 +55,9 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 func (b *Broker) RequestMetrics() *RequestMetrics {
 	b.metrics.once.Do(func() {
 		b.metrics.requests.known = func(topic string) bool {
+			if b.replica != nil {
+				return b.replica.knows(topic)
+			}
 			_, ok := b.meta.Metadata().Topic(topic)
 			return ok
 		}

@@ -66,6 +66,9 @@ const (
 // producer of the cluster has had, and epoch 0. Only the controller hands
 // out ids; another broker answers UNAVAILABLE naming it.
 func (b *Broker) InitProducer(ctx context.Context) (id int64, epoch int16, err error) {
+	if b.replica != nil {
+		return 0, 0, errReadReplica("assign producer ids")
+	}
 	id, err = b.meta.AllocateProducerID(ctx)
 	if err != nil {
 		return 0, 0, clusterError(err)

@@ -67,6 +67,9 @@ const (
 
 // ServeReplication serves one follower's stream until it ends.
 func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) error {
+	if b.replica != nil {
+		return errReadReplica("serve replication")
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var sendMu sync.Mutex
@@ -277,6 +280,9 @@ func (ps *pusher) run() {
 // current epoch: the largest epoch at or below the one given that this
 // broker's log knows, and where it ended.
 func (b *Broker) EndOffsetForEpoch(q EpochQuery) (EpochEnd, error) {
+	if b.replica != nil {
+		return EpochEnd{}, errReadReplica("serve replication")
+	}
 	info, err := partitionInfo(b.meta.Metadata(), q.Topic, q.Partition)
 	if err != nil {
 		return EpochEnd{}, err

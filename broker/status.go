@@ -25,6 +25,9 @@ func (b *Broker) Ready(ctx context.Context) error {
 	if closed {
 		return errors.New("the broker is shutting down")
 	}
+	if b.replica != nil {
+		return nil // Start read the bucket's catalog before it returned
+	}
 	if _, ok := b.meta.ControllerID(); !ok {
 		return errors.New("no controller known: the metadata group has no leader (are most of its voters down or cut off?)")
 	}
@@ -92,6 +95,9 @@ type UploadLag struct {
 
 // ClusterStatus returns the cluster as this broker sees it.
 func (b *Broker) ClusterStatus() ClusterStatus {
+	if b.replica != nil {
+		return b.replicaStatus()
+	}
 	md := b.meta.Metadata()
 	s := ClusterStatus{BrokerID: b.id, ControllerID: -1, MetadataVersion: md.Version, Topics: len(md.Topics)}
 	if id, ok := b.meta.ControllerID(); ok {

@@ -69,6 +69,11 @@ type PartitionDescription struct {
 	// the cold tier has waited for it (0: none waits); -1 where this
 	// broker cannot tell (not the leader, loading, no cold tier).
 	UploadLagMs int64
+	// HeadAgeMs and HeadGeneration are a read-only replica's
+	// (readreplica.go): how long ago it last read the partition's
+	// manifest head, and that head's generation. -1 and 0 elsewhere.
+	HeadAgeMs      int64
+	HeadGeneration uint64
 }
 
 // TopicSummary is one line of a topic listing.

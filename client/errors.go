@@ -155,6 +155,11 @@ var (
 	// committed, so it was not acknowledged. Retriable; a retry may write
 	// it twice unless the producer is idempotent.
 	ErrNotEnoughReplicasAfterAppend = sentinel(codes.Unavailable, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", true)
+	// ErrReadReplica: the broker is a read-only replica of another
+	// cluster's bucket (strata serve --read-replica); it serves fetches,
+	// offsets and metadata but refuses produce, producer ids, topic and
+	// ACL admin and offset commits. Send writes to the writing cluster.
+	ErrReadReplica = sentinel(codes.FailedPrecondition, "READ_REPLICA", false)
 )
 
 // ErrClosed is returned by calls on a Client, Producer or Consumer after

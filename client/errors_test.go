@@ -47,6 +47,7 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND: {ErrNotEnoughReplicasAfterAppend, codes.Unavailable, true},
 	stratav1.ErrorReason_ERROR_REASON_UNAUTHENTICATED:                  {ErrUnauthenticated, codes.Unauthenticated, false},
 	stratav1.ErrorReason_ERROR_REASON_PERMISSION_DENIED:                {ErrPermissionDenied, codes.PermissionDenied, false},
+	stratav1.ErrorReason_ERROR_REASON_READ_REPLICA:                     {ErrReadReplica, codes.FailedPrecondition, false},
 }
 
 // brokerError builds the status error a broker sends, as the contract

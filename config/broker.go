@@ -22,6 +22,15 @@ type Broker struct {
 	Listen string `yaml:"listen"`
 	// Advertise is the gRPC address given to others; empty means Listen.
 	Advertise string `yaml:"advertise"`
+	// ReadReplica makes the broker a read-only replica of a bucket (and
+	// prefix) another cluster writes: it joins no cluster (no gossip, no
+	// Raft, so those settings are unused), never writes to the object
+	// store, and serves fetches, offsets, metadata and topic descriptions
+	// of every topic it finds there; writes are refused (READ_REPLICA).
+	ReadReplica bool `yaml:"read_replica"`
+	// ReadReplicaRefresh is how often a read-only replica re-reads the
+	// bucket's manifest heads to follow new uploads (and finds new topics).
+	ReadReplicaRefresh Duration `yaml:"read_replica_refresh"`
 	// Raft is the controller group's transport.
 	Raft Raft `yaml:"raft"`
 	// Gossip is cluster membership.
@@ -265,7 +274,10 @@ func DefaultBroker() Broker {
 		NodeID:  1,
 		DataDir: "./data",
 		Listen:  "127.0.0.1:7400",
-		Raft:    Raft{Listen: "127.0.0.1:7401"},
+		// A few seconds: a replica is at most this much behind the bucket,
+		// which itself trails the writers by up to remote.max.lag.ms.
+		ReadReplicaRefresh: Duration(3 * time.Second),
+		Raft:               Raft{Listen: "127.0.0.1:7401"},
 		Gossip: Gossip{
 			Listen:          "127.0.0.1:7402",
 			BootstrapExpect: 1,

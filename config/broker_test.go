@@ -40,6 +40,8 @@ func TestDefaultBroker(t *testing.T) {
 		{"limits.max_groups", b.Limits.MaxGroups, 10000},
 		{"quotas.produce_bytes_per_sec", b.Quotas.ProduceBytesPerSec, ByteSize(0)},
 		{"quotas.fetch_bytes_per_sec", b.Quotas.FetchBytesPerSec, ByteSize(0)},
+		{"read_replica", b.ReadReplica, false},
+		{"read_replica_refresh", b.ReadReplicaRefresh, Duration(3 * time.Second)},
 		{"log.level", b.Log.Level, "info"},
 		{"log.format", b.Log.Format, "text"},
 		{"AdvertiseAddr", b.AdvertiseAddr(), "127.0.0.1:7400"},
@@ -257,5 +259,34 @@ func TestBrokerHelpers(t *testing.T) {
 	b.Gossip.SecretKey = ""
 	if got, err := b.Gossip.SecretKeyBytes(); got != nil || err != nil {
 		t.Errorf("SecretKeyBytes() of no key = %v, %v", got, err)
+	}
+}
+
+// TestReadReplicaValidate: a read-only replica opens no Raft or gossip
+// listener, so their settings are not held against it (not even their
+// ports, nor a gossip key with TLS); it needs an object store to read and
+// a refresh interval.
+func TestReadReplicaValidate(t *testing.T) {
+	b := DefaultBroker()
+	b.ReadReplica = true
+	b.Raft.Listen, b.Gossip.Listen = "", "0.0.0.0:7400" // unused: no error, no port clash
+	b.Gossip.BootstrapExpect = 0
+	if err := b.Validate(); err != nil {
+		t.Fatalf("a replica without raft and gossip settings: %v", err)
+	}
+	b.ObjectStore.Type = ObjectStoreNone
+	var e *Error
+	if err := b.Validate(); !errors.As(err, &e) || e.Key != "object_store.type" || !strings.Contains(err.Error(), "read_replica") {
+		t.Fatalf("a replica without an object store: %v; want an object_store.type error naming read_replica", err)
+	}
+	b.ObjectStore.Type = ObjectStoreFS
+	b.ReadReplicaRefresh = 0
+	if err := b.Validate(); !errors.As(err, &e) || e.Key != "read_replica_refresh" {
+		t.Fatalf("a replica refreshing every 0s: %v; want a read_replica_refresh error", err)
+	}
+	b.ReadReplica = false
+	b.ReadReplicaRefresh = Duration(time.Second)
+	if err := b.Validate(); err == nil {
+		t.Fatal("a normal broker without raft.listen validated")
 	}
 }

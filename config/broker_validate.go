@@ -22,13 +22,18 @@ func (b Broker) Validate() error {
 	if err := b.validateAddresses(); err != nil {
 		return err
 	}
-	if err := b.Gossip.validate(); err != nil {
-		return err
+	if !b.ReadReplica { // a read-only replica gossips with no one
+		if err := b.Gossip.validate(); err != nil {
+			return err
+		}
 	}
 	if err := b.validateSecurity(); err != nil {
 		return err
 	}
 	if err := b.ObjectStore.validate(); err != nil {
+		return err
+	}
+	if err := b.validateReadReplica(); err != nil {
 		return err
 	}
 	topic, err := b.TopicDefaults()
@@ -80,6 +85,15 @@ func (b Broker) validateAddresses() error {
 		{"raft.listen", b.Raft.Listen, "raft.advertise", b.Raft.Advertise},
 		{"gossip.listen", b.Gossip.Listen, "gossip.advertise", b.Gossip.Advertise},
 		{"admin.listen", b.Admin.Listen, "", ""},
+	}
+	if b.ReadReplica {
+		// A read-only replica opens neither Raft nor gossip: their
+		// addresses are neither checked nor held against the others, so
+		// a replica beside a broker with the default ports can start with
+		// only listen and admin.listen moved.
+		listeners = slices.DeleteFunc(listeners, func(l struct{ key, addr, advKey, adv string }) bool {
+			return strings.HasPrefix(l.key, "raft.") || strings.HasPrefix(l.key, "gossip.")
+		})
 	}
 	for _, l := range listeners {
 		if l.addr == "" && l.key == "admin.listen" {
@@ -153,6 +167,9 @@ func (b Broker) validateSecurity() error {
 		for _, l := range []struct{ key, addr string }{
 			{"listen", b.Listen}, {"raft.listen", b.Raft.Listen}, {"gossip.listen", b.Gossip.Listen}, {"admin.listen", b.Admin.Listen},
 		} {
+			if b.ReadReplica && (l.key == "raft.listen" || l.key == "gossip.listen") {
+				continue // not opened by a read-only replica
+			}
 			if host, _, err := net.SplitHostPort(l.addr); err == nil && !isLoopback(host) {
 				return &Error{Key: l.key, Value: l.addr, Allowed: "a loopback address without TLS",
 					Reason: "without TLS anyone who reaches it may do anything; set security.tls.* (strata dev certs makes a development set) or security.allow_plaintext"}
@@ -160,7 +177,7 @@ func (b Broker) validateSecurity() error {
 		}
 		return nil
 	}
-	if b.Gossip.SecretKey == "" {
+	if b.Gossip.SecretKey == "" && !b.ReadReplica { // a read replica gossips with no one
 		return &Error{Key: "gossip.secret_key", Allowed: "base64 of a 16, 24 or 32-byte key",
 			Reason: "with TLS gossip must be encrypted too (strata dev certs writes a key to gossip.key)"}
 	}
@@ -351,6 +368,22 @@ func (q Quotas) validate() error {
 		if r.rate < 0 {
 			return &Error{Key: r.key, Value: r.rate.String(), Allowed: "bytes per second such as 10MiB, or 0 for unlimited"}
 		}
+	}
+	return nil
+}
+
+// validateReadReplica checks what a read-only replica needs: a bucket to
+// read (there is nothing else to serve) and a refresh interval.
+func (b Broker) validateReadReplica() error {
+	if !b.ReadReplica {
+		return nil
+	}
+	if b.ObjectStore.Type == ObjectStoreNone {
+		return &Error{Key: "object_store.type", Value: b.ObjectStore.Type, Allowed: "fs or s3",
+			Reason: "read_replica serves the bucket another cluster writes, so it needs one"}
+	}
+	if b.ReadReplicaRefresh < Duration(100*time.Millisecond) {
+		return &Error{Key: "read_replica_refresh", Value: b.ReadReplicaRefresh.String(), Allowed: "a duration of at least 100ms, such as 3s"}
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ func brokerFields() []field {
 		stringField("data_dir", "directory for partition logs and Raft state", func(b *Broker) *string { return &b.DataDir }),
 		stringField("listen", "gRPC listen address (host:port)", func(b *Broker) *string { return &b.Listen }),
 		stringField("advertise", "gRPC address given to clients and brokers; empty means the listen address", func(b *Broker) *string { return &b.Advertise }),
+		boolField("read_replica", "serve read-only from a bucket another cluster writes: no gossip or Raft (their settings are unused), nothing written to the object store, writes refused with READ_REPLICA; false means a normal broker", func(b *Broker) *bool { return &b.ReadReplica }),
+		durationField("read_replica_refresh", "how often a read-only replica re-reads the bucket's manifest heads to follow new uploads and topics", func(b *Broker) *Duration { return &b.ReadReplicaRefresh }),
 		stringField("raft.listen", "Raft transport listen address", func(b *Broker) *string { return &b.Raft.Listen }),
 		stringField("raft.advertise", "Raft address given to peers; empty means raft.listen", func(b *Broker) *string { return &b.Raft.Advertise }),
 		stringField("gossip.listen", "gossip (memberlist) listen address, TCP and UDP", func(b *Broker) *string { return &b.Gossip.Listen }),

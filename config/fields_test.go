@@ -123,11 +123,13 @@ func TestFieldSetGetRoundTrip(t *testing.T) {
 // sampleBroker differs from DefaultBroker in every setting.
 func sampleBroker() Broker {
 	return Broker{
-		NodeID:    7,
-		DataDir:   "/var/lib/strata",
-		Listen:    "0.0.0.0:9400",
-		Advertise: "broker7:9400",
-		Raft:      Raft{Listen: "0.0.0.0:9401", Advertise: "broker7:9401"},
+		NodeID:             7,
+		DataDir:            "/var/lib/strata",
+		Listen:             "0.0.0.0:9400",
+		Advertise:          "broker7:9400",
+		ReadReplica:        true,
+		ReadReplicaRefresh: Duration(10e9),
+		Raft:               Raft{Listen: "0.0.0.0:9401", Advertise: "broker7:9401"},
 		Gossip: Gossip{
 			Listen:          "0.0.0.0:9402",
 			Advertise:       "broker7:9402",

@@ -105,6 +105,8 @@ func topicDescription(d broker.TopicDescription) *stratav1.TopicDescription {
 			TieringError:      p.TieringError,
 			ColdLoading:       p.ColdLoading,
 			UploadLagMs:       p.UploadLagMs,
+			HeadAgeMs:         p.HeadAgeMs,
+			HeadGeneration:    p.HeadGeneration,
 		})
 	}
 	return td

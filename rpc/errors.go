@@ -46,6 +46,8 @@ var codeOf = map[broker.Reason]codes.Code{
 
 	broker.ReasonUnauthenticated:  codes.Unauthenticated,
 	broker.ReasonPermissionDenied: codes.PermissionDenied,
+
+	broker.ReasonReadReplica: codes.FailedPrecondition,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-log/strata/tiering/objstore"
 )
@@ -232,4 +233,48 @@ func summarise(ctx context.Context, r objstore.Reader, d *partitionDir) (Partiti
 		add(seg)
 	}
 	return s, nil
+}
+
+// HeadListing is one partition's manifest head as a listing of the bucket
+// found it.
+type HeadListing struct {
+	Ref PartitionRef
+	// Head is nil when Err says why it could not be read or decoded.
+	Head *Head
+	// ModTime is when the head was last written, to tell which of two
+	// topic ids under one name is the live one.
+	ModTime time.Time
+	Err     error
+}
+
+// ListHeads lists the bucket (or only topic's keys, when it is not empty)
+// and reads every partition's manifest head, in topic, topic id and
+// partition order: the catalog of a reader that serves the bucket without
+// cluster metadata (a read-only replica broker). It reads no closed part
+// and no segment. A head that is damaged is reported in its Err (leniently,
+// as strata bucket ls does: one bad partition hides no other); an error
+// reaching the store is returned.
+func ListHeads(ctx context.Context, r objstore.Reader, topic string) ([]HeadListing, error) {
+	scan, err := scanBucket(ctx, r, topic)
+	if err != nil {
+		return nil, err
+	}
+	var out []HeadListing
+	for _, d := range scan.dirs {
+		if d.manifest == nil {
+			continue
+		}
+		l := HeadListing{Ref: d.ref, ModTime: d.manifest.ModTime}
+		h, _, err := readHead(ctx, r, d.manifest.Key)
+		switch {
+		case err == nil:
+			l.Head = h
+		case isDataProblem(err):
+			l.Err = fmt.Errorf("manifest head %s: %w", d.manifest.Key, err)
+		default:
+			return nil, fmt.Errorf("tiering: read manifest %s: %w", d.manifest.Key, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }

@@ -42,13 +42,26 @@ func newServeCommand() *cobra.Command {
 has an environment variable of the same name in capitals with underscores,
 prefixed STRATA_ (--node-id is STRATA_NODE_ID).
 
+With --read-replica the broker is a read-only replica of a bucket (and
+--object-store-prefix) that another cluster writes: it joins no cluster
+(the raft and gossip settings are unused), writes nothing to the object
+store, and serves fetches, offsets, metadata and topic descriptions of
+every topic in the bucket, re-reading the manifests every
+--read-replica-refresh; writes are refused with READ_REPLICA.
+
 On SIGTERM or SIGINT the broker stops accepting calls, lets in-flight ones
 finish, fsyncs and closes its logs.`,
 		Example: `  # one broker on loopback, data in ./data
   strata serve
 
   # from a config file, with one setting overridden
-  strata serve --config strata.yaml --node-id 2`,
+  strata serve --config strata.yaml --node-id 2
+
+  # a read-only replica of the bucket a cluster writes under prefix prod
+  STRATA_OBJECT_STORE_SECRET_KEY=... strata serve --read-replica --listen 127.0.0.1:7410 \
+    --admin-listen 127.0.0.1:7413 --object-store-type s3 --object-store-bucket strata \
+    --object-store-endpoint http://127.0.0.1:9000 --object-store-access-key strata \
+    --object-store-prefix prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(configFile, os.LookupEnv, cmd.Flags())
@@ -117,8 +130,13 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 			mode = "plaintext without authentication (security.allow_plaintext): anyone who reaches it may do anything"
 		}
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s (raft %s), data in %s; %s\n",
-		version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
+	if b.ReadReplica() {
+		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s as a read-only replica of the object store (%s); %s\n",
+			version, cfg.NodeID, lis.Addr(), cfg.ObjectStore.Type, mode)
+	} else {
+		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s (raft %s), data in %s; %s\n",
+			version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
+	}
 
 	select {
 	case <-ctx.Done():

@@ -355,6 +355,13 @@ func printTopic(w io.Writer, d *stratav1.TopicDescription) error {
 		return err
 	}
 	for _, p := range parts {
+		// A read-only replica serves what the head it last read lists:
+		// say how stale that may be.
+		if g := p.GetHeadGeneration(); g > 0 {
+			fmt.Fprintf(w, "partition %d: read replica serving manifest head generation %d, read %s ago\n", p.GetMetadata().GetPartition(), g, humanMillis(max(p.GetHeadAgeMs(), 0)))
+		}
+	}
+	for _, p := range parts {
 		if e := p.GetTieringError(); e != "" {
 			fmt.Fprintf(w, "partition %d: tiering is failing and will retry: %s\n", p.GetMetadata().GetPartition(), e)
 		}

@@ -1126,9 +1126,17 @@ type PartitionDescription struct {
 	// took the partition over); -1 on other brokers, while cold_loading, and
 	// for a partition without a cold tier. remote.max.lag.ms bounds it while
 	// the object store is reachable.
-	UploadLagMs   int64 `protobuf:"varint,15,opt,name=upload_lag_ms,json=uploadLagMs,proto3" json:"upload_lag_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UploadLagMs int64 `protobuf:"varint,15,opt,name=upload_lag_ms,json=uploadLagMs,proto3" json:"upload_lag_ms,omitempty"`
+	// On a read-only replica (read_replica), how long ago in milliseconds
+	// it last read the partition's manifest head from the bucket: what it
+	// serves may be that much behind the writing cluster's cold tier. -1 on
+	// a broker of the writing cluster.
+	HeadAgeMs int64 `protobuf:"varint,16,opt,name=head_age_ms,json=headAgeMs,proto3" json:"head_age_ms,omitempty"`
+	// On a read-only replica, the generation of the manifest head it serves
+	// from (commits so far); 0 on a broker of the writing cluster.
+	HeadGeneration uint64 `protobuf:"varint,17,opt,name=head_generation,json=headGeneration,proto3" json:"head_generation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PartitionDescription) Reset() {
@@ -1266,6 +1274,20 @@ func (x *PartitionDescription) GetUploadLagMs() int64 {
 	return 0
 }
 
+func (x *PartitionDescription) GetHeadAgeMs() int64 {
+	if x != nil {
+		return x.HeadAgeMs
+	}
+	return 0
+}
+
+func (x *PartitionDescription) GetHeadGeneration() uint64 {
+	if x != nil {
+		return x.HeadGeneration
+	}
+	return 0
+}
+
 var File_strata_v1_admin_proto protoreflect.FileDescriptor
 
 const file_strata_v1_admin_proto_rawDesc = "" +
@@ -1344,7 +1366,7 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a<\n" +
 	"\x0eOverridesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xef\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x05\n" +
 	"\x14PartitionDescription\x128\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1c.strata.v1.PartitionMetadataR\bmetadata\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12%\n" +
@@ -1363,7 +1385,9 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"\x13upload_lag_segments\x18\f \x01(\x05R\x11uploadLagSegments\x12#\n" +
 	"\rtiering_error\x18\r \x01(\tR\ftieringError\x12!\n" +
 	"\fcold_loading\x18\x0e \x01(\bR\vcoldLoading\x12\"\n" +
-	"\rupload_lag_ms\x18\x0f \x01(\x03R\vuploadLagMs2\xa6\x06\n" +
+	"\rupload_lag_ms\x18\x0f \x01(\x03R\vuploadLagMs\x12\x1e\n" +
+	"\vhead_age_ms\x18\x10 \x01(\x03R\theadAgeMs\x12'\n" +
+	"\x0fhead_generation\x18\x11 \x01(\x04R\x0eheadGeneration2\xa6\x06\n" +
 	"\fAdminService\x12L\n" +
 	"\vCreateTopic\x12\x1d.strata.v1.CreateTopicRequest\x1a\x1e.strata.v1.CreateTopicResponse\x12L\n" +
 	"\vDeleteTopic\x12\x1d.strata.v1.DeleteTopicRequest\x1a\x1e.strata.v1.DeleteTopicResponse\x12I\n" +

@@ -113,6 +113,11 @@ const (
 	// PermissionDenied: the caller is known and no ACL allows what it asked;
 	// the metadata names the principal, operation and resource.
 	ErrorReason_ERROR_REASON_PERMISSION_DENIED ErrorReason = 24
+	// FailedPrecondition, not retriable here: the broker is a read-only
+	// replica of a bucket another cluster writes (read_replica); it serves
+	// fetches, offsets, metadata and topic descriptions, never writes.
+	// Send the call to a broker of the writing cluster.
+	ErrorReason_ERROR_REASON_READ_REPLICA ErrorReason = 25
 )
 
 // Enum value maps for ErrorReason.
@@ -143,6 +148,7 @@ var (
 		22: "ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND",
 		23: "ERROR_REASON_UNAUTHENTICATED",
 		24: "ERROR_REASON_PERMISSION_DENIED",
+		25: "ERROR_REASON_READ_REPLICA",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                      0,
@@ -170,6 +176,7 @@ var (
 		"ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND": 22,
 		"ERROR_REASON_UNAUTHENTICATED":                  23,
 		"ERROR_REASON_PERMISSION_DENIED":                24,
+		"ERROR_REASON_READ_REPLICA":                     25,
 	}
 )
 
@@ -204,7 +211,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xf7\x06\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x96\a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -231,7 +238,8 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	" ERROR_REASON_UNKNOWN_PRODUCER_ID\x10\x15\x121\n" +
 	"-ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x16\x12 \n" +
 	"\x1cERROR_REASON_UNAUTHENTICATED\x10\x17\x12\"\n" +
-	"\x1eERROR_REASON_PERMISSION_DENIED\x10\x18B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\x1eERROR_REASON_PERMISSION_DENIED\x10\x18\x12\x1d\n" +
+	"\x19ERROR_REASON_READ_REPLICA\x10\x19B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once
