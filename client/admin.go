@@ -41,14 +41,48 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 // RestoreTopic brings a topic back from the cold tier: it is created again
 // under the id its objects are stored under (id empty: the one written most
 // recently), with the partitions and settings its manifests recorded.
-// replicationFactor 0 means the broker's default.
-func (c *Client) RestoreTopic(ctx context.Context, name, id string, replicationFactor int32) (*stratav1.TopicDescription, error) {
+// replicationFactor 0 means the broker's default. With RestoreAs,
+// RestoreToTime or RestoreToOffset the restore is a copy under a new topic
+// id instead (see RestoreAs).
+func (c *Client) RestoreTopic(ctx context.Context, name, id string, replicationFactor int32, opts ...RestoreOption) (*stratav1.TopicDescription, error) {
+	req := &stratav1.RestoreTopicRequest{Name: name, Id: id, ReplicationFactor: replicationFactor}
+	for _, o := range opts {
+		o.apply(req)
+	}
 	var resp *stratav1.RestoreTopicResponse
 	err := c.callAny(ctx, fmt.Sprintf("restore topic %q", name), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-		resp, err = stratav1.NewAdminServiceClient(cc).RestoreTopic(ctx, &stratav1.RestoreTopicRequest{Name: name, Id: id, ReplicationFactor: replicationFactor})
+		resp, err = stratav1.NewAdminServiceClient(cc).RestoreTopic(ctx, req)
 		return err
 	})
 	return resp.GetTopic(), err
+}
+
+// RestoreOption changes what RestoreTopic restores.
+type RestoreOption struct {
+	apply func(*stratav1.RestoreTopicRequest)
+}
+
+// RestoreAs restores into a new topic of that name, beside the topic
+// restored from, which may still exist and keep running: the new topic
+// gets its own topic id and its own copy of the objects in the bucket, so
+// retention or deletion of either never touches the other's data.
+func RestoreAs(name string) RestoreOption {
+	return RestoreOption{func(r *stratav1.RestoreTopicRequest) { r.As = name }}
+}
+
+// RestoreToTime cuts every restored partition's log before its first
+// record with a timestamp after t: the records up to and including t are
+// kept (to the millisecond). The restore is a copy under a new topic id.
+func RestoreToTime(t time.Time) RestoreOption {
+	ms := t.UnixMilli()
+	return RestoreOption{func(r *stratav1.RestoreTopicRequest) { r.ToTimeMs = &ms }}
+}
+
+// RestoreToOffset cuts every restored partition's log before offset: the
+// records with offsets below it are kept. The restore is a copy under a
+// new topic id.
+func RestoreToOffset(offset int64) RestoreOption {
+	return RestoreOption{func(r *stratav1.RestoreTopicRequest) { r.ToOffset = &offset }}
 }
 
 // ListTopics lists every topic with its partition count and replication

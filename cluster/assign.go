@@ -49,6 +49,10 @@ func assignmentStart(m *Metadata, brokers int) int {
 	return total % brokers
 }
 
+// NewTopicID returns a fresh topic id, for a topic whose objects are
+// written before it is created (a restored copy).
+func NewTopicID() string { return newTopicID() }
+
 // newTopicID returns 16 random bytes as 32 lowercase hex characters.
 func newTopicID() string {
 	var b [16]byte

@@ -215,10 +215,11 @@ func newTopicDeleteCommand(f *clientFlags) *cobra.Command {
 }
 
 func newTopicRestoreCommand(f *clientFlags) *cobra.Command {
-	var id string
+	var id, as, toTime string
+	var toOffset int64
 	var replication int32
 	cmd := &cobra.Command{
-		Use:   "restore NAME",
+		Use:   "restore NAME [--as NEW] [--to-time T | --to-offset P]",
 		Short: "Bring a topic back from the object store",
 		Long: `Bring a topic back from the cold tier alone, after the brokers that held it
 lost their disks (or the topic was deleted while its objects stayed): the
@@ -227,13 +228,57 @@ partition count and settings its manifests recorded, and its whole history
 replays from the bucket. New records continue its offsets.
 
 When the bucket holds several topics of that name (one deleted and created
-again), the most recently written is restored unless --id names another.`,
+again), the most recently written is restored unless --id names another.
+
+--as NEW restores into a new topic NEW beside NAME, which may still exist
+and keep running (a live NAME is the one copied). --to-time T and
+--to-offset P cut every partition's restored log:
+
+  --to-time T    the records before the first one whose timestamp is after
+                 T: every record up to and including T (to the millisecond),
+                 by the records' own timestamps, as consumers' --from reads
+                 them. T is RFC 3339, a date, a date-time without a zone (UTC)
+                 or @epoch-milliseconds.
+  --to-offset P  the records with offsets below P.
+
+The restored records keep their offsets and timestamps; new records
+continue after the cut. A restore with any of these flags is a copy: the
+new topic gets its own topic id and its own objects in the bucket (the one
+segment the cut falls inside is rewritten to end exactly there), so
+retention or deletion of either topic never touches the other's data.
+Without --as the cut copy takes the name NAME, which the cluster must no
+longer have; the old objects stay in the bucket under the old id until you
+delete them (strata bucket ls shows them). A cut that keeps no record at
+all (T before the first record, P 0) is refused.`,
 		Example: `  strata topic restore events
-  strata topic restore events --id 9f2c0d6e8b1a4c7d9e0f1a2b3c4d5e6f`,
+  strata topic restore events --id 9f2c0d6e8b1a4c7d9e0f1a2b3c4d5e6f
+  strata topic restore events --as events-before-deploy --to-time 2026-11-30T14:05:00Z
+  strata topic restore events --as events-upto --to-offset 1200000`,
 		Args: exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			var opts []client.RestoreOption
+			if as != "" {
+				opts = append(opts, client.RestoreAs(as))
+			}
+			timeSet, offsetSet := cmd.Flags().Changed("to-time"), cmd.Flags().Changed("to-offset")
+			if timeSet && offsetSet {
+				return usageErrorf("--to-time and --to-offset cut at one point: give one of them")
+			}
+			if timeSet {
+				t, err := parseTime(toTime)
+				if err != nil {
+					return usageErrorf("--to-time %v", err)
+				}
+				opts = append(opts, client.RestoreToTime(t))
+			}
+			if offsetSet {
+				if toOffset < 0 {
+					return usageErrorf("--to-offset %d: an offset is 0 or more", toOffset)
+				}
+				opts = append(opts, client.RestoreToOffset(toOffset))
+			}
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
-				desc, err := c.RestoreTopic(ctx, args[0], id, replication)
+				desc, err := c.RestoreTopic(ctx, args[0], id, replication, opts...)
 				if err != nil {
 					// The broker's own words: not found here means not in
 					// the bucket, and a live topic is refused as existing.
@@ -245,6 +290,9 @@ again), the most recently written is restored unless --id names another.`,
 	}
 	cmd.Flags().StringVar(&id, "id", "", "topic id to restore when the bucket holds several of that name")
 	cmd.Flags().Int32Var(&replication, "replication-factor", 0, "replicas per partition (0: the broker's default)")
+	cmd.Flags().StringVar(&as, "as", "", "restore into a new topic of this name (a copy with its own topic id)")
+	cmd.Flags().StringVar(&toTime, "to-time", "", "keep the records up to and including this time (RFC 3339, a date, a UTC date-time, @epoch-ms)")
+	cmd.Flags().Int64Var(&toOffset, "to-offset", 0, "keep the records with offsets below this one")
 	return cmd
 }
 

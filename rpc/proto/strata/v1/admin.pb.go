@@ -380,8 +380,19 @@ type RestoreTopicRequest struct {
 	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	// 0 means the broker's default.
 	ReplicationFactor int32 `protobuf:"varint,3,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// as, when set, restores into a new topic of that name (a new topic id,
+	// its own copy of the objects in the bucket), beside the topic restored
+	// from, which may still exist and keep running.
+	As string `protobuf:"bytes,4,opt,name=as,proto3" json:"as,omitempty"`
+	// to_time_ms and to_offset cut the restored log, per partition: it ends
+	// before the first record whose timestamp is after to_time_ms (records
+	// at exactly that time are kept), or before offset to_offset. At most
+	// one may be set. The cut topic is a copy under a new topic id, as with
+	// as; without as it takes the name restored from.
+	ToTimeMs      *int64 `protobuf:"varint,5,opt,name=to_time_ms,json=toTimeMs,proto3,oneof" json:"to_time_ms,omitempty"`
+	ToOffset      *int64 `protobuf:"varint,6,opt,name=to_offset,json=toOffset,proto3,oneof" json:"to_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RestoreTopicRequest) Reset() {
@@ -431,6 +442,27 @@ func (x *RestoreTopicRequest) GetId() string {
 func (x *RestoreTopicRequest) GetReplicationFactor() int32 {
 	if x != nil {
 		return x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *RestoreTopicRequest) GetAs() string {
+	if x != nil {
+		return x.As
+	}
+	return ""
+}
+
+func (x *RestoreTopicRequest) GetToTimeMs() int64 {
+	if x != nil && x.ToTimeMs != nil {
+		return *x.ToTimeMs
+	}
+	return 0
+}
+
+func (x *RestoreTopicRequest) GetToOffset() int64 {
+	if x != nil && x.ToOffset != nil {
+		return *x.ToOffset
 	}
 	return 0
 }
@@ -1309,11 +1341,18 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"\x0fListACLsRequest\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"6\n" +
 	"\x10ListACLsResponse\x12\"\n" +
-	"\x04acls\x18\x01 \x03(\v2\x0e.strata.v1.ACLR\x04acls\"h\n" +
+	"\x04acls\x18\x01 \x03(\v2\x0e.strata.v1.ACLR\x04acls\"\xda\x01\n" +
 	"\x13RestoreTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12-\n" +
-	"\x12replication_factor\x18\x03 \x01(\x05R\x11replicationFactor\"I\n" +
+	"\x12replication_factor\x18\x03 \x01(\x05R\x11replicationFactor\x12\x0e\n" +
+	"\x02as\x18\x04 \x01(\tR\x02as\x12!\n" +
+	"\n" +
+	"to_time_ms\x18\x05 \x01(\x03H\x00R\btoTimeMs\x88\x01\x01\x12 \n" +
+	"\tto_offset\x18\x06 \x01(\x03H\x01R\btoOffset\x88\x01\x01B\r\n" +
+	"\v_to_time_msB\f\n" +
+	"\n" +
+	"_to_offset\"I\n" +
 	"\x14RestoreTopicResponse\x121\n" +
 	"\x05topic\x18\x01 \x01(\v2\x1b.strata.v1.TopicDescriptionR\x05topic\"\xf5\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
@@ -1496,6 +1535,7 @@ func file_strata_v1_admin_proto_init() {
 	}
 	file_strata_v1_metadata_proto_init()
 	file_strata_v1_status_proto_init()
+	file_strata_v1_admin_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1,0 +1,155 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/tiering"
+)
+
+// RestoreCopy asks for a restore into a copy: under a new name, cut at a
+// point in time or an offset, or both.
+type RestoreCopy struct {
+	// As is the name of the new topic; empty restores under the source's
+	// name (which the cluster must no longer have).
+	As string
+	// Cut is where each partition's restored log ends (tiering.RestoreCut:
+	// offsets below ToOffset, or up to and including the records at
+	// ToTime); tiering.NoCut in both restores everything.
+	Cut tiering.RestoreCut
+}
+
+// RestoreTopicCopy restores a topic from the bucket into a new topic id:
+// every partition's cold tier, up to the cut, is copied under the new
+// topic's keys (tiering.CopyPartition: whole objects copied, the one the
+// cut falls inside rewritten to end exactly there) and its manifest head
+// written, all before the topic exists; the topic is then created with
+// that id, and its leaders take the heads over as for any restore. The
+// source, which may still be live (with As), is only read: retention or
+// deletion of one topic never touches the other's objects. A truncated
+// restore under the source's own name also gets a new id: the old
+// objects stay in the bucket, untouched, under the old id, until an
+// operator deletes them (strata bucket ls shows them).
+//
+// A cut that keeps no record of any partition (a time before the first
+// record, offset 0) is refused: there is nothing to restore.
+func (b *Broker) RestoreTopicCopy(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy) (TopicDescription, error) {
+	if b.replica != nil {
+		return TopicDescription{}, errReadReplica("restore topics")
+	}
+	if b.store == nil {
+		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "this broker has no object store (object_store.type is none)")
+	}
+	target := rc.As
+	if target == "" {
+		target = name
+	}
+	for _, n := range []string{name, target} {
+		if err := cluster.ValidateTopicName(n); err != nil {
+			return TopicDescription{}, refuse(ReasonInvalidTopicName, err, "%v", err)
+		}
+	}
+	if err := checkReplicationFactor(replicationFactor); err != nil {
+		return TopicDescription{}, err
+	}
+	cut := rc.Cut
+	if cut.ToOffset != tiering.NoCut && cut.ToTime != tiering.NoCut {
+		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "restore to a time or to an offset, not both")
+	}
+	if cut.ToOffset < tiering.NoCut {
+		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "restore to offset %d: an offset is 0 or more", cut.ToOffset)
+	}
+	md := b.meta.Metadata()
+	if live, ok := md.Topic(target); ok {
+		if target == name {
+			return TopicDescription{}, b.restoreLiveError(ctx, live)
+		}
+		return TopicDescription{}, refuse(ReasonTopicAlreadyExists, nil, "topic %q exists (id %s): restore --as needs a name no topic has", target, live.ID).with("topic_id", live.ID)
+	}
+	if live, ok := md.Topic(name); ok && id == "" {
+		id = live.ID // the copy is of the running topic, not of an older one of that name
+	}
+	found, err := tiering.FindTopic(ctx, b.store, name, id)
+	if err != nil {
+		if errors.Is(err, tiering.ErrNoColdTopic) {
+			what := fmt.Sprintf("topic %q", name)
+			if id != "" {
+				what = fmt.Sprintf("topic %q with id %s", name, id)
+			}
+			return TopicDescription{}, refuse(ReasonTopicNotFound, err, "the bucket holds nothing of %s to restore", what)
+		}
+		return TopicDescription{}, refuse(ReasonStorageError, err, "%v", err)
+	}
+	overrides := maps.Clone(found.Config)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	if replicationFactor > 0 {
+		overrides["replication.factor"] = strconv.Itoa(int(replicationFactor))
+	}
+	cfg, err := b.defaults.With(overrides)
+	if err != nil {
+		return TopicDescription{}, configError(err)
+	}
+	if err := b.checkReplicaBudget(target, found.Partitions, cfg.ReplicationFactor); err != nil {
+		return TopicDescription{}, err
+	}
+	top, err := maxColdProducerID(ctx, b.store, found.Heads)
+	if err != nil {
+		return TopicDescription{}, refuse(ReasonStorageError, err, "%s: reading the producer state in the bucket: %v", name, err)
+	}
+
+	newID := cluster.NewTopicID()
+	kept := 0
+	for p, h := range found.Heads {
+		dst := tiering.PartitionRef{Topic: target, TopicID: newID, Partition: p}
+		copied, err := tiering.CopyPartition(ctx, b.store, h, dst, cut)
+		if err != nil {
+			b.dropCopy(target, newID)
+			return TopicDescription{}, refuse(ReasonStorageError, err, "%s: copying partition %d into %s: %v", name, p, target, err)
+		}
+		if copied != nil {
+			kept++
+		}
+	}
+	if kept == 0 {
+		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "%s: the cut keeps no record of any partition (it is at or before the first record in the bucket): nothing to restore", name)
+	}
+	if top >= 0 {
+		if err := b.meta.ReserveProducerIDs(ctx, top); err != nil {
+			b.dropCopy(target, newID)
+			return TopicDescription{}, clusterError(err)
+		}
+	}
+	t, err := b.meta.RestoreTopic(ctx, target, newID, found.Partitions, cfg.ReplicationFactor, overrides)
+	if err != nil {
+		b.dropCopy(target, newID)
+		return TopicDescription{}, clusterError(err)
+	}
+	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
+		return TopicDescription{}, err
+	}
+	for _, p := range b.partitions() {
+		if p.topicID == t.ID && p.isLeader() {
+			if err := b.ensureTier(ctx, p); err != nil {
+				return TopicDescription{}, err
+			}
+		}
+	}
+	return b.describe(t), nil
+}
+
+// dropCopy removes a copy that will not become a topic (its objects have
+// a topic id no topic has, so nothing else would ever collect them).
+func (b *Broker) dropCopy(name, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := tiering.DeleteTopic(ctx, b.store, name, id); err != nil {
+		b.log.Warn("removing an unfinished restore copy failed", "topic", name, "id", id, "err", err)
+	}
+}
