@@ -192,7 +192,7 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 			return TopicDescription{}, clusterError(err)
 		}
 	}
-	t, err := b.meta.RestoreTopic(ctx, name, found.TopicID, found.Partitions, cfg.ReplicationFactor, overrides)
+	t, err := b.meta.RestoreTopic(ctx, name, found.TopicID, found.Partitions, cfg.ReplicationFactor, overrides, firstEpochAfter(found.Heads))
 	if err != nil {
 		return TopicDescription{}, clusterError(err)
 	}
@@ -483,4 +483,18 @@ func clusterError(err error) error {
 		return refuse(ReasonTimeout, err, "%v", err)
 	}
 	return refuse(ReasonUnavailable, err, "%v", err)
+}
+
+// firstEpochAfter is the leader epoch a topic restored under its own id
+// starts in: above every epoch its manifests were written in, so its
+// leaders take them over instead of finding themselves fenced by a
+// predecessor (tiering.NewCommitter).
+func firstEpochAfter(heads map[int32]*tiering.Head) int32 {
+	first := int32(0)
+	for _, h := range heads {
+		if h != nil {
+			first = max(first, h.LeaderEpoch+1)
+		}
+	}
+	return first
 }

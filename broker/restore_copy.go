@@ -126,7 +126,9 @@ func (b *Broker) RestoreTopicCopy(ctx context.Context, name, id string, replicat
 			return TopicDescription{}, clusterError(err)
 		}
 	}
-	t, err := b.meta.RestoreTopic(ctx, target, newID, found.Partitions, cfg.ReplicationFactor, overrides)
+	// The copy's manifests are written in epoch 0 (CopyPartition), so its
+	// first leaders start there.
+	t, err := b.meta.RestoreTopic(ctx, target, newID, found.Partitions, cfg.ReplicationFactor, overrides, 0)
 	if err != nil {
 		b.dropCopy(target, newID)
 		return TopicDescription{}, clusterError(err)

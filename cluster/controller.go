@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -38,16 +39,26 @@ func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, r
 }
 
 // RestoreTopic creates a topic under an id it had before: a topic brought
-// back from the cold tier keeps the id its objects are stored under. An id
-// already in use gives ErrTopicExists.
-func (n *Node) RestoreTopic(ctx context.Context, name, id string, partitions int32, replicationFactor int, config map[string]string) (*TopicInfo, error) {
+// back from the cold tier keeps the id its objects are stored under. Its
+// partitions start in leader epoch firstEpoch: above every epoch its
+// manifests were written in, or their first leader would take them for a
+// successor's and stay fenced out of its own cold tier. An id already in
+// use gives ErrTopicExists.
+func (n *Node) RestoreTopic(ctx context.Context, name, id string, partitions int32, replicationFactor int, config map[string]string, firstEpoch int32) (*TopicInfo, error) {
 	if err := validateTopicID(id); err != nil {
 		return nil, err
 	}
-	return n.createTopic(ctx, name, id, partitions, replicationFactor, config)
+	if firstEpoch < 0 {
+		return nil, fmt.Errorf("cluster: restore %q: first leader epoch %d is negative", name, firstEpoch)
+	}
+	return n.createTopicAt(ctx, name, id, partitions, replicationFactor, config, firstEpoch)
 }
 
 func (n *Node) createTopic(ctx context.Context, name, id string, partitions int32, replicationFactor int, config map[string]string) (*TopicInfo, error) {
+	return n.createTopicAt(ctx, name, id, partitions, replicationFactor, config, 0)
+}
+
+func (n *Node) createTopicAt(ctx context.Context, name, id string, partitions int32, replicationFactor int, config map[string]string, firstEpoch int32) (*TopicInfo, error) {
 	if err := ValidateTopicName(name); err != nil {
 		return nil, err
 	}
@@ -72,11 +83,15 @@ func (n *Node) createTopic(ctx context.Context, name, id string, partitions int3
 		return nil, errorf(ErrNotEnoughBrokers, "replication factor %d needs %d brokers, %d registered",
 			replicationFactor, replicationFactor, len(brokers))
 	}
+	assigned := assignReplicas(brokers, partitions, replicationFactor, assignmentStart(md, len(brokers)))
+	for i := range assigned {
+		assigned[i].LeaderEpoch = firstEpoch
+	}
 	resp, err := n.propose(ctx, &createTopicCmd{Topic: TopicInfo{
 		Name:        name,
 		ID:          id,
 		Config:      config, // encoded at once, so sharing the caller's map is safe
-		Partitions:  assignReplicas(brokers, partitions, replicationFactor, assignmentStart(md, len(brokers))),
+		Partitions:  assigned,
 		CreatedAtMs: time.Now().UnixMilli(),
 	}})
 	if err != nil {

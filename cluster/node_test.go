@@ -461,17 +461,22 @@ func TestRestoreTopicKeepsItsID(t *testing.T) {
 	if err := n.DeleteTopic(ctx, "history"); err != nil {
 		t.Fatal(err)
 	}
-	back, err := n.RestoreTopic(ctx, "history", first.ID, 3, 1, first.Config)
+	back, err := n.RestoreTopic(ctx, "history", first.ID, 3, 1, first.Config, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.ID != first.ID || len(back.Partitions) != 3 || back.Config["retention.ms"] != "-1" {
 		t.Fatalf("restored %+v, want id %s", back, first.ID)
 	}
-	if _, err := n.RestoreTopic(ctx, "other", first.ID, 1, 1, nil); !errors.Is(err, ErrTopicExists) {
+	for _, p := range back.Partitions {
+		if p.LeaderEpoch != 4 {
+			t.Fatalf("restored partition %d starts in leader epoch %d, want 4", p.Partition, p.LeaderEpoch)
+		}
+	}
+	if _, err := n.RestoreTopic(ctx, "other", first.ID, 1, 1, nil, 0); !errors.Is(err, ErrTopicExists) {
 		t.Fatalf("restore under a taken id: %v", err)
 	}
-	if _, err := n.RestoreTopic(ctx, "bad", "not-hex", 1, 1, nil); err == nil {
+	if _, err := n.RestoreTopic(ctx, "bad", "not-hex", 1, 1, nil, 0); err == nil {
 		t.Fatal("restore under a malformed id succeeded")
 	}
 }
