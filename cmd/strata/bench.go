@@ -23,18 +23,21 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure produce and consume throughput and latency against a cluster",
 		Long: `Measure a running cluster: "bench produce" writes generated records as fast
-as the producer settings allow, "bench consume" reads a topic from the start.
-Both print progress every second on standard error and a summary at the end
+as the producer settings allow, or at a fixed --rate (open loop), "bench
+consume" reads a topic from the start, and "bench e2e" produces at a fixed
+rate while consuming the same topic, for end-to-end latency. All print progress every second on standard error and a summary at the end
 (or when Ctrl-C stops them): records, bytes, elapsed time, records/s, MB/s
 (payload bytes, keys and values, / 1e6 / s) and latency percentiles in
 milliseconds from an HDR histogram. --json prints the summary as one JSON
 object on standard output instead. Numbers are reported, never judged.`,
 		Example: `  strata bench produce --topic bench --create --partitions 4 --records 1000000
-  strata bench consume --topic bench`,
+  strata bench produce --topic bench --rate 10000 --duration 30s
+  strata bench consume --topic bench
+  strata bench e2e --topic bench --create --rate 51200 --duration 10s`,
 	}
 	cmd.RunE = groupRun
 	f.register(cmd)
-	cmd.AddCommand(newBenchProduceCommand(&f), newBenchConsumeCommand(&f))
+	cmd.AddCommand(newBenchProduceCommand(&f), newBenchConsumeCommand(&f), newBenchE2ECommand(&f))
 	return cmd
 }
 
@@ -91,9 +94,14 @@ type latencySummary struct {
 
 // benchSummary is what a bench prints at the end.
 type benchSummary struct {
-	Bench       string         `json:"bench"` // "produce" or "consume"
-	Topic       string         `json:"topic"`
-	Records     int64          `json:"records"`
+	Bench   string `json:"bench"` // "produce", "consume" or "e2e"
+	Topic   string `json:"topic"`
+	Records int64  `json:"records"`
+	// Rate is the open-loop schedule in records/s (--rate); absent for a
+	// flood. Late counts the records handed to the producer more than
+	// 1 ms after their scheduled send time; present when Rate is.
+	Rate        float64        `json:"rate,omitempty"`
+	Late        *int64         `json:"late,omitempty"`
 	Bytes       int64          `json:"bytes"` // payload: keys and values
 	ElapsedSec  float64        `json:"elapsed_s"`
 	RecordsPerS float64        `json:"records_per_s"`
@@ -135,14 +143,18 @@ func (s *benchSummary) write(w io.Writer, asJSON bool) error {
 	if s.Interrupted {
 		note = " (interrupted)"
 	}
+	schedule := ""
+	if s.Rate > 0 && s.Late != nil {
+		schedule = fmt.Sprintf("  schedule    %.0f records/s open loop, %d late (sent > 1 ms after their scheduled time)\n", s.Rate, *s.Late)
+	}
 	_, err := fmt.Fprintf(w, `%s %s%s
   records     %d
   bytes       %d (payload: keys and values)
   elapsed     %.3f s
   throughput  %.0f records/s, %.2f MB/s (payload bytes / 1e6 / s)
-  latency     p50 %s ms, p99 %s ms, p99.9 %s ms, max %s ms (%s)
+%s  latency     p50 %s ms, p99 %s ms, p99.9 %s ms, max %s ms (%s)
   errors      %d%s
-`, s.Bench, s.Topic, note, s.Records, s.Bytes, s.ElapsedSec, s.RecordsPerS, s.MBPerS,
+`, s.Bench, s.Topic, note, s.Records, s.Bytes, s.ElapsedSec, s.RecordsPerS, s.MBPerS, schedule,
 		ms(s.Latency.P50), ms(s.Latency.P99), ms(s.Latency.P999), ms(s.Latency.Max), s.LatencyOf,
 		s.Errors, firstErrorNote(s.FirstError))
 	return err

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/record"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
 // benchProduceOptions are the flags of strata bench produce.
@@ -28,6 +32,7 @@ type benchProduceOptions struct {
 	inFlight    int
 	compression string
 	duration    time.Duration
+	rate        float64 // records/s, open loop; 0: flood
 	json        bool
 }
 
@@ -39,6 +44,13 @@ func newBenchProduceCommand(f *clientFlags) *cobra.Command {
 		Long: `Produce --records generated records to a topic as fast as the producer
 settings allow and report throughput and the latency of each record, from
 the Produce call to its acknowledgement, as percentiles of an HDR histogram.
+
+With --rate R the run is open loop instead: record i is due at start + i/R,
+fixed in advance, and its latency is measured from that scheduled send
+time to its acknowledgement. When the producer cannot keep up, records go
+out late and their latency shows it (no coordinated omission); the
+summary counts as late those handed to the producer more than 1 ms after
+their time. --duration then caps the records at R times the duration.
 
 Values are --record-size bytes of pseudo-random letters A-Z, each a slice at
 a random place of an 8 MiB pool generated once before the clock starts, so
@@ -55,28 +67,81 @@ Ctrl-C stops producing, waits for what was sent and prints the summary.
 The command exits 1 when records failed.`,
 		Example: `  strata bench produce --topic bench --create --partitions 4
   strata bench produce --topic bench --records 200000 --record-size 100 --acks all
-  strata bench produce --topic bench --compression zstd --duration 30s --json`,
+  strata bench produce --topic bench --compression zstd --duration 30s --json
+  strata bench produce --topic bench --rate 51200 --duration 10s --acks all`,
 		Args: exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return benchProduce(ctx, cmd, f, &o)
 		}),
 	}
+	o.registerFlags(cmd, 1_000_000, "leader")
+	cmd.Flags().Float64Var(&o.rate, "rate", 0, "records/s on a fixed schedule, latency from each record's scheduled time (0: as fast as possible)")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}
+
+// registerFlags adds the flags bench produce and bench e2e share; --size
+// is accepted for --record-size.
+func (o *benchProduceOptions) registerFlags(cmd *cobra.Command, records int64, acks string) {
 	fl := cmd.Flags()
 	fl.StringVarP(&o.topic, "topic", "t", "", "topic to write to (required)")
 	fl.BoolVar(&o.create, "create", false, "create the topic with --partitions if it does not exist")
 	fl.Int32Var(&o.partitions, "partitions", 1, "partitions of the topic --create makes")
-	fl.Int64Var(&o.records, "records", 1_000_000, "records to produce")
-	fl.IntVar(&o.recordSize, "record-size", 1024, "bytes of each value")
+	fl.Int64Var(&o.records, "records", records, "records to produce")
+	fl.IntVar(&o.recordSize, "record-size", 1024, "bytes of each value (also --size)")
 	fl.IntVar(&o.keySize, "key-size", 0, "bytes of each key (0: no key, records stick to a partition per batch)")
-	fl.StringVar(&o.acks, "acks", "leader", "when a record counts as written: none, leader or all")
+	fl.StringVar(&o.acks, "acks", acks, "when a record counts as written: none, leader or all")
 	fl.StringVar(&o.batchBytes, "batch-bytes", "1MiB", "size at which a partition's batch is sent")
 	fl.DurationVar(&o.linger, "linger", 5*time.Millisecond, "how long a batch waits for more records")
 	fl.IntVar(&o.inFlight, "in-flight", 1, "batches per partition awaiting an answer at once (>1 may reorder records)")
 	fl.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	fl.DurationVar(&o.duration, "duration", 0, "stop producing after this long even if --records are not all sent (0: no cap)")
 	fl.BoolVar(&o.json, "json", false, "print the summary as one JSON object on standard output")
+	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "size" {
+			name = "record-size"
+		}
+		return pflag.NormalizedName(name)
+	})
 	_ = cmd.MarkFlagRequired("topic")
-	return cmd
+}
+
+// validate checks the flags bench produce and bench e2e share.
+func (o *benchProduceOptions) validate() (acks stratav1.Acks, codec record.Compression, batchBytes int64, err error) {
+	if acks, err = parseAcks(o.acks); err != nil {
+		return
+	}
+	if codec, err = parseCompression(o.compression); err != nil {
+		return
+	}
+	batchBytes, err = config.ParseBytes(o.batchBytes)
+	if err != nil || batchBytes < 1 || batchBytes > 1<<30 {
+		err = usageErrorf("--batch-bytes %q: want a size such as 1MiB or 65536", o.batchBytes)
+		return
+	}
+	switch {
+	case o.records < 1:
+		err = usageErrorf("--records %d: want at least 1", o.records)
+	case o.recordSize < 0 || o.recordSize > maxLineBytes*16:
+		err = usageErrorf("--record-size %d: want 0 to %d bytes", o.recordSize, maxLineBytes*16)
+	case o.keySize < 0 || o.keySize > 1<<16:
+		err = usageErrorf("--key-size %d: want 0 to 65536 bytes", o.keySize)
+	case o.inFlight < 1:
+		err = usageErrorf("--in-flight %d: want at least 1", o.inFlight)
+	case o.partitions < 1:
+		err = usageErrorf("--partitions %d: want at least 1", o.partitions)
+	case o.linger < 0 || o.duration < 0:
+		err = usageErrorf("--linger and --duration cannot be negative")
+	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0) || o.rate > 1e8:
+		err = usageErrorf("--rate %v: want records per second, above 0 and at most 1e8 (0: as fast as possible)", o.rate)
+	}
+	return
+}
+
+// newProducer makes the bench producer the flags describe.
+func (o *benchProduceOptions) newProducer(c *client.Client, f *clientFlags, acks stratav1.Acks, codec record.Compression, batchBytes int64) *client.Producer {
+	return c.NewProducer(client.WithAcks(acks), client.WithCompression(codec), client.WithBatchBytes(int(batchBytes)),
+		client.WithLinger(o.linger), client.WithMaxInFlightPerPartition(o.inFlight), client.WithDeliveryTimeout(f.timeout))
 }
 
 // payloadPoolBytes is the size of the random letters values are cut from.
@@ -111,31 +176,13 @@ func (p *payloads) next(n int) []byte {
 }
 
 func benchProduce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *benchProduceOptions) error {
-	acks, err := parseAcks(o.acks)
+	acks, codec, batchBytes, err := o.validate()
 	if err != nil {
 		return err
 	}
-	codec, err := parseCompression(o.compression)
-	if err != nil {
-		return err
-	}
-	batchBytes, err := config.ParseBytes(o.batchBytes)
-	if err != nil || batchBytes < 1 || batchBytes > 1<<30 {
-		return usageErrorf("--batch-bytes %q: want a size such as 1MiB or 65536", o.batchBytes)
-	}
-	switch {
-	case o.records < 1:
-		return usageErrorf("--records %d: want at least 1", o.records)
-	case o.recordSize < 0 || o.recordSize > maxLineBytes*16:
-		return usageErrorf("--record-size %d: want 0 to %d bytes", o.recordSize, maxLineBytes*16)
-	case o.keySize < 0 || o.keySize > 1<<16:
-		return usageErrorf("--key-size %d: want 0 to 65536 bytes", o.keySize)
-	case o.inFlight < 1:
-		return usageErrorf("--in-flight %d: want at least 1", o.inFlight)
-	case o.partitions < 1:
-		return usageErrorf("--partitions %d: want at least 1", o.partitions)
-	case o.linger < 0 || o.duration < 0:
-		return usageErrorf("--linger and --duration cannot be negative")
+	records := o.records
+	if o.rate > 0 {
+		records = scheduledRecords(o.records, o.rate, o.duration)
 	}
 
 	c, err := f.connect(ctx)
@@ -148,9 +195,13 @@ func benchProduce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 		return err
 	}
 
+	if o.rate > 0 { // the clock starts with metadata loaded and the leaders connected
+		if _, err := partitionEnds(ctx, c, f, o.topic, parts); err != nil {
+			return err
+		}
+	}
 	pool := newPayloads(max(o.recordSize, o.keySize))
-	p := c.NewProducer(client.WithAcks(acks), client.WithCompression(codec), client.WithBatchBytes(int(batchBytes)),
-		client.WithLinger(o.linger), client.WithMaxInFlightPerPartition(o.inFlight), client.WithDeliveryTimeout(f.timeout))
+	p := o.newProducer(c, f, acks, codec, batchBytes)
 	defer p.Close()
 
 	var (
@@ -168,14 +219,18 @@ func benchProduce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 
 	start := time.Now()
 	var capped <-chan time.Time
-	if o.duration > 0 {
+	if o.duration > 0 && o.rate == 0 { // with --rate, the schedule ends at --duration
 		t := time.NewTimer(o.duration)
 		defer t.Stop()
 		capped = t.C
 	}
+	var pace *pacer
+	if o.rate > 0 {
+		pace = newPacer(start, o.rate)
+	}
 	sent := int64(0)
 produce:
-	for ; sent < o.records; sent++ {
+	for ; sent < records; sent++ {
 		select {
 		case <-ctx.Done():
 			break produce
@@ -188,7 +243,15 @@ produce:
 			r.Key = pool.next(o.keySize)
 		}
 		size := int64(len(r.Key) + len(r.Value))
-		t0 := time.Now()
+		var t0 time.Time
+		if pace != nil {
+			var ok bool
+			if t0, ok = pace.wait(ctx, capped, sent); !ok {
+				break produce
+			}
+		} else {
+			t0 = time.Now()
+		}
 		p.Produce(ctx, r, func(_ *client.Record, err error) {
 			now := time.Now()
 			if err != nil {
@@ -215,15 +278,22 @@ produce:
 	if elapsed == 0 {
 		elapsed = time.Since(start)
 	}
+	latencyOf := "per record, Produce call to acknowledgement"
+	if pace != nil {
+		latencyOf = "scheduled send to acknowledgement"
+	}
 	s := &benchSummary{
 		Bench: "produce", Topic: o.topic, Records: acked.Load(), Bytes: ackedBytes.Load(),
-		Latency: lat.summary(), LatencyOf: "per record, Produce call to acknowledgement",
+		Latency: lat.summary(), LatencyOf: latencyOf,
 		Errors: failed.Load(), Interrupted: ctx.Err() != nil,
 		Settings: map[string]any{
 			"partitions": parts, "record_size": o.recordSize, "key_size": o.keySize, "acks": o.acks,
 			"batch_bytes": batchBytes, "linger": o.linger.String(), "in_flight": o.inFlight,
 			"compression": codec.String(), "records_requested": o.records, "records_sent": sent,
 		},
+	}
+	if pace != nil {
+		s.Rate, s.Late = o.rate, &pace.late
 	}
 	if err := firstErr.get(); err != nil {
 		s.FirstError = explain(err).Error()

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchLatenciesError records known samples and checks that every
+// percentile the histogram reports is within its bound (3 significant
+// figures: 0.1%, plus the 1 µs floor) of the exact one.
+func TestBenchLatenciesError(t *testing.T) {
+	l := newLatencies()
+	// 1 µs .. 100 ms in a spread of magnitudes: sample i is i*i µs.
+	const n = 10_000
+	var exact []time.Duration
+	for i := 1; i <= n; i++ {
+		d := time.Duration(i*i) * time.Microsecond
+		exact = append(exact, d)
+		l.record(d)
+	}
+	s := l.summary()
+	if s.Count != n {
+		t.Fatalf("count %d, want %d", s.Count, n)
+	}
+	check := func(name string, p, got float64) {
+		t.Helper()
+		want := float64(exact[int(p/100*n+0.5)-1]) / float64(time.Millisecond)
+		if rel := (got - want) / want; rel < -0.001 || rel > 0.001 {
+			t.Errorf("%s: %.6f ms, exact %.6f ms: relative error %.5f over 0.1%%", name, got, want, rel)
+		}
+	}
+	check("p50", 50, s.P50)
+	check("p99", 99, s.P99)
+	check("p99.9", 99.9, s.P999)
+	if want := float64(exact[n-1]) / float64(time.Millisecond); s.Max != want {
+		t.Errorf("max %v ms, want exactly %v", s.Max, want)
+	}
+	var sum float64
+	for _, d := range exact {
+		sum += float64(d)
+	}
+	if mean := sum / n / float64(time.Millisecond); (s.Mean-mean)/mean > 0.001 || (mean-s.Mean)/mean > 0.001 {
+		t.Errorf("mean %v ms, exact %v", s.Mean, mean)
+	}
+}
+
+// benchJSON runs a bench command and decodes its JSON summary.
+func benchJSON(t *testing.T, args ...string) benchSummary {
+	t.Helper()
+	out := mustStrataCmd(t, append(args, "--json")...)
+	var s benchSummary
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("decode %q: %v", out, err)
+	}
+	return s
+}
+
+// checkOpenLoop checks what an open-loop run reports: every record, paced
+// at the rate, percentiles ordered and positive.
+func checkOpenLoop(t *testing.T, s benchSummary, bench, latencyOf string, records int64, rate float64) {
+	t.Helper()
+	if s.Bench != bench || s.LatencyOf != latencyOf || s.Rate != rate || s.Late == nil {
+		t.Errorf("bench %q latency_of %q rate %v late %v, want %q %q %v and a late count", s.Bench, s.LatencyOf, s.Rate, s.Late, bench, latencyOf, rate)
+	}
+	if s.Records != records || s.Latency.Count != records || s.Errors != 0 {
+		t.Errorf("records %d, latency count %d, errors %d (%s): want %d, %d, 0", s.Records, s.Latency.Count, s.Errors, s.FirstError, records, records)
+	}
+	// The last record is due at (records-1)/rate: a run cannot end sooner.
+	if minSec := float64(records-1)/rate - 0.005; s.ElapsedSec < minSec {
+		t.Errorf("elapsed %.3f s, want at least %.3f s: the schedule was not kept", s.ElapsedSec, minSec)
+	}
+	l := s.Latency
+	if !(l.P50 > 0 && l.P50 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max && l.Mean > 0 && l.Mean <= l.Max) {
+		t.Errorf("latency percentiles not ordered and positive: %+v", l)
+	}
+	if s.RecordsPerS <= 0 || s.MBPerS <= 0 {
+		t.Errorf("records/s %v, MB/s %v", s.RecordsPerS, s.MBPerS)
+	}
+	t.Logf("%s: %+v late %d", bench, l, *s.Late)
+}
+
+func TestBenchProduceRate(t *testing.T) {
+	addr := startACLBroker(t)
+	s := benchJSON(t, "bench", "produce", "--broker", addr, "--topic", "paced", "--create",
+		"--rate", "2000", "--records", "2000", "--record-size", "100")
+	checkOpenLoop(t, s, "produce", "scheduled send to acknowledgement", 2000, 2000)
+
+	// Flood mode is unchanged: no rate, no late count.
+	s = benchJSON(t, "bench", "produce", "--broker", addr, "--topic", "paced", "--records", "100")
+	if s.Rate != 0 || s.Late != nil || s.Records != 100 || s.LatencyOf != "per record, Produce call to acknowledgement" {
+		t.Errorf("flood: %+v", s)
+	}
+}
+
+func TestBenchE2E(t *testing.T) {
+	addr := startACLBroker(t)
+	s := benchJSON(t, "bench", "e2e", "--broker", addr, "--topic", "e2e", "--create", "--partitions", "2",
+		"--rate", "1000", "--records", "1000")
+	checkOpenLoop(t, s, "e2e", "scheduled send to consumption", 1000, 1000)
+	if s.Settings["acks"] != "all" || s.Settings["record_size"] != float64(1024) {
+		t.Errorf("settings %v: want acks all and 1 KiB records by default", s.Settings)
+	}
+	if s.Bytes != 1000*1024 {
+		t.Errorf("bytes %d, want %d", s.Bytes, 1000*1024)
+	}
+	// --duration instead of --records, --size for --record-size; the
+	// records of the first run, already in the topic, are not counted.
+	s = benchJSON(t, "bench", "e2e", "--broker", addr, "--topic", "e2e",
+		"--rate", "500", "--duration", "200ms", "--size", "10")
+	checkOpenLoop(t, s, "e2e", "scheduled send to consumption", 100, 500)
+}
+
+// TestBenchBadFlags: flag mistakes are explained before any broker is
+// contacted.
+func TestBenchBadFlags(t *testing.T) {
+	nowhere := "127.0.0.1:1"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"produce", "--topic", "t", "--rate", "-1"}, "--rate -1: want records per second"},
+		{[]string{"e2e", "--topic", "t", "--records", "10"}, `required flag(s) "rate" not set`},
+		{[]string{"e2e", "--topic", "t", "--rate", "0", "--records", "10"}, "--rate 0: want records per second above 0"},
+		{[]string{"e2e", "--topic", "t", "--rate", "100"}, "give --records N or --duration D"},
+		{[]string{"e2e", "--topic", "t", "--rate", "100", "--records", "-5"}, "--records -5: want at least 1"},
+		{[]string{"e2e", "--topic", "t", "--rate", "100", "--records", "5", "--acks", "some"}, "acks"},
+		{[]string{"e2e", "--topic", "t", "--rate", "100", "--records", "5", "--size", "-1"}, "--record-size -1"},
+	} {
+		out, err := strataCmd(t, append(append([]string{"bench"}, tc.args...), "--broker", nowhere)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("bench %s: error %v, want one saying %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+		if out != "" {
+			t.Errorf("bench %s printed %q", strings.Join(tc.args, " "), out)
+		}
+	}
+}
