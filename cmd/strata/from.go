@@ -30,6 +30,9 @@ type startPosition struct {
 	// clamping to each partition's range when several are read.
 	offset   int64
 	isOffset bool
+	// at is the time asked for when the value is a time (or a duration
+	// ago), else zero.
+	at time.Time
 }
 
 // parseFrom reads --from: earliest, latest, an offset, an RFC 3339 time, a
@@ -57,13 +60,14 @@ func parseFrom(s string, now time.Time) (startPosition, error) {
 		if err != nil {
 			return startPosition{}, usageErrorf("--from %q: after @ come epoch milliseconds (@1714564800000); want %s", s, fromHelp)
 		}
-		return startPosition{spec: client.AtTime(t)}, nil
+		return startPosition{spec: client.AtTime(t), at: t}, nil
 	}
 	if t, err := parseTime(v); err == nil {
-		return startPosition{spec: client.AtTime(t)}, nil
+		return startPosition{spec: client.AtTime(t), at: t}, nil
 	}
 	if d, err := config.ParseDuration(v); err == nil {
-		return startPosition{spec: client.AtTime(now.Add(-d))}, nil
+		t := now.Add(-d)
+		return startPosition{spec: client.AtTime(t), at: t}, nil
 	}
 	return startPosition{}, usageErrorf("--from %q: want %s", s, fromHelp)
 }
