@@ -134,7 +134,10 @@ func (p *replicaPartition) bounds() (start, end int64) {
 // read-only, reads its catalog once (so the broker serves every topic as
 // soon as Start returns) and starts the refresh loop.
 func (b *Broker) startReadReplica(ctx context.Context) error {
-	store, err := openReadOnlyStore(ctx, b.cfg)
+	store, err := OpenReadOnlyStore(ctx, b.cfg)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("broker: read replica: no fs object store at %s (object_store.path): a read replica reads a store another cluster writes, and creates none", b.cfg.ObjectStorePath())
+	}
 	if err != nil {
 		return fmt.Errorf("broker: read replica: object store: %w", err)
 	}
@@ -157,32 +160,23 @@ func (b *Broker) startReadReplica(ctx context.Context) error {
 	return nil
 }
 
-// openReadOnlyStore opens the store the settings name through the
-// read-only view: a replica cannot write to another cluster's bucket even
-// by mistake. Unlike openStore it creates nothing: not a missing fs
-// directory, not a bucket.
-func openReadOnlyStore(ctx context.Context, cfg config.Broker) (objstore.Reader, error) {
+// OpenReadOnlyStore opens the store the settings name through the
+// read-only view, so nothing that holds it can write to the bucket even by
+// mistake: a read replica reading another cluster's bucket, strata bucket
+// checking one. Unlike openStore it creates nothing: a missing fs directory
+// is an error wrapping fs.ErrNotExist, and a missing bucket is not made.
+// Type none is an error.
+func OpenReadOnlyStore(ctx context.Context, cfg config.Broker) (objstore.Reader, error) {
 	var store objstore.Reader
 	var err error
 	switch cfg.ObjectStore.Type {
 	case config.ObjectStoreFS:
 		path, _ := filepath.Abs(cfg.ObjectStorePath())
 		store, err = objstore.NewDirReader(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			err = fmt.Errorf("no fs object store at %s (object_store.path): a read replica reads a store another cluster writes, and creates none", path)
-		}
 	case config.ObjectStoreS3:
-		o := cfg.ObjectStore
-		store, err = s3.New(ctx, s3.Config{
-			Endpoint:  o.Endpoint,
-			Region:    o.Region,
-			Bucket:    o.Bucket,
-			PathStyle: o.PathStyle,
-			AccessKey: o.AccessKey,
-			SecretKey: string(o.SecretKey),
-		})
+		store, err = s3.New(ctx, s3Config(cfg.ObjectStore))
 	default:
-		err = fmt.Errorf("object_store.type %q: a read replica needs fs or s3", cfg.ObjectStore.Type)
+		err = fmt.Errorf("object_store.type %q: reading a bucket needs fs or s3", cfg.ObjectStore.Type)
 	}
 	if err != nil {
 		return nil, err

@@ -52,6 +52,18 @@ import (
 // tierInterval is how often the tiering loop visits the partitions.
 const tierInterval = 250 * time.Millisecond
 
+// s3Config is the S3 client's configuration from the broker's settings.
+func s3Config(o config.ObjectStore) s3.Config {
+	return s3.Config{
+		Endpoint:  o.Endpoint,
+		Region:    o.Region,
+		Bucket:    o.Bucket,
+		PathStyle: o.PathStyle,
+		AccessKey: o.AccessKey,
+		SecretKey: string(o.SecretKey),
+	}
+}
+
 // openStore builds the object store the configuration names, or nil for
 // none.
 func openStore(ctx context.Context, cfg config.Broker, metrics *objstore.Metrics) (objstore.Bucket, error) {
@@ -67,16 +79,8 @@ func openStore(ctx context.Context, cfg config.Broker, metrics *objstore.Metrics
 		}
 		store, err = objstore.NewDir(path)
 	case config.ObjectStoreS3:
-		o := cfg.ObjectStore
-		store, err = s3.New(ctx, s3.Config{
-			Endpoint:  o.Endpoint,
-			Region:    o.Region,
-			Bucket:    o.Bucket,
-			PathStyle: o.PathStyle,
-			AccessKey: o.AccessKey,
-			SecretKey: string(o.SecretKey),
-		})
-		if err == nil && o.CreateBucket {
+		store, err = s3.New(ctx, s3Config(cfg.ObjectStore))
+		if err == nil && cfg.ObjectStore.CreateBucket {
 			_, err = s3.EnsureBucket(ctx, store)
 		}
 	default:

@@ -22,10 +22,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore"
-	"github.com/strata-log/strata/tiering/objstore/s3"
 )
 
 func init() { storeCommands = append(storeCommands, newBucketCommand) }
@@ -75,34 +75,23 @@ func (f *bucketFlags) open(ctx context.Context, cmd *cobra.Command) (r objstore.
 		return nil, "", &exitError{code: exitUsage, err: err}
 	}
 	o := cfg.ObjectStore
-	var store objstore.Reader
 	switch o.Type {
 	case config.ObjectStoreNone:
 		return nil, "", &exitError{code: exitUsage, err: usageErrorf("object_store.type is none: there is no cold tier to read; give --object-store-type fs or s3, or the --config of a broker that has one")}
 	case config.ObjectStoreFS:
-		path, _ := filepath.Abs(cfg.ObjectStorePath())
-		// Not objstore.NewDir: it would create a missing directory and
-		// delete the temp files of a broker's uploads in flight.
-		store, err = objstore.NewDirReader(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			err = usageErrorf("no fs object store at %s: see --object-store-path, --data-dir (the store is <data_dir>/objects by default) or --config", path)
-		}
-		where = path
+		where, _ = filepath.Abs(cfg.ObjectStorePath())
 	case config.ObjectStoreS3:
-		store, err = s3.New(ctx, s3.Config{
-			Endpoint:  o.Endpoint,
-			Region:    o.Region,
-			Bucket:    o.Bucket,
-			PathStyle: o.PathStyle,
-			AccessKey: o.AccessKey,
-			SecretKey: string(o.SecretKey),
-		})
 		where = "s3://" + o.Bucket
 		if o.Endpoint != "" {
 			where += " at " + o.Endpoint
 		}
-	default:
-		err = fmt.Errorf("unknown object store type %q", o.Type)
+	}
+	// Read-only, and creating nothing: an fs store is not objstore.NewDir,
+	// which would make a missing directory and delete the temp files of a
+	// broker's uploads in flight.
+	r, err = broker.OpenReadOnlyStore(ctx, cfg)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = usageErrorf("no fs object store at %s: see --object-store-path, --data-dir (the store is <data_dir>/objects by default) or --config", where)
 	}
 	if err != nil {
 		return nil, "", &exitError{code: exitUsage, err: err}
@@ -110,8 +99,7 @@ func (f *bucketFlags) open(ctx context.Context, cmd *cobra.Command) (r objstore.
 	if o.Prefix != "" {
 		where += ", prefix " + o.Prefix
 	}
-	// Always through the read-only view: the commands can write nothing.
-	return objstore.ReaderWithPrefix(store, o.Prefix), where, nil
+	return r, where, nil
 }
 
 func newBucketCommand() *cobra.Command {
