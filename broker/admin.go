@@ -156,27 +156,9 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 	if live, ok := b.meta.Metadata().Topic(name); ok {
 		return TopicDescription{}, b.restoreLiveError(ctx, live)
 	}
-	found, err := tiering.FindTopic(ctx, b.store, name, id)
+	found, overrides, cfg, err := b.findRestorable(ctx, name, id, replicationFactor)
 	if err != nil {
-		if errors.Is(err, tiering.ErrNoColdTopic) {
-			what := fmt.Sprintf("topic %q", name)
-			if id != "" {
-				what = fmt.Sprintf("topic %q with id %s", name, id)
-			}
-			return TopicDescription{}, refuse(ReasonTopicNotFound, err, "%s is not in the cluster, and the bucket holds nothing of it to restore", what)
-		}
-		return TopicDescription{}, refuse(ReasonStorageError, err, "%v", err)
-	}
-	overrides := maps.Clone(found.Config)
-	if overrides == nil {
-		overrides = map[string]string{}
-	}
-	if replicationFactor > 0 {
-		overrides["replication.factor"] = strconv.Itoa(int(replicationFactor))
-	}
-	cfg, err := b.defaults.With(overrides)
-	if err != nil {
-		return TopicDescription{}, configError(err)
+		return TopicDescription{}, err
 	}
 	// The restored partitions will remember their idempotent producers by
 	// ids this cluster must not hand out again.
@@ -497,4 +479,34 @@ func firstEpochAfter(heads map[int32]*tiering.Head) int32 {
 		}
 	}
 	return first
+}
+
+// findRestorable finds a topic's manifests in the bucket (the most recently
+// written topic of that name when id is empty) and the settings a restore
+// of it takes: what its heads record, with replicationFactor (when above
+// 0) in place of theirs, over this broker's defaults.
+func (b *Broker) findRestorable(ctx context.Context, name, id string, replicationFactor int32) (*tiering.ColdTopic, map[string]string, config.Topic, error) {
+	found, err := tiering.FindTopic(ctx, b.store, name, id)
+	if err != nil {
+		if errors.Is(err, tiering.ErrNoColdTopic) {
+			what := fmt.Sprintf("topic %q", name)
+			if id != "" {
+				what = fmt.Sprintf("topic %q with id %s", name, id)
+			}
+			return nil, nil, config.Topic{}, refuse(ReasonTopicNotFound, err, "the bucket holds nothing of %s to restore", what)
+		}
+		return nil, nil, config.Topic{}, refuse(ReasonStorageError, err, "%v", err)
+	}
+	overrides := maps.Clone(found.Config)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	if replicationFactor > 0 {
+		overrides["replication.factor"] = strconv.Itoa(int(replicationFactor))
+	}
+	cfg, err := b.defaults.With(overrides)
+	if err != nil {
+		return nil, nil, config.Topic{}, configError(err)
+	}
+	return found, overrides, cfg, nil
 }

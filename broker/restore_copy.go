@@ -2,10 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"maps"
-	"strconv"
 	"time"
 
 	"github.com/strata-log/strata/cluster"
@@ -74,27 +70,9 @@ func (b *Broker) RestoreTopicCopy(ctx context.Context, name, id string, replicat
 	if live, ok := md.Topic(name); ok && id == "" {
 		id = live.ID // the copy is of the running topic, not of an older one of that name
 	}
-	found, err := tiering.FindTopic(ctx, b.store, name, id)
+	found, overrides, cfg, err := b.findRestorable(ctx, name, id, replicationFactor)
 	if err != nil {
-		if errors.Is(err, tiering.ErrNoColdTopic) {
-			what := fmt.Sprintf("topic %q", name)
-			if id != "" {
-				what = fmt.Sprintf("topic %q with id %s", name, id)
-			}
-			return TopicDescription{}, refuse(ReasonTopicNotFound, err, "the bucket holds nothing of %s to restore", what)
-		}
-		return TopicDescription{}, refuse(ReasonStorageError, err, "%v", err)
-	}
-	overrides := maps.Clone(found.Config)
-	if overrides == nil {
-		overrides = map[string]string{}
-	}
-	if replicationFactor > 0 {
-		overrides["replication.factor"] = strconv.Itoa(int(replicationFactor))
-	}
-	cfg, err := b.defaults.With(overrides)
-	if err != nil {
-		return TopicDescription{}, configError(err)
+		return TopicDescription{}, err
 	}
 	if err := b.checkReplicaBudget(target, found.Partitions, cfg.ReplicationFactor); err != nil {
 		return TopicDescription{}, err
