@@ -48,20 +48,14 @@ func (s *snapshot) leaderOf(tp TopicPartition) (partitionInfo, bool) {
 // watchLeader calls moved once the metadata shows that tp is no longer led
 // by sentTo, checking from leaderCheckAfter on until stop is called or ctx
 // ends. It asks the brokers other than the one at addr (the one that is
-// not answering) first.
+// not answering) first. Most requests are answered well before
+// leaderCheckAfter: for them it costs a timer, not a goroutine.
 func (c *Client) watchLeader(ctx context.Context, tp TopicPartition, sentTo partitionInfo, addr string, moved func()) (stop func()) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() {
+	t := time.AfterFunc(leaderCheckAfter, func() {
 		defer close(done)
-		t := time.NewTimer(leaderCheckAfter)
-		defer t.Stop()
 		for {
-			select {
-			case <-wctx.Done():
-				return
-			case <-t.C:
-			}
 			if resp, err := c.fetchMetadataAvoiding(wctx, addr, leaderCheckTimeout); err == nil {
 				c.meta.install(resp)
 			}
@@ -69,10 +63,17 @@ func (c *Client) watchLeader(ctx context.Context, tp TopicPartition, sentTo part
 				moved()
 				return
 			}
-			t.Reset(leaderCheckEvery)
+			if sleepCtx(wctx, leaderCheckEvery) != nil {
+				return
+			}
 		}
-	}()
-	return func() { cancel(); <-done }
+	})
+	return func() {
+		cancel()
+		if !t.Stop() {
+			<-done // the check started: wait until it has seen the cancel
+		}
+	}
 }
 
 // leaderMovedError is the retriable answer for a request abandoned because
