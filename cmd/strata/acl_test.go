@@ -17,7 +17,7 @@ import (
 
 // startACLBroker runs a single plaintext broker in this process, serving
 // gRPC on loopback, and returns its address.
-func startACLBroker(t *testing.T) string {
+func startACLBroker(t testing.TB) string {
 	t.Helper()
 	free := func() string {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -35,7 +35,7 @@ func TestRecordTimeFromAJSONField(t *testing.T) {
 }
 
 // runWithInput runs the command line in this process with stdin.
-func runWithInput(t *testing.T, in string, args ...string) (string, string, error) {
+func runWithInput(t testing.TB, in string, args ...string) (string, string, error) {
 	t.Helper()
 	root := newRootCommand()
 	var out, errOut bytes.Buffer

@@ -192,13 +192,13 @@ func TestReplayErrors(t *testing.T) {
 	}
 }
 
-// TestReplayProgressCost measures what the progress bar costs: replay of
-// 200k records of 1 KiB from 3 partitions to /dev/null, alternately with
-// the bar forced on and off. Opt-in: STRATA_REPLAY_FIGURE=1.
-func TestReplayProgressCost(t *testing.T) {
-	if os.Getenv("STRATA_REPLAY_FIGURE") != "1" {
-		t.Skip("set STRATA_REPLAY_FIGURE=1 to measure the progress bar's cost")
-	}
+// BenchmarkReplayProgressCost measures what the progress bar costs: replay
+// of 200k records of 1 KiB from 3 partitions to /dev/null, alternately with
+// the bar forced on and off, 11 pairs, medians logged:
+//
+//	go test ./cmd/strata/ -run '^$' -bench ReplayProgressCost -benchtime 1x -v
+func BenchmarkReplayProgressCost(b *testing.B) {
+	t := testing.TB(b) // one run, a figure: not b.N iterations
 	addr := startACLBroker(t)
 	ctx := t.Context()
 	c, err := client.New(ctx, []string{addr})
