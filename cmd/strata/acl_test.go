@@ -19,6 +19,22 @@ import (
 // gRPC on loopback, and returns its address.
 func startACLBroker(t testing.TB) string {
 	t.Helper()
+	cfg := testBrokerConfig(t)
+	cfg.ObjectStore.Type = config.ObjectStoreNone
+	b, srv := startInProcess(t, cfg)
+	t.Cleanup(func() {
+		srv.GracefulStop()
+		if err := b.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	return cfg.Listen
+}
+
+// testBrokerConfig is a one-broker configuration on free loopback ports
+// with its data in a temporary directory and no admin endpoint.
+func testBrokerConfig(t testing.TB) config.Broker {
+	t.Helper()
 	free := func() string {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -30,16 +46,22 @@ func startACLBroker(t testing.TB) string {
 	cfg := config.DefaultBroker()
 	cfg.NodeID = 1
 	cfg.DataDir = t.TempDir()
+	cfg.Listen = free()
 	cfg.Raft.Listen = free()
 	cfg.Gossip.Listen = free()
 	cfg.Gossip.Profile = "local"
 	cfg.Admin.Listen = ""
-	cfg.ObjectStore.Type = config.ObjectStoreNone
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	return cfg
+}
+
+// startInProcess starts a plaintext broker of cfg in this process and
+// serves gRPC on cfg.Listen; the caller stops both.
+func startInProcess(t testing.TB, cfg config.Broker) (*broker.Broker, *rpc.Server) {
+	t.Helper()
+	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Listen = lis.Addr().String()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	b, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rpc.NewPeers(nil, ""))
@@ -49,13 +71,7 @@ func startACLBroker(t testing.TB) string {
 	}
 	srv := rpc.NewServer(b, nil)
 	go srv.Serve(lis)
-	t.Cleanup(func() {
-		srv.GracefulStop()
-		if err := b.Close(); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
-	})
-	return cfg.Listen
+	return b, srv
 }
 
 // strataCmd runs the strata command line in this process and returns what

@@ -39,37 +39,17 @@ type adminBroker struct {
 
 func startAdminBroker(t *testing.T) *adminBroker {
 	t.Helper()
-	free := func() string {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lis.Close()
-		return lis.Addr().String()
-	}
-	cfg := config.DefaultBroker()
-	cfg.NodeID = 1
-	cfg.DataDir = t.TempDir()
-	cfg.Raft.Listen = free()
-	cfg.Gossip.Listen = free()
-	cfg.Gossip.Profile = "local"
-	cfg.Admin.Listen = free()
-	cfg.ObjectStore.Type = config.ObjectStoreFS
+	cfg := testBrokerConfig(t)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Listen = lis.Addr().String()
+	cfg.Admin.Listen = lis.Addr().String()
+	lis.Close()
+	cfg.ObjectStore.Type = config.ObjectStoreFS
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	b, err := broker.Start(ctx, cfg, logger, rpc.NewPeers(nil, ""))
-	if err != nil {
-		lis.Close()
-		t.Fatalf("start broker: %v", err)
-	}
-	ab := &adminBroker{b: b, srv: rpc.NewServer(b, nil), addr: cfg.Listen, admin: "http://" + cfg.Admin.Listen}
-	go ab.srv.Serve(lis)
+	b, srv := startInProcess(t, cfg)
+	ab := &adminBroker{b: b, srv: srv, addr: cfg.Listen, admin: "http://" + cfg.Admin.Listen}
 	admin, err := serveAdmin(cfg.Admin, b, nil, logger)
 	if err != nil {
 		ab.stop(t)
