@@ -37,6 +37,8 @@ const (
 //	OUT_OF_ORDER_SEQUENCE: "producer_id", "sequence", "expected_sequence"
 //	INVALID_PRODUCER_EPOCH: "producer_id", "producer_epoch", "current_epoch"
 //	UNKNOWN_PRODUCER_ID: "producer_id", "producer_epoch", "sequence"
+//	UNKNOWN_MEMBER, FENCED_MEMBER: "group", "member_id"
+//	GROUP_NOT_EMPTY: "group", "members"
 type ErrorReason int32
 
 const (
@@ -118,6 +120,20 @@ const (
 	// fetches, offsets, metadata and topic descriptions, never writes.
 	// Send the call to a broker of the writing cluster.
 	ErrorReason_ERROR_REASON_READ_REPLICA ErrorReason = 25
+	// NotFound: no consumer group of that name has members or committed
+	// offsets.
+	ErrorReason_ERROR_REASON_GROUP_NOT_FOUND ErrorReason = 26
+	// FailedPrecondition: the coordinator does not know the member: its
+	// session expired, it was removed, or the coordinator moved. The member
+	// has lost its partitions (without committing) and joins again.
+	ErrorReason_ERROR_REASON_UNKNOWN_MEMBER ErrorReason = 27
+	// FailedPrecondition: a member's commit names a partition it does not
+	// own, or carries an epoch older than the one that gave it the
+	// partition: it lost the partition in a rebalance. Nothing was
+	// committed.
+	ErrorReason_ERROR_REASON_FENCED_MEMBER ErrorReason = 28
+	// FailedPrecondition: the group has members; stop them, or force.
+	ErrorReason_ERROR_REASON_GROUP_NOT_EMPTY ErrorReason = 29
 )
 
 // Enum value maps for ErrorReason.
@@ -149,6 +165,10 @@ var (
 		23: "ERROR_REASON_UNAUTHENTICATED",
 		24: "ERROR_REASON_PERMISSION_DENIED",
 		25: "ERROR_REASON_READ_REPLICA",
+		26: "ERROR_REASON_GROUP_NOT_FOUND",
+		27: "ERROR_REASON_UNKNOWN_MEMBER",
+		28: "ERROR_REASON_FENCED_MEMBER",
+		29: "ERROR_REASON_GROUP_NOT_EMPTY",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                      0,
@@ -177,6 +197,10 @@ var (
 		"ERROR_REASON_UNAUTHENTICATED":                  23,
 		"ERROR_REASON_PERMISSION_DENIED":                24,
 		"ERROR_REASON_READ_REPLICA":                     25,
+		"ERROR_REASON_GROUP_NOT_FOUND":                  26,
+		"ERROR_REASON_UNKNOWN_MEMBER":                   27,
+		"ERROR_REASON_FENCED_MEMBER":                    28,
+		"ERROR_REASON_GROUP_NOT_EMPTY":                  29,
 	}
 )
 
@@ -211,7 +235,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x96\a\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x9b\b\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -239,7 +263,11 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"-ERROR_REASON_NOT_ENOUGH_REPLICAS_AFTER_APPEND\x10\x16\x12 \n" +
 	"\x1cERROR_REASON_UNAUTHENTICATED\x10\x17\x12\"\n" +
 	"\x1eERROR_REASON_PERMISSION_DENIED\x10\x18\x12\x1d\n" +
-	"\x19ERROR_REASON_READ_REPLICA\x10\x19B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\x19ERROR_REASON_READ_REPLICA\x10\x19\x12 \n" +
+	"\x1cERROR_REASON_GROUP_NOT_FOUND\x10\x1a\x12\x1f\n" +
+	"\x1bERROR_REASON_UNKNOWN_MEMBER\x10\x1b\x12\x1e\n" +
+	"\x1aERROR_REASON_FENCED_MEMBER\x10\x1c\x12 \n" +
+	"\x1cERROR_REASON_GROUP_NOT_EMPTY\x10\x1dB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once

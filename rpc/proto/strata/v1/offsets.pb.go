@@ -99,9 +99,15 @@ func (x *CommittedOffset) GetCommitTimeMs() int64 {
 }
 
 type CommitOffsetsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	Offsets       []*CommittedOffset     `protobuf:"bytes,2,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Group   string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Offsets []*CommittedOffset     `protobuf:"bytes,2,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	// A group member commits as itself (GroupService): only for partitions it
+	// owns, with the epoch of the answer that gave it them or a later one
+	// (else FENCED_MEMBER). Without a member id the commit is refused while
+	// the group has members (GROUP_NOT_EMPTY).
+	MemberId      string `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch   int32  `protobuf:"varint,4,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -148,6 +154,20 @@ func (x *CommitOffsetsRequest) GetOffsets() []*CommittedOffset {
 		return x.Offsets
 	}
 	return nil
+}
+
+func (x *CommitOffsetsRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *CommitOffsetsRequest) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
 }
 
 type CommitOffsetsResponse struct {
@@ -293,10 +313,12 @@ const file_strata_v1_offsets_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1a\n" +
 	"\bmetadata\x18\x04 \x01(\tR\bmetadata\x12$\n" +
-	"\x0ecommit_time_ms\x18\x05 \x01(\x03R\fcommitTimeMs\"b\n" +
+	"\x0ecommit_time_ms\x18\x05 \x01(\x03R\fcommitTimeMs\"\xa2\x01\n" +
 	"\x14CommitOffsetsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x124\n" +
-	"\aoffsets\x18\x02 \x03(\v2\x1a.strata.v1.CommittedOffsetR\aoffsets\"\x17\n" +
+	"\aoffsets\x18\x02 \x03(\v2\x1a.strata.v1.CommittedOffsetR\aoffsets\x12\x1b\n" +
+	"\tmember_id\x18\x03 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x04 \x01(\x05R\vmemberEpoch\"\x17\n" +
 	"\x15CommitOffsetsResponse\"f\n" +
 	"\x13FetchOffsetsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x129\n" +
