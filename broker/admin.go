@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
+	grouppkg "github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/tiering"
 )
 
@@ -374,27 +375,55 @@ func (b *Broker) Cluster(topics []string) ClusterView {
 	return v
 }
 
-// CommitOffsets stores a consumer group's positions. A group name breaking
-// the rules (cluster.ValidateGroupName) is INVALID_REQUEST, and so is a
-// commit that would create a group beyond limits.max_groups.
-func (b *Broker) CommitOffsets(ctx context.Context, group string, offsets []CommittedOffset) error {
+// CommitOffsets stores a consumer group's positions. A member of the group
+// (memberID set) commits through the coordinator, which allows only the
+// partitions it owns (FENCED_MEMBER, UNKNOWN_MEMBER); a commit without a
+// member is refused while the group has members (GROUP_NOT_EMPTY). A group
+// name breaking the rules (cluster.ValidateGroupName) is INVALID_REQUEST,
+// and so is a commit that would create a group beyond limits.max_groups.
+func (b *Broker) CommitOffsets(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error {
 	if b.replica != nil {
 		return errReadReplica("commit consumer offsets (they live in the writing cluster's metadata)")
 	}
-	if group == "" {
-		return refuse(ReasonInvalidRequest, nil, "a consumer group name is required")
+	if err := validGroupName(group); err != nil {
+		return err
 	}
-	if err := cluster.ValidateGroupName(group); err != nil {
-		return refuse(ReasonInvalidRequest, err, "%v", err).with("max_length", itoa(cluster.MaxGroupNameLen))
+	// The coordinator first: a broker that is not the controller hands
+	// the call on before judging it against metadata that may lag.
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return err
 	}
+	reqs, err := b.offsetCommits(offsets)
+	if err != nil {
+		return err
+	}
+	tps := make([]grouppkg.TopicPartition, len(reqs))
+	for i, r := range reqs {
+		tps[i] = grouppkg.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+	}
+	err = c.Commit(group, memberID, memberEpoch, tps, func() error { return b.commitOffsets(ctx, group, reqs) })
+	if err != nil {
+		return b.groupError(ctx, group, memberID, err)
+	}
+	return nil
+}
+
+// offsetCommits checks that every partition of a commit exists.
+func (b *Broker) offsetCommits(offsets []CommittedOffset) ([]cluster.OffsetCommitRequest, error) {
 	m := b.meta.Metadata()
 	reqs := make([]cluster.OffsetCommitRequest, 0, len(offsets))
 	for _, o := range offsets {
 		if _, err := partitionInfo(m, o.Topic, o.Partition); err != nil {
-			return err
+			return nil, err
 		}
 		reqs = append(reqs, cluster.OffsetCommitRequest{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
 	}
+	return reqs, nil
+}
+
+// commitOffsets writes a group's positions to the metadata.
+func (b *Broker) commitOffsets(ctx context.Context, group string, reqs []cluster.OffsetCommitRequest) error {
 	if err := b.meta.CommitOffsets(ctx, group, reqs, b.limits.commitOptions()...); err != nil {
 		var tm *cluster.TooManyGroupsError
 		if errors.As(err, &tm) {

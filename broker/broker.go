@@ -77,6 +77,9 @@ type Broker struct {
 	// broker then serves a bucket another cluster writes, and nothing
 	// else above (partitions, gossip, metadata) exists.
 	replica *readReplica
+	// groups coordinates consumer groups while this broker is the
+	// controller (groups.go).
+	groups groupCoordination
 }
 
 // Option adjusts how Start runs a broker.
@@ -281,6 +284,7 @@ func (b *Broker) Close() error {
 	b.mu.closed = true
 	b.mu.Unlock()
 	close(b.stop)
+	b.closeGroups() // held heartbeats return now
 	b.wg.Wait()
 	return b.closeAll()
 }

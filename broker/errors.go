@@ -53,6 +53,16 @@ const (
 	// (readreplica.go): it refuses every write. Not retriable here; the
 	// writing cluster's brokers take the call.
 	ReasonReadReplica Reason = "READ_REPLICA"
+	// No consumer group of that name has members or committed offsets.
+	ReasonGroupNotFound Reason = "GROUP_NOT_FOUND"
+	// The coordinator does not know the member (session expired, removed,
+	// coordinator moved): it has lost its partitions and joins again.
+	ReasonUnknownMember Reason = "UNKNOWN_MEMBER"
+	// A member's commit names a partition it does not own, or an epoch
+	// older than the one that granted it: nothing was committed.
+	ReasonFencedMember Reason = "FENCED_MEMBER"
+	// The group has members: stop them, or force.
+	ReasonGroupNotEmpty Reason = "GROUP_NOT_EMPTY"
 )
 
 var retriable = map[Reason]bool{

@@ -59,9 +59,9 @@ func TestACLCalls(t *testing.T) {
 	}
 
 	calls.Store(0)
-	bad := &stratav1.ACL{Principal: "User:alice", ResourceType: "group", Name: "g", Operation: "admin"}
+	bad := &stratav1.ACL{Principal: "User:alice", ResourceType: "group", Name: "g", Operation: "write"}
 	err = c.CreateACLs(ctx, bad)
-	if !errors.Is(err, client.ErrInvalidRequest) || !strings.Contains(err.Error(), `"User:alice admin group:g"`) {
+	if !errors.Is(err, client.ErrInvalidRequest) || !strings.Contains(err.Error(), `"User:alice write group:g"`) {
 		t.Fatalf("CreateACLs of a bad ACL: %v; want ErrInvalidRequest naming it", err)
 	}
 	if n := calls.Load(); n != 1 {

@@ -194,6 +194,12 @@ func ctxError(ctx context.Context, last error) error {
 // brokers forward them to the controller), trying the next broker and
 // backing off while the errors are retriable, at most adminAttempts times.
 func (c *Client) callAny(ctx context.Context, op string, call func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	return c.callAnyTimeout(ctx, op, c.cfg.requestTimeout, call)
+}
+
+// callAnyTimeout is callAny with a timeout per attempt other than the
+// request timeout (a group heartbeat the coordinator may hold).
+func (c *Client) callAnyTimeout(ctx context.Context, op string, timeout time.Duration, call func(ctx context.Context, cc *grpc.ClientConn) error) error {
 	// One order for all the attempts: each goes to the next broker, so a
 	// dead one is tried at most once in a row (a fresh shuffle per attempt
 	// could pick it every time).
@@ -212,7 +218,7 @@ func (c *Client) callAny(ctx context.Context, op string, call func(ctx context.C
 		if err != nil {
 			return wrapOp(op, err)
 		}
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
+		rctx, cancel := context.WithTimeout(ctx, timeout)
 		err = call(rctx, cc)
 		cancel()
 		if err == nil {

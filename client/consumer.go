@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -179,6 +180,16 @@ func (k *Consumer) assigned(tp TopicPartition) *assignment {
 // io.EOF once every assigned partition has reached its end. Concurrent
 // calls take turns.
 func (k *Consumer) Poll(ctx context.Context) ([]*Record, error) {
+	return k.poll(ctx, nil)
+}
+
+// errInterrupted is what poll returns, with no records, when interrupt
+// fires while it waits.
+var errInterrupted = errors.New("strata: poll interrupted")
+
+// poll is Poll, with a channel that ends a wait for records (a group
+// consumer's rebalance).
+func (k *Consumer) poll(ctx context.Context, interrupt <-chan struct{}) ([]*Record, error) {
 	if k.cfgErr != nil {
 		return nil, k.cfgErr
 	}
@@ -222,6 +233,8 @@ func (k *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		case ch := <-k.out:
 			out = k.take(ch, out)
 		case <-k.changed:
+		case <-interrupt:
+			return nil, errInterrupted
 		case <-ctx.Done():
 			return nil, wrapOp("poll", ctx.Err())
 		case <-k.ctx.Done():

@@ -160,6 +160,21 @@ var (
 	// offsets and metadata but refuses produce, producer ids, topic and
 	// ACL admin and offset commits. Send writes to the writing cluster.
 	ErrReadReplica = sentinel(codes.FailedPrecondition, "READ_REPLICA", false)
+	// ErrGroupNotFound: no consumer group of that name has members or
+	// committed offsets.
+	ErrGroupNotFound = sentinel(codes.NotFound, "GROUP_NOT_FOUND", false)
+	// ErrUnknownMember: the group's coordinator does not know the member
+	// (its session expired, it was removed, or the coordinator moved). A
+	// GroupConsumer handles it itself: its partitions are lost and it joins
+	// again.
+	ErrUnknownMember = sentinel(codes.FailedPrecondition, "UNKNOWN_MEMBER", false)
+	// ErrFencedMember: a group member's commit named a partition it no
+	// longer owns (it lost it in a rebalance), or an older epoch than the
+	// one that gave it the partition. Nothing was committed.
+	ErrFencedMember = sentinel(codes.FailedPrecondition, "FENCED_MEMBER", false)
+	// ErrGroupNotEmpty: the group has members (a reset, a deletion, or a
+	// commit made outside the group); stop them, or force.
+	ErrGroupNotEmpty = sentinel(codes.FailedPrecondition, "GROUP_NOT_EMPTY", false)
 )
 
 // ErrClosed is returned by calls on a Client, Producer or Consumer after

@@ -48,6 +48,10 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_UNAUTHENTICATED:                  {ErrUnauthenticated, codes.Unauthenticated, false},
 	stratav1.ErrorReason_ERROR_REASON_PERMISSION_DENIED:                {ErrPermissionDenied, codes.PermissionDenied, false},
 	stratav1.ErrorReason_ERROR_REASON_READ_REPLICA:                     {ErrReadReplica, codes.FailedPrecondition, false},
+	stratav1.ErrorReason_ERROR_REASON_GROUP_NOT_FOUND:                  {ErrGroupNotFound, codes.NotFound, false},
+	stratav1.ErrorReason_ERROR_REASON_UNKNOWN_MEMBER:                   {ErrUnknownMember, codes.FailedPrecondition, false},
+	stratav1.ErrorReason_ERROR_REASON_FENCED_MEMBER:                    {ErrFencedMember, codes.FailedPrecondition, false},
+	stratav1.ErrorReason_ERROR_REASON_GROUP_NOT_EMPTY:                  {ErrGroupNotEmpty, codes.FailedPrecondition, false},
 }
 
 // brokerError builds the status error a broker sends, as the contract

@@ -47,6 +47,7 @@ const (
 	cmdReserveProducers = "reserveProducerIds"
 	cmdAddACLs          = "addACLs"
 	cmdRemoveACLs       = "removeACLs"
+	cmdDeleteGroup      = "deleteGroup"
 )
 
 // header is the tag every command starts with.
@@ -104,6 +105,12 @@ type commitOffsetsCmd struct {
 	Group         string              `json:"group"`
 	Commits       []offsetCommitEntry `json:"commits"`
 	CommittedAtMs int64               `json:"committedAtMs"`
+}
+
+// deleteGroupCmd removes a consumer group's committed offsets.
+type deleteGroupCmd struct {
+	header
+	Group string `json:"group"`
 }
 
 // offsetCommitEntry is one partition's position in a commitOffsetsCmd and in
@@ -186,6 +193,7 @@ func (*commitOffsetsCmd) typ() string      { return cmdCommitOffsets }
 func (*changeLeaderCmd) typ() string       { return cmdChangeLeader }
 func (*changeISRCmd) typ() string          { return cmdChangeISR }
 func (*allocateProducerIDCmd) typ() string { return cmdAllocateProducer }
+func (*deleteGroupCmd) typ() string        { return cmdDeleteGroup }
 
 // newCommand returns an empty command of the given type and version, or nil
 // if this build does not know it.
@@ -216,6 +224,8 @@ func newCommand(typ string, v int) command {
 		return &addACLsCmd{}
 	case cmdRemoveACLs:
 		return &removeACLsCmd{}
+	case cmdDeleteGroup:
+		return &deleteGroupCmd{}
 	}
 	return nil
 }

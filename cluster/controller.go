@@ -181,6 +181,32 @@ func (n *Node) CommitOffsets(ctx context.Context, group string, commits []Offset
 	return err
 }
 
+// DeleteGroup removes a consumer group's committed offsets
+// (ErrGroupNotFound when it has none). Its members, if any, are the
+// coordinator's business: this only forgets the positions.
+func (n *Node) DeleteGroup(ctx context.Context, group string) error {
+	if err := ValidateGroupName(group); err != nil {
+		return err
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return err
+	}
+	_, err := n.propose(ctx, &deleteGroupCmd{Group: group})
+	return err
+}
+
+// ControllerTerm returns the Raft term this node leads the metadata group
+// in, once it has caught up with what earlier leaders committed; a node
+// that is not the controller returns a *NotControllerError. Group
+// coordination keys its in-memory state on the term, so a node that loses
+// and wins back the lead starts afresh.
+func (n *Node) ControllerTerm(ctx context.Context) (uint64, error) {
+	if err := n.syncLeader(ctx); err != nil {
+		return 0, err
+	}
+	return n.raft.CurrentTerm(), nil
+}
+
 // ChangeLeader makes newLeader, which must be in the ISR, the leader of a
 // partition and bumps its leader epoch by one; NoLeader marks the partition
 // offline (still bumping the epoch, which fences the old leader).

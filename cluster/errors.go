@@ -19,6 +19,8 @@ var (
 	ErrTopicNotFound = errors.New("cluster: topic not found")
 	// ErrPartitionNotFound: the topic exists but has no such partition.
 	ErrPartitionNotFound = errors.New("cluster: partition not found")
+	// ErrGroupNotFound: no committed offsets for the consumer group.
+	ErrGroupNotFound = errors.New("cluster: group not found")
 	// ErrInvalidTopicName: a topic name breaks the naming rules; the error
 	// names the rule.
 	ErrInvalidTopicName = errors.New("cluster: invalid topic name")

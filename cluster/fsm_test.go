@@ -597,7 +597,7 @@ func TestFSMInvalidACLs(t *testing.T) {
 		{security.ACL{Principal: "User:a", Resource: "queue", Name: "t", Op: security.OpRead}, `ACL resource "queue": want topic, group or cluster`},
 		{security.ACL{Principal: "User:a", Resource: security.ResourceTopic, Op: security.OpRead}, `needs a name`},
 		{security.ACL{Principal: "User:a", Resource: security.ResourceTopic, Name: "t", Op: "delete"}, `ACL operation "delete" on a topic`},
-		{security.ACL{Principal: "User:a", Resource: security.ResourceGroup, Name: "g", Op: security.OpWrite}, `ACL operation "write" on a group: want one of [read]`},
+		{security.ACL{Principal: "User:a", Resource: security.ResourceGroup, Name: "g", Op: security.OpWrite}, `ACL operation "write" on a group: want one of [read admin]`},
 		{security.ACL{Principal: "User:a", Resource: security.ResourceCluster, Name: "x", Op: security.OpAdmin}, `takes no name`},
 		{security.ACL{Principal: "User:a", Resource: security.ResourceCluster, Op: security.OpRead}, `ACL operation "read" on the cluster: want admin`},
 		{security.ACL{Principal: "User:a", Resource: security.ResourceTopic, Name: strings.Repeat("n", 250), Op: security.OpRead}, `250 bytes; at most 249`},
@@ -649,4 +649,20 @@ func TestFSMACLLimit(t *testing.T) {
 	if !strings.Contains(err.Error(), "names 10001 ACLs; at most 10000") {
 		t.Errorf("error %q", err)
 	}
+}
+
+func TestFSMDeleteGroup(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 1, 1, nil))
+	h.ok(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{{Topic: "orders", Partition: 0, Offset: 3}}})
+	h.ok(&commitOffsetsCmd{Group: "other", Commits: []offsetCommitEntry{{Topic: "orders", Partition: 0, Offset: 4}}})
+	h.refused(&deleteGroupCmd{Group: "missing"}, ErrGroupNotFound)
+	h.ok(&deleteGroupCmd{Group: "g"})
+	if h.f.offsets.has("g") {
+		t.Fatal("deleted group still has offsets")
+	}
+	if oc, ok := h.f.offsets.get("other", TopicPartition{"orders", 0}); !ok || oc.Offset != 4 {
+		t.Fatalf("another group's offset changed: %v %v", oc, ok)
+	}
+	h.refused(&deleteGroupCmd{Group: "g"}, ErrGroupNotFound)
 }

@@ -502,10 +502,10 @@ func TestNodeACLs(t *testing.T) {
 
 	// Refusals are answered before Raft: the version does not move.
 	version := n.Metadata().Version
-	bad := security.ACL{Principal: "User:eve", Resource: security.ResourceGroup, Name: "g", Op: security.OpAdmin}
+	bad := security.ACL{Principal: "User:eve", Resource: security.ResourceGroup, Name: "g", Op: security.OpWrite}
 	err := n.AddACLs(ctx, []security.ACL{aclAnyGroups, bad})
 	mustIs(t, err, ErrInvalidACL)
-	if !strings.Contains(err.Error(), `"User:eve admin group:g"`) {
+	if !strings.Contains(err.Error(), `"User:eve write group:g"`) {
 		t.Fatalf("error does not name the bad ACL: %v", err)
 	}
 	_, err = n.RemoveACLs(ctx, []security.ACL{bad})

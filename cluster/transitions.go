@@ -51,6 +51,11 @@ func transition(cur *Metadata, offsets map[string]groupOffsets, nextProducerID i
 		return applyAlterTopicConfig(cur, c)
 	case *commitOffsetsCmd:
 		return applyCommitOffsets(cur, offsets, c)
+	case *deleteGroupCmd:
+		if _, ok := offsets[c.Group]; !ok {
+			return change{}, errorf(ErrGroupNotFound, "group %q has no committed offsets", c.Group)
+		}
+		return change{offsets: map[string]groupOffsets{c.Group: nil}}, nil
 	case *changeLeaderCmd:
 		return applyChangeLeader(cur, c)
 	case *changeISRCmd:

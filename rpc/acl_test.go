@@ -72,7 +72,7 @@ func TestACLAdmin(t *testing.T) {
 		bad  *stratav1.ACL
 		want string
 	}{
-		{&stratav1.ACL{Principal: "User:carol", ResourceType: "group", Name: "g", Operation: "write"}, `ACL operation "write" on a group: want one of [read]`},
+		{&stratav1.ACL{Principal: "User:carol", ResourceType: "group", Name: "g", Operation: "write"}, `ACL operation "write" on a group: want one of [read admin]`},
 		{&stratav1.ACL{Principal: "carol", ResourceType: "topic", Name: "t", Operation: "read"}, `ACL principal "carol": want User:<name> or *`},
 		{&stratav1.ACL{Principal: "User:carol", ResourceType: "table", Name: "t", Operation: "read"}, `ACL resource "table"`},
 		{&stratav1.ACL{Principal: "User:carol", ResourceType: "topic", Operation: "read"}, `needs a name`},

@@ -142,11 +142,7 @@ type offsetService struct {
 }
 
 func (s *offsetService) CommitOffsets(ctx context.Context, req *stratav1.CommitOffsetsRequest) (*stratav1.CommitOffsetsResponse, error) {
-	offsets := make([]broker.CommittedOffset, 0, len(req.Offsets))
-	for _, o := range req.Offsets {
-		offsets = append(offsets, broker.CommittedOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
-	}
-	if err := s.b.CommitOffsets(ctx, req.Group, offsets); err != nil {
+	if err := s.b.CommitOffsets(ctx, req.GetGroup(), req.GetMemberId(), req.GetMemberEpoch(), fromProtoOffsets(req.GetOffsets())); err != nil {
 		return nil, toStatus(err)
 	}
 	return &stratav1.CommitOffsetsResponse{}, nil

@@ -225,6 +225,36 @@ var rules = map[string]rule{
 		}
 		return needs, nil
 	},
+	// Consumer groups: a member needs read on its group and on every topic
+	// it subscribes to; removing a group's members or offsets by force, or
+	// deleting it, needs admin on the group.
+	"/strata.v1.GroupService/GroupHeartbeat": func(_ security.Principal, req any) ([]need, error) {
+		r := req.(*stratav1.GroupHeartbeatRequest)
+		needs := []need{{security.ResourceGroup, r.GetGroup(), security.OpRead}}
+		for _, t := range r.GetTopics() {
+			needs = append(needs, topicNeed(t, security.OpRead))
+		}
+		return needs, nil
+	},
+	"/strata.v1.GroupService/ListGroups": authenticated, // filtered to readable groups
+	"/strata.v1.GroupService/DescribeGroup": func(_ security.Principal, req any) ([]need, error) {
+		return []need{{security.ResourceGroup, req.(*stratav1.DescribeGroupRequest).GetGroup(), security.OpRead}}, nil
+	},
+	"/strata.v1.GroupService/ResetGroupOffsets": func(_ security.Principal, req any) ([]need, error) {
+		r := req.(*stratav1.ResetGroupOffsetsRequest)
+		op := security.OpRead
+		if r.GetForce() {
+			op = security.OpAdmin
+		}
+		needs := []need{{security.ResourceGroup, r.GetGroup(), op}}
+		for _, o := range r.GetOffsets() {
+			needs = append(needs, topicNeed(o.GetTopic(), security.OpRead))
+		}
+		return needs, nil
+	},
+	"/strata.v1.GroupService/DeleteGroup": func(_ security.Principal, req any) ([]need, error) {
+		return []need{{security.ResourceGroup, req.(*stratav1.DeleteGroupRequest).GetGroup(), security.OpAdmin}}, nil
+	},
 	// The replication plane: brokers only, each speaking for itself.
 	"/strata.v1.ReplicationService/Replicate": func(p security.Principal, req any) ([]need, error) {
 		return nil, brokerAs(p, req.(*stratav1.ReplicateRequest).GetFollowerId(), "follower")
@@ -341,6 +371,14 @@ func (a *Auth) filter(p security.Principal, resp any) {
 		r.Topics = slices.DeleteFunc(r.Topics, func(t *stratav1.TopicSummary) bool { return !visible(t.GetName()) })
 	case *stratav1.GetMetadataResponse:
 		r.Topics = slices.DeleteFunc(r.Topics, func(t *stratav1.TopicMetadata) bool { return !visible(t.GetName()) })
+	case *stratav1.ListGroupsResponse:
+		r.Groups = slices.DeleteFunc(r.Groups, func(g *stratav1.GroupSummary) bool {
+			return !security.Allowed(acls, p, security.ResourceGroup, g.GetGroup(), security.OpRead)
+		})
+	case *stratav1.DescribeGroupResponse:
+		r.Offsets = slices.DeleteFunc(r.Offsets, func(o *stratav1.CommittedOffset) bool {
+			return !security.Allowed(acls, p, security.ResourceTopic, o.GetTopic(), security.OpRead)
+		})
 	case *stratav1.FetchOffsetsResponse:
 		r.Offsets = slices.DeleteFunc(r.Offsets, func(o *stratav1.CommittedOffset) bool {
 			return !security.Allowed(acls, p, security.ResourceTopic, o.GetTopic(), security.OpRead)

@@ -48,6 +48,11 @@ var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonPermissionDenied: codes.PermissionDenied,
 
 	broker.ReasonReadReplica: codes.FailedPrecondition,
+
+	broker.ReasonGroupNotFound: codes.NotFound,
+	broker.ReasonUnknownMember: codes.FailedPrecondition,
+	broker.ReasonFencedMember:  codes.FailedPrecondition,
+	broker.ReasonGroupNotEmpty: codes.FailedPrecondition,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

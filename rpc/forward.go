@@ -24,6 +24,11 @@ import (
 
 const forwardedHeader = "strata-forwarded"
 
+// callerHostHeader carries, on a forwarded call, the address the client
+// called from, so the controller can show it (group members' host). It is
+// for display only: nothing trusts it.
+const callerHostHeader = "strata-caller-host"
+
 // forwarder re-issues calls that need the controller at the controller.
 // With TLS it calls as this broker, naming the client it calls for in
 // principalHeader; the controller checks that client's permissions again.
@@ -56,7 +61,7 @@ func (f *forwarder) interceptor(ctx context.Context, req any, info *grpc.UnarySe
 	if cerr != nil {
 		return nil, err
 	}
-	fctx := metadata.AppendToOutgoingContext(ctx, forwardedHeader, "1")
+	fctx := metadata.AppendToOutgoingContext(ctx, forwardedHeader, "1", callerHostHeader, callerHost(ctx))
 	if p, ok := security.PrincipalFrom(ctx); ok && !p.Broker {
 		fctx = metadata.AppendToOutgoingContext(fctx, principalHeader, p.Name)
 	}

@@ -28,8 +28,9 @@ const (
 	OpRead Operation = "read"
 	// OpWrite produces to a topic.
 	OpWrite Operation = "write"
-	// OpAdmin creates, deletes, alters and restores a topic, or, on the
-	// cluster, manages ACLs. It implies read and write on the same resource.
+	// OpAdmin creates, deletes, alters and restores a topic; on a group, it
+	// deletes the group or resets it by force; on the cluster, it manages
+	// ACLs. It implies read and write on the same resource.
 	OpAdmin Operation = "admin"
 )
 
@@ -75,7 +76,7 @@ func (a ACL) Validate() error {
 		}
 		allowed := []Operation{OpRead, OpWrite, OpAdmin}
 		if a.Resource == ResourceGroup {
-			allowed = []Operation{OpRead}
+			allowed = []Operation{OpRead, OpAdmin}
 		}
 		if !slices.Contains(allowed, a.Op) {
 			return fmt.Errorf("security: ACL operation %q on a %s: want one of %v", a.Op, a.Resource, allowed)

@@ -31,10 +31,11 @@ name a token stands for), or '*' for every authenticated principal (never an
 anonymous caller). A resource is a topic or a consumer group, named whole or
 by prefix, or the cluster itself. Operations:
 
-  read   on a topic: fetch and list offsets; on a group: commit and fetch
-         its offsets (the only operation on a group)
+  read   on a topic: fetch and list offsets; on a group: join it, commit
+         and fetch its offsets, describe it, reset it while it is empty
   write  on a topic: produce
   admin  on a topic: create, delete, alter, restore (and read and write);
+         on a group: delete it, reset it by force (and read);
          on the cluster: manage ACLs (the only operation on the cluster)`,
 		Example: `  strata acl add --principal User:alice --topic orders --operation read
   strata acl add --principal User:alice --group billing -o read

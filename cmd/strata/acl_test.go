@@ -178,7 +178,7 @@ func TestACLCommandBadFlags(t *testing.T) {
 		{[]string{"add", "--principal", "User:a", "--cluster", "--prefix", "-o", "admin"}, "--prefix applies to --topic and --group"},
 		{[]string{"add", "--principal", "User:a", "--topic", "", "-o", "read"}, `--topic needs a name; for every one, give --prefix with an empty name`},
 		{[]string{"add", "--principal", "alice", "--topic", "t", "-o", "read"}, `invalid ACL: ACL principal "alice": want User:<name> or *`},
-		{[]string{"add", "--principal", "User:a", "--group", "g", "-o", "write"}, `invalid ACL: ACL operation "write" on a group: want one of [read]`},
+		{[]string{"add", "--principal", "User:a", "--group", "g", "-o", "write"}, `invalid ACL: ACL operation "write" on a group: want one of [read admin]`},
 		{[]string{"add", "--principal", "User:a", "--topic", "t", "-o", "delete"}, `invalid ACL: ACL operation "delete" on a topic`},
 		{[]string{"add", "--principal", "User:a", "--cluster", "-o", "read"}, `invalid ACL: ACL operation "read" on the cluster: want admin`},
 		{[]string{"add", "extra", "--principal", "User:a", "--cluster", "-o", "admin"}, `unexpected argument "extra"`},

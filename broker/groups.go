@@ -1,0 +1,248 @@
+package broker
+
+// Consumer groups. The controller coordinates every group (package group):
+// membership lives in its memory, under its Raft term, and committed offsets
+// in the Raft state. Any other broker refuses group calls as not the
+// controller, and the rpc layer forwards them there.
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/group"
+)
+
+// Bounds on one heartbeat, so a hostile member cannot make the coordinator
+// hold or compute arbitrarily much.
+const (
+	maxGroupTopics = 1000
+	maxGroupOwned  = 100_000
+)
+
+// groupCoordination holds the coordinator of the term this broker leads the
+// metadata group in; a new term starts a new, empty coordinator.
+type groupCoordination struct {
+	mu   sync.Mutex
+	term uint64
+	c    *group.Coordinator
+}
+
+// coordinator returns the group coordinator, or the not-the-controller
+// error the rpc layer forwards.
+func (b *Broker) coordinator(ctx context.Context) (*group.Coordinator, error) {
+	if b.replica != nil {
+		return nil, errReadReplica("coordinate consumer groups (they live in the writing cluster)")
+	}
+	term, err := b.meta.ControllerTerm(ctx)
+	if err != nil {
+		return nil, clusterError(err)
+	}
+	gc := &b.groups
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.c == nil || gc.term != term {
+		if gc.c != nil {
+			gc.c.Close()
+		}
+		gc.c = group.NewCoordinator(group.Config{
+			Partitions: func(topic string) int32 {
+				if t, ok := b.meta.Metadata().Topic(topic); ok {
+					return int32(len(t.Partitions))
+				}
+				return 0
+			},
+			IsCoordinator: b.meta.IsController,
+			Log:           b.log,
+		})
+		gc.term = term
+	}
+	return gc.c, nil
+}
+
+// closeGroups ends the coordinator when the broker stops.
+func (b *Broker) closeGroups() {
+	b.groups.mu.Lock()
+	defer b.groups.mu.Unlock()
+	if b.groups.c != nil {
+		b.groups.c.Close()
+		b.groups.c = nil
+	}
+}
+
+// GroupHeartbeat is one member heartbeat (see group.Coordinator.Heartbeat).
+func (b *Broker) GroupHeartbeat(ctx context.Context, hb group.Heartbeat) (group.Answer, error) {
+	if err := validGroupName(hb.Group); err != nil {
+		return group.Answer{}, err
+	}
+	if len(hb.Topics) > maxGroupTopics {
+		return group.Answer{}, refuse(ReasonInvalidRequest, nil, "a member subscribes to %d topics; at most %d", len(hb.Topics), maxGroupTopics)
+	}
+	if len(hb.Owned) > maxGroupOwned {
+		return group.Answer{}, refuse(ReasonInvalidRequest, nil, "a member reports %d partitions; at most %d", len(hb.Owned), maxGroupOwned)
+	}
+	for _, t := range hb.Topics {
+		if err := cluster.ValidateTopicName(t); err != nil {
+			return group.Answer{}, refuse(ReasonInvalidTopicName, err, "subscription: %v", err)
+		}
+	}
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return group.Answer{}, err
+	}
+	ans, err := c.Heartbeat(ctx, hb)
+	if err != nil {
+		return group.Answer{}, b.groupError(ctx, hb.Group, hb.MemberID, err)
+	}
+	return ans, nil
+}
+
+func validGroupName(name string) error {
+	if name == "" {
+		return refuse(ReasonInvalidRequest, nil, "a consumer group name is required")
+	}
+	if err := cluster.ValidateGroupName(name); err != nil {
+		return refuse(ReasonInvalidRequest, err, "%v", err).with("max_length", itoa(cluster.MaxGroupNameLen))
+	}
+	return nil
+}
+
+// groupError maps the coordinator's errors to reasons.
+func (b *Broker) groupError(ctx context.Context, name, member string, err error) error {
+	switch {
+	case errors.Is(err, group.ErrUnknownMember):
+		return refuse(ReasonUnknownMember, err, "%v", err).with("group", name).with("member_id", member)
+	case errors.Is(err, group.ErrFencedMember):
+		return refuse(ReasonFencedMember, err, "%v", err).with("group", name).with("member_id", member)
+	case errors.Is(err, group.ErrGroupNotEmpty):
+		return refuse(ReasonGroupNotEmpty, err, "%v", err).with("group", name)
+	case errors.Is(err, group.ErrInvalid):
+		return refuse(ReasonInvalidRequest, err, "%v", err)
+	case errors.Is(err, group.ErrNotCoordinator):
+		// The controller moved: name the new one, so the call is forwarded
+		// or retried there.
+		if _, terr := b.meta.ControllerTerm(ctx); terr != nil {
+			return clusterError(terr)
+		}
+		return refuse(ReasonUnavailable, err, "the group coordinator moved; retry")
+	}
+	var be *Error
+	if errors.As(err, &be) {
+		return err
+	}
+	return clusterError(err)
+}
+
+// GroupSummary is one group in ListGroups.
+type GroupSummary = group.Summary
+
+// ListGroups returns every group with members or committed offsets, by
+// name.
+func (b *Broker) ListGroups(ctx context.Context) ([]GroupSummary, error) {
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]GroupSummary{}
+	for name := range b.meta.AllCommittedOffsets() {
+		byName[name] = GroupSummary{Group: name, State: group.StateEmpty}
+	}
+	for _, s := range c.List() {
+		byName[s.Group] = s
+	}
+	out := make([]GroupSummary, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[name])
+	}
+	return out, nil
+}
+
+// GroupDescription is a group's members and committed offsets.
+type GroupDescription struct {
+	group.Description
+	Offsets []CommittedOffset
+}
+
+// DescribeGroup returns a group's members and committed offsets;
+// GROUP_NOT_FOUND when it has neither.
+func (b *Broker) DescribeGroup(ctx context.Context, name string) (GroupDescription, error) {
+	if err := validGroupName(name); err != nil {
+		return GroupDescription{}, err
+	}
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return GroupDescription{}, err
+	}
+	d, ok := c.Describe(name)
+	offsets := b.FetchOffsets(name, nil)
+	if !ok && len(offsets) == 0 {
+		return GroupDescription{}, refuse(ReasonGroupNotFound, nil, "consumer group %q has no members and no committed offsets", name).with("group", name)
+	}
+	if !ok {
+		d = group.Description{Group: name, State: group.StateEmpty}
+	}
+	slices.SortFunc(offsets, func(x, y CommittedOffset) int {
+		if x.Topic != y.Topic {
+			if x.Topic < y.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(x.Partition - y.Partition)
+	})
+	return GroupDescription{Description: d, Offsets: offsets}, nil
+}
+
+// ResetGroupOffsets commits positions for a group while it has no members;
+// force removes its members first. It returns how many were removed.
+func (b *Broker) ResetGroupOffsets(ctx context.Context, name string, offsets []CommittedOffset, force bool) (int, error) {
+	if err := validGroupName(name); err != nil {
+		return 0, err
+	}
+	if len(offsets) == 0 {
+		return 0, refuse(ReasonInvalidRequest, nil, "a reset names at least one partition and its new offset")
+	}
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return 0, err
+	}
+	reqs, err := b.offsetCommits(offsets)
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.Clear(name, force, func() error { return b.commitOffsets(ctx, name, reqs) })
+	if err != nil {
+		return n, b.groupError(ctx, name, "", err)
+	}
+	return n, nil
+}
+
+// DeleteGroup removes a group's committed offsets while it has no members;
+// force removes its members first.
+func (b *Broker) DeleteGroup(ctx context.Context, name string, force bool) (int, error) {
+	if err := validGroupName(name); err != nil {
+		return 0, err
+	}
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return 0, err
+	}
+	members := c.Members(name)
+	if members == 0 && len(b.meta.CommittedOffsets(name)) == 0 {
+		return 0, refuse(ReasonGroupNotFound, nil, "consumer group %q has no members and no committed offsets", name).with("group", name)
+	}
+	n, err := c.Clear(name, force, func() error {
+		err := b.meta.DeleteGroup(ctx, name)
+		if errors.Is(err, cluster.ErrGroupNotFound) {
+			return nil // members only: removing them was the whole job
+		}
+		return err
+	})
+	if err != nil {
+		return n, b.groupError(ctx, name, "", err)
+	}
+	return n, nil
+}
