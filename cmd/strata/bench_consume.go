@@ -72,7 +72,7 @@ func benchConsume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 	if err != nil {
 		return err
 	}
-	starts, err := startPositions(ctx, c, f, o.topic, parts, from, false, "")
+	starts, err := startPositions(ctx, c, f, o.topic, parts, from, false)
 	if err != nil {
 		return err
 	}

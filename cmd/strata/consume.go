@@ -15,10 +15,6 @@ import (
 	"github.com/strata-log/strata/client"
 )
 
-// groupCommitInterval is how often a following consume with --group
-// commits its positions; it also commits when it stops.
-const groupCommitInterval = 5 * time.Second
-
 func init() { clientCommands = append(clientCommands, newConsumeCommand) }
 
 // consumeOptions are the flags of strata consume.
@@ -30,6 +26,7 @@ type consumeOptions struct {
 	format       string
 	keySeparator string
 	group        string
+	commitEvery  time.Duration
 }
 
 func newConsumeCommand() *cobra.Command {
@@ -63,15 +60,22 @@ when it gets there; with --follow it waits for new records until Ctrl-C.
          value (header values too) that is not valid UTF-8 is given in
          base64 as "key_b64" / "value_b64" instead.
 
-With --group, each partition starts at the group's committed position where
-it has one (--from for the others), and the positions reached are committed
-when consume stops, and every 5 s while it follows.`,
+With --group, consume is a member of that consumer group: the group's
+members share the topic's partitions, so two consumes with the same group
+read different partitions, and when one stops (or dies) the others take its
+partitions over. Each partition starts at the group's committed position
+(--from where there is none), and the positions printed are committed every
+--commit-interval, when a partition moves to another member, and when
+consume stops. Without --follow a member stops at the end of what its
+partitions hold. stderr says which partitions the member is given and gives
+up.`,
 		Example: `  strata consume demo
   strata consume demo --from latest --follow
   strata consume demo --partition 2 --from 1042 --max 10
   strata consume demo --from 2h --format json
   strata consume demo --from 2024-05-01T00:00:00Z --format kv --key-separator ': '
-  strata consume demo --group audit --follow`,
+  strata consume demo --group audit --follow
+  strata consume demo --group audit --follow --commit-interval 1s`,
 		Args: exactArgs("topic"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return consume(ctx, cmd, &f, &o, args[0])
@@ -86,7 +90,8 @@ when consume stops, and every 5 s while it follows.`,
 	fl.Int64VarP(&o.max, "max", "n", 0, "stop after this many records (0: no limit)")
 	fl.StringVarP(&o.format, "format", "o", "value", "output format: value, kv or json")
 	fl.StringVar(&o.keySeparator, "key-separator", "=", "separator between key and value for --format kv")
-	fl.StringVarP(&o.group, "group", "g", "", "start from this consumer group's committed positions and commit the new ones")
+	fl.StringVarP(&o.group, "group", "g", "", "read as a member of this consumer group, sharing the partitions with its other members")
+	fl.DurationVar(&o.commitEvery, "commit-interval", 5*time.Second, "with --group, how often to commit the positions printed")
 	return cmd
 }
 
@@ -105,32 +110,33 @@ func consume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *consume
 	if o.partition < -1 {
 		return usageErrorf("--partition %d: want a partition number >= 0", o.partition)
 	}
+	if o.group != "" {
+		if o.partition >= 0 {
+			return usageErrorf("--partition cannot be used with --group: the group shares the partitions among its members")
+		}
+		if o.commitEvery <= 0 {
+			return usageErrorf("--commit-interval %v: want a duration > 0", o.commitEvery)
+		}
+	}
 	c, err := f.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if o.group != "" {
+		return consumeAsMember(ctx, cmd, f, o, c, topic, from, format)
+	}
 
 	parts, err := partitionsToRead(ctx, c, f, topic, o.partition)
 	if err != nil {
 		return err
 	}
-	starts, err := startPositions(ctx, c, f, topic, parts, from, o.partition >= 0, o.group)
+	starts, err := startPositions(ctx, c, f, topic, parts, from, o.partition >= 0)
 	if err != nil {
 		return err
 	}
 
-	opts := []client.ConsumerOption{client.WithStopAtEnd(!o.follow)}
-	if o.group != "" {
-		// A committed position that retention has since deleted resumes at
-		// --from (earliest for an offset) rather than failing.
-		reset := from.spec
-		if from.isOffset {
-			reset = client.Earliest()
-		}
-		opts = append(opts, client.WithResetOnOutOfRange(reset))
-	}
-	k := c.NewConsumer(opts...)
+	k := c.NewConsumer(client.WithStopAtEnd(!o.follow))
 	defer k.Close()
 	for i, p := range parts {
 		if err := k.Assign(topic, p, starts[i]); err != nil {
@@ -139,17 +145,6 @@ func consume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *consume
 	}
 
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-	next := map[client.TopicPartition]int64{} // positions printed, for --group
-	commit := func() error {
-		if o.group == "" || len(next) == 0 {
-			return nil
-		}
-		// Also after Ctrl-C: the positions reached are what to keep.
-		cctx, cancel := f.withTimeout(context.WithoutCancel(ctx))
-		defer cancel()
-		return c.CommitOffsets(cctx, o.group, next)
-	}
-	lastCommit := time.Now()
 	var printed int64
 	var pollErr error
 	for o.max == 0 || printed < o.max {
@@ -162,7 +157,6 @@ func consume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *consume
 		}
 		for _, r := range recs {
 			format(out, r)
-			next[client.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
 			printed++
 			if o.max > 0 && printed >= o.max {
 				break
@@ -172,19 +166,10 @@ func consume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *consume
 			if err := out.Flush(); err != nil {
 				return fmt.Errorf("write output: %w", err)
 			}
-			if o.group != "" && time.Since(lastCommit) >= groupCommitInterval {
-				if err := commit(); err != nil {
-					return err
-				}
-				lastCommit = time.Now()
-			}
 		}
 	}
 	if err := out.Flush(); err != nil {
 		return fmt.Errorf("write output: %w", err)
-	}
-	if err := commit(); err != nil {
-		return err
 	}
 	return pollErr
 }
@@ -212,26 +197,12 @@ func partitionsToRead(ctx context.Context, c *client.Client, f *clientFlags, top
 	return parts, nil
 }
 
-// startPositions returns where each partition starts: the group's
-// committed position where there is one, else from. An offset is used as
+// startPositions returns where each partition starts. An offset is used as
 // it is for a partition named with --partition (strict) and is otherwise
 // clamped to each partition's [log start, high watermark].
-func startPositions(ctx context.Context, c *client.Client, f *clientFlags, topic string, parts []int32, from startPosition, strict bool, group string) ([]client.OffsetSpec, error) {
-	var committed map[client.TopicPartition]int64
-	if group != "" {
-		rctx, cancel := f.withTimeout(ctx)
-		defer cancel()
-		var err error
-		if committed, err = c.FetchOffsets(rctx, group); err != nil {
-			return nil, err
-		}
-	}
+func startPositions(ctx context.Context, c *client.Client, f *clientFlags, topic string, parts []int32, from startPosition, strict bool) ([]client.OffsetSpec, error) {
 	out := make([]client.OffsetSpec, len(parts))
 	for i, p := range parts {
-		if off, ok := committed[client.TopicPartition{Topic: topic, Partition: p}]; ok && off >= 0 {
-			out[i] = client.AtOffset(off)
-			continue
-		}
 		out[i] = from.spec
 		if !from.isOffset || strict {
 			continue
