@@ -27,6 +27,7 @@ type consumeOptions struct {
 	keySeparator string
 	group        string
 	commitEvery  time.Duration
+	session      time.Duration
 }
 
 func newConsumeCommand() *cobra.Command {
@@ -92,6 +93,7 @@ up.`,
 	fl.StringVar(&o.keySeparator, "key-separator", "=", "separator between key and value for --format kv")
 	fl.StringVarP(&o.group, "group", "g", "", "read as a member of this consumer group, sharing the partitions with its other members")
 	fl.DurationVar(&o.commitEvery, "commit-interval", 5*time.Second, "with --group, how often to commit the positions printed")
+	fl.DurationVar(&o.session, "session-timeout", 10*time.Second, "with --group, how long the group waits for a member that stopped answering before giving its partitions to others")
 	return cmd
 }
 

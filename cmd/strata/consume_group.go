@@ -52,6 +52,7 @@ func consumeAsMember(ctx context.Context, cmd *cobra.Command, f *clientFlags, o 
 	var err error
 	g, err = c.NewGroupConsumer(o.group, []string{topic},
 		client.WithAutoCommitInterval(0),
+		client.WithSessionTimeout(o.session),
 		client.WithGroupStartAt(from.spec),
 		client.WithGroupClientID(fmt.Sprintf("strata-consume@%s/%d", host, os.Getpid())),
 		client.WithConsumerOptions(client.WithStopAtEnd(!o.follow), client.WithResetOnOutOfRange(reset)),
@@ -88,8 +89,13 @@ func consumeAsMember(ctx context.Context, cmd *cobra.Command, f *clientFlags, o 
 	var printed int64
 	var pollErr error
 	for o.max == 0 || printed < o.max {
-		recs, err := g.Poll(ctx)
-		if err != nil {
+		// A Poll waits at most until the next commit is due, so a member
+		// that caught up still commits what it printed last.
+		pctx, cancel := context.WithDeadline(ctx, lastCommit.Add(o.commitEvery))
+		recs, err := g.Poll(pctx)
+		due := pctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil && !due {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 				pollErr = err
 			}
