@@ -213,3 +213,64 @@ func TestConsumeGroupCommitsWhatItPrinted(t *testing.T) {
 		t.Fatalf("consume --group --partition: %v", err)
 	}
 }
+
+// replay --group resets the group to the start of the range, commits the
+// end, and is refused while the group has members.
+func TestReplayWithGroup(t *testing.T) {
+	addr := startACLBroker(t)
+	produceReplayHistory(t, addr, "hist")
+	from := replayBase.Add(2 * time.Minute).Format(time.RFC3339)
+	to := replayBase.Add(5 * time.Minute).Format(time.RFC3339)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, []string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// An earlier position the reset must replace.
+	if err := c.CommitOffsets(ctx, "rg", map[client.TopicPartition]int64{{Topic: "hist", Partition: 0}: 9}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runWithInput(t, "", "replay", "hist", "--broker", addr, "--from", from, "--to", to, "--group", "rg")
+	if err != nil || strings.Count(out, "\n") != 12 {
+		t.Fatalf("replay --group: %v, %d lines\n%s", err, strings.Count(out, "\n"), errOut)
+	}
+	offs, err := c.FetchOffsets(ctx, "rg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if got := offs[client.TopicPartition{Topic: "hist", Partition: p}]; got != 6 {
+			t.Errorf("after the replay, partition %d committed at %d, want 6 (after the range)", p, got)
+		}
+	}
+	// The group resumes after the range.
+	out, errOut, err = runWithInput(t, "", "consume", "hist", "--broker", addr, "--group", "rg")
+	if err != nil || strings.Count(out, "\n") != 12 || !strings.Contains(out, "p0-6\n") || strings.Contains(out, "p0-5\n") {
+		t.Fatalf("consume after replay --group: %v\n%s%s", err, out, errOut)
+	}
+
+	// With a member in the group, replay --group is refused before it
+	// writes anything.
+	g, err := c.NewGroupConsumer("rg", []string{"hist"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(ctx)
+	for {
+		d, err := c.DescribeGroup(ctx, "rg")
+		if err == nil && len(d.GetMembers()) == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the member did not join")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	out, errOut, err = runWithInput(t, "", "replay", "hist", "--broker", addr, "--from", from, "--group", "rg")
+	if err == nil || !strings.Contains(err.Error(), "GROUP_NOT_EMPTY") || out != "" {
+		t.Fatalf("replay --group with a member: %v, wrote %q\n%s", err, out, errOut)
+	}
+}

@@ -40,6 +40,7 @@ type replayOptions struct {
 	output       string
 	rate         float64
 	progress     bool
+	group        string
 }
 
 func newReplayCommand() *cobra.Command {
@@ -79,11 +80,16 @@ when the replay began: the part the broker had to serve from the cold tier
 (an estimate from describe, as fetches do not say which tier served them).
 Otherwise one summary line is written to standard error at the end.
 
-Consumer groups (--group) are not supported yet.`,
+--group first resets that consumer group to the start of the range in every
+partition replayed (refused while the group has members), then commits the
+positions written as the replay goes (every 5 s, and at the end, also when
+interrupted): strata group describe shows how far it got, and a consumer of
+the group later resumes where the replay stopped.`,
 		Example: `  strata replay orders --from 2024-05-01 --to 2024-05-02 > orders-0501.txt
   strata replay orders --from 2h --format json --output last-2h.jsonl
   strata replay orders --from @1714564800000 --to @1714568400000 --partitions 0,2,5
-  strata replay orders --from earliest --rate 1000 --format kv`,
+  strata replay orders --from earliest --rate 1000 --format kv
+  strata replay orders --from 2024-05-01 --group reprocess --output may.txt`,
 		Args: exactArgs("topic"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			return replay(ctx, cmd, &f, &o, args[0])
@@ -98,6 +104,7 @@ Consumer groups (--group) are not supported yet.`,
 	fl.StringVar(&o.keySeparator, "key-separator", "=", "separator between key and value for --format kv")
 	fl.StringVar(&o.output, "output", "", "write the records to this file instead of standard output")
 	fl.Float64Var(&o.rate, "rate", 0, "at most this many records a second, across partitions (0: no limit)")
+	fl.StringVarP(&o.group, "group", "g", "", "reset this consumer group to the start of the range, then commit the positions written")
 	fl.BoolVar(&o.progress, "progress", false, "show the progress bar even when standard error is not a terminal")
 	_ = fl.MarkHidden("progress")
 	_ = cmd.MarkFlagRequired("from")
@@ -152,6 +159,18 @@ func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOp
 	if err != nil {
 		return err
 	}
+	if o.group != "" {
+		starts := map[client.TopicPartition]int64{}
+		for _, rr := range ranges {
+			starts[client.TopicPartition{Topic: topic, Partition: rr.partition}] = rr.start
+		}
+		rctx, cancel := f.withTimeout(ctx)
+		_, err := c.ResetGroupOffsets(rctx, o.group, starts, false)
+		cancel()
+		if err != nil {
+			return groupError(o.group, err)
+		}
+	}
 
 	var dst io.Writer = cmd.OutOrStdout()
 	var file *os.File
@@ -168,14 +187,31 @@ func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOp
 		out:     bufio.NewWriterSize(dst, 256<<10),
 		limiter: newRateLimiter(o.rate),
 	}
+	if file != nil {
+		r.sync = file.Sync
+	}
 	showBar := o.progress || os.Getenv(replayProgressEnv) == "1" || isTerminal(cmd.ErrOrStderr())
 	stopBar := startReplayProgress(cmd.ErrOrStderr(), showBar, r, ranges)
+	stopCommits := func() {}
+	if o.group != "" {
+		stopCommits = r.commitEvery(ctx, c, f, o.group, ranges, 5*time.Second, cmd.ErrOrStderr())
+	}
 	start := time.Now()
 	err = r.run(ctx, c, ranges)
 	elapsed := time.Since(start)
 	stopBar()
-	if ferr := r.out.Flush(); ferr != nil && err == nil {
-		err = fmt.Errorf("write output: %w", ferr)
+	stopCommits()
+	werr := r.out.Flush()
+	if werr == nil && o.group != "" && r.sync != nil {
+		werr = r.sync() // a committed position never covers a record not on disk
+	}
+	if werr != nil && err == nil {
+		err = fmt.Errorf("write output: %w", werr)
+	}
+	if o.group != "" && werr == nil {
+		if cerr := r.commit(ctx, c, f, o.group, ranges, false); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
 	if file != nil {
 		if cerr := file.Close(); cerr != nil && err == nil {
@@ -288,6 +324,9 @@ type replayer struct {
 
 	mu  sync.Mutex // guards out
 	out *bufio.Writer
+	// sync, when set, makes what out wrote durable (an --output file),
+	// before a group commit covers it.
+	sync func() error
 }
 
 // run reads every range to its end; the first error stops the others.
@@ -378,6 +417,56 @@ func (r *replayer) partition(ctx context.Context, c *client.Client, rr *replayRa
 			}
 		}
 	}
+}
+
+// commitEvery commits the group's positions every interval until the
+// returned stop is called.
+func (r *replayer) commitEvery(ctx context.Context, c *client.Client, f *clientFlags, group string, ranges []*replayRange, every time.Duration, stderr io.Writer) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := r.commit(ctx, c, f, group, ranges, true); err != nil {
+					fmt.Fprintf(stderr, "strata: commit group %s: %v\n", group, err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// commit commits each range's position: the offset after the last record
+// written out. A position is stored after its records went into the output
+// buffer, so reading the positions and then flushing (flush) under the
+// output's lock never commits a record still in the buffer.
+func (r *replayer) commit(ctx context.Context, c *client.Client, f *clientFlags, group string, ranges []*replayRange, flush bool) error {
+	offsets := make(map[client.TopicPartition]int64, len(ranges))
+	r.mu.Lock()
+	for _, rr := range ranges {
+		offsets[client.TopicPartition{Topic: r.topic, Partition: rr.partition}] = rr.position.Load()
+	}
+	var err error
+	if flush {
+		if err = r.out.Flush(); err == nil && r.sync != nil {
+			err = r.sync()
+		}
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// Also after Ctrl-C: the positions reached are what to keep.
+	cctx, cancel := f.withTimeout(context.WithoutCancel(ctx))
+	defer cancel()
+	return groupError(group, c.CommitOffsets(cctx, group, offsets))
 }
 
 // rateLimiter spaces records evenly at a rate shared by all partitions; a
