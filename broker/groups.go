@@ -246,3 +246,18 @@ func (b *Broker) DeleteGroup(ctx context.Context, name string, force bool) (int,
 	}
 	return n, nil
 }
+
+// writeGroupMembers reports each group's members; only the controller,
+// which coordinates the groups, knows them.
+func (b *Broker) writeGroupMembers(mw *metricsWriter, controller bool) {
+	mw.family("strata_group_members", "gauge", "Members of each consumer group with members; reported by the controller, which coordinates groups.")
+	b.groups.mu.Lock()
+	c := b.groups.c
+	b.groups.mu.Unlock()
+	if c == nil || !controller {
+		return
+	}
+	for _, s := range c.List() {
+		mw.sample("strata_group_members", labels("group", s.Group), float64(s.Members))
+	}
+}

@@ -67,6 +67,7 @@ func (b *Broker) writeClusterMetrics(mw *metricsWriter, parts []*partition) {
 		}
 	}
 	b.writeGroupLag(mw, parts)
+	b.writeGroupMembers(mw, controller)
 
 	rs := b.meta.RaftStats()
 	mw.family("strata_raft_state", "gauge", "1 for this broker's state in the metadata Raft group, 0 for the others.")

@@ -166,7 +166,9 @@ func (c *Client) ListOffsets(ctx context.Context, topic string, partition int32,
 }
 
 // CommitOffsets stores a consumer group's positions: for each partition the
-// next offset the group will consume (Consumer.Position).
+// next offset the group will consume (Consumer.Position). It commits from
+// outside the group, so it is refused (ErrGroupNotEmpty) while the group
+// has members; members commit with GroupConsumer.Commit.
 func (c *Client) CommitOffsets(ctx context.Context, group string, offsets map[TopicPartition]int64) error {
 	req := &stratav1.CommitOffsetsRequest{Group: group, Offsets: make([]*stratav1.CommittedOffset, 0, len(offsets))}
 	now := time.Now().UnixMilli()

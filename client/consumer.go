@@ -15,9 +15,10 @@ import (
 // fetchers feed a bounded buffer that Poll drains. Records of a partition
 // come out of Poll in offset order. It is safe for concurrent use.
 //
-// There are no consumer groups yet: the application assigns partitions
-// (Assign) and stores its positions itself, for instance with
-// Client.CommitOffsets and Client.FetchOffsets.
+// The application assigns partitions (Assign) and keeps its positions
+// itself, for instance with Client.CommitOffsets and Client.FetchOffsets
+// (a commit made outside a group is refused while the group has members).
+// To share partitions with other instances, use a GroupConsumer.
 type Consumer struct {
 	c      *Client
 	cfg    consumerConfig

@@ -1,6 +1,7 @@
 // Package client is the Go client of Strata: a producer that batches
-// records per partition, a consumer that streams assigned partitions, and
-// the admin calls (topics, offsets, metadata), over Strata's gRPC API.
+// records per partition, a consumer that streams assigned partitions, a
+// consumer group member, and the admin calls (topics, offsets, groups,
+// metadata), over Strata's gRPC API.
 //
 // One Client per process holds the cluster metadata (which broker leads
 // which partition) and one gRPC connection per broker:
@@ -17,6 +18,16 @@
 //	defer k.Close()
 //	k.Assign("events", 0, client.Earliest())
 //	recs, err := k.Poll(ctx)
+//
+// Members of a consumer group share the partitions of the topics they read
+// (GroupConsumer), and resume from the group's committed positions:
+//
+//	g, err := c.NewGroupConsumer("billing", []string{"events"})
+//	defer g.Close(ctx)
+//	for {
+//		recs, err := g.Poll(ctx) // commits what earlier Polls returned
+//		...
+//	}
 //
 // Batches are Kafka RecordBatch v2, built with package record, and records
 // with a key land on the partition Kafka's Java producer would choose

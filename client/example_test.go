@@ -109,6 +109,36 @@ func ExampleConsumer() {
 	}
 }
 
+// Instances of one service share a topic as members of a consumer group:
+// each gets some of the partitions, and takes over those of an instance
+// that stops. Records come from Poll; positions are committed every 5 s,
+// and when a partition moves away or the member closes.
+func ExampleGroupConsumer() {
+	ctx := context.Background()
+	c, err := client.New(ctx, []string{"localhost:9092"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	g, err := c.NewGroupConsumer("billing", []string{"orders"},
+		client.WithOnAssigned(func(_ context.Context, tps []client.TopicPartition) { log.Printf("assigned %v", tps) }),
+		client.WithOnRevoked(func(_ context.Context, tps []client.TopicPartition) { log.Printf("revoked %v", tps) }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close(ctx) // commits, and hands the partitions over at once
+	for range 10 {
+		recs, err := g.Poll(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, r := range recs {
+			fmt.Printf("%s/%d@%d %s\n", r.Topic, r.Partition, r.Offset, r.Value)
+		}
+	}
+}
+
 // Read everything a partition holds now, then stop.
 func ExampleWithStopAtEnd() {
 	ctx := context.Background()

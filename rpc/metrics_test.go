@@ -119,6 +119,9 @@ func TestRequestMetricsAfterTraffic(t *testing.T) {
 	if _, err := tb.offsets.CommitOffsets(ctx, &stratav1.CommitOffsetsRequest{Group: "g", Offsets: []*stratav1.CommittedOffset{{Topic: "m", Partition: 0, Offset: 2}}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := stratav1.NewGroupServiceClient(tb.conn).GroupHeartbeat(ctx, &stratav1.GroupHeartbeatRequest{Group: "workers", Topics: []string{"m"}, NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
 
 	after := scrapeOf(t, tb.Broker)
 	for name, want := range map[string]float64{
@@ -135,6 +138,7 @@ func TestRequestMetricsAfterTraffic(t *testing.T) {
 		`strata_group_lag_max_records{topic="m",partition="0"}`:                     3,
 		`strata_group_lag_sum_records{topic="m",partition="0"}`:                     3,
 		`strata_group_committed{topic="m",partition="0"}`:                           1,
+		`strata_group_members{group="workers"}`:                                     1,
 		`strata_partitions_led`:                                                     1,
 		`strata_controller_active`:                                                  1,
 		`strata_under_replicated_partitions`:                                        0,

@@ -307,10 +307,10 @@ func groupRun(cmd *cobra.Command, args []string) error {
 	return cmd.Help()
 }
 
-// hideDefault keeps a flag's default out of its help line, for defaults
-// such as -1 that mean something the usage text already says.
-func hideDefault(cmd *cobra.Command, name string) {
-	cmd.Flags().Lookup(name).DefValue = ""
+// describeDefault shows a flag's default in its help line as words, for
+// defaults such as -1 that stand for something ("(default all)").
+func describeDefault(cmd *cobra.Command, name, words string) {
+	cmd.Flags().Lookup(name).DefValue = words
 }
 
 // exactArgs is cobra.ExactArgs with a message that names what is missing.

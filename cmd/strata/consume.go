@@ -28,6 +28,7 @@ type consumeOptions struct {
 	group        string
 	commitEvery  time.Duration
 	session      time.Duration
+	assignor     string
 }
 
 func newConsumeCommand() *cobra.Command {
@@ -84,8 +85,8 @@ up.`,
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
-	fl.Int32VarP(&o.partition, "partition", "p", -1, "read only this partition (default: all)")
-	hideDefault(cmd, "partition")
+	fl.Int32VarP(&o.partition, "partition", "p", -1, "read only this partition")
+	describeDefault(cmd, "partition", "all")
 	fl.StringVar(&o.from, "from", "earliest", "where to start: "+fromHelp)
 	fl.BoolVarP(&o.follow, "follow", "F", false, "keep waiting for new records until Ctrl-C")
 	fl.Int64VarP(&o.max, "max", "n", 0, "stop after this many records (0: no limit)")
@@ -93,6 +94,7 @@ up.`,
 	fl.StringVar(&o.keySeparator, "key-separator", "=", "separator between key and value for --format kv")
 	fl.StringVarP(&o.group, "group", "g", "", "read as a member of this consumer group, sharing the partitions with its other members")
 	fl.DurationVar(&o.commitEvery, "commit-interval", 5*time.Second, "with --group, how often to commit the positions printed")
+	fl.StringVar(&o.assignor, "assignor", "sticky", "with --group, how the group shares partitions: sticky, range or roundrobin (the group's first member decides)")
 	fl.DurationVar(&o.session, "session-timeout", 10*time.Second, "with --group, how long the group waits for a member that stopped answering before giving its partitions to others")
 	return cmd
 }

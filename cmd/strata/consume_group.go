@@ -53,6 +53,7 @@ func consumeAsMember(ctx context.Context, cmd *cobra.Command, f *clientFlags, o 
 	g, err = c.NewGroupConsumer(o.group, []string{topic},
 		client.WithAutoCommitInterval(0),
 		client.WithSessionTimeout(o.session),
+		client.WithAssignor(o.assignor),
 		client.WithGroupStartAt(from.spec),
 		client.WithGroupClientID(fmt.Sprintf("strata-consume@%s/%d", host, os.Getpid())),
 		client.WithConsumerOptions(client.WithStopAtEnd(!o.follow), client.WithResetOnOutOfRange(reset)),
