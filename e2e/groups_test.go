@@ -44,14 +44,14 @@ type membership struct {
 }
 
 func startMemberProc(t *testing.T, b *brokerProc, name, topic, group string, extra ...string) *memberProc {
-	return startSlowMemberProc(t, b, name, topic, group, 0, extra...)
+	return startSlowMemberProc(t, b.addr, name, topic, group, 0, extra...)
 }
 
 // startSlowMemberProc starts a member whose output the test reads with a
 // pause after each line: the pipe's back-pressure paces the member.
-func startSlowMemberProc(t *testing.T, b *brokerProc, name, topic, group string, pause time.Duration, extra ...string) *memberProc {
+func startSlowMemberProc(t *testing.T, brokers, name, topic, group string, pause time.Duration, extra ...string) *memberProc {
 	t.Helper()
-	args := append([]string{"consume", topic, "--group", group, "--follow", "--format", "json", "--broker", b.addr}, extra...)
+	args := append([]string{"consume", topic, "--group", group, "--follow", "--format", "json", "--broker", brokers}, extra...)
 	m := &memberProc{name: name, cmd: exec.Command(strataBin(t), args...), done: make(chan struct{})}
 	stdout, err := m.cmd.StdoutPipe()
 	if err != nil {
@@ -220,7 +220,7 @@ func TestGroupMemberKilledResumesAtItsCommit(t *testing.T) {
 
 	// m1 is paced to about 10,000 records a second, so the kill lands
 	// in the middle of the topic, between two of its commits.
-	m1 := startSlowMemberProc(t, b, "m1", "jobs", "workers", 100*time.Microsecond, "--commit-interval", "50ms", "--session-timeout", "2s")
+	m1 := startSlowMemberProc(t, b.addr, "m1", "jobs", "workers", 100*time.Microsecond, "--commit-interval", "50ms", "--session-timeout", "2s")
 	waitCond(t, "m1 prints a third of the records and commits", time.Minute, func() bool {
 		offs, err := c.FetchOffsets(ctx, "workers")
 		return err == nil && len(offs) > 0 && m1.printedCount() >= n/3
@@ -441,6 +441,67 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 					t.Errorf("%s owned by %s %v..%v and by %s %v..%v", p, x.member, x.from, x.to, y.member, y.from, y.to)
 				}
 			}
+		}
+	}
+}
+
+// When the controller, which coordinates the groups, dies, the members
+// find themselves unknown to the new one, join again and go on: every
+// record is printed and the group ends stable with both members.
+func TestGroupSurvivesControllerFailover(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	brokers := strings.Join(tc.addrs(), ",")
+	c, err := client.New(ctx, tc.addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const parts = 4
+	if _, err := c.CreateTopic(ctx, "work", parts, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceSpread(t, ctx, c, "work", parts, 0, 4000)
+	args := []string{"--commit-interval", "100ms", "--session-timeout", "3s"}
+	a := startSlowMemberProc(t, brokers, "a", "work", "g", 0, args...)
+	b := startSlowMemberProc(t, brokers, "b", "work", "g", 0, args...)
+	waitCond(t, "two members share the partitions", time.Minute, func() bool {
+		return len(a.owns()) == parts/2 && len(b.owns()) == parts/2
+	})
+
+	ctrl := tc.controllerOf(ctx)
+	tc.byID(ctrl).kill9()
+	t.Logf("killed broker %d, the controller", ctrl)
+	produceSpread(t, ctx, c, "work", parts, 4000, 8000)
+
+	printedAll := func() bool {
+		seen := map[string]bool{}
+		for _, m := range []*memberProc{a, b} {
+			m.mu.Lock()
+			for _, r := range m.records {
+				seen[r.value] = true
+			}
+			m.mu.Unlock()
+		}
+		return len(seen) == 8000
+	}
+	took := waitCond(t, "every record printed after the failover", 2*time.Minute, printedAll)
+	t.Logf("all 8000 records printed %v after the records after the failover were acknowledged", took.Round(time.Millisecond))
+	waitCond(t, "the group is stable with both members again", time.Minute, func() bool {
+		d, err := c.DescribeGroup(ctx, "g")
+		return err == nil && d.GetState() == "stable" && len(d.GetMembers()) == 2 &&
+			len(a.owns())+len(b.owns()) == parts
+	})
+	a.interrupt(t)
+	b.interrupt(t)
+	offs, err := c.FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(parts) {
+		if got := offs[client.TopicPartition{Topic: "work", Partition: p}]; got != 2000 {
+			t.Errorf("partition %d committed at %d after both members stopped, want 2000", p, got)
 		}
 	}
 }

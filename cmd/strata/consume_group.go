@@ -117,7 +117,9 @@ func consumeAsMember(ctx context.Context, cmd *cobra.Command, f *clientFlags, o 
 			return fmt.Errorf("write output: %w", err)
 		}
 		if time.Since(lastCommit) >= o.commitEvery {
-			if err := commit(ctx, g.Assignment()); err != nil {
+			// A member the coordinator no longer knows hears so on its
+			// next heartbeat and says "lost"; no need to say it twice.
+			if err := commit(ctx, g.Assignment()); err != nil && !errors.Is(err, client.ErrUnknownMember) {
 				fmt.Fprintf(stderr, "strata: commit: %v\n", err)
 			}
 			lastCommit = time.Now()
