@@ -73,8 +73,34 @@ func (b *Broker) closeGroups() {
 	}
 }
 
+// GroupAnswer is the coordinator's answer to a heartbeat, with the group's
+// committed positions of the partitions it assigns.
+type GroupAnswer struct {
+	group.Answer
+	Committed []CommittedOffset
+}
+
 // GroupHeartbeat is one member heartbeat (see group.Coordinator.Heartbeat).
-func (b *Broker) GroupHeartbeat(ctx context.Context, hb group.Heartbeat) (group.Answer, error) {
+// The committed positions come from this broker's metadata, which is the
+// controller's: every commit goes through the coordinator here and is
+// applied before it returns, so a partition's previous owner's last commit
+// is there by the time the partition is granted.
+func (b *Broker) GroupHeartbeat(ctx context.Context, hb group.Heartbeat) (GroupAnswer, error) {
+	ans, err := b.groupHeartbeat(ctx, hb)
+	if err != nil {
+		return GroupAnswer{}, err
+	}
+	out := GroupAnswer{Answer: ans}
+	for _, tp := range ans.Assigned {
+		if oc, ok := b.meta.CommittedOffset(hb.Group, tp.Topic, tp.Partition); ok {
+			out.Committed = append(out.Committed, CommittedOffset{Topic: tp.Topic, Partition: tp.Partition,
+				Offset: oc.Offset, Metadata: oc.Metadata, CommitTimeMs: oc.CommittedAtMs})
+		}
+	}
+	return out, nil
+}
+
+func (b *Broker) groupHeartbeat(ctx context.Context, hb group.Heartbeat) (group.Answer, error) {
 	if err := validGroupName(hb.Group); err != nil {
 		return group.Answer{}, err
 	}

@@ -64,9 +64,12 @@ type GroupConsumer struct {
 		owned    map[TopicPartition]bool
 		target   []TopicPartition // latest assignment from the coordinator
 		pending  int              // of the target, still held by others
-		lost     []TopicPartition // lost since the last Poll, for OnLost
-		err      error            // a heartbeat error Poll should report
-		closed   bool
+		// committed holds the group's positions of the target partitions,
+		// from the coordinator's latest answer.
+		committed map[TopicPartition]int64
+		lost      []TopicPartition // lost since the last Poll, for OnLost
+		err       error            // a heartbeat error Poll should report
+		closed    bool
 	}
 	lastCommit time.Time // Poll's goroutine only
 
@@ -91,8 +94,15 @@ func (c *Client) NewGroupConsumer(group string, topics []string, opts ...GroupOp
 	if len(topics) == 0 {
 		return nil, fmt.Errorf("strata: new group consumer: %w", configError("topics", "[]", "at least one topic"))
 	}
+	// A committed position that retention has deleted since resumes where
+	// a partition without one starts, unless WithConsumerOptions says
+	// otherwise (options apply in order).
+	consumerOpts := cfg.consumer
+	if cfg.startAt.kind != specOffset {
+		consumerOpts = append([]ConsumerOption{WithResetOnOutOfRange(cfg.startAt)}, consumerOpts...)
+	}
 	g := &GroupConsumer{c: c, cfg: cfg, group: group, topics: slices.Clone(topics),
-		k: c.NewConsumer(cfg.consumer...), signal: make(chan struct{}, 1), beat: make(chan struct{}, 1)}
+		k: c.NewConsumer(consumerOpts...), signal: make(chan struct{}, 1), beat: make(chan struct{}, 1)}
 	if g.k.cfgErr != nil {
 		return nil, g.k.cfgErr
 	}
@@ -239,10 +249,9 @@ func (g *GroupConsumer) handover(ctx context.Context) error {
 		g.mu.Unlock()
 	}
 	if len(add) > 0 {
-		committed, err := g.c.FetchOffsets(ctx, g.group)
-		if err != nil {
-			return err
-		}
+		g.mu.Lock()
+		committed := g.mu.committed
+		g.mu.Unlock()
 		for _, tp := range add {
 			from := g.cfg.startAt
 			if off, ok := committed[tp]; ok {
@@ -437,6 +446,10 @@ func (g *GroupConsumer) answer(resp *stratav1.GroupHeartbeatResponse) bool {
 	}
 	g.mu.target = g.mu.target[:0]
 	g.mu.pending = int(resp.GetPending())
+	g.mu.committed = make(map[TopicPartition]int64, len(resp.GetCommitted()))
+	for _, o := range resp.GetCommitted() {
+		g.mu.committed[TopicPartition{o.GetTopic(), o.GetPartition()}] = o.GetOffset()
+	}
 	same := len(resp.GetAssigned()) == len(g.mu.owned)
 	for _, tp := range resp.GetAssigned() {
 		t := TopicPartition{tp.GetTopic(), tp.GetPartition()}

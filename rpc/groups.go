@@ -39,13 +39,18 @@ func (s *groupService) GroupHeartbeat(ctx context.Context, req *stratav1.GroupHe
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &stratav1.GroupHeartbeatResponse{
+	resp := &stratav1.GroupHeartbeatResponse{
 		MemberId:            ans.MemberID,
 		MemberEpoch:         ans.MemberEpoch,
 		HeartbeatIntervalMs: int32(ans.HeartbeatInterval / time.Millisecond),
 		Assigned:            toProtoPartitions(ans.Assigned),
 		Pending:             int32(ans.Pending),
-	}, nil
+	}
+	for _, o := range ans.Committed {
+		resp.Committed = append(resp.Committed, &stratav1.CommittedOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset,
+			Metadata: o.Metadata, CommitTimeMs: o.CommitTimeMs})
+	}
+	return resp, nil
 }
 
 // callerHost is the client's address as the coordinator should show it:

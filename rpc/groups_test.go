@@ -151,6 +151,20 @@ func TestGroupBadInput(t *testing.T) {
 	want("heartbeat of a member removed by force", err, codes.FailedPrecondition, "UNKNOWN_MEMBER")
 	want("commit of a member removed by force", commit(a.GetMemberId(), a.GetMemberEpoch(), kept[0].GetPartition(), 50), codes.FailedPrecondition, "UNKNOWN_MEMBER")
 
+	// A joining member's answer carries the committed positions of what it
+	// is given, read at the coordinator.
+	fresh := join()
+	got := map[int32]int64{}
+	for _, o := range fresh.GetCommitted() {
+		got[o.GetPartition()] = o.GetOffset()
+	}
+	if len(fresh.GetAssigned()) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("a new member got %v with committed %v; want both partitions at 1 and 2", fresh.GetAssigned(), got)
+	}
+	if _, err := groups.GroupHeartbeat(ctx, &stratav1.GroupHeartbeatRequest{Group: "g", MemberId: fresh.GetMemberId(), MemberEpoch: -1}); err != nil {
+		t.Fatal(err)
+	}
+
 	list, err := groups.ListGroups(ctx, &stratav1.ListGroupsRequest{})
 	if err != nil || len(list.GetGroups()) != 1 || list.GetGroups()[0].GetState() != "empty" {
 		t.Fatalf("list: %v %v", list, err)

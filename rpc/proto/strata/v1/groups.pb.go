@@ -162,7 +162,12 @@ type GroupHeartbeatResponse struct {
 	Assigned []*TopicPartition `protobuf:"bytes,4,rep,name=assigned,proto3" json:"assigned,omitempty"`
 	// Partitions the group's assignor gave this member that another member
 	// still has to give up; they come in a later answer.
-	Pending       int32 `protobuf:"varint,5,opt,name=pending,proto3" json:"pending,omitempty"`
+	Pending int32 `protobuf:"varint,5,opt,name=pending,proto3" json:"pending,omitempty"`
+	// The group's committed positions of the assigned partitions, as the
+	// coordinator has them when it answers: where a partition the member
+	// starts resumes. Read there rather than from any broker's copy of the
+	// metadata, which may not have the previous owner's last commit yet.
+	Committed     []*CommittedOffset `protobuf:"bytes,6,rep,name=committed,proto3" json:"committed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -230,6 +235,13 @@ func (x *GroupHeartbeatResponse) GetPending() int32 {
 		return x.Pending
 	}
 	return 0
+}
+
+func (x *GroupHeartbeatResponse) GetCommitted() []*CommittedOffset {
+	if x != nil {
+		return x.Committed
+	}
+	return nil
 }
 
 type ListGroupsRequest struct {
@@ -839,13 +851,14 @@ const file_strata_v1_groups_proto_rawDesc = "" +
 	"\x05owned\x18\b \x03(\v2\x19.strata.v1.TopicPartitionR\x05owned\x12\x1b\n" +
 	"\tclient_id\x18\t \x01(\tR\bclientId\x12\x17\n" +
 	"\ano_wait\x18\n" +
-	" \x01(\bR\x06noWait\"\xdd\x01\n" +
+	" \x01(\bR\x06noWait\"\x97\x02\n" +
 	"\x16GroupHeartbeatResponse\x12\x1b\n" +
 	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12!\n" +
 	"\fmember_epoch\x18\x02 \x01(\x05R\vmemberEpoch\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x03 \x01(\x05R\x13heartbeatIntervalMs\x125\n" +
 	"\bassigned\x18\x04 \x03(\v2\x19.strata.v1.TopicPartitionR\bassigned\x12\x18\n" +
-	"\apending\x18\x05 \x01(\x05R\apending\"\x13\n" +
+	"\apending\x18\x05 \x01(\x05R\apending\x128\n" +
+	"\tcommitted\x18\x06 \x03(\v2\x1a.strata.v1.CommittedOffsetR\tcommitted\"\x13\n" +
 	"\x11ListGroupsRequest\"p\n" +
 	"\fGroupSummary\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
@@ -925,28 +938,29 @@ var file_strata_v1_groups_proto_goTypes = []any{
 var file_strata_v1_groups_proto_depIdxs = []int32{
 	12, // 0: strata.v1.GroupHeartbeatRequest.owned:type_name -> strata.v1.TopicPartition
 	12, // 1: strata.v1.GroupHeartbeatResponse.assigned:type_name -> strata.v1.TopicPartition
-	3,  // 2: strata.v1.ListGroupsResponse.groups:type_name -> strata.v1.GroupSummary
-	12, // 3: strata.v1.GroupMember.owned:type_name -> strata.v1.TopicPartition
-	12, // 4: strata.v1.GroupMember.revoking:type_name -> strata.v1.TopicPartition
-	12, // 5: strata.v1.GroupMember.pending:type_name -> strata.v1.TopicPartition
-	6,  // 6: strata.v1.DescribeGroupResponse.members:type_name -> strata.v1.GroupMember
-	13, // 7: strata.v1.DescribeGroupResponse.offsets:type_name -> strata.v1.CommittedOffset
-	13, // 8: strata.v1.ResetGroupOffsetsRequest.offsets:type_name -> strata.v1.CommittedOffset
-	0,  // 9: strata.v1.GroupService.GroupHeartbeat:input_type -> strata.v1.GroupHeartbeatRequest
-	2,  // 10: strata.v1.GroupService.ListGroups:input_type -> strata.v1.ListGroupsRequest
-	5,  // 11: strata.v1.GroupService.DescribeGroup:input_type -> strata.v1.DescribeGroupRequest
-	8,  // 12: strata.v1.GroupService.ResetGroupOffsets:input_type -> strata.v1.ResetGroupOffsetsRequest
-	10, // 13: strata.v1.GroupService.DeleteGroup:input_type -> strata.v1.DeleteGroupRequest
-	1,  // 14: strata.v1.GroupService.GroupHeartbeat:output_type -> strata.v1.GroupHeartbeatResponse
-	4,  // 15: strata.v1.GroupService.ListGroups:output_type -> strata.v1.ListGroupsResponse
-	7,  // 16: strata.v1.GroupService.DescribeGroup:output_type -> strata.v1.DescribeGroupResponse
-	9,  // 17: strata.v1.GroupService.ResetGroupOffsets:output_type -> strata.v1.ResetGroupOffsetsResponse
-	11, // 18: strata.v1.GroupService.DeleteGroup:output_type -> strata.v1.DeleteGroupResponse
-	14, // [14:19] is the sub-list for method output_type
-	9,  // [9:14] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	13, // 2: strata.v1.GroupHeartbeatResponse.committed:type_name -> strata.v1.CommittedOffset
+	3,  // 3: strata.v1.ListGroupsResponse.groups:type_name -> strata.v1.GroupSummary
+	12, // 4: strata.v1.GroupMember.owned:type_name -> strata.v1.TopicPartition
+	12, // 5: strata.v1.GroupMember.revoking:type_name -> strata.v1.TopicPartition
+	12, // 6: strata.v1.GroupMember.pending:type_name -> strata.v1.TopicPartition
+	6,  // 7: strata.v1.DescribeGroupResponse.members:type_name -> strata.v1.GroupMember
+	13, // 8: strata.v1.DescribeGroupResponse.offsets:type_name -> strata.v1.CommittedOffset
+	13, // 9: strata.v1.ResetGroupOffsetsRequest.offsets:type_name -> strata.v1.CommittedOffset
+	0,  // 10: strata.v1.GroupService.GroupHeartbeat:input_type -> strata.v1.GroupHeartbeatRequest
+	2,  // 11: strata.v1.GroupService.ListGroups:input_type -> strata.v1.ListGroupsRequest
+	5,  // 12: strata.v1.GroupService.DescribeGroup:input_type -> strata.v1.DescribeGroupRequest
+	8,  // 13: strata.v1.GroupService.ResetGroupOffsets:input_type -> strata.v1.ResetGroupOffsetsRequest
+	10, // 14: strata.v1.GroupService.DeleteGroup:input_type -> strata.v1.DeleteGroupRequest
+	1,  // 15: strata.v1.GroupService.GroupHeartbeat:output_type -> strata.v1.GroupHeartbeatResponse
+	4,  // 16: strata.v1.GroupService.ListGroups:output_type -> strata.v1.ListGroupsResponse
+	7,  // 17: strata.v1.GroupService.DescribeGroup:output_type -> strata.v1.DescribeGroupResponse
+	9,  // 18: strata.v1.GroupService.ResetGroupOffsets:output_type -> strata.v1.ResetGroupOffsetsResponse
+	11, // 19: strata.v1.GroupService.DeleteGroup:output_type -> strata.v1.DeleteGroupResponse
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_groups_proto_init() }
