@@ -56,6 +56,7 @@ func (b *Broker) coordinator(ctx context.Context) (*group.Coordinator, error) {
 				return 0
 			},
 			IsCoordinator: b.meta.IsController,
+			MaxGroups:     b.cfg.Limits.MaxGroups,
 			Log:           b.log,
 		})
 		gc.term = term

@@ -240,9 +240,10 @@ type Limits struct {
 	MaxFetchBytes ByteSize `yaml:"max_fetch_bytes"`
 	// MaxGroups bounds the consumer groups whose offsets the cluster keeps
 	// (every broker holds them all, and every metadata snapshot carries
-	// them): an offset commit that would create one more group is refused.
-	// The controller applies its setting, so set it alike on all brokers.
-	// 0 means no bound.
+	// them): an offset commit that would create one more group is refused,
+	// and so is a member joining a group beyond this many with members (the
+	// controller keeps their membership in memory). The controller applies
+	// its setting, so set it alike on all brokers. 0 means no bound.
 	MaxGroups int `yaml:"max_groups"`
 }
 

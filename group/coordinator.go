@@ -49,6 +49,8 @@ type Config struct {
 	IsCoordinator func() bool
 	// MaxMembers bounds the members of one group; 0 means 1000.
 	MaxMembers int
+	// MaxGroups bounds the groups with members; 0 means no bound.
+	MaxGroups int
 	Now        func() time.Time // default time.Now
 	Log        *slog.Logger     // default slog.Default()
 	// NewMemberID names a joining member; default 16 random hex digits.
@@ -187,6 +189,11 @@ func (c *Coordinator) lockGroup(name string, create bool) (*group, error) {
 			if !create {
 				c.mu.Unlock()
 				return nil, nil
+			}
+			if c.cfg.MaxGroups > 0 && len(c.groups) >= c.cfg.MaxGroups {
+				c.mu.Unlock()
+				return nil, fmt.Errorf("%w: group %q would be a new group with members, and %d have members already; at most %d are allowed",
+					ErrInvalid, name, len(c.groups), c.cfg.MaxGroups)
 			}
 			g = &group{name: name, members: map[string]*member{}, owner: map[TopicPartition]string{},
 				changed: make(chan struct{})}

@@ -485,3 +485,24 @@ func runSchedule(t *testing.T, seed int64) {
 		t.Fatalf("seed %d: state %q after settling: %+v", seed, d.State, d)
 	}
 }
+
+func TestMaxGroups(t *testing.T) {
+	c := NewCoordinator(Config{Partitions: func(string) int32 { return 1 }, MaxGroups: 2,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx := context.Background()
+	for _, g := range []string{"a", "b"} {
+		if _, err := c.Heartbeat(ctx, Heartbeat{Group: g, Topics: []string{"t"}, NoWait: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Heartbeat(ctx, Heartbeat{Group: "c", Topics: []string{"t"}, NoWait: true}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a third group: %v", err)
+	}
+	// Another member of an existing group is fine.
+	if _, err := c.Heartbeat(ctx, Heartbeat{Group: "a", Topics: []string{"t"}, NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.List()); n != 2 {
+		t.Fatalf("%d groups", n)
+	}
+}
