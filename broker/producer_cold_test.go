@@ -87,6 +87,7 @@ func TestProducerStateFromTheColdTier(t *testing.T) {
 	for i := range 300 {
 		produce(t, a, idemBatch(t, 8, 0, int32(i), 1))
 	}
+	settled(t, a.log)
 	c, err := tiering.NewCommitter(ctx, env.store, a.ref(), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -219,6 +220,7 @@ func TestLocalRetentionKeepsProducerStateExact(t *testing.T) {
 	for i := range 200 {
 		produce(t, p, idemBatch(t, 7, 0, int32(i), 1))
 	}
+	settled(t, p.log)
 	if len(p.log.Segments()) < 5 {
 		t.Fatalf("only %d segments", len(p.log.Segments()))
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-log/strata/hotlog"
 )
@@ -40,6 +41,23 @@ func snapshotFiles(t *testing.T, dir string) []int64 {
 }
 
 // sealedEnds lists the ends of the log's sealed segments.
+// settled waits until every segment a roll sealed is fsynced and sealed to
+// the outside: the log's flusher does it in the background.
+func settled(t *testing.T, l *hotlog.Log) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		segs := l.Segments()
+		if len(segs) < 2 || segs[len(segs)-2].Sealed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rolled segments not sealed within 10s: %+v", segs)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func sealedEnds(l *hotlog.Log) []int64 {
 	var ends []int64
 	for _, s := range l.Segments() {
@@ -99,6 +117,7 @@ func (h *history) write(t *testing.T, ld *leader, ids []int64, n int) {
 			h.note(ld)
 		}
 	}
+	settled(t, ld.l)
 }
 
 func (h *history) note(ld *leader) {

@@ -51,8 +51,8 @@ type Config struct {
 	MaxMembers int
 	// MaxGroups bounds the groups with members; 0 means no bound.
 	MaxGroups int
-	Now        func() time.Time // default time.Now
-	Log        *slog.Logger     // default slog.Default()
+	Now       func() time.Time // default time.Now
+	Log       *slog.Logger     // default slog.Default()
 	// NewMemberID names a joining member; default 16 random hex digits.
 	NewMemberID func() string
 }

@@ -16,8 +16,11 @@
 // start. Indexes are hints: they are checked against the log on open and rebuilt
 // from it when they do not agree.
 //
-// The last segment is active and takes appends; the others are sealed, fsynced
-// and immutable until retention removes them. Beside the segments live two
+// The last segment is active and takes appends; the others are sealed and
+// immutable until retention removes them. A roll does not fsync on the append
+// path: the flusher fsyncs the sealed segment in the background, and only then
+// does it count as sealed to the outside (SegmentInfo.Sealed: uploadable,
+// deletable) and do offsets past it count as durable. Beside the segments live two
 // checkpoints, each written to a temporary file, fsynced, renamed and followed by
 // a directory fsync: state.checkpoint (log start offset and high watermark) and
 // leader-epoch.checkpoint (leader epoch -> first offset of that epoch).
@@ -25,13 +28,19 @@
 // Durability follows the flush policy: FlushAlways (the default) returns from an
 // append only after its bytes are fsynced, and concurrent appenders share one
 // fsync done by one flusher goroutine (group commit); FlushInterval fsyncs every
-// FlushInterval; FlushNever leaves it to the OS. A segment is always fsynced when
-// it is sealed. After a failed write or fsync the log refuses every later append.
+// FlushInterval; FlushNever leaves it to the OS. A segment is always fsynced
+// soon after it is sealed. After a failed write or fsync the log refuses every
+// later append.
 //
-// On open the active segment is scanned from its last index entry that agrees
-// with the log; everything after the last valid batch (a torn or corrupt tail) is
-// truncated and the report says what was cut.
+// On open every segment holding offsets past the checkpointed recovery point
+// (the active one, and any a roll sealed that a crash caught before its fsync)
+// is scanned from its last index entry that agrees with the log; everything
+// after the last valid batch (a torn or corrupt tail) is truncated, with the
+// segments after it, and the report says what was cut. Damage below the
+// recovery point is reported, never cut.
 //
-// Lock order: Log.appendMu before Log.mu. Readers take only Log.mu (shared), so
-// appends, which touch only bytes past what readers can see, do not stop them.
+// Lock order: Log.appendMu, Log.stateMu, Log.syncMu, Log.mu; the list of
+// segments awaiting their fsync has its own lock, taken last. Readers take only
+// Log.mu (shared), so appends, which touch only bytes past what readers can see,
+// do not stop them.
 package hotlog

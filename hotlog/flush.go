@@ -1,6 +1,8 @@
 package hotlog
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -69,9 +71,13 @@ func (l *Log) runFlusher() {
 	}
 }
 
-// flushRound fsyncs everything written before it began. It reads the log end
-// before the active segment: a roll in between has already fsynced the older
-// segment, so syncing the segment active now covers every byte below target.
+// flushRound fsyncs everything written before it began: the segments
+// sealed since the last round, the directory that now lists their
+// successors, then (unless the policy is FlushNever, whose rounds come only
+// from rolls) the active segment. It reads the log end, then the active
+// segment, then the sealed list: a roll lists the segment it seals before
+// it switches the active one, so whatever segment held offsets below the
+// target is either the active one read here or on the list.
 func (l *Log) flushRound() {
 	defer l.flush.endRound()
 	l.syncMu.Lock()
@@ -81,7 +87,11 @@ func (l *Log) flushRound() {
 	}
 	target := l.leo.Load()
 	seg := l.active.Load()
-	if target <= l.flushed.Load() {
+	if err := l.syncSealedLocked(); err != nil {
+		l.fail(err)
+		return
+	}
+	if l.cfg.Load().FlushPolicy == FlushNever || target <= l.flushed.Load() {
 		return
 	}
 	if err := seg.file.Sync(); err != nil {
@@ -97,6 +107,90 @@ func (l *Log) flushRound() {
 	if err := seg.times.persist(false); err != nil {
 		l.opts.Logger.Warn("hotlog: write time index", "dir", l.dir, "err", err)
 	}
+}
+
+// syncSealedLocked fsyncs the segments sealed since the last round (log and
+// indexes) and the directory listing their successors, marks them synced
+// and moves the durable offset past them. Caller holds syncMu.
+func (l *Log) syncSealedLocked() error {
+	segs := l.unsynced.take()
+	if len(segs) == 0 {
+		return nil
+	}
+	for _, s := range segs {
+		if err := s.sync(); err != nil {
+			return fmt.Errorf("seal %s: %w", s.path, err)
+		}
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("seal: sync directory: %w", err)
+	}
+	for _, s := range segs {
+		s.synced.Store(true)
+		s.closeIndexes()
+	}
+	l.advanceFlushed(segs[len(segs)-1].next.Load())
+	l.changed.broadcast()
+	return nil
+}
+
+// waitSynced blocks until seg, sealed by a roll, is fsynced.
+func (l *Log) waitSynced(seg *segment) error {
+	for !seg.synced.Load() {
+		if err := l.failure(); err != nil {
+			return err
+		}
+		round := l.flush.currentRound()
+		if seg.synced.Load() {
+			return nil
+		}
+		l.flush.poke()
+		select {
+		case <-round:
+		case <-l.flush.exited:
+			if seg.synced.Load() {
+				return nil
+			}
+			return ErrClosed
+		}
+	}
+	return nil
+}
+
+// unsyncedSegments lists the segments sealed by rolls and not yet fsynced,
+// oldest first.
+type unsyncedSegments struct {
+	mu   sync.Mutex
+	segs []*segment
+}
+
+func (u *unsyncedSegments) add(s *segment) {
+	u.mu.Lock()
+	u.segs = append(u.segs, s)
+	u.mu.Unlock()
+}
+
+func (u *unsyncedSegments) take() []*segment {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	segs := u.segs
+	u.segs = nil
+	return segs
+}
+
+// retain drops the listed segments that are no longer sealed segments of
+// the log (truncation, retention and reset remove or reopen them). Caller
+// holds syncMu, so no round is syncing them meanwhile.
+func (u *unsyncedSegments) retain(segments []*segment) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	kept := u.segs[:0]
+	for _, s := range u.segs {
+		if s.sealed.Load() && slices.Contains(segments, s) {
+			kept = append(kept, s)
+		}
+	}
+	u.segs = kept
 }
 
 // advanceFlushed raises the durable offset to at least off and tells

@@ -60,9 +60,38 @@ type sparseIndex[E any] struct {
 	entries []E
 
 	// persistMu serialises writes of the file; persisted counts the entries
-	// known to be in it.
+	// known to be in it. file is the file kept open for those writes while
+	// the segment takes appends, so a flush round does not open and close
+	// it every time; nil until the first write and after closeFile.
 	persistMu sync.Mutex
 	persisted int
+	file      File
+}
+
+// handle returns the open index file, opening it if needed. Caller holds
+// persistMu.
+func (x *sparseIndex[E]) handle() (File, error) {
+	if x.file == nil {
+		f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		x.file = f
+	}
+	return x.file, nil
+}
+
+// closeFile closes the kept index file, if open; a later write opens it
+// again.
+func (x *sparseIndex[E]) closeFile() error {
+	x.persistMu.Lock()
+	defer x.persistMu.Unlock()
+	if x.file == nil {
+		return nil
+	}
+	err := x.file.Close()
+	x.file = nil
+	return err
 }
 
 func newOffsetIndex(fsys FS, path string) *sparseIndex[offsetEntry] {
@@ -152,15 +181,11 @@ func (x *sparseIndex[E]) truncate(n int) error {
 		return nil
 	}
 	x.persisted = n
-	f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := x.handle()
 	if err != nil {
 		return err
 	}
-	err = f.Truncate(int64(n * x.width))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return f.Truncate(int64(n * x.width))
 }
 
 // reset replaces every entry, in memory and in the file (after a rebuild).
@@ -184,7 +209,7 @@ func (x *sparseIndex[E]) persist(sync bool) error {
 	if len(pending) == 0 && !sync {
 		return nil
 	}
-	f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := x.handle()
 	if err != nil {
 		return err
 	}
@@ -199,9 +224,6 @@ func (x *sparseIndex[E]) persist(sync bool) error {
 	}
 	if err == nil && sync {
 		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }

@@ -20,6 +20,10 @@ type Log struct {
 	// appendMu serialises everything that writes: appends, rolls, truncation,
 	// retention and close.
 	appendMu sync.Mutex
+	// stateMu serialises writes of the state checkpoint with the changes
+	// that lower what it records (truncation, retention, reset, close), so
+	// Checkpoint needs neither appendMu nor stops appends.
+	stateMu sync.Mutex
 	// syncMu is held by the flusher during an fsync round and by anything
 	// that closes a segment file, so the flusher never syncs a closed file.
 	syncMu sync.Mutex
@@ -39,6 +43,7 @@ type Log struct {
 	epochs   epochCache
 	changed  notifier
 	flush    flusher
+	unsynced unsyncedSegments
 	recovery RecoveryReport
 }
 
@@ -382,7 +387,7 @@ func (l *Log) Roll() error {
 	if l.active.Load().empty() {
 		return nil
 	}
-	return l.rollLocked()
+	return l.rollAndSyncLocked()
 }
 
 // RollIfAged rolls a non-empty active segment older than Config.SegmentAge,
@@ -398,39 +403,43 @@ func (l *Log) RollIfAged() (bool, error) {
 	if seg.empty() || !l.agedLocked(seg, l.cfg.Load()) {
 		return false, nil
 	}
-	return true, l.rollLocked()
+	return true, l.rollAndSyncLocked()
 }
 
-// rollLocked seals the active segment (fsync of log and indexes) and makes a
-// new empty one at the log end, then fsyncs the directory.
+// rollLocked seals the active segment and makes a new empty one at the log
+// end. It does not fsync: the flusher does, off the append path, before it
+// counts any offset past the sealed segment as durable (flushRound). The
+// recovery point moves with the next checkpoint; until then a crash scans
+// from the older one, across the segments after it (open).
 func (l *Log) rollLocked() error {
 	old := l.active.Load()
-	if err := old.sync(); err != nil {
-		l.fail(fmt.Errorf("seal %s: %w", old.path, err))
-		return l.failure()
-	}
-	old.sealed.Store(true)
-	l.advanceFlushed(old.next.Load())
 	seg, err := createSegment(l.opts.FS, l.dir, old.next.Load())
-	if err == nil {
-		err = l.opts.FS.SyncDir(l.dir)
-	}
 	if err != nil {
 		l.fail(fmt.Errorf("create segment: %w", err))
 		return l.failure()
 	}
 	seg.created = l.opts.Now()
+	old.sealed.Store(true)
+	// Listed before the new segment becomes active: a flush round that sees
+	// the new active segment also sees the old one waiting for its fsync.
+	l.unsynced.add(old)
 	l.mu.Lock()
 	l.mu.segments = append(l.mu.segments, seg)
 	l.mu.Unlock()
 	l.active.Store(seg)
-	// The sealed segment is durable: move the recovery point past it, so a
-	// crash rescans at most the new segment.
-	if err := l.writeStateLocked(); err != nil {
-		l.fail(err)
-		return l.failure()
-	}
+	l.flush.poke()
 	return nil
+}
+
+// rollAndSyncLocked rolls and waits for the sealed segment's fsync: for the
+// explicit rolls (Roll, RollIfAged), whose callers want a segment they can
+// upload at once. Appends wait meanwhile, as they are off the hot path.
+func (l *Log) rollAndSyncLocked() error {
+	old := l.active.Load()
+	if err := l.rollLocked(); err != nil {
+		return err
+	}
+	return l.waitSynced(old)
 }
 
 // ReadResult holds whole batches read from the log.
@@ -556,11 +565,11 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 
 // Checkpoint durably records the log start offset, the high watermark and
 // the recovery point (the durable offset), so a restart resumes with them and
-// scans only what was written after. Rolls and Close checkpoint too; the
-// owner of the log calls it every few seconds.
+// scans only what was written after. Close checkpoints too; the owner of the
+// log calls it every few seconds. Appends go on meanwhile.
 func (l *Log) Checkpoint() error {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
@@ -603,13 +612,17 @@ func (l *Log) Close() error {
 	close(l.flush.stop)
 	<-l.flush.exited
 
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	var err error
 	if l.failure() == nil {
-		if err = l.active.Load().sync(); err == nil {
-			l.advanceFlushed(l.leo.Load())
-			err = l.writeStateLocked()
+		if err = l.syncSealedLocked(); err == nil {
+			if err = l.active.Load().sync(); err == nil {
+				l.advanceFlushed(l.leo.Load())
+				err = l.writeStateLocked()
+			}
 		}
 	}
 	l.mu.Lock()

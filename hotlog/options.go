@@ -18,7 +18,7 @@ const (
 	// FlushInterval fsyncs in the background every Config.FlushInterval.
 	FlushInterval
 	// FlushNever leaves writeback to the operating system; segments are still
-	// fsynced when they are sealed and when the log closes.
+	// fsynced once sealed (in the background) and when the log closes.
 	FlushNever
 )
 

@@ -1,7 +1,9 @@
 package hotlog
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"slices"
@@ -86,21 +88,52 @@ func (l *Log) open() error {
 		l.epochs.replace(entries)
 	}
 
-	var segs []*segment
-	for i, base := range bases {
-		seg, err := openSegmentFile(fsys, dir, base)
+	var segs, tail []*segment
+	for i := 0; i < len(bases); i++ {
+		seg, err := openSegmentFile(fsys, dir, bases[i])
 		if err != nil {
 			return err
 		}
 		segs = append(segs, seg)
 		l.mu.segments = segs // so a failed open closes what it opened
-		if i < len(bases)-1 {
-			err = l.loadSealed(seg)
-		} else {
-			err = l.recoverActive(seg, state.recoveryPoint)
+		last := i == len(bases)-1
+		if !last && bases[i+1] <= state.recoveryPoint {
+			// Wholly below the recovery point: fsynced, so damage is
+			// reported, not cut.
+			if err := l.loadSealed(seg); err != nil {
+				return err
+			}
+			seg.synced.Store(true)
+			seg.closeIndexes()
+			continue
 		}
-		if err != nil {
+		// Past the recovery point a crash may have left any page unwritten:
+		// in the active segment, and in a segment a roll sealed but the
+		// flusher had not fsynced yet. Each is cut after its last whole
+		// batch; after a cut, or a segment ending short of the next, the
+		// later segments continue offsets the log no longer has, and go.
+		// (Not when the next one starts at or below the checkpointed log
+		// start: that gap is a reset's, whose older segments go below.)
+		if err := l.recoverTail(seg, state.recoveryPoint); err != nil {
 			return err
+		}
+		tail = append(tail, seg)
+		if !last && seg.next.Load() != bases[i+1] && bases[i+1] > state.logStart {
+			for _, b := range bases[i+1:] {
+				for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+					name := segmentName(b, suffix)
+					if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						return err
+					}
+					if suffix == logSuffix {
+						l.recovery.RemovedFiles = append(l.recovery.RemovedFiles, name)
+					}
+				}
+			}
+			bases, last = bases[:i+1], true
+		}
+		if !last {
+			seg.sealed.Store(true)
 		}
 	}
 
@@ -140,10 +173,20 @@ func (l *Log) open() error {
 		}
 	}
 
-	// Whatever recovery read may have come from the page cache of a process
-	// that died: fsync it so the durable offset starts at the log end.
-	if err := active.sync(); err != nil {
-		return err
+	// Whatever recovery read past the recovery point may have come from the
+	// page cache of a process that died: fsync it so the durable offset
+	// starts at the log end.
+	for _, seg := range tail {
+		if !slices.Contains(segs, seg) {
+			continue // below the log start: removed above
+		}
+		if err := seg.sync(); err != nil {
+			return err
+		}
+		if seg.sealed.Load() {
+			seg.synced.Store(true)
+			seg.closeIndexes()
+		}
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return err
@@ -192,11 +235,13 @@ func (l *Log) loadSealed(seg *segment) error {
 	return nil
 }
 
-// recoverActive loads the active segment and truncates it after the last
-// whole, valid batch. Below the recovery point everything was fsynced, so the
-// scan starts at the last index entry at or below it; above it a crash may
-// have left any page unwritten, so every batch there is checked.
-func (l *Log) recoverActive(seg *segment, recoveryPoint int64) error {
+// recoverTail loads a segment that holds offsets past the recovery point
+// (the active one, or one sealed but maybe not fsynced) and truncates it
+// after the last whole, valid batch. Below the recovery point everything was
+// fsynced, so the scan starts at the last index entry at or below it; above
+// it a crash may have left any page unwritten, so every batch there is
+// checked.
+func (l *Log) recoverTail(seg *segment, recoveryPoint int64) error {
 	size, err := seg.file.Size()
 	if err != nil {
 		return err
@@ -210,7 +255,7 @@ func (l *Log) recoverActive(seg *segment, recoveryPoint int64) error {
 		if err := seg.file.Truncate(end); err != nil {
 			return err
 		}
-		l.recovery.TruncatedBytes = size - end
+		l.recovery.TruncatedBytes += size - end
 		l.recovery.TruncateReason = damage.Error()
 	}
 	seg.created = l.opts.Now()

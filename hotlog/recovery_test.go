@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fillLog appends batches of 3 records until the log has n batches and
@@ -284,13 +285,13 @@ func TestFlushNeverLosesOnlyTheUnsyncedTail(t *testing.T) {
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushNever
 	l := mustOpen(t, "/log", opts)
-	fillLog(t, l, 40) // several rolls: sealed segments are fsynced
-	sealedEnd := int64(0)
-	for _, s := range l.Segments() {
-		if s.Sealed {
-			sealedEnd = s.LastOffset + 1
-		}
-	}
+	fillLog(t, l, 40) // several rolls: sealed segments are fsynced, in the background
+	segs := l.Segments()
+	sealedEnd := segs[len(segs)-1].BaseOffset
+	eventually(t, 10*time.Second, "the rolled segments fsynced", func() bool {
+		segs := l.Segments()
+		return segs[len(segs)-2].Sealed
+	})
 	if l.DurableOffset() != sealedEnd {
 		t.Fatalf("durable offset %d, want the end of the sealed segments %d", l.DurableOffset(), sealedEnd)
 	}
@@ -323,14 +324,13 @@ func TestFlushIntervalSyncsInTheBackground(t *testing.T) {
 
 // With FlushAlways, concurrent appenders share fsyncs.
 func TestGroupCommitSharesFsyncs(t *testing.T) {
-	fsys := newMemFS()
+	// Slow fsyncs make appenders pile up behind each round, as on a disk.
+	fsys := newGatedFS()
+	fsys.delay = time.Millisecond
 	opts := testOptions(fsys)
 	opts.SegmentBytes = 64 << 20
 	l := mustOpen(t, "/log", opts)
 	defer l.Close()
-	// Slow fsyncs make appenders pile up behind each round, as on a disk.
-	var gate sync.Mutex
-	fsys.FailSync = func(string) error { gate.Lock(); defer gate.Unlock(); return nil }
 	before := fsys.SyncCount()
 	const writers, each = 8, 50
 	var wg sync.WaitGroup

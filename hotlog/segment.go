@@ -53,11 +53,16 @@ type segment struct {
 	index *sparseIndex[offsetEntry]
 	times *sparseIndex[timeEntry]
 
-	size   atomic.Int64 // bytes of whole batches
-	next   atomic.Int64 // offset after the last batch; base when empty
-	maxTs  atomic.Int64 // largest batch timestamp; noTimestamp when empty
-	minTs  atomic.Int64 // smallest batch timestamp; noTimestamp when empty
+	size  atomic.Int64 // bytes of whole batches
+	next  atomic.Int64 // offset after the last batch; base when empty
+	maxTs atomic.Int64 // largest batch timestamp; noTimestamp when empty
+	minTs atomic.Int64 // smallest batch timestamp; noTimestamp when empty
+	// sealed: no more appends (a roll made a newer segment active). synced:
+	// and its log and indexes are fsynced, which the flusher does after the
+	// roll, off the append path. Only then is it sealed to the outside
+	// (SegmentInfo.Sealed): uploadable, deletable by retention.
 	sealed atomic.Bool
+	synced atomic.Bool
 
 	// Owned by the appender (Log.appendMu).
 	indexedPos int64     // position of the last indexed batch, -1 if none
@@ -244,11 +249,27 @@ func (s *segment) sync() error {
 	return s.times.persist(true)
 }
 
-func (s *segment) close() error { return s.file.Close() }
+// durable reports whether the segment is sealed and fsynced.
+func (s *segment) durable() bool { return s.sealed.Load() && s.synced.Load() }
+
+// close closes the segment's log file and its kept index files.
+func (s *segment) close() error {
+	err := s.file.Close()
+	s.closeIndexes()
+	return err
+}
+
+// closeIndexes closes the index files kept open for writes: a sealed
+// segment's indexes do not change again. Errors are ignored, as the indexes
+// are hints checked on open.
+func (s *segment) closeIndexes() {
+	s.index.closeFile()
+	s.times.closeFile()
+}
 
 // remove deletes the segment's files; the caller fsyncs the directory.
 func (s *segment) remove(fsys FS) error {
-	s.file.Close()
+	s.close()
 	var first error
 	for _, p := range []string{s.path, s.index.path, s.times.path} {
 		if err := fsys.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
@@ -278,7 +299,7 @@ func (s *segment) info() SegmentInfo {
 		MinTimestamp:  s.minTimestamp(),
 		MaxTimestamp:  s.maxTs.Load(),
 		Size:          s.size.Load(),
-		Sealed:        s.sealed.Load(),
+		Sealed:        s.durable(),
 		Path:          s.path,
 		IndexPath:     s.index.path,
 		TimeIndexPath: s.times.path,

@@ -15,6 +15,10 @@ import (
 func (l *Log) TruncateTo(offset int64) (int64, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	// Held until the high watermark and recovery point have come down, so
+	// a concurrent Checkpoint cannot write them back up.
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
 	if err := l.writableLocked(); err != nil {
 		return 0, err
 	}
@@ -78,6 +82,7 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 			return 0, l.failure()
 		}
 	}
+	l.unsynced.retain(l.mu.segments)
 	l.leo.Store(newEnd)
 	l.hw.Store(min(l.hw.Load(), newEnd))
 	l.flushed.Store(min(l.flushed.Load(), newEnd))
@@ -147,7 +152,7 @@ func (l *Log) DeleteSegmentsBefore(offset int64) ([]SegmentInfo, error) {
 	l.mu.RLock()
 	segs := l.mu.segments
 	n := 0
-	for n < len(segs)-1 && segs[n].sealed.Load() && segs[n].lastOffset() < offset {
+	for n < len(segs)-1 && segs[n].durable() && segs[n].lastOffset() < offset {
 		n++
 	}
 	l.mu.RUnlock()
@@ -157,18 +162,22 @@ func (l *Log) DeleteSegmentsBefore(offset int64) ([]SegmentInfo, error) {
 	victims := segs[:n]
 	newStart := segs[n].base
 	if newStart > l.logStart.Load() {
+		l.stateMu.Lock()
 		st := l.currentState()
 		st.logStart = newStart
 		if err := l.writeState(st); err != nil {
+			l.stateMu.Unlock()
 			return nil, err
 		}
 		l.logStart.Store(newStart)
+		l.stateMu.Unlock()
 	}
 
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	l.mu.segments = segs[n:]
+	l.unsynced.retain(l.mu.segments)
 	l.mu.Unlock()
 	deleted := make([]SegmentInfo, 0, n)
 	for _, s := range victims {
@@ -199,6 +208,8 @@ func (l *Log) ResetTo(offset int64) error {
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
@@ -231,6 +242,7 @@ func (l *Log) ResetTo(offset int64) error {
 	}
 	seg.created = l.opts.Now()
 	l.mu.segments = []*segment{seg}
+	l.unsynced.retain(nil)
 	l.active.Store(seg)
 	l.leo.Store(offset)
 	l.flushed.Store(offset)
