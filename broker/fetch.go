@@ -221,25 +221,43 @@ func (b *Broker) ListOffsets(ctx context.Context, topic string, partition int32,
 	case q.Latest:
 		ans.Offset = ans.HighWatermark
 	default:
-		ans.Offset = ans.HighWatermark
-		local := p.log.LogStartOffset()
-		if ans.LogStartOffset < local && b.cold != nil {
+		var cold, hot timeAnswer
+		if ans.LogStartOffset < p.log.LogStartOffset() && b.cold != nil {
 			off, ts, found, err := b.cold.OffsetForTimestamp(ctx, p.ref(), q.TimestampMs)
 			if err != nil {
 				return OffsetAnswer{}, b.coldError(p.name(), 0, ans.LogStartOffset, ans.HighWatermark, err)
 			}
-			if found && off < local {
-				ans.Offset, ans.TimestampMs = off, ts
-				return ans, nil
-			}
+			cold = timeAnswer{off, ts, found}
 		}
 		off, ts, found, err := p.log.OffsetForTimestamp(q.TimestampMs)
 		if err != nil {
 			return OffsetAnswer{}, p.readError(0, err)
 		}
-		if found && off < ans.HighWatermark {
-			ans.Offset, ans.TimestampMs = off, ts
-		}
+		hot = timeAnswer{off, ts, found}
+		ans.Offset, ans.TimestampMs = earlierAnswer(cold, hot, ans.HighWatermark)
 	}
 	return ans, nil
+}
+
+// timeAnswer is one tier's first record at or after a time.
+type timeAnswer struct {
+	offset, timestampMs int64
+	found               bool
+}
+
+// earlierAnswer is the partition's first record at or after a time, from
+// its tiers' answers: the earlier of the two below the high watermark, or
+// the high watermark (and no timestamp) when neither tier has one. Both
+// tiers are asked and neither is trusted to cover the other, since local
+// retention may delete the segment holding the answer between the two
+// lookups: the hot tier then answers with a later record, and only the
+// cold tier's answer is right.
+func earlierAnswer(cold, hot timeAnswer, highWatermark int64) (offset, timestampMs int64) {
+	offset, timestampMs = highWatermark, -1
+	for _, a := range []timeAnswer{cold, hot} {
+		if a.found && a.offset < offset {
+			offset, timestampMs = a.offset, a.timestampMs
+		}
+	}
+	return offset, timestampMs
 }

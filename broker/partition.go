@@ -95,6 +95,9 @@ type replicaSpec struct {
 	// onDurable, when set, is called when the log's durable end moves,
 	// instead of waking a goroutine of the partition's own that moves the
 	// high watermark: a simulation calls advance itself, in its own order.
+	// It also keeps the fsync of a rolled segment on the appending
+	// goroutine (hotlog.Options.SyncRollsInline), so that the call comes
+	// there.
 	onDurable func()
 }
 
@@ -121,6 +124,7 @@ func openPartition(s replicaSpec) (*partition, error) {
 	opts.OnDurable = func(int64) { p.kickAdvance() }
 	if s.onDurable != nil {
 		opts.OnDurable = func(int64) { s.onDurable() }
+		opts.SyncRollsInline = true
 	}
 	l, err := hotlog.Open(s.dir, opts)
 	if err != nil {

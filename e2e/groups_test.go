@@ -353,8 +353,11 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 	moved := waitCond(t, "the killed member's partitions move", session+30*time.Second, balanced(a, cm))
 	movedAt := time.Now()
 	t.Logf("figure: member killed -9 (session timeout %v): its partitions owned again after %v", session, moved.Round(time.Millisecond))
-	if moved > session+3*time.Second {
-		t.Errorf("partitions moved %v after the kill, beyond the %v session timeout", moved, session)
+	// The coordinator removes the member a session timeout after its last
+	// heartbeat, which came before the kill: the slack is for a busy
+	// machine's late timers, not for the protocol.
+	if moved > session+5*time.Second {
+		t.Errorf("partitions moved %v after the kill, far beyond the %v session timeout", moved, session)
 	}
 	for _, m := range []*memberProc{a, cm} {
 		now := m.owns()
@@ -363,8 +366,8 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 				t.Errorf("%s gave up %s during the move; cooperative members only gain", m.name, p)
 			}
 		}
-		// Kept printing: no gap in what it printed as long as the session
-		// timeout while the partitions moved.
+		// Kept printing: records are due every few milliseconds, so a gap of
+		// half the session timeout while the partitions moved is a stop.
 		m.mu.Lock()
 		last, gap := killedAt, time.Duration(0)
 		for _, r := range m.records {

@@ -427,6 +427,16 @@ func (l *Log) rollLocked() error {
 	l.mu.segments = append(l.mu.segments, seg)
 	l.mu.Unlock()
 	l.active.Store(seg)
+	if l.opts.SyncRollsInline {
+		l.syncMu.Lock()
+		err := l.syncSealedLocked()
+		l.syncMu.Unlock()
+		if err != nil {
+			l.fail(err)
+			return l.failure()
+		}
+		return nil
+	}
 	l.flush.poke()
 	return nil
 }

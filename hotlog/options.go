@@ -104,11 +104,19 @@ type Options struct {
 	// Logger receives recovery reports and failures.
 	Logger *slog.Logger
 	// OnDurable, if set, is called with the new durable offset each time
-	// more of the log is fsynced (by a flush round or a roll), before the
+	// more of the log is fsynced (by a flush round, or a sealed segment's
+	// fsync after a roll), before the
 	// appenders waiting for that fsync return. It must be quick and must not
 	// call back into the log's write methods; a leader uses it to move its
 	// high watermark only over records that survive a crash.
 	OnDurable func(durable int64)
+	// SyncRollsInline makes a roll fsync the sealed segment on the
+	// appending goroutine, as the flusher otherwise does in the background:
+	// for a deterministic simulation that runs appends with FlushNever and
+	// needs every OnDurable call on its own goroutine, in its own order.
+	// It puts the fsync back on the append path, so production leaves it
+	// off.
+	SyncRollsInline bool
 }
 
 // DefaultOptions returns the options of a log on the local disk.

@@ -218,3 +218,24 @@ func TestCheckpointDoesNotStopAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// With SyncRollsInline (a simulation's setting) the append that rolls
+// fsyncs the sealed segment itself: it is sealed when the append returns.
+func TestSyncRollsInline(t *testing.T) {
+	fsys := newMemFS()
+	opts := testOptions(fsys)
+	opts.FlushPolicy = FlushNever
+	opts.SyncRollsInline = true
+	var durable []int64
+	opts.OnDurable = func(d int64) { durable = append(durable, d) } // no lock: the appender's goroutine only
+	l := mustOpen(t, "/log", opts)
+	defer l.Close()
+	fillLog(t, l, 20)
+	segs := l.Segments()
+	if len(segs) < 2 || !segs[0].Sealed {
+		t.Fatalf("segments right after the rolling append: %+v", segs)
+	}
+	if len(durable) == 0 || durable[len(durable)-1] != segs[len(segs)-1].BaseOffset {
+		t.Fatalf("durable offsets %v, want the last at %d", durable, segs[len(segs)-1].BaseOffset)
+	}
+}
