@@ -335,19 +335,24 @@ func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPart
 // their positions (with auto-commit), tells the coordinator it leaves, so
 // its partitions move at once, and stops.
 func (g *GroupConsumer) Close(ctx context.Context) error {
-	g.reconcile.Lock()
 	g.mu.Lock()
 	if g.mu.closed {
 		g.mu.Unlock()
-		g.reconcile.Unlock()
 		return nil
 	}
 	g.mu.closed = true
-	owned := sortedPartitions(g.mu.owned)
 	g.mu.Unlock()
+	// The heartbeat loop stops first, outside the reconcile lock: when it
+	// finds the membership lost it takes that lock itself (lose).
 	g.stop()
 	g.loopWG.Wait()
 
+	g.reconcile.Lock()
+	defer g.reconcile.Unlock()
+	g.mu.Lock()
+	owned := sortedPartitions(g.mu.owned)
+	member := g.mu.memberID
+	g.mu.Unlock()
 	var errs []error
 	if len(owned) > 0 {
 		if g.cfg.onRevoked != nil {
@@ -358,14 +363,12 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 		}
 	}
 	g.mu.Lock()
-	member := g.mu.memberID
 	g.mu.owned = map[TopicPartition]bool{}
 	g.mu.Unlock()
 	if member != "" {
 		_, err := g.heartbeat(ctx, &stratav1.GroupHeartbeatRequest{Group: g.group, MemberId: member, MemberEpoch: -1})
 		errs = append(errs, err)
 	}
-	g.reconcile.Unlock()
 	errs = append(errs, g.k.Close())
 	return errors.Join(errs...)
 }

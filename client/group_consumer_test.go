@@ -381,3 +381,51 @@ func TestGroupConsumerCloseCommitsAndLeaves(t *testing.T) {
 	m2.mu.Unlock()
 	m2.close(t)
 }
+
+// Close returns even when the member learns at that moment that it was
+// removed from the group (a forced reset here), which makes its heartbeat
+// loop hand the partitions in as lost while Close is stopping it.
+func TestGroupConsumerCloseWhileRemoved(t *testing.T) {
+	tb := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, []string{tb.cfg.Listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "t", 2, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		group := fmt.Sprintf("g%d", i)
+		g, err := c.NewGroupConsumer(group, []string{"t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		polled := make(chan struct{})
+		go func() {
+			defer close(polled)
+			pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer pcancel()
+			g.Poll(pctx) // takes the partitions in
+		}()
+		<-polled
+		waitFor(t, "the member owns the partitions", 30*time.Second, func() bool { return len(g.Assignment()) == 2 })
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.ResetGroupOffsets(ctx, group, map[client.TopicPartition]int64{{Topic: "t", Partition: 0}: 0}, true)
+			done <- err
+		}()
+		closed := make(chan error, 1)
+		go func() { closed <- g.Close(ctx) }()
+		select {
+		case <-closed:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: Close did not return", i)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
