@@ -179,11 +179,16 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 	if err != nil {
 		return TopicDescription{}, clusterError(err)
 	}
+	return b.restored(ctx, t)
+}
+
+// restored waits until this broker has taken in a restored topic and the
+// partitions it leads continue from where their cold tiers end, then
+// describes the topic.
+func (b *Broker) restored(ctx context.Context, t *cluster.TopicInfo) (TopicDescription, error) {
 	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
 		return TopicDescription{}, err
 	}
-	// The partitions led here continue from where their cold tiers end
-	// before the restore returns.
 	for _, p := range b.partitions() {
 		if p.topicID == t.ID && p.isLeader() {
 			if err := b.ensureTier(ctx, p); err != nil {

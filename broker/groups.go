@@ -6,10 +6,12 @@ package broker
 // controller, and the rpc layer forwards them there.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/strata-log/strata/cluster"
@@ -212,13 +214,7 @@ func (b *Broker) DescribeGroup(ctx context.Context, name string) (GroupDescripti
 		d = group.Description{Group: name, State: group.StateEmpty}
 	}
 	slices.SortFunc(offsets, func(x, y CommittedOffset) int {
-		if x.Topic != y.Topic {
-			if x.Topic < y.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(x.Partition - y.Partition)
+		return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
 	})
 	return GroupDescription{Description: d, Offsets: offsets}, nil
 }

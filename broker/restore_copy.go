@@ -111,17 +111,7 @@ func (b *Broker) RestoreTopicCopy(ctx context.Context, name, id string, replicat
 		b.dropCopy(target, newID)
 		return TopicDescription{}, clusterError(err)
 	}
-	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
-		return TopicDescription{}, err
-	}
-	for _, p := range b.partitions() {
-		if p.topicID == t.ID && p.isLeader() {
-			if err := b.ensureTier(ctx, p); err != nil {
-				return TopicDescription{}, err
-			}
-		}
-	}
-	return b.describe(t), nil
+	return b.restored(ctx, t)
 }
 
 // dropCopy removes a copy that will not become a topic (its objects have

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
@@ -170,17 +172,22 @@ func (c *Client) ListOffsets(ctx context.Context, topic string, partition int32,
 // outside the group, so it is refused (ErrGroupNotEmpty) while the group
 // has members; members commit with GroupConsumer.Commit.
 func (c *Client) CommitOffsets(ctx context.Context, group string, offsets map[TopicPartition]int64) error {
-	req := &stratav1.CommitOffsetsRequest{Group: group, Offsets: make([]*stratav1.CommittedOffset, 0, len(offsets))}
-	now := time.Now().UnixMilli()
-	for tp, off := range offsets {
-		req.Offsets = append(req.Offsets, &stratav1.CommittedOffset{
-			Topic: tp.Topic, Partition: tp.Partition, Offset: off, CommitTimeMs: now,
-		})
-	}
+	req := &stratav1.CommitOffsetsRequest{Group: group, Offsets: committedOffsets(offsets)}
 	return c.callAny(ctx, fmt.Sprintf("commit offsets of group %q", group), func(ctx context.Context, cc *grpc.ClientConn) error {
 		_, err := stratav1.NewOffsetServiceClient(cc).CommitOffsets(ctx, req)
 		return err
 	})
+}
+
+// committedOffsets is the wire form of positions to commit, by partition,
+// stamped with the time now.
+func committedOffsets(offsets map[TopicPartition]int64) []*stratav1.CommittedOffset {
+	now := time.Now().UnixMilli()
+	out := make([]*stratav1.CommittedOffset, 0, len(offsets))
+	for _, tp := range slices.SortedFunc(maps.Keys(offsets), compareTPs) {
+		out = append(out, &stratav1.CommittedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: offsets[tp], CommitTimeMs: now})
+	}
+	return out
 }
 
 // FetchOffsets returns every position a consumer group has committed.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -320,11 +319,7 @@ func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPart
 	if member == "" {
 		return wrapOp(fmt.Sprintf("commit offsets of group %q", g.group), newError(codes.FailedPrecondition, "UNKNOWN_MEMBER", false, "the member is still joining the group"))
 	}
-	req := &stratav1.CommitOffsetsRequest{Group: g.group, MemberId: member, MemberEpoch: epoch}
-	now := time.Now().UnixMilli()
-	for _, tp := range slices.SortedFunc(maps.Keys(offsets), compareTPs) {
-		req.Offsets = append(req.Offsets, &stratav1.CommittedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: offsets[tp], CommitTimeMs: now})
-	}
+	req := &stratav1.CommitOffsetsRequest{Group: g.group, MemberId: member, MemberEpoch: epoch, Offsets: committedOffsets(offsets)}
 	return g.c.callAny(ctx, fmt.Sprintf("commit offsets of group %q", g.group), func(ctx context.Context, cc *grpc.ClientConn) error {
 		_, err := stratav1.NewOffsetServiceClient(cc).CommitOffsets(ctx, req)
 		return err

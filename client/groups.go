@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"google.golang.org/grpc"
 
@@ -40,11 +39,7 @@ func (c *Client) DescribeGroup(ctx context.Context, group string) (*stratav1.Des
 // group has members, unless force, which removes them first; it returns how
 // many it removed.
 func (c *Client) ResetGroupOffsets(ctx context.Context, group string, offsets map[TopicPartition]int64, force bool) (int, error) {
-	req := &stratav1.ResetGroupOffsetsRequest{Group: group, Force: force}
-	now := time.Now().UnixMilli()
-	for tp, off := range offsets {
-		req.Offsets = append(req.Offsets, &stratav1.CommittedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: off, CommitTimeMs: now})
-	}
+	req := &stratav1.ResetGroupOffsetsRequest{Group: group, Force: force, Offsets: committedOffsets(offsets)}
 	var resp *stratav1.ResetGroupOffsetsResponse
 	err := c.callAny(ctx, fmt.Sprintf("reset offsets of group %q", group), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 		resp, err = stratav1.NewGroupServiceClient(cc).ResetGroupOffsets(ctx, req)
