@@ -45,16 +45,19 @@ func snapshotFiles(t *testing.T, dir string) []int64 {
 // the outside: the log's flusher does it in the background.
 func settled(t *testing.T, l *hotlog.Log) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
 	for {
+		changed := l.Changed() // the flusher signals here once it sealed them
 		segs := l.Segments()
 		if len(segs) < 2 || segs[len(segs)-2].Sealed {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-deadline.C:
 			t.Fatalf("rolled segments not sealed within 10s: %+v", segs)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

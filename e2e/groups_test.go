@@ -173,19 +173,6 @@ func (m *memberProc) printedCount() int {
 	return len(m.records)
 }
 
-// waitCond polls cond until it holds or within passes.
-func waitCond(t *testing.T, what string, within time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > within {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 func produceSpread(t *testing.T, ctx context.Context, c *client.Client, topic string, parts, from, to int) {
 	t.Helper()
 	p := c.NewProducer()
@@ -221,7 +208,7 @@ func TestGroupMemberKilledResumesAtItsCommit(t *testing.T) {
 	// m1 is paced to about 10,000 records a second, so the kill lands
 	// in the middle of the topic, between two of its commits.
 	m1 := startSlowMemberProc(t, b.addr, "m1", "jobs", "workers", 100*time.Microsecond, "--commit-interval", "50ms", "--session-timeout", "2s")
-	waitCond(t, "m1 prints a third of the records and commits", time.Minute, func() bool {
+	waitFor(t, time.Minute, "m1 prints a third of the records and commits", func() bool {
 		offs, err := c.FetchOffsets(ctx, "workers")
 		return err == nil && len(offs) > 0 && m1.printedCount() >= n/3
 	})
@@ -235,7 +222,7 @@ func TestGroupMemberKilledResumesAtItsCommit(t *testing.T) {
 	}
 
 	m2 := startMemberProc(t, b, "m2", "jobs", "workers", "--commit-interval", "50ms", "--session-timeout", "2s")
-	waitCond(t, "m2 prints the rest", time.Minute, func() bool {
+	waitFor(t, time.Minute, "m2 prints the rest", func() bool {
 		d, err := c.DescribeGroup(ctx, "workers")
 		if err != nil {
 			return false
@@ -326,7 +313,7 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 
 	args := []string{"--commit-interval", "100ms", "--session-timeout", session.String()}
 	members := []*memberProc{startMemberProc(t, b, "a", "stream", "g", args...)}
-	waitCond(t, "a owns every partition", time.Minute, func() bool { return len(members[0].owns()) == parts })
+	waitFor(t, time.Minute, "a owns every partition", func() bool { return len(members[0].owns()) == parts })
 	joined := time.Now()
 	members = append(members, startMemberProc(t, b, "b", "stream", "g", args...), startMemberProc(t, b, "c", "stream", "g", args...))
 	balanced := func(ms ...*memberProc) func() bool {
@@ -342,16 +329,17 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 			return total == parts
 		}
 	}
-	took := waitCond(t, "three members share the partitions", time.Minute, balanced(members...))
+	waitFor(t, time.Minute, "three members share the partitions", balanced(members...))
+	took := time.Since(joined)
 	t.Logf("figure: two members joining: balanced %v after they were started (process start included)", took.Round(time.Millisecond))
-	_ = joined
 
 	a, killed, cm := members[0], members[1], members[2]
 	before := map[*memberProc]map[string]bool{a: a.owns(), cm: cm.owns()}
 	killedAt := time.Now()
 	killed.kill9()
-	moved := waitCond(t, "the killed member's partitions move", session+30*time.Second, balanced(a, cm))
+	waitFor(t, session+30*time.Second, "the killed member's partitions move", balanced(a, cm))
 	movedAt := time.Now()
+	moved := movedAt.Sub(killedAt)
 	t.Logf("figure: member killed -9 (session timeout %v): its partitions owned again after %v", session, moved.Round(time.Millisecond))
 	// The coordinator removes the member a session timeout after its last
 	// heartbeat, which came before the kill: the slack is for a busy
@@ -404,7 +392,7 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 		}
 		return true
 	}
-	waitCond(t, fmt.Sprintf("all %d records printed", n), time.Minute, printedAll)
+	waitFor(t, time.Minute, fmt.Sprintf("all %d records printed", n), printedAll)
 	a.interrupt(t)
 	cm.interrupt(t)
 
@@ -469,7 +457,7 @@ func TestGroupSurvivesControllerFailover(t *testing.T) {
 	args := []string{"--commit-interval", "100ms", "--session-timeout", "3s"}
 	a := startSlowMemberProc(t, brokers, "a", "work", "g", 0, args...)
 	b := startSlowMemberProc(t, brokers, "b", "work", "g", 0, args...)
-	waitCond(t, "two members share the partitions", time.Minute, func() bool {
+	waitFor(t, time.Minute, "two members share the partitions", func() bool {
 		return len(a.owns()) == parts/2 && len(b.owns()) == parts/2
 	})
 
@@ -489,9 +477,11 @@ func TestGroupSurvivesControllerFailover(t *testing.T) {
 		}
 		return len(seen) == 8000
 	}
-	took := waitCond(t, "every record printed after the failover", 2*time.Minute, printedAll)
+	acked := time.Now()
+	waitFor(t, 2*time.Minute, "every record printed after the failover", printedAll)
+	took := time.Since(acked)
 	t.Logf("all 8000 records printed %v after the records after the failover were acknowledged", took.Round(time.Millisecond))
-	waitCond(t, "the group is stable with both members again", time.Minute, func() bool {
+	waitFor(t, time.Minute, "the group is stable with both members again", func() bool {
 		d, err := c.DescribeGroup(ctx, "g")
 		return err == nil && d.GetState() == "stable" && len(d.GetMembers()) == 2 &&
 			len(a.owns())+len(b.owns()) == parts
