@@ -420,3 +420,68 @@ func TestGroupConsumerCloseWhileRemoved(t *testing.T) {
 		}
 	}
 }
+
+// A member asked to give a partition up commits it first (auto-commit on
+// revoke, with no interval commit due): the new owner starts exactly where
+// the old one stopped.
+func TestGroupConsumerCommitsOnRevoke(t *testing.T) {
+	tb := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, []string{tb.cfg.Listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "t", 2, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := c.NewProducer(client.WithLinger(0))
+	defer p.Close()
+	for i := range 40 {
+		if err := p.ProduceSync(ctx, &client.Record{Topic: "t", Partition: int32(i % 2), Value: fmt.Appendf(nil, "%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noInterval := client.WithAutoCommitInterval(time.Hour) // only revocations and Close commit
+	a, err := c.NewGroupConsumer("g", []string{"t"}, noInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	read := 0
+	for read < 40 {
+		recs, err := a.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read += len(recs)
+	}
+	b, err := c.NewGroupConsumer("g", []string{"t"}, noInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	// a's Poll carries out the revocation; b's takes the partition in.
+	for len(a.Assignment()) != 1 || len(b.Assignment()) != 1 {
+		for _, m := range []*client.GroupConsumer{a, b} {
+			pctx, pcancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			m.Poll(pctx)
+			pcancel()
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the partitions were not shared")
+		}
+	}
+	moved := b.Assignment()[0]
+	committed, err := c.FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if committed[moved] != 20 {
+		t.Fatalf("%s committed at %d when a gave it up, want 20 (all it had read)", moved, committed[moved])
+	}
+	if pos := b.Position(moved.Topic, moved.Partition); pos != 20 {
+		t.Fatalf("b starts %s at %d, want 20", moved, pos)
+	}
+}
