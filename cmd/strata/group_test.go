@@ -273,4 +273,19 @@ func TestReplayWithGroup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "GROUP_NOT_EMPTY") || out != "" {
 		t.Fatalf("replay --group with a member: %v, wrote %q\n%s", err, out, errOut)
 	}
+	// So is a reset, unless forced: then the member is removed first.
+	if _, _, err := runWithInput(t, "", "group", "reset", "rg", "--to", "earliest", "--broker", addr); err == nil || !strings.Contains(err.Error(), "GROUP_NOT_EMPTY") {
+		t.Fatalf("reset with a member: %v", err)
+	}
+	if offs, err := c.FetchOffsets(ctx, "rg"); err != nil || offs[client.TopicPartition{Topic: "hist", Partition: 0}] == 0 {
+		t.Fatalf("a refused reset moved the offsets: %v %v", offs, err)
+	}
+	out, errOut, err = runWithInput(t, "", "group", "reset", "rg", "--to", "earliest", "--force", "--broker", addr)
+	if err != nil || !strings.Contains(out, "Removed 1 members") {
+		t.Fatalf("forced reset: %v\n%s%s", err, out, errOut)
+	}
+	offs, err = c.FetchOffsets(ctx, "rg")
+	if err != nil || offs[client.TopicPartition{Topic: "hist", Partition: 0}] != 0 {
+		t.Fatalf("after the forced reset: %v %v", offs, err)
+	}
 }
