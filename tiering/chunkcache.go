@@ -32,9 +32,17 @@ type chunkCache struct {
 	// chunk.
 	main    *ristretto.Cache[string, *cachedChunk]
 	flights flight[string, []byte]
-	mu      struct {
+	// aheadLimit bounds the chunks read-ahead may have brought in and not
+	// yet seen read, with those on their way: half the window, so that
+	// read-ahead cannot push out of the window what it fetched before a
+	// reader gets to it.
+	aheadLimit int
+	mu         struct {
 		sync.Mutex
 		window *lru[string, []byte]
+		// unread are the chunks in the window that read-ahead fetched and
+		// no read has asked for yet.
+		unread map[string]struct{}
 	}
 }
 
@@ -51,9 +59,10 @@ func newChunkCache(cacheBytes, chunkBytes int64, counters *readerCounters) (*chu
 		windowChunks = 1
 	}
 	windowBytes := windowChunks * chunkBytes
-	c := &chunkCache{counters: counters}
+	c := &chunkCache{counters: counters, aheadLimit: int(max(windowChunks/2, 1))}
 	c.flights.joins = &counters.sharedGets
-	c.mu.window = newLRU[string, []byte](windowBytes, nil)
+	c.mu.unread = map[string]struct{}{}
+	c.mu.window = newLRU(windowBytes, func(key string, _ []byte) { delete(c.mu.unread, key) })
 	if mainBytes := cacheBytes - windowBytes; mainBytes > 0 {
 		// Ristretto wants about ten counters per entry it may hold.
 		entries := mainBytes/chunkBytes + 1
@@ -81,7 +90,7 @@ func chunkKey(object string, idx int64) string {
 // when it is not cached and no GET for it is in flight. prefetch marks a
 // read-ahead lookup, which is left out of the hit and miss counts.
 func (c *chunkCache) get(ctx context.Context, key string, prefetch bool, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
-	if data, ok := c.lookup(key); ok {
+	if data, ok := c.lookup(key, !prefetch); ok {
 		if !prefetch {
 			c.counters.chunkHits.Add(1)
 		}
@@ -93,22 +102,33 @@ func (c *chunkCache) get(ctx context.Context, key string, prefetch bool, fetch f
 	data, _, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) {
 		// A GET that finished between the lookup above and now has
 		// cached the chunk: the window takes it synchronously.
-		if data, ok := c.lookup(key); ok {
+		if data, ok := c.lookup(key, !prefetch); ok {
 			return data, nil
 		}
 		data, err := fetch(ctx)
 		if err != nil {
 			return nil, err
 		}
-		c.add(key, data)
+		c.add(key, data, prefetch)
 		return data, nil
 	})
+	if err == nil && !prefetch {
+		// It may have come from a read-ahead GET this read joined.
+		c.mu.Lock()
+		delete(c.mu.unread, key)
+		c.mu.Unlock()
+	}
 	return data, err
 }
 
-func (c *chunkCache) lookup(key string) ([]byte, bool) {
+// lookup returns the chunk named key if it is cached; read says a read
+// (not read-ahead) wants it.
+func (c *chunkCache) lookup(key string, read bool) ([]byte, bool) {
 	c.mu.Lock()
 	data, ok := c.mu.window.get(key)
+	if ok && read {
+		delete(c.mu.unread, key)
+	}
 	c.mu.Unlock()
 	if ok {
 		return data, true
@@ -119,9 +139,12 @@ func (c *chunkCache) lookup(key string) ([]byte, bool) {
 	return nil, false
 }
 
-func (c *chunkCache) add(key string, data []byte) {
+func (c *chunkCache) add(key string, data []byte, prefetch bool) {
 	c.mu.Lock()
 	c.mu.window.add(key, data, int64(len(data)))
+	if _, in := c.mu.window.peek(key); in && prefetch {
+		c.mu.unread[key] = struct{}{}
+	}
 	c.mu.Unlock()
 	c.main.Set(key, &cachedChunk{key: key, data: data}, int64(len(data)))
 }
@@ -139,6 +162,14 @@ func (c *chunkCache) has(key string) bool {
 		return true
 	}
 	return c.flights.busy(key)
+}
+
+// aheadRoom reports whether read-ahead may start fetching one more chunk,
+// with inflight chunks of its own on their way now.
+func (c *chunkCache) aheadRoom(inflight int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.mu.unread)+inflight < c.aheadLimit
 }
 
 // drop forgets a chunk, so that bytes found corrupt are fetched again on

@@ -46,8 +46,9 @@ func (e *OutOfColdRangeError) Error() string {
 // ColdRead is the answer to a Read: whole batches, and the offset after the
 // last of them, where the next Read continues.
 type ColdRead struct {
-	// Batches are concatenated batches exactly as they were produced. They
-	// belong to the caller, who may change them.
+	// Batches are concatenated batches exactly as they were produced.
+	// They are usually a slice of the reader's cache, shared with other
+	// reads: the caller must not change them.
 	Batches    []byte
 	NextOffset int64
 }
@@ -73,12 +74,18 @@ type ColdReader struct {
 	// goroutines; Close waits for both.
 	ops        sync.WaitGroup
 	background sync.WaitGroup
-	// prefetching holds a token per read-ahead goroutine: a semaphore.
+	// prefetching holds a token per read-ahead goroutine, and gets one per
+	// GET of segment bytes in flight (MaxGets): semaphores.
 	prefetching chan struct{}
+	gets        chan struct{}
 
 	mu struct {
 		sync.Mutex
-		closed     bool
+		closed bool
+		// prefetches are the chunks (by chunk key) a read-ahead goroutine
+		// was started for and has not finished, so that reads in quick
+		// succession do not start two.
+		prefetches map[string]struct{}
 		partitions *lru[PartitionRef, *partitionState]
 		parts      *lru[string, *Part]
 		objects    *lru[string, *coldObject]
@@ -91,7 +98,12 @@ func NewColdReader(store objstore.Reader, cfg ReaderConfig) (*ColdReader, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &ColdReader{store: store, cfg: cfg, prefetching: make(chan struct{}, readerPrefetches)}
+	r := &ColdReader{
+		store:       store,
+		cfg:         cfg,
+		prefetching: make(chan struct{}, readerPrefetches),
+		gets:        make(chan struct{}, cfg.MaxGets),
+	}
 	chunks, err := newChunkCache(cfg.CacheBytes, cfg.ChunkBytes, &r.counters)
 	if err != nil {
 		return nil, err
@@ -101,6 +113,7 @@ func NewColdReader(store objstore.Reader, cfg ReaderConfig) (*ColdReader, error)
 	r.parts.joins = &r.counters.sharedGets
 	r.objects.joins = &r.counters.sharedGets
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.mu.prefetches = map[string]struct{}{}
 	r.mu.partitions = newLRU[PartitionRef, *partitionState](readerPartitions, nil)
 	r.mu.parts = newLRU[string, *Part](readerParts, nil)
 	r.mu.objects = newLRU(readerObjects, func(_ string, o *coldObject) { o.evict() })
@@ -129,14 +142,16 @@ func (r *ColdReader) begin(ctx context.Context) (_ context.Context, end func(), 
 
 // Read returns whole batches of partition p from its cold tier, starting
 // with the batch that holds offset: at most maxBytes of them, but always at
-// least one whole batch, and all from one cold segment (the caller
-// continues from NextOffset). Every batch returned has been checked
-// (length, magic, CRC) and their offsets follow on. A damaged object gives
+// least one whole batch. They come from one cold segment, and from one
+// chunk of it unless the first batch alone crosses from one chunk into the
+// next (the caller continues from NextOffset). Every batch returned has
+// been checked (length, magic, CRC) and their offsets follow on. A damaged object gives
 // an error wrapping ErrCorrupt that names the object's key, never data. An
 // offset outside the cold tier gives *OutOfColdRangeError; an offset past
 // the end of the cached manifest is checked against a fresh one first,
 // since the leader may have committed since.
 func (r *ColdReader) Read(ctx context.Context, p PartitionRef, offset int64, maxBytes int) (ColdRead, error) {
+	caller := ctx // read-ahead lives as long as the caller's context
 	ctx, end, err := r.begin(ctx)
 	if err != nil {
 		return ColdRead{}, err
@@ -153,7 +168,7 @@ func (r *ColdReader) Read(ctx context.Context, p PartitionRef, offset int64, max
 		var at readEnd
 		h, seg, err = r.locate(ctx, p, h, fresh, offset)
 		if err == nil {
-			res, at, err = r.readSegment(ctx, seg, offset, maxBytes, resume)
+			res, at, err = r.readSegment(ctx, p, seg, offset, maxBytes, resume)
 		}
 		if errors.Is(err, objstore.ErrNotFound) && !retried {
 			// Retention may have removed the segment (or part) since this
@@ -171,7 +186,7 @@ func (r *ColdReader) Read(ctx context.Context, p PartitionRef, offset int64, max
 		}
 		r.noteRead(p, offset, readMark{next: res.NextOffset, key: seg.Key, pos: at.pos})
 		if sequential {
-			r.readAhead(h, seg, at)
+			r.readAhead(caller, p, h, seg, at)
 		}
 		return res, nil
 	}

@@ -98,8 +98,13 @@ func TestColdReadCorruptObject(t *testing.T) {
 				b := f.batches[d.target]
 				res, err := r.Read(f.ctx, f.ref, b.base, 1)
 				isCorrupt("read of the damaged batch", res, err)
-				// A read that would include it fails whole, not short.
-				res, err = r.Read(f.ctx, f.ref, 0, 1<<20)
+				// A read that would include it fails whole, not short:
+				// one from the first batch of the chunk it starts in.
+				from := d.target
+				for from > 0 && f.batches[from-1].pos >= b.pos/f.chunkBytes*f.chunkBytes {
+					from--
+				}
+				res, err = r.Read(f.ctx, f.ref, f.batches[from].base, 1<<20)
 				isCorrupt("read through the damaged batch", res, err)
 				// What comes before it reads fine.
 				for off := int64(0); off < b.base; {

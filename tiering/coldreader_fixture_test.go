@@ -30,6 +30,9 @@ type coldFixture struct {
 	records []coldRecord
 	segs    []SegmentRef
 	next    int64
+	// chunkBytes is the chunk size of the last reader made, which
+	// checkRead holds reads to (4 KiB until one is made).
+	chunkBytes int64
 	// producers is the producer snapshot the next segments carry; with
 	// version1 they are written as objects were before they carried one.
 	producers []byte
@@ -147,6 +150,7 @@ func (f *coldFixture) addSegment(specs ...batchSpec) SegmentRef {
 // test ends.
 func (f *coldFixture) reader(cfg ReaderConfig) *ColdReader {
 	f.t.Helper()
+	f.chunkBytes = cfg.withDefaults().ChunkBytes
 	return newTestReader(f.t, f.read, cfg)
 }
 
@@ -238,9 +242,24 @@ func (f *coldFixture) checkRead(res ColdRead, offset int64, maxBytes int) {
 	case res.NextOffset != f.batches[i-1].last+1:
 		f.t.Fatalf("read at %d: next offset %d, want %d", offset, res.NextOffset, f.batches[i-1].last+1)
 	}
-	// A read stops before maxBytes only at the end of a segment.
-	if i < len(f.batches) && f.batches[i].seg == seg && len(res.Batches)+len(f.batches[i].data) <= maxBytes {
-		f.t.Fatalf("read at %d: stopped at %d bytes with the next batch fitting in %d", offset, len(res.Batches), maxBytes)
+	// A read stops before maxBytes only at the end of a segment, or where
+	// the next batch would leave the chunk the read started in; a read
+	// whose first batch crosses a chunk boundary holds that batch alone.
+	cb := f.chunkBytes
+	if cb == 0 {
+		cb = 4 << 10
+	}
+	first := f.batches[f.batchAt(offset)]
+	chunkEnd := (first.pos/cb + 1) * cb
+	if first.pos+int64(len(first.data)) > chunkEnd {
+		if n != 1 {
+			f.t.Fatalf("read at %d: %d batches after a first one that crosses a chunk boundary", offset, n)
+		}
+		return
+	}
+	if i < len(f.batches) && f.batches[i].seg == seg && len(res.Batches)+len(f.batches[i].data) <= maxBytes &&
+		f.batches[i].pos+int64(len(f.batches[i].data)) <= chunkEnd {
+		f.t.Fatalf("read at %d: stopped at %d bytes with the next batch fitting in %d and in the chunk", offset, len(res.Batches), maxBytes)
 	}
 }
 

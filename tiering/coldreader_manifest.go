@@ -69,6 +69,11 @@ func (r *ColdReader) loadHead(ctx context.Context, p PartitionRef) (*Head, error
 	invalidations := r.stateLocked(p).invalidations
 	r.mu.Unlock()
 	start := time.Now()
+	if r.cfg.Pace != nil {
+		if err := r.cfg.Pace(ctx, p, 0); err != nil {
+			return nil, err
+		}
+	}
 	r.counters.manifestGets.Add(1)
 	h, _, err := LoadHead(ctx, r.store, p)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // progress: each holds a reference, and the handle is closed once the
 // object has left the cache and the last reference is released.
 type coldObject struct {
+	part    PartitionRef // whose object it is, for Pace
 	seg     SegmentRef
 	trailer Trailer
 	footer  *Footer
@@ -83,7 +84,7 @@ func (o *coldObject) entryAt(pos int64) IndexEntry {
 
 // object returns seg's object with a reference the caller must release.
 // Concurrent first readers of an object share one open and one index read.
-func (r *ColdReader) object(ctx context.Context, seg SegmentRef) (*coldObject, error) {
+func (r *ColdReader) object(ctx context.Context, p PartitionRef, seg SegmentRef) (*coldObject, error) {
 	for {
 		r.mu.Lock()
 		o, ok := r.mu.objects.get(seg.Key)
@@ -92,7 +93,7 @@ func (r *ColdReader) object(ctx context.Context, seg SegmentRef) (*coldObject, e
 			return o, nil
 		}
 		o, shared, err := r.objects.do(ctx, seg.Key, func(ctx context.Context) (*coldObject, error) {
-			return r.openObject(ctx, seg)
+			return r.openObject(ctx, p, seg)
 		})
 		if err != nil {
 			return nil, err
@@ -119,12 +120,12 @@ func (r *ColdReader) forgetObject(key string) {
 
 // openObject opens seg's object, reads and checks its trailer and footer,
 // caches it and returns it with one reference taken for the caller.
-func (r *ColdReader) openObject(ctx context.Context, seg SegmentRef) (*coldObject, error) {
+func (r *ColdReader) openObject(ctx context.Context, p PartitionRef, seg SegmentRef) (*coldObject, error) {
 	rd, err := r.store.Open(ctx, seg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("tiering: open cold segment %s: %w", seg.Key, err)
 	}
-	o := &coldObject{seg: seg, rd: rd}
+	o := &coldObject{part: p, seg: seg, rd: rd}
 	if err := r.readIndex(ctx, o); err != nil {
 		rd.Close()
 		return nil, err
@@ -193,8 +194,12 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) error {
 
 func (r *ColdReader) readIndexBytes(ctx context.Context, o *coldObject, at, n int64) ([]byte, error) {
 	b := make([]byte, n)
-	r.counters.indexGets.Add(1)
-	if _, err := o.rd.ReadAt(ctx, b, at); err != nil {
+	err := r.get(ctx, o.part, n, func() error {
+		r.counters.indexGets.Add(1)
+		_, err := o.rd.ReadAt(ctx, b, at)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("tiering: read cold segment %s at %d: %w", o.seg.Key, at, err)
 	}
 	return b, nil

@@ -42,7 +42,7 @@ func TestColdObjectIndexEntries(t *testing.T) {
 	f := newColdFixture(t)
 	f.addSegment(batchSpec{count: 300, records: 2, valueLen: 400, ts: func(off int64) int64 { return 1000 - off }})
 	r := f.reader(smallChunks())
-	o, err := r.object(context.Background(), f.segs[0])
+	o, err := r.object(context.Background(), f.ref, f.segs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,65 +33,147 @@ func (r *ColdReader) noteRead(p PartitionRef, offset int64, m readMark) {
 	st.nextEnd = (st.nextEnd + 1) % len(st.ends)
 }
 
-// readAhead fetches in the background the ReadAhead chunks of seg that
-// follow a sequential read which ended at log position end.pos; when they
-// run past the end of the object, the next segment's footer and first
-// chunk instead of the chunks that are not there. It only starts work for
-// chunks neither cached nor in flight.
-func (r *ColdReader) readAhead(h *Head, seg SegmentRef, end readEnd) {
+// readAhead fetches in the background the ReadAhead chunks that follow a
+// sequential read of p which ended at end.pos of seg's log bytes: the rest
+// of seg's chunks, then those of the segments after it in h, so that a
+// replay of small segments has several objects in flight, not one after
+// the other. It starts work only for chunks neither cached nor on their
+// way. The read-ahead lives as long as ctx, the reader's caller's: a
+// consumer that goes away cancels the downloads started for it.
+func (r *ColdReader) readAhead(ctx context.Context, p PartitionRef, h *Head, seg SegmentRef, end readEnd) {
 	n := int64(r.cfg.ReadAhead)
-	if n <= 0 {
+	if n <= 0 || ctx.Err() != nil {
 		return
 	}
 	cb := r.cfg.ChunkBytes
-	chunks := (end.logLen + cb - 1) / cb
-	last := (end.pos - 1) / cb // the chunk of the read's last byte
-	for idx := last + 1; idx <= last+n && idx < chunks; idx++ {
-		if !r.chunks.has(chunkKey(seg.Key, idx)) {
-			r.spawn(func(ctx context.Context) { r.prefetch(ctx, seg, idx) })
+	idx := (end.pos-1)/cb + 1 // the chunk after the read's last byte
+	for ; n > 0 && idx*cb < end.logLen; n, idx = n-1, idx+1 {
+		if !r.prefetchChunk(ctx, p, seg, idx) {
+			return
 		}
 	}
-	if last+n >= chunks {
-		r.spawn(func(ctx context.Context) {
-			if next, ok, err := r.segmentAfter(ctx, h, seg); ok && err == nil {
-				r.prefetch(ctx, next, 0)
-			}
-		})
-	}
-}
-
-// prefetch brings chunk idx of seg into the cache (and seg's footer, if
-// needed). It is best effort: a failure is left for a read to meet.
-func (r *ColdReader) prefetch(ctx context.Context, seg SegmentRef, idx int64) {
-	o, err := r.object(ctx, seg)
-	if err != nil {
+	if n == 0 {
 		return
 	}
-	defer o.release()
-	r.chunk(ctx, o, idx, true)
+	// The next segments: finding them may read a manifest part, so it is
+	// read-ahead work of its own. The chunks it starts live as long as the
+	// caller's ctx, not as long as this walk.
+	r.spawn(ctx, "", func(walk context.Context) {
+		for next := seg; n > 0; {
+			var ok bool
+			var err error
+			if next, ok, err = r.segmentAfter(walk, h, next); !ok || err != nil {
+				return
+			}
+			// A manifest that does not say how long the log is (written
+			// before it did) counts as one chunk.
+			chunks := max((next.LogLen+cb-1)/cb, 1)
+			for idx := int64(0); n > 0 && idx < chunks; n, idx = n-1, idx+1 {
+				if !r.prefetchChunk(ctx, p, next, idx) {
+					return
+				}
+			}
+		}
+	})
 }
 
-// spawn runs fn in a read-ahead goroutine, with a context that Close
-// cancels, if fewer than readerPrefetches are running: read-ahead that
-// cannot start now is skipped, not queued, as the reader will have moved on
-// by the time it could run.
-func (r *ColdReader) spawn(fn func(ctx context.Context)) {
+// prefetchChunk starts fetching chunk idx of seg into the cache (and seg's
+// footer, if need be), unless it is cached or on its way. It is best
+// effort: a failure is left for a read to meet. It returns false when
+// read-ahead has no room for the chunk now: the chunks after it must wait
+// too, or read-ahead would leave a gap for the reader to fetch itself.
+func (r *ColdReader) prefetchChunk(ctx context.Context, p PartitionRef, seg SegmentRef, idx int64) bool {
+	key := chunkKey(seg.Key, idx)
+	if r.chunks.has(key) {
+		return true
+	}
+	return r.spawn(ctx, key, func(ctx context.Context) {
+		o, err := r.object(ctx, p, seg)
+		if err != nil {
+			return
+		}
+		defer o.release()
+		if idx*r.cfg.ChunkBytes < o.trailer.LogLen && !r.passed(p, seg, idx) {
+			r.chunk(ctx, o, idx, true)
+		}
+	})
+}
+
+// passed reports whether a reader of p has already read past chunk idx of
+// seg: read-ahead that started late (the store was slow, or the reader
+// fast) would fetch it for nobody.
+func (r *ColdReader) passed(p PartitionRef, seg SegmentRef, idx int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.stateLocked(p).ends {
+		if m.next > seg.LastOffset || (m.key == seg.Key && m.pos >= (idx+1)*r.cfg.ChunkBytes) {
+			return true
+		}
+	}
+	return false
+}
+
+// spawn runs fn in a read-ahead goroutine, with a context that ends with
+// ctx or with Close, if fewer than readerPrefetches are running. A
+// non-empty key names the chunk fn fetches: it starts only if none is
+// running for that chunk already, and while the cache has room for more
+// read-ahead (see chunkCache.aheadLimit). Read-ahead that cannot start now
+// is skipped, not queued, as the reader will have moved on by the time it
+// could run. spawn returns false when there was no room for fn (the
+// reader is closed, or every slot is taken), true when fn runs or already
+// ran for key.
+func (r *ColdReader) spawn(ctx context.Context, key string, fn func(ctx context.Context)) bool {
 	select {
 	case r.prefetching <- struct{}{}:
 	default:
-		return
+		return false
 	}
 	r.mu.Lock()
-	if r.mu.closed {
+	_, busy := r.mu.prefetches[key]
+	full := key != "" && !busy && !r.chunks.aheadRoom(len(r.mu.prefetches))
+	if r.mu.closed || busy || full {
 		r.mu.Unlock()
 		<-r.prefetching
-		return
+		return busy
+	}
+	if key != "" {
+		r.mu.prefetches[key] = struct{}{}
 	}
 	r.background.Add(1)
 	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(r.ctx, cancel)
 	go func() {
 		defer r.background.Done()
-		defer func() { <-r.prefetching }()
-		fn(r.ctx)
+		defer func() {
+			stop()
+			cancel()
+			if key != "" {
+				r.mu.Lock()
+				delete(r.mu.prefetches, key)
+				r.mu.Unlock()
+			}
+			<-r.prefetching
+		}()
+		fn(ctx)
 	}()
+	return true
+}
+
+// get sends one GET of n bytes from p's cold tier, run by fn, once Pace
+// lets it and one of the MaxGets places is free. Pacing comes first, so a
+// GET held back by a limit does not hold a place meanwhile.
+func (r *ColdReader) get(ctx context.Context, p PartitionRef, n int64, fn func() error) error {
+	if r.cfg.Pace != nil {
+		if err := r.cfg.Pace(ctx, p, n); err != nil {
+			return err
+		}
+	}
+	select {
+	case r.gets <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.gets }()
+	return fn()
 }

@@ -17,8 +17,14 @@ type readEnd struct {
 // holding offset, as Read describes, and says where they end. A read that
 // continues an earlier one (resume names seg's object) starts where that
 // one ended instead of at the index entry before offset.
-func (r *ColdReader) readSegment(ctx context.Context, seg SegmentRef, offset int64, maxBytes int, resume readMark) (ColdRead, readEnd, error) {
-	o, err := r.object(ctx, seg)
+//
+// The batches returned are a slice of the cached chunk that holds the
+// first of them, not a copy: a read ends where the next batch would leave
+// that chunk. Only a first batch that itself crosses a chunk boundary is
+// copied, and returned alone, so the read after it starts in the next
+// chunk and is served from it in place.
+func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg SegmentRef, offset int64, maxBytes int, resume readMark) (ColdRead, readEnd, error) {
+	o, err := r.object(ctx, p, seg)
 	if err != nil {
 		return ColdRead{}, readEnd{}, err
 	}
@@ -44,23 +50,42 @@ func (r *ColdReader) readSegment(ctx context.Context, seg SegmentRef, offset int
 		}
 		s.skip(b)
 	}
-	// Sized for what will be returned, so appending never copies.
-	out := make([]byte, 0, max(min(int64(maxBytes), o.trailer.LogLen-s.pos), int64(b.Size())))
-	for first := true; !s.done(); first = false {
-		if !first {
-			if len(out) >= maxBytes {
-				break // full: do not even look at the next batch
-			}
-			if b, err = s.header(ctx); err != nil {
-				return ColdRead{}, readEnd{}, err
-			}
-			if len(out)+b.Size() > maxBytes {
-				break
-			}
-		}
-		if out, err = s.appendBatch(ctx, out, b); err != nil {
+	cb := r.cfg.ChunkBytes
+	idx := s.pos / cb
+	var out []byte
+	if s.pos+int64(b.Size()) > (idx+1)*cb {
+		// The first batch crosses into the next chunk: a copy of it alone.
+		if out, err = s.appendBatch(ctx, make([]byte, 0, b.Size()), b); err != nil {
 			return ColdRead{}, readEnd{}, err
 		}
+	} else {
+		data, err := r.chunk(ctx, o, idx, false)
+		if err != nil {
+			return ColdRead{}, readEnd{}, err
+		}
+		base, from := idx*cb, s.pos
+		for first := true; !s.done(); first = false {
+			rel := s.pos - base
+			if !first && s.pos-from >= int64(maxBytes) {
+				break // full: do not even look at the next batch
+			}
+			if rel+record.HeaderSize > int64(len(data)) {
+				break // the next header crosses into the next chunk
+			}
+			if b, err = s.checkHeader(data[rel : rel+record.HeaderSize]); err != nil {
+				return ColdRead{}, readEnd{}, err
+			}
+			size := int64(b.Size())
+			if rel+size > int64(len(data)) || (!first && s.pos+size-from > int64(maxBytes)) {
+				break
+			}
+			if err := s.checkBatch(data[rel : rel+size]); err != nil {
+				return ColdRead{}, readEnd{}, err
+			}
+		}
+		// A full slice expression, so that a caller's append cannot write
+		// into the cached chunk.
+		out = data[from-base : s.pos-base : s.pos-base]
 	}
 	if err := s.checkEnd(); err != nil {
 		return ColdRead{}, readEnd{}, err
@@ -89,14 +114,20 @@ func (s *scanner) done() bool { return s.pos >= s.o.trailer.LogLen }
 // offsets; the rest of the batch is checked by appendBatch. The header is
 // valid until the next call.
 func (s *scanner) header(ctx context.Context) (record.Batch, error) {
-	logLen := s.o.trailer.LogLen
-	if s.pos+record.HeaderSize > logLen {
+	if s.pos+record.HeaderSize > s.o.trailer.LogLen {
 		return nil, s.o.corrupt("the log ends inside the header of the batch at position %d", s.pos)
 	}
 	h, err := s.r.appendLog(ctx, s.o, s.hdr[:0], s.pos, s.pos+record.HeaderSize)
 	if err != nil {
 		return nil, err
 	}
+	return s.checkHeader(h)
+}
+
+// checkHeader checks the header h of the batch at the scan's position: its
+// length against the log's end, and its offsets against the batch before.
+func (s *scanner) checkHeader(h []byte) (record.Batch, error) {
+	logLen := s.o.trailer.LogLen
 	size, err := record.PeekSize(h)
 	if err != nil {
 		return nil, s.o.corrupt("batch at position %d: %w", s.pos, err)
@@ -120,23 +151,33 @@ func (s *scanner) skip(b record.Batch) {
 }
 
 // appendBatch appends the batch whose header was just read to dst, after
-// checking all of it (length, magic, CRC, record count), and moves past
-// it. On error dst comes back as it was.
+// checking all of it, and moves past it. On error dst comes back as it was.
 func (s *scanner) appendBatch(ctx context.Context, dst []byte, b record.Batch) ([]byte, error) {
-	start, end := len(dst), s.pos+int64(b.Size())
-	dst, err := s.r.appendLog(ctx, s.o, dst, s.pos, end)
+	start := len(dst)
+	dst, err := s.r.appendLog(ctx, s.o, dst, s.pos, s.pos+int64(b.Size()))
 	if err != nil {
 		return dst[:start], err
 	}
-	batch, _, err := record.Next(dst[start:])
+	if err := s.checkBatch(dst[start:]); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+// checkBatch checks all of the batch at the scan's position (length,
+// magic, CRC, record count), whose header checkHeader passed, and moves
+// past it.
+func (s *scanner) checkBatch(data []byte) error {
+	end := s.pos + int64(len(data))
+	batch, _, err := record.Next(data)
 	if err != nil {
 		// Drop what the cache holds of it: if the damage was done on the
 		// way (not in the bucket), a later read fetches it again.
 		s.r.dropChunks(s.o, s.pos, end)
-		return dst[:start], s.o.corrupt("batch at position %d: %w", s.pos, err)
+		return s.o.corrupt("batch at position %d: %w", s.pos, err)
 	}
 	s.pos, s.next = end, batch.NextOffset()
-	return dst, nil
+	return nil
 }
 
 // checkEnd checks, once the scan reached the end of the log, that the
@@ -168,11 +209,15 @@ func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefet
 	n := min(r.cfg.ChunkBytes, o.trailer.LogLen-off)
 	return r.chunks.get(ctx, chunkKey(o.seg.Key, idx), prefetch, func(ctx context.Context) ([]byte, error) {
 		b := make([]byte, n)
-		r.counters.chunkGets.Add(1)
-		if prefetch {
-			r.counters.readAheadChunks.Add(1)
-		}
-		if _, err := o.rd.ReadAt(ctx, b, off); err != nil {
+		err := r.get(ctx, o.part, n, func() error {
+			r.counters.chunkGets.Add(1)
+			if prefetch {
+				r.counters.readAheadChunks.Add(1)
+			}
+			_, err := o.rd.ReadAt(ctx, b, off)
+			return err
+		})
+		if err != nil {
 			return nil, fmt.Errorf("tiering: read cold segment %s chunk %d: %w", o.seg.Key, idx, err)
 		}
 		r.counters.bytesFetched.Add(uint64(n))

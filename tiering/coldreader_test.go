@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/strata-log/strata/record"
@@ -74,7 +75,7 @@ func TestColdReadBatchesLargerThanAChunk(t *testing.T) {
 	}
 }
 
-func TestColdReadReturnsBytesTheCallerOwns(t *testing.T) {
+func TestColdReadAnswersCannotBeAppendedIntoTheCache(t *testing.T) {
 	f := threeSegments(t)
 	r := f.reader(smallChunks())
 	for range 2 {
@@ -83,7 +84,12 @@ func TestColdReadReturnsBytesTheCallerOwns(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.checkRead(res, 0, 1<<20)
-		clear(res.Batches) // must not reach the cache
+		// The answer is a slice of a cached chunk with no room beyond it:
+		// an append copies instead of writing over the bytes after it.
+		grown := append(res.Batches, bytes.Repeat([]byte{0xff}, 4<<10)...)
+		if &grown[0] == &res.Batches[0] {
+			t.Fatal("append wrote into the cached chunk")
+		}
 	}
 }
 
@@ -166,13 +172,14 @@ func TestColdReaderConfig(t *testing.T) {
 		{ChunkBytes: 2 << 30},
 		{CacheBytes: -5},
 		{HeadTTL: -1},
+		{MaxGets: -1},
 	} {
 		if _, err := NewColdReader(objstore.NewMemory(), cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
 		}
 	}
 	r := newTestReader(t, objstore.NewMemory(), ReaderConfig{})
-	if r.cfg != DefaultReaderConfig() {
+	if !reflect.DeepEqual(r.cfg, DefaultReaderConfig()) {
 		t.Fatalf("zero config became %+v, want the defaults", r.cfg)
 	}
 }

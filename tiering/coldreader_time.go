@@ -27,7 +27,7 @@ func (r *ColdReader) OffsetForTimestamp(ctx context.Context, p PartitionRef, ts 
 		return -1, -1, false, err
 	}
 	for {
-		offset, timestamp, found, err = r.offsetForTime(ctx, h, ts)
+		offset, timestamp, found, err = r.offsetForTime(ctx, p, h, ts)
 		if found || fresh || (err != nil && !errors.Is(err, objstore.ErrNotFound)) {
 			return offset, timestamp, found, err
 		}
@@ -39,7 +39,7 @@ func (r *ColdReader) OffsetForTimestamp(ctx context.Context, p PartitionRef, ts 
 	}
 }
 
-func (r *ColdReader) offsetForTime(ctx context.Context, h *Head, ts int64) (int64, int64, bool, error) {
+func (r *ColdReader) offsetForTime(ctx context.Context, p PartitionRef, h *Head, ts int64) (int64, int64, bool, error) {
 	if h == nil {
 		return -1, -1, false, nil
 	}
@@ -53,7 +53,7 @@ func (r *ColdReader) offsetForTime(ctx context.Context, h *Head, ts int64) (int6
 		}
 		for _, seg := range segs {
 			if seg.MaxTs >= ts {
-				if off, t, ok, err := r.segmentOffsetForTime(ctx, seg, ts); ok || err != nil {
+				if off, t, ok, err := r.segmentOffsetForTime(ctx, p, seg, ts); ok || err != nil {
 					return off, t, ok, err
 				}
 			}
@@ -61,7 +61,7 @@ func (r *ColdReader) offsetForTime(ctx context.Context, h *Head, ts int64) (int6
 	}
 	for _, seg := range h.Tail {
 		if seg.MaxTs >= ts {
-			if off, t, ok, err := r.segmentOffsetForTime(ctx, seg, ts); ok || err != nil {
+			if off, t, ok, err := r.segmentOffsetForTime(ctx, p, seg, ts); ok || err != nil {
 				return off, t, ok, err
 			}
 		}
@@ -70,8 +70,8 @@ func (r *ColdReader) offsetForTime(ctx context.Context, h *Head, ts int64) (int6
 }
 
 // segmentOffsetForTime finds the first record at or after ts in seg.
-func (r *ColdReader) segmentOffsetForTime(ctx context.Context, seg SegmentRef, ts int64) (int64, int64, bool, error) {
-	o, err := r.object(ctx, seg)
+func (r *ColdReader) segmentOffsetForTime(ctx context.Context, p PartitionRef, seg SegmentRef, ts int64) (int64, int64, bool, error) {
+	o, err := r.object(ctx, p, seg)
 	if err != nil {
 		return -1, -1, false, err
 	}

@@ -1,0 +1,198 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/strata-log/strata/tiering/objstore"
+)
+
+// TestColdReadAheadReachesSeveralSegmentsAhead: with segments smaller than
+// a chunk, read-ahead fetches the next ReadAhead segments, not just the
+// next one, so a replay of small objects has several in flight at once.
+func TestColdReadAheadReachesSeveralSegmentsAhead(t *testing.T) {
+	f := newColdFixture(t)
+	for range 6 {
+		f.addSegment(batchSpec{count: 6, records: 1, valueLen: 400}) // < 4 KiB
+	}
+	r := f.reader(ReaderConfig{ChunkBytes: 4 << 10, ReadAhead: 4})
+	first, err := r.Read(f.ctx, f.ref, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second read continues the first: read-ahead starts.
+	if _, err := r.Read(f.ctx, f.ref, first.NextOffset, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the next four segments' chunks", func() bool {
+		for _, seg := range f.segs[1:5] {
+			if !chunkCached(r, seg.Key, 0) {
+				return false
+			}
+		}
+		return true
+	})
+	// Reading those segments needs no GET of its own.
+	before := r.Stats()
+	for off := f.segs[1].BaseOffset; off < f.segs[5].BaseOffset; {
+		res, err := r.Read(f.ctx, f.ref, off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.checkRead(res, off, 1<<20)
+		off = res.NextOffset
+	}
+	s := r.Stats()
+	if s.ChunkGets-s.ReadAheadChunks != before.ChunkGets-before.ReadAheadChunks || s.IndexGets != before.IndexGets {
+		t.Fatalf("reads of segments read ahead fetched on their own: before %+v, after %+v", before, s)
+	}
+}
+
+// primedReader returns a reader of a long segment that has read its first
+// batch (chunk 0 is cached), and a gated store in front of the fixture's
+// whose gate is closed: the read that continues the first starts
+// read-ahead whose GETs wait at the gate.
+func primedReader(t *testing.T, cfg ReaderConfig) (*coldFixture, *ColdReader, *gatedStore, ColdRead) {
+	f := newColdFixture(t)
+	f.addSegment(batchSpec{count: 300, records: 1, valueLen: 450}) // ~150 KiB
+	g := &gatedStore{Reader: f.read}
+	f.chunkBytes = cfg.ChunkBytes
+	r := newTestReader(t, g, cfg)
+	first, err := r.Read(f.ctx, f.ref, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	g.close(gate)
+	t.Cleanup(func() { close(gate) })
+	return f, r, g, first
+}
+
+// TestColdReadAheadEndsWithItsReader: read-ahead lives as long as the
+// context of the read that started it, so a consumer that goes away does
+// not leave downloads running that nobody will read.
+func TestColdReadAheadEndsWithItsReader(t *testing.T) {
+	f, r, g, first := primedReader(t, ReaderConfig{ChunkBytes: 4 << 10, ReadAhead: 4})
+	gets := g.readAts.Load()
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	res, err := r.Read(ctx, f.ref, first.NextOffset, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.checkRead(res, first.NextOffset, 1)
+	waitFor(t, "read-ahead GETs at the gate", func() bool { return g.readAts.Load() >= gets+4 })
+	// The consumer goes away; the gate stays closed.
+	cancel()
+	waitFor(t, "the read-ahead to give up", func() bool { return len(r.prefetching) == 0 })
+	if s := r.Stats(); s.ReadAheadChunks != 4 || s.BytesFetched != uint64(r.cfg.ChunkBytes) {
+		t.Fatalf("read-ahead after its reader left: %+v", s)
+	}
+}
+
+// TestColdReadGetsInFlightAreBounded: reads and read-ahead together keep at
+// most MaxGets GETs in flight.
+func TestColdReadGetsInFlightAreBounded(t *testing.T) {
+	f, r, g, first := primedReader(t, ReaderConfig{ChunkBytes: 4 << 10, ReadAhead: 8, MaxGets: 2})
+	gets := g.readAts.Load()
+	if _, err := r.Read(f.ctx, f.ref, first.NextOffset, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "eight read-ahead chunks started", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.mu.prefetches) == 8
+	})
+	waitFor(t, "two GETs at the gate", func() bool { return len(r.gets) == 2 && g.readAts.Load() == gets+2 })
+	// A read of a chunk nobody fetches yet waits for a place too.
+	far := f.batches[len(f.batches)-1]
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Read(ctx, f.ref, far.base, 1)
+		done <- err
+	}()
+	waitFor(t, "the read to wait", func() bool { return r.Stats().ChunkMisses == 2 })
+	if n := g.readAts.Load(); n != gets+2 {
+		t.Fatalf("%d GETs sent with 2 places", n-gets)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("read waiting for a place, cancelled: %v", err)
+	}
+}
+
+// TestColdReadIsPaced: every GET of segment bytes or of a manifest head
+// waits for Pace first, which is told the partition and the bytes; an
+// error from Pace fails the read, and no GET is sent.
+func TestColdReadIsPaced(t *testing.T) {
+	f := newColdFixture(t)
+	f.addSegment(batchSpec{count: 100, records: 1, valueLen: 450})
+	f.addSegment(batchSpec{count: 100, records: 1, valueLen: 450})
+	var mu sync.Mutex
+	var calls, paced int64
+	var refuse atomic.Bool
+	errLimit := errors.New("over the limit")
+	cfg := smallChunks()
+	cfg.Pace = func(ctx context.Context, p PartitionRef, n int64) error {
+		if p != f.ref || n < 0 {
+			t.Errorf("paced %+v, %d bytes", p, n)
+		}
+		if refuse.Load() {
+			return errLimit
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		paced += n
+		return nil
+	}
+	r := f.reader(cfg)
+	got := f.readAll(r, 0, 3000)
+	if len(got) == 0 {
+		t.Fatal("nothing read")
+	}
+	s := r.Stats()
+	mu.Lock()
+	if calls != int64(s.Gets) || paced < int64(s.BytesFetched) {
+		t.Fatalf("%d GETs paced for %d bytes; the reader sent %d GETs of %d chunk bytes", calls, paced, s.Gets, s.BytesFetched)
+	}
+	mu.Unlock()
+
+	refuse.Store(true)
+	other := f.reader(cfg)
+	before := f.opCount(objstore.OpReadAt) + f.opCount(objstore.OpGet)
+	if _, err := other.Read(f.ctx, f.ref, 0, 1); !errors.Is(err, errLimit) {
+		t.Fatalf("read refused by Pace: %v", err)
+	}
+	if n := f.opCount(objstore.OpReadAt) + f.opCount(objstore.OpGet) - before; n != 0 {
+		t.Fatalf("%d reads of the store after Pace refused", n)
+	}
+}
+
+// TestColdReadAheadLeavesRoomInTheCache: read-ahead never brings in more
+// than half the cache's window of chunks not yet read, so with a cache of
+// a few chunks a sequential reader still fetches every chunk once, instead
+// of read-ahead pushing out what it fetched before the reader got there.
+func TestColdReadAheadLeavesRoomInTheCache(t *testing.T) {
+	f := newColdFixture(t)
+	f.addSegment(batchSpec{count: 300, records: 1, valueLen: 450}) // ~150 KiB
+	const cb = 4 << 10
+	r := f.reader(ReaderConfig{ChunkBytes: cb, CacheBytes: 8 * cb, ReadAhead: 16})
+	for off := int64(0); off < f.next; {
+		res, err := r.Read(f.ctx, f.ref, off, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.checkRead(res, off, 1)
+		off = res.NextOffset
+	}
+	waitFor(t, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
+	chunks := uint64((f.segs[0].LogLen + cb - 1) / cb)
+	if s := r.Stats(); s.ChunkGets != chunks {
+		t.Fatalf("%d chunk GETs for %d chunks: %+v", s.ChunkGets, chunks, s)
+	}
+}
