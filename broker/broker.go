@@ -36,6 +36,7 @@ type Broker struct {
 	store        objstore.Bucket
 	storeMetrics *objstore.Metrics
 	cold         *tiering.ColdReader
+	coldPace     *coldPacer
 	// unuploaded is the sealed bytes awaiting upload, summed by the tiering
 	// loop; produce is throttled beyond tiering.max_unuploaded_bytes.
 	unuploaded atomic.Int64
@@ -159,10 +160,8 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		return nil, fmt.Errorf("broker: object store: %w", err)
 	}
 	if b.store != nil {
-		b.cold, err = tiering.NewColdReader(b.store, tiering.ReaderConfig{
-			ChunkBytes: int64(cfg.Tiering.ChunkBytes),
-			CacheBytes: int64(cfg.Tiering.CacheBytes),
-		})
+		b.coldPace = newColdPacer(cfg.Tiering, b.topicReadLimits)
+		b.cold, err = tiering.NewColdReader(b.store, b.coldReaderConfig())
 		if err != nil {
 			return nil, fmt.Errorf("broker: cold reader: %w", err)
 		}

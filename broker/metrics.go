@@ -133,6 +133,12 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 	mw.counter("strata_cold_readahead_chunks_total", "Chunk GETs issued by read-ahead.", int64(s.ReadAheadChunks))
 	mw.counter("strata_cold_fetched_bytes_total", "Chunk bytes fetched from the object store.", int64(s.BytesFetched))
 	mw.gauge("strata_cold_cache_bytes", "Bytes held by the chunk cache.", s.CachedBytes)
+	if b.coldPace != nil {
+		broker, topic := b.coldPace.throttled()
+		mw.family("strata_cold_read_throttle_seconds_total", "counter", "Time cold reads' GETs were held back by the broker's (tiering.cold_read_*_per_sec) and by topics' (remote.read.*.per.sec) limits.")
+		mw.sample("strata_cold_read_throttle_seconds_total", labels("limit", "broker"), broker.Seconds())
+		mw.sample("strata_cold_read_throttle_seconds_total", labels("limit", "topic"), topic.Seconds())
+	}
 }
 
 // metricsWriter writes the text format: a family's HELP and TYPE lines,

@@ -141,10 +141,8 @@ func (b *Broker) startReadReplica(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: read replica: object store: %w", err)
 	}
-	cold, err := tiering.NewColdReader(store, tiering.ReaderConfig{
-		ChunkBytes: int64(b.cfg.Tiering.ChunkBytes),
-		CacheBytes: int64(b.cfg.Tiering.CacheBytes),
-	})
+	b.coldPace = newColdPacer(b.cfg.Tiering, b.replicaReadLimits)
+	cold, err := tiering.NewColdReader(store, b.coldReaderConfig())
 	if err != nil {
 		return fmt.Errorf("broker: read replica: cold reader: %w", err)
 	}

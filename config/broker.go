@@ -193,6 +193,15 @@ type Tiering struct {
 	// OrphanGrace: objects in the bucket that no manifest names are deleted
 	// once they are this old. The grace spares uploads still in flight.
 	OrphanGrace Duration `yaml:"orphan_grace"`
+	// ColdReadMaxGets bounds the GETs from the bucket this broker's cold
+	// reads have in flight at once, reads and read-ahead together.
+	ColdReadMaxGets int `yaml:"cold_read_max_gets"`
+	// ColdReadBytesPerSec and ColdReadGetsPerSec bound what this broker's
+	// cold reads take from the bucket, across all topics; 0 is unlimited.
+	// Each topic may have its own, smaller bounds too
+	// (remote.read.bytes.per.sec, remote.read.gets.per.sec).
+	ColdReadBytesPerSec ByteSize `yaml:"cold_read_bytes_per_sec"`
+	ColdReadGetsPerSec  int      `yaml:"cold_read_gets_per_sec"`
 }
 
 // Storage guards the local disk.
@@ -298,6 +307,7 @@ func DefaultBroker() Broker {
 			UploadParallelism:  4,
 			MaxUnuploadedBytes: 1 << 30,
 			OrphanGrace:        Duration(10 * time.Minute),
+			ColdReadMaxGets:    16,
 		},
 		Replica:    Replica{LagTimeMax: Duration(30 * time.Second)},
 		Controller: Controller{DeadBrokerTimeout: Duration(5 * time.Minute)},

@@ -325,6 +325,15 @@ func (t Tiering) validate(topic Topic) error {
 	if t.UploadParallelism < 1 || t.UploadParallelism > 64 {
 		return &Error{Key: "tiering.upload_parallelism", Value: strconv.Itoa(t.UploadParallelism), Allowed: "an integer from 1 to 64"}
 	}
+	if t.ColdReadMaxGets < 1 || t.ColdReadMaxGets > 1024 {
+		return &Error{Key: "tiering.cold_read_max_gets", Value: strconv.Itoa(t.ColdReadMaxGets), Allowed: "an integer from 1 to 1024"}
+	}
+	if t.ColdReadBytesPerSec < 0 {
+		return &Error{Key: "tiering.cold_read_bytes_per_sec", Value: t.ColdReadBytesPerSec.String(), Allowed: "a size per second, or 0 for unlimited"}
+	}
+	if t.ColdReadGetsPerSec < 0 {
+		return &Error{Key: "tiering.cold_read_gets_per_sec", Value: strconv.Itoa(t.ColdReadGetsPerSec), Allowed: "a number of GETs per second, or 0 for unlimited"}
+	}
 	// Only sealed segments are uploaded; a bound below one segment would
 	// throttle producers before their segment could even be sealed.
 	if int64(t.MaxUnuploadedBytes) < topic.SegmentBytes {

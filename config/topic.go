@@ -40,6 +40,11 @@ type Topic struct {
 	// partition's tail would stay on local disk alone until segment.ms
 	// rolled it. Unbounded leaves the tail to segment.ms and segment.bytes.
 	RemoteMaxLagMs int64
+	// RemoteReadBytesPerSec and RemoteReadGetsPerSec bound what cold reads
+	// of the topic fetch from the object store on each broker, on top of
+	// the broker's own bounds. Unbounded leaves them to the broker's.
+	RemoteReadBytesPerSec int64
+	RemoteReadGetsPerSec  int64
 	// SegmentBytes: the active segment rolls before it would grow past this.
 	SegmentBytes int64
 	// SegmentMs: the active segment rolls once it is this old.
@@ -98,6 +103,8 @@ func DefaultTopic() Topic {
 		LocalRetentionBytes:         Unbounded,
 		RemoteStorageEnable:         true,
 		RemoteMaxLagMs:              10 * 60 * 1000,
+		RemoteReadBytesPerSec:       Unbounded,
+		RemoteReadGetsPerSec:        Unbounded,
 		SegmentBytes:                128 << 20,
 		SegmentMs:                   3600 * 1000,
 		ReplicationFactor:           1,

@@ -46,6 +46,14 @@ func topicKeys() []topicKey {
 			"Longest an acknowledged record may stay out of the object store: the leader seals the active segment early so it is uploaded in time. -1 leaves the tail to segment.ms and segment.bytes.",
 			"a duration of at least 1s, such as 10m, or -1 to wait for the segment to roll",
 			func(t *Topic) *int64 { return &t.RemoteMaxLagMs }, 1000, true),
+		bytesKey("remote.read.bytes.per.sec",
+			"Bytes per second that cold reads of the topic may fetch from the object store, on each broker. -1 leaves them to the broker's tiering.cold_read_bytes_per_sec.",
+			"a size per second of at least 64KiB, such as 50MiB, or -1 for no bound of the topic's own",
+			func(t *Topic) *int64 { return &t.RemoteReadBytesPerSec }, 64<<10, 0, true),
+		countKey("remote.read.gets.per.sec",
+			"GETs per second that cold reads of the topic may send to the object store, on each broker. -1 leaves them to the broker's tiering.cold_read_gets_per_sec.",
+			"a count of at least 1, such as 100, or -1 for no bound of the topic's own",
+			func(t *Topic) *int64 { return &t.RemoteReadGetsPerSec }),
 		bytesKey("segment.bytes",
 			"Size at which the active segment is rolled. At most 1GiB: positions in a segment file are 32-bit.",
 			"a size from 16KiB to 1GiB",
@@ -132,6 +140,28 @@ func bytesKey(name, doc, allowed string, field func(*Topic) *int64, min, max int
 				return "must be at least " + FormatBytes(min)
 			case max > 0 && v > max:
 				return "must be at most " + FormatBytes(max)
+			}
+			return ""
+		},
+		get: func(t *Topic) string { return strconv.FormatInt(*field(t), 10) },
+	}
+}
+
+// countKey is a count of at least 1, or Unbounded.
+func countKey(name, doc, allowed string, field func(*Topic) *int64) topicKey {
+	return topicKey{
+		info: KeyInfo{Name: name, Type: "int", Allowed: allowed, Doc: doc},
+		set: func(t *Topic, s string) error {
+			v, err := parseInt(s, 63)
+			if err != nil {
+				return err
+			}
+			*field(t) = v
+			return nil
+		},
+		check: func(t *Topic) string {
+			if v := *field(t); v < 1 && v != Unbounded {
+				return "must be at least 1, or -1 for unbounded"
 			}
 			return ""
 		},

@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/tiering"
+)
+
+func TestRateLimit(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var l rateLimit
+	if d := l.take(1e9, t0); d != 0 {
+		t.Fatalf("unlimited: wait %v", d)
+	}
+	l.setRate(10, t0)
+	// A second's worth at once, then the next must wait.
+	for i := range 10 {
+		if d := l.take(1, t0); d != 0 {
+			t.Fatalf("take %d of a full bucket: wait %v", i, d)
+		}
+	}
+	if d := l.take(1, t0); d != 100*time.Millisecond {
+		t.Fatalf("empty bucket: wait %v, want 100ms", d)
+	}
+	// A request larger than a second's worth waits for a full bucket,
+	// then goes into debt.
+	t1 := t0.Add(200 * time.Millisecond)
+	if d := l.take(25, t1); d != 800*time.Millisecond {
+		t.Fatalf("25 with 2 tokens at 10/s: wait %v, want 800ms", d)
+	}
+	t2 := t0.Add(time.Second)
+	if d := l.take(25, t2); d != 0 {
+		t.Fatalf("25 with a full bucket: wait %v", d)
+	}
+	if d := l.take(1, t2); d != 1600*time.Millisecond {
+		t.Fatalf("15 tokens in debt at 10/s: wait %v, want 1.6s", d)
+	}
+	// A new rate applies at once; unlimited again lets everything through.
+	l.setRate(1000, t2)
+	if d := l.take(1, t2.Add(100*time.Millisecond)); d != 0 {
+		t.Fatalf("after raising the rate: wait %v", d)
+	}
+	l.setRate(0, t0)
+	if d := l.take(1e9, t0); d != 0 {
+		t.Fatalf("unlimited again: wait %v", d)
+	}
+}
+
+// TestColdPacerFollowsTopicSettings: a topic's limits apply from the next
+// GET after its settings change, the broker's apply to every topic, and a
+// GET held back gives up when its reader goes away.
+func TestColdPacerFollowsTopicSettings(t *testing.T) {
+	var mu sync.Mutex
+	limits := map[string][2]int64{"slow": {config.Unbounded, config.Unbounded}}
+	c := newColdPacer(config.Tiering{}, func(topic, id string) (int64, int64, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		l, ok := limits[topic]
+		return l[0], l[1], ok
+	})
+	set := func(bytes, gets int64) {
+		mu.Lock()
+		limits["slow"] = [2]int64{bytes, gets}
+		mu.Unlock()
+	}
+	slow := tiering.PartitionRef{Topic: "slow", TopicID: "s1", Partition: 0}
+	other := tiering.PartitionRef{Topic: "other", TopicID: "o1", Partition: 0}
+	ctx := context.Background()
+	quick := func(p tiering.PartitionRef, n int64) error {
+		ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		return c.pace(ctx, p, n)
+	}
+	for range 100 {
+		if err := quick(slow, 1<<20); err != nil {
+			t.Fatalf("no limits: %v", err)
+		}
+	}
+	// One GET a second for the topic: the second waits, and gives up
+	// when its context ends.
+	set(config.Unbounded, 1)
+	if err := quick(slow, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := quick(slow, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second GET within the second: %v", err)
+	}
+	// Other topics are not held back by it.
+	if err := quick(other, 1<<20); err != nil {
+		t.Fatalf("another topic: %v", err)
+	}
+	// The limit lifted, the next GET goes at once.
+	set(config.Unbounded, config.Unbounded)
+	if err := quick(slow, 1); err != nil {
+		t.Fatalf("after the limit was lifted: %v", err)
+	}
+	// Bytes: a 1 MiB/s topic that took 3 MiB is held back.
+	set(1<<20, config.Unbounded)
+	if err := quick(slow, 3<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := quick(slow, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a GET after 3 MiB at 1 MiB/s: %v", err)
+	}
+	if broker, topic := c.throttled(); broker != 0 || topic == 0 {
+		t.Fatalf("throttled: broker %v, topic %v", broker, topic)
+	}
+
+	// The broker's limit holds every topic back.
+	b := newColdPacer(config.Tiering{ColdReadGetsPerSec: 1}, func(string, string) (int64, int64, bool) {
+		return config.Unbounded, config.Unbounded, true
+	})
+	if err := b.pace(ctx, other, 1); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := b.pace(wctx, slow, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second GET within the broker's second: %v", err)
+	}
+}
+
+// TestColdPacerWaits: a GET over the limit goes once the bucket holds
+// tokens again, not before.
+func TestColdPacerWaits(t *testing.T) {
+	c := newColdPacer(config.Tiering{ColdReadGetsPerSec: 20}, func(string, string) (int64, int64, bool) {
+		return config.Unbounded, config.Unbounded, true
+	})
+	p := tiering.PartitionRef{Topic: "t", TopicID: "t1"}
+	start := time.Now()
+	// 20 from the full bucket, then 10 more at 20 a second.
+	for range 30 {
+		if err := c.pace(context.Background(), p, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(start); took < 450*time.Millisecond {
+		t.Fatalf("30 GETs at 20 a second (a second's burst) took %v, want at least 0.5s", took)
+	}
+	if broker, _ := c.throttled(); broker < 450*time.Millisecond {
+		t.Fatalf("throttled %v", broker)
+	}
+}
