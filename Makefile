@@ -24,7 +24,7 @@ SIM_FIRST ?= 1
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test sim bench bench-cold bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio clean
+.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -108,6 +108,10 @@ cluster: build minio ## start MinIO and three brokers forming one cluster on loo
 bench-cold: build minio ## replay ~1 GB of history from MinIO: cold and warm cache, GETs per GB, beside raw MinIO GETs and a hot-tier read
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench ColdReplay -benchtime 1x -timeout 30m -v ./e2e/
+
+bench-cold-isolation: build minio ## produce p99 at 50 MB/s acks=all alone and during a full-speed cold replay of another topic from MinIO
+	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
+	  $(GO) test -run '^$$' -bench ColdReplayIsolation -benchtime 1x -timeout 30m -v ./e2e/
 
 bench-rf: build ## acks=all produce: one broker (RF=1) against three on this machine (RF=3), and the ratio
 	@./scripts/bench-rf.sh

@@ -63,11 +63,13 @@ func (b *Broker) readLimitsOf(overrides map[string]string) (bytes, gets int64, o
 }
 
 // rateLimit is a token bucket filling at rate tokens a second and holding
-// at most a second's worth. A request waits until the bucket holds what it
-// asks for, or a second's worth if it asks for more; then it takes all it
-// asked for, into debt if need be: a GET larger than a second's worth
-// still goes, and the debt holds back the next ones. A rate of 0 is
-// unlimited. The zero value is unlimited.
+// at most a tenth of a second's worth: a limited replay then sends its GETs
+// evenly, not a second's worth at once, which showed in the writers'
+// latency. A request waits until the bucket holds what it asks for, or
+// all the bucket can hold if it asks for more; then it takes all it asked
+// for, into debt if need be: a GET larger than the bucket still goes, and
+// the debt holds back the next ones. A rate of 0 is unlimited. The zero
+// value is unlimited.
 type rateLimit struct {
 	mu     sync.Mutex
 	rate   float64
@@ -75,8 +77,11 @@ type rateLimit struct {
 	at     time.Time
 }
 
-// setRate changes the rate, keeping the tokens held (at most the new
-// second's worth).
+// burst is the part of a second's worth the bucket holds.
+const burst = 0.1
+
+// setRate changes the rate, keeping the tokens held (at most what the
+// bucket holds at the new rate).
 func (l *rateLimit) setRate(rate int64, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -84,10 +89,10 @@ func (l *rateLimit) setRate(rate int64, now time.Time) {
 		return
 	}
 	if l.rate == 0 {
-		l.tokens, l.at = float64(rate), now // from unlimited: a full bucket
+		l.tokens, l.at = float64(rate)*burst, now // from unlimited: a full bucket
 	}
 	l.rate = float64(max(rate, 0))
-	l.tokens = min(l.tokens, l.rate)
+	l.tokens = min(l.tokens, l.rate*burst)
 }
 
 // take charges n tokens if the bucket holds enough, returning 0; otherwise
@@ -99,10 +104,10 @@ func (l *rateLimit) take(n float64, now time.Time) time.Duration {
 		return 0
 	}
 	if elapsed := now.Sub(l.at); elapsed > 0 {
-		l.tokens = min(l.rate, l.tokens+elapsed.Seconds()*l.rate)
+		l.tokens = min(l.rate*burst, l.tokens+elapsed.Seconds()*l.rate)
 		l.at = now
 	}
-	if need := min(n, l.rate); l.tokens < need {
+	if need := min(n, l.rate*burst); l.tokens < need {
 		return max(time.Millisecond, time.Duration((need-l.tokens)/l.rate*float64(time.Second)))
 	}
 	l.tokens -= n

@@ -17,31 +17,31 @@ func TestRateLimit(t *testing.T) {
 	if d := l.take(1e9, t0); d != 0 {
 		t.Fatalf("unlimited: wait %v", d)
 	}
-	l.setRate(10, t0)
-	// A second's worth at once, then the next must wait.
+	l.setRate(100, t0)
+	// A tenth of a second's worth at once, then the next must wait.
 	for i := range 10 {
 		if d := l.take(1, t0); d != 0 {
 			t.Fatalf("take %d of a full bucket: wait %v", i, d)
 		}
 	}
-	if d := l.take(1, t0); d != 100*time.Millisecond {
-		t.Fatalf("empty bucket: wait %v, want 100ms", d)
+	if d := l.take(1, t0); d != 10*time.Millisecond {
+		t.Fatalf("empty bucket: wait %v, want 10ms", d)
 	}
-	// A request larger than a second's worth waits for a full bucket,
-	// then goes into debt.
-	t1 := t0.Add(200 * time.Millisecond)
-	if d := l.take(25, t1); d != 800*time.Millisecond {
-		t.Fatalf("25 with 2 tokens at 10/s: wait %v, want 800ms", d)
+	// A request larger than the bucket waits for a full one, then goes
+	// into debt.
+	t1 := t0.Add(20 * time.Millisecond)
+	if d := l.take(25, t1); d != 80*time.Millisecond {
+		t.Fatalf("25 with 2 tokens at 100/s: wait %v, want 80ms", d)
 	}
-	t2 := t0.Add(time.Second)
+	t2 := t0.Add(100 * time.Millisecond)
 	if d := l.take(25, t2); d != 0 {
 		t.Fatalf("25 with a full bucket: wait %v", d)
 	}
-	if d := l.take(1, t2); d != 1600*time.Millisecond {
-		t.Fatalf("15 tokens in debt at 10/s: wait %v, want 1.6s", d)
+	if d := l.take(1, t2); d != 160*time.Millisecond {
+		t.Fatalf("15 tokens in debt at 100/s: wait %v, want 160ms", d)
 	}
 	// A new rate applies at once; unlimited again lets everything through.
-	l.setRate(1000, t2)
+	l.setRate(10000, t2)
 	if d := l.take(1, t2.Add(100*time.Millisecond)); d != 0 {
 		t.Fatalf("after raising the rate: wait %v", d)
 	}
@@ -133,14 +133,14 @@ func TestColdPacerWaits(t *testing.T) {
 	})
 	p := tiering.PartitionRef{Topic: "t", TopicID: "t1"}
 	start := time.Now()
-	// 20 from the full bucket, then 10 more at 20 a second.
-	for range 30 {
+	// 2 from the full bucket, then 10 more at 20 a second.
+	for range 12 {
 		if err := c.pace(context.Background(), p, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if took := time.Since(start); took < 450*time.Millisecond {
-		t.Fatalf("30 GETs at 20 a second (a second's burst) took %v, want at least 0.5s", took)
+		t.Fatalf("12 GETs at 20 a second (a tenth of a second's burst) took %v, want at least 0.5s", took)
 	}
 	if broker, _ := c.throttled(); broker < 450*time.Millisecond {
 		t.Fatalf("throttled %v", broker)

@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,6 +225,13 @@ func replay(ctx context.Context, b testing.TB, c *client.Client, topic string, p
 // bytes received and the time it took: the broker's serving rate, without a
 // client decoding records.
 func fetchAll(ctx context.Context, b testing.TB, addr, topic string, partitions int32) (int64, time.Duration) {
+	var n atomic.Int64
+	took := fetchAllCounting(ctx, b, addr, topic, partitions, &n)
+	return n.Load(), took
+}
+
+// fetchAllCounting is fetchAll adding the bytes to n as they come.
+func fetchAllCounting(ctx context.Context, b testing.TB, addr, topic string, partitions int32, n *atomic.Int64) time.Duration {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
@@ -229,7 +239,6 @@ func fetchAll(ctx context.Context, b testing.TB, addr, topic string, partitions 
 	}
 	defer conn.Close()
 	fetch := stratav1.NewFetchServiceClient(conn)
-	var n atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	for p := range partitions {
@@ -255,7 +264,7 @@ func fetchAll(ctx context.Context, b testing.TB, addr, topic string, partitions 
 		}()
 	}
 	wg.Wait()
-	return n.Load(), time.Since(start)
+	return time.Since(start)
 }
 
 // rawGets reads every object with parallel GETs through minio-go: what
@@ -297,4 +306,116 @@ func rawGets(ctx context.Context, b testing.TB, m *miniotest.Server, keys []stri
 	close(work)
 	wg.Wait()
 	return n.Load(), time.Since(start)
+}
+
+// BenchmarkColdReplayIsolation measures what a full-speed cold replay
+// costs writers: the produce latency of another topic at a fixed rate
+// (open loop, strata bench produce --rate: 50 MB/s of 1 KiB records,
+// acks=all, flush.policy=always) alone and while raw fetch streams replay
+// 1 GB of history from MinIO in a loop through the default 256 MiB cache,
+// so that nearly every read is a GET. The written topic keeps its segments
+// local (remote.storage.enable=false): its own uploads of 128 MiB segments
+// to MinIO, on this machine's one disk, put its p99 at 250-350 ms alone,
+// which would hide what the replay costs. STRATA_BENCH_BROKER_FLAGS adds flags
+// to the broker's command line
+// (STRATA_BENCH_BROKER_FLAGS="--tiering-cold-read-bytes-per-sec 50MiB",
+// say), so the same run measures a limit. Run it with make
+// bench-cold-isolation.
+func BenchmarkColdReplayIsolation(b *testing.B) {
+	const (
+		partitions = 4
+		recordSize = 1024
+		records    = 1 << 20
+		rate       = "51200" // records/s: 50 MiB/s
+		duration   = "10s"
+	)
+	m := miniotest.Start(b)
+	br := newBroker(b, 1, s3Flags(m, append([]string{"--tiering-upload-parallelism", "8"}, strings.Fields(os.Getenv("STRATA_BENCH_BROKER_FLAGS"))...)...)...)
+	br.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, []string{br.addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	cold := map[string]string{"segment.bytes": "64MiB", "segment.ms": "1s", "local.retention.bytes": "1", "local.retention.ms": "-1", "retention.ms": "-1"}
+	if _, err := c.CreateTopic(ctx, "history", partitions, 1, cold); err != nil {
+		b.Fatal(err)
+	}
+	fill(ctx, b, c, "history", records, recordSize)
+	waitFor(b, 5*time.Minute, "the history to move to the bucket", func() bool {
+		d, err := c.DescribeTopic(ctx, "history")
+		if err != nil {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.ColdEndOffset != p.HighWatermark || p.LocalStartOffset != p.HighWatermark {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := c.CreateTopic(ctx, "live", 3, 1, map[string]string{"flush.policy": "always", "remote.storage.enable": "false"}); err != nil {
+		b.Fatal(err)
+	}
+	produce := func(d string) benchSummary {
+		out, err := exec.CommandContext(ctx, strataBin(b), "bench", "produce", "--broker", br.addr, "--topic", "live",
+			"--rate", rate, "--record-size", strconv.Itoa(recordSize), "--acks", "all", "--duration", d, "--json").Output()
+		if err != nil {
+			b.Fatalf("bench produce: %v\n%s", err, out)
+		}
+		var s benchSummary
+		if err := json.Unmarshal(out, &s); err != nil {
+			b.Fatalf("bench produce output %q: %v", out, err)
+		}
+		return s
+	}
+	produce("3s") // warm-up
+	alone := produce(duration)
+
+	stop := make(chan struct{})
+	var replayed atomic.Int64
+	var replays sync.WaitGroup
+	replays.Add(1)
+	start := time.Now()
+	go func() {
+		defer replays.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			fetchAllCounting(ctx, b, br.addr, "history", partitions, &replayed)
+		}
+	}()
+	during := produce(duration)
+	replayRate := float64(replayed.Load()) / 1e6 / time.Since(start).Seconds()
+	close(stop)
+	replays.Wait()
+
+	for b.Loop() {
+		// Measured once above; the loop only satisfies the protocol.
+	}
+	b.ReportMetric(alone.Latency.P99, "p99-alone-ms")
+	b.ReportMetric(during.Latency.P99, "p99-during-replay-ms")
+	b.ReportMetric(replayRate, "replay-MB/s")
+	b.Logf("produce %s records/s of %d B, acks=all, flush always, for %s:", rate, recordSize, duration)
+	b.Logf("  alone:          p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s", alone.Latency.P50, alone.Latency.P99, alone.Latency.P999, alone.Latency.Max, alone.MBPerS)
+	b.Logf("  during replay:  p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; the replay read %.0f MB/s from the bucket",
+		during.Latency.P50, during.Latency.P99, during.Latency.P999, during.Latency.Max, during.MBPerS, replayRate)
+	b.Logf("  p99 during / alone: %.2f (aim <= 1.2)", during.Latency.P99/alone.Latency.P99)
+}
+
+// benchSummary is what strata bench produce --json prints, the part read
+// here.
+type benchSummary struct {
+	MBPerS  float64 `json:"mb_per_s"`
+	Latency struct {
+		P50  float64 `json:"p50"`
+		P99  float64 `json:"p99"`
+		P999 float64 `json:"p99_9"`
+		Max  float64 `json:"max"`
+	} `json:"latency_ms"`
 }
