@@ -107,7 +107,7 @@ cluster: build minio ## start MinIO and three brokers forming one cluster on loo
 
 bench-cold: build minio ## replay ~1 GB of history from MinIO: cold and warm cache, GETs per GB, beside raw MinIO GETs and a hot-tier read
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
-	  $(GO) test -run '^$$' -bench ColdReplay -benchtime 1x -timeout 30m -v ./e2e/
+	  $(GO) test -run '^$$' -bench 'ColdReplay$$' -benchtime 1x -timeout 30m -v ./e2e/
 
 bench-cold-isolation: build minio ## produce p99 at 50 MB/s acks=all alone and during a full-speed cold replay of another topic from MinIO
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \

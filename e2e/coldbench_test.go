@@ -28,7 +28,10 @@ import (
 // only in MinIO: with a cold cache (a restarted broker), with a warm cache,
 // the GET requests it took, and beside them the same history read from the
 // hot tier and MinIO's own throughput for parallel GETs of the same
-// objects, all in one run. Run it with make bench-cold.
+// objects, all in one run. The cache holds all of it (2 GiB), so that the
+// warm replay is one; STRATA_BENCH_BROKER_FLAGS adds broker flags
+// ("--tiering-cache-bytes 256MiB" measures the default cache). Run it
+// with make bench-cold.
 func BenchmarkColdReplay(b *testing.B) {
 	const (
 		partitions = 4
@@ -39,6 +42,7 @@ func BenchmarkColdReplay(b *testing.B) {
 	m := miniotest.Start(b)
 	admin := freePort(b)
 	flags := []string{"--admin-listen", admin, "--admin-pprof", "--tiering-cache-bytes", "2GiB", "--tiering-upload-parallelism", "8"}
+	flags = append(flags, strings.Fields(os.Getenv("STRATA_BENCH_BROKER_FLAGS"))...)
 	br := newBroker(b, 1, s3Flags(m, flags...)...)
 	br.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

@@ -164,6 +164,16 @@ func (c *chunkCache) has(key string) bool {
 	return c.flights.busy(key)
 }
 
+// readPast says that a sequential reader has read chunk key to its end:
+// in the window it becomes the first to go, ahead of chunks read-ahead
+// brought in for readers that have not reached them yet. (The main region
+// keeps it if it is read often.)
+func (c *chunkCache) readPast(key string) {
+	c.mu.Lock()
+	c.mu.window.demote(key)
+	c.mu.Unlock()
+}
+
 // aheadRoom reports whether read-ahead may start fetching one more chunk,
 // with inflight chunks of its own on their way now.
 func (c *chunkCache) aheadRoom(inflight int) bool {

@@ -62,6 +62,13 @@ func (l *lru[K, V]) add(k K, v V, cost int64) bool {
 	return true
 }
 
+// demote marks k's entry, if any, the least recently used: the next to go.
+func (l *lru[K, V]) demote(k K) {
+	if e, ok := l.items[k]; ok {
+		l.order.MoveToBack(e)
+	}
+}
+
 // remove evicts k's entry, if any.
 func (l *lru[K, V]) remove(k K) {
 	if e, ok := l.items[k]; ok {

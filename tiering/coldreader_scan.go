@@ -58,6 +58,7 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 		if out, err = s.appendBatch(ctx, make([]byte, 0, b.Size()), b); err != nil {
 			return ColdRead{}, readEnd{}, err
 		}
+		r.chunks.readPast(chunkKey(seg.Key, idx))
 	} else {
 		data, err := r.chunk(ctx, o, idx, false)
 		if err != nil {
@@ -86,6 +87,9 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 		// A full slice expression, so that a caller's append cannot write
 		// into the cached chunk.
 		out = data[from-base : s.pos-base : s.pos-base]
+		if s.pos-base == int64(len(data)) {
+			r.chunks.readPast(chunkKey(seg.Key, idx))
+		}
 	}
 	if err := s.checkEnd(); err != nil {
 		return ColdRead{}, readEnd{}, err
