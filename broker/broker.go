@@ -37,6 +37,12 @@ type Broker struct {
 	storeMetrics *objstore.Metrics
 	cold         *tiering.ColdReader
 	coldPace     *coldPacer
+	// reload holds the settings of the last Reload (at first, those the
+	// broker started with).
+	reload struct {
+		sync.Mutex
+		live config.Broker
+	}
 	// unuploaded is the sealed bytes awaiting upload, summed by the tiering
 	// loop; produce is throttled beyond tiering.max_unuploaded_bytes.
 	unuploaded atomic.Int64
@@ -123,6 +129,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	for _, o := range opts {
 		o(b)
 	}
+	b.reload.live = cfg
 	b.mu.partitions = map[cluster.TopicPartition]*partition{}
 	b.fetchers = newFetchers(b)
 	if cfg.ReadReplica {

@@ -234,6 +234,18 @@ func BrokerFields() []BrokerField {
 	return out
 }
 
+// Changed lists the settings (by YAML path, in table order) whose values
+// differ between a and b.
+func Changed(a, b Broker) []string {
+	var out []string
+	for _, f := range brokerFields() {
+		if f.get(&a) != f.get(&b) {
+			out = append(out, f.path)
+		}
+	}
+	return out
+}
+
 // EnvNames lists every environment variable Load reads, in table order.
 func EnvNames() []string {
 	fields := brokerFields()

@@ -217,3 +217,18 @@ func TestParseListAndMap(t *testing.T) {
 		checkParseError(t, err, in, "")
 	}
 }
+
+func TestChanged(t *testing.T) {
+	a := DefaultBroker()
+	if got := Changed(a, a); got != nil {
+		t.Fatalf("Changed of equal settings: %v", got)
+	}
+	b := a
+	b.Tiering.ColdReadBytesPerSec = 50 << 20
+	b.Gossip.Join = []string{"b:1"}
+	b.ObjectStore.SecretKey = "s"
+	want := []string{"gossip.join", "object_store.secret_key", "tiering.cold_read_bytes_per_sec"}
+	if got := Changed(a, b); !slices.Equal(got, want) {
+		t.Fatalf("Changed = %v, want %v", got, want)
+	}
+}

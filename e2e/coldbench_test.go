@@ -171,8 +171,10 @@ func BenchmarkColdReplay(b *testing.B) {
 	b.ReportMetric(gets/(float64(coldBytes)/1e9), "GETs/GB")
 	b.Logf("history: %d records of %d B in %d partitions, %d objects of %d bytes in the bucket; %d records in %d objects of 1 MiB segments",
 		records, recordSize, partitions, len(keys), stored, small, smallObjects)
-	b.Logf("fetch streams of raw batches: cold cache %.0f MB/s (%d bytes in %v, %.0f GETs), warm cache %.0f MB/s, hot tier %.0f MB/s",
-		coldRate, coldBytes, coldTook.Round(time.Millisecond), gets, warmRate, hotRate)
+	b.Logf("fetch streams of raw batches: cold cache %.0f MB/s (%d bytes in %v, %.0f GETs; %.0f reads from the cache, %.0f waited for a GET), warm cache %.0f MB/s, hot tier %.0f MB/s",
+		coldRate, coldBytes, coldTook.Round(time.Millisecond), gets,
+		after["strata_cold_chunk_hits_total"]-before["strata_cold_chunk_hits_total"],
+		after["strata_cold_chunk_misses_total"]-before["strata_cold_chunk_misses_total"], warmRate, hotRate)
 	b.Logf("cold cache, 1 MiB segments: %.0f MB/s (%d bytes in %v)", smallRate, smallBytes, smallTook.Round(time.Millisecond))
 	b.Logf("ratios: cold/hot %.2f (aim >= 0.9), warm/hot %.2f (aim >= 1.0), 1 MiB/64 MiB segments cold %.2f (aim >= 0.8), GETs/GB %.0f (aim <= 300)",
 		coldRate/hotRate, warmRate/hotRate, smallRate/coldRate, gets/(float64(coldBytes)/1e9))

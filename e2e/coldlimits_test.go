@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -9,14 +13,25 @@ import (
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
 
-// TestColdReadLimitsApplyLiveAndPerTopic: remote.read.bytes.per.sec
-// bounds the cold reads of its topic from the next GET after an alter,
-// holds back no other topic, and lifting it frees the topic again. The
-// broker's cache is a few chunks, so every replay reads the bucket.
-func TestColdReadLimitsApplyLiveAndPerTopic(t *testing.T) {
+// TestColdReadLimitsApplyLive: remote.read.bytes.per.sec bounds the cold
+// reads of its topic from the next GET after an alter, holds back no other
+// topic, and lifting it frees the topic again; the broker's
+// tiering.cold_read_bytes_per_sec, changed in its config file, applies to
+// every topic after a SIGHUP, and a config that does not load changes
+// nothing. The broker's cache is a few chunks, so every replay reads the
+// bucket.
+func TestColdReadLimitsApplyLive(t *testing.T) {
 	m := miniotest.Start(t)
 	admin := freePort(t)
-	b := newBroker(t, 1, s3Flags(m, "--admin-listen", admin, "--tiering-chunk-bytes", "64KiB", "--tiering-cache-bytes", "256KiB")...)
+	cfgFile := filepath.Join(t.TempDir(), "strata.yaml")
+	writeConfig := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(cfgFile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeConfig("tiering:\n  cold_read_bytes_per_sec: 0\n")
+	b := newBroker(t, 1, s3Flags(m, "--config", cfgFile, "--admin-listen", admin, "--tiering-chunk-bytes", "64KiB", "--tiering-cache-bytes", "256KiB")...)
 	b.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -85,5 +100,38 @@ func TestColdReadLimitsApplyLiveAndPerTopic(t *testing.T) {
 	replayAll("paced")
 	if s := scrape(t, admin)[topicThrottle]; s != held {
 		t.Fatalf("after the limit was lifted, cold reads were held back %vs more", s-held)
+	}
+
+	// The broker's limit, from its config file on SIGHUP, holds back
+	// every topic; a setting that needs a restart is named as such.
+	const brokerThrottle = `strata_cold_read_throttle_seconds_total{limit="broker"}`
+	if s := scrape(t, admin)[brokerThrottle]; s != 0 {
+		t.Fatalf("without a broker limit, cold reads were held back %vs", s)
+	}
+	sighup := func(logged string) {
+		t.Helper()
+		before := strings.Count(b.log(), logged)
+		if err := b.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the broker to log "+logged, func() bool { return strings.Count(b.log(), logged) > before })
+	}
+	writeConfig("tiering:\n  cold_read_bytes_per_sec: 512KiB\n  upload_parallelism: 2\n")
+	sighup("SIGHUP: settings reloaded")
+	if log := b.log(); !strings.Contains(log, "applied=[tiering.cold_read_bytes_per_sec]") || !strings.Contains(log, "need_restart=[tiering.upload_parallelism]") {
+		t.Fatalf("the reload's log does not say what it applied and what needs a restart:\n%s", tail(log, 10))
+	}
+	if took := replayAll("free"); took < 2500*time.Millisecond {
+		t.Fatalf("replay of 2 MiB with the broker at 512 KiB/s took %v", took)
+	}
+	brokerHeld := scrape(t, admin)[brokerThrottle]
+	if brokerHeld < 2 {
+		t.Fatalf("held back %vs by the broker's limit", brokerHeld)
+	}
+	// A config that does not load keeps the limit in force.
+	writeConfig("tiering:\n  cold_read_bytes_per_sec: lots\n")
+	sighup("SIGHUP: settings not reloaded")
+	if took := replayAll("paced"); took < 2500*time.Millisecond {
+		t.Fatalf("after a bad reload, replay of 2 MiB took %v", took)
 	}
 }

@@ -50,7 +50,13 @@ every topic in the bucket, re-reading the manifests every
 --read-replica-refresh; writes are refused with READ_REPLICA.
 
 On SIGTERM or SIGINT the broker stops accepting calls, lets in-flight ones
-finish, fsyncs and closes its logs.`,
+finish, fsyncs and closes its logs.
+
+On SIGHUP it reads its settings again (file, environment and flags, as at
+start) and applies those that can change while it runs:
+tiering.cold_read_bytes_per_sec and tiering.cold_read_gets_per_sec. It
+logs what it applied, and which other changed settings need a restart;
+settings that do not load or validate change nothing.`,
 		Example: `  # one broker on loopback, data in ./data
   strata serve
 
@@ -64,11 +70,12 @@ finish, fsyncs and closes its logs.`,
     --object-store-prefix prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(configFile, os.LookupEnv, cmd.Flags())
+			load := func() (config.Broker, error) { return config.Load(configFile, os.LookupEnv, cmd.Flags()) }
+			cfg, err := load()
 			if err != nil {
 				return err
 			}
-			return serve(cmd, cfg)
+			return serve(cmd, cfg, load)
 		},
 	}
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file")
@@ -76,7 +83,9 @@ finish, fsyncs and closes its logs.`,
 	return cmd
 }
 
-func serve(cmd *cobra.Command, cfg config.Broker) error {
+// serve runs a broker with cfg until SIGTERM or SIGINT; load reads the
+// settings again on SIGHUP.
+func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, error)) error {
 	logger := newLogger(cfg.Log, cmd.ErrOrStderr())
 	for _, name := range config.UnknownEnv(os.Environ()) {
 		if !slices.Contains(clientEnv, name) { // the client commands' variables are not broker settings
@@ -138,12 +147,20 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 			version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
 	}
 
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	case err := <-served:
-		b.Close()
-		return fmt.Errorf("gRPC server stopped: %w", err)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for running := true; running; {
+		select {
+		case <-ctx.Done():
+			logger.Info("shutting down")
+			running = false
+		case err := <-served:
+			b.Close()
+			return fmt.Errorf("gRPC server stopped: %w", err)
+		case <-hup:
+			reload(b, load, logger)
+		}
 	}
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
@@ -158,6 +175,18 @@ func serve(cmd *cobra.Command, cfg config.Broker) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// reload applies the settings load reads now to b, as far as they can
+// change while it runs, and logs the outcome.
+func reload(b *broker.Broker, load func() (config.Broker, error), logger *slog.Logger) {
+	next, err := load()
+	if err != nil {
+		logger.Error("SIGHUP: settings not reloaded; nothing changed", "err", err)
+		return
+	}
+	applied, restart := b.Reload(next)
+	logger.Info("SIGHUP: settings reloaded", "applied", applied, "need_restart", restart)
 }
 
 // serveAdmin serves the admin HTTP endpoint on cfg.Listen, unless it is
