@@ -10,8 +10,9 @@ import (
 // DefaultReaderConfig).
 type ReaderConfig struct {
 	// ChunkBytes is the size of a ranged GET of segment log bytes and of a
-	// cache entry: chunk i of an object is [i*ChunkBytes, (i+1)*ChunkBytes)
-	// of its log bytes. Default 4 MiB.
+	// cache entry, give or take a batch: chunk i of an object starts in
+	// [i*ChunkBytes, (i+1)*ChunkBytes) of its log bytes, at a batch when
+	// the object's index names one there (see chunkStarts). Default 4 MiB.
 	ChunkBytes int64
 	// CacheBytes bounds the bytes of chunks held in memory. Default 256 MiB.
 	CacheBytes int64

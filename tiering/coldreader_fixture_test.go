@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 
@@ -249,18 +250,45 @@ func (f *coldFixture) checkRead(res ColdRead, offset int64, maxBytes int) {
 	if cb == 0 {
 		cb = 4 << 10
 	}
+	starts := f.chunkStarts(f.segs[seg], cb)
+	chunkEnd := func(pos int64) int64 {
+		k := sort.Search(len(starts), func(i int) bool { return starts[i] > pos })
+		if k < len(starts) {
+			return starts[k]
+		}
+		return f.segs[seg].LogLen
+	}
 	first := f.batches[f.batchAt(offset)]
-	chunkEnd := (first.pos/cb + 1) * cb
-	if first.pos+int64(len(first.data)) > chunkEnd {
+	end := chunkEnd(first.pos)
+	if first.pos+int64(len(first.data)) > end {
 		if n != 1 {
 			f.t.Fatalf("read at %d: %d batches after a first one that crosses a chunk boundary", offset, n)
 		}
 		return
 	}
 	if i < len(f.batches) && f.batches[i].seg == seg && len(res.Batches)+len(f.batches[i].data) <= maxBytes &&
-		f.batches[i].pos+int64(len(f.batches[i].data)) <= chunkEnd {
+		f.batches[i].pos+int64(len(f.batches[i].data)) <= end {
 		f.t.Fatalf("read at %d: stopped at %d bytes with the next batch fitting in %d and in the chunk", offset, len(res.Batches), maxBytes)
 	}
+}
+
+// chunkStarts returns where a reader with chunks of cb bytes starts the
+// chunks of seg's object, from the object's footer in the store.
+func (f *coldFixture) chunkStarts(seg SegmentRef, cb int64) []int64 {
+	f.t.Helper()
+	obj, _, err := f.store.Get(f.ctx, seg.Key)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	tr, err := DecodeTrailer(obj[max(0, len(obj)-maxTrailerSize):], int64(len(obj)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	footer, err := DecodeFooter(obj[tr.LogLen:tr.LogLen+tr.FooterLen()], tr)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return chunkStarts(footer, tr.LogLen, cb)
 }
 
 // opCount is how many times the fixture's store was asked op.

@@ -1,7 +1,9 @@
 package tiering
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/strata-log/strata/tiering/objstore"
@@ -62,5 +64,63 @@ func TestColdObjectIndexEntries(t *testing.T) {
 	}
 	if s := r.Stats(); s.IndexGets != 1 {
 		t.Fatalf("%d ranged reads for trailer and footer, want 1", s.IndexGets)
+	}
+}
+
+func TestChunkStarts(t *testing.T) {
+	footer := func(pos ...uint32) *Footer {
+		f := &Footer{}
+		for i, p := range pos {
+			f.Entries = append(f.Entries, IndexEntry{Rel: uint32(i), Pos: p})
+		}
+		return f
+	}
+	for _, c := range []struct {
+		name   string
+		f      *Footer
+		logLen int64
+		want   []int64
+	}{
+		{"one chunk", footer(0), 90, []int64{0}},
+		{"no entries past the first: fixed chunks", footer(0), 350, []int64{0, 100, 200, 300}},
+		{"entries in each chunk: at the first of them", footer(0, 40, 130, 170, 205, 260), 300, []int64{0, 130, 205}},
+		{"an entry exactly at a chunk's start", footer(0, 100, 230), 300, []int64{0, 100, 230}},
+		{"a batch larger than a chunk: fixed inside it", footer(0, 20, 290), 400, []int64{0, 100, 290, 300}},
+		{"entries past a chunk's range are not taken", footer(0, 250), 300, []int64{0, 100, 250}},
+	} {
+		got := chunkStarts(c.f, c.logLen, 100)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: chunkStarts = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestColdReadChunksStartAtBatches: with chunks no finer than the index,
+// every chunk starts at a batch, so no read copies a batch that crosses
+// from one chunk into the next, and every chunk is fetched once.
+func TestColdReadChunksStartAtBatches(t *testing.T) {
+	f := newColdFixture(t)
+	f.addSegment(batchSpec{count: 150, records: 2, valueLen: 5000}) // ~10 KiB batches, ~1.5 MiB
+	const cb = 2 * coldIndexInterval
+	r := f.reader(ReaderConfig{ChunkBytes: cb, ReadAhead: -1})
+	starts := f.chunkStarts(f.segs[0], cb)
+	if len(starts) < 5 {
+		t.Fatalf("chunk starts %v: want the segment in several chunks", starts)
+	}
+	batchAt := map[int64]bool{}
+	for _, b := range f.batches {
+		batchAt[b.pos] = true
+	}
+	for _, s := range starts {
+		if !batchAt[s] {
+			t.Fatalf("chunk starts %v: %d is not where a batch starts", starts, s)
+		}
+	}
+	got := f.readAll(r, 0, 1<<20)
+	if !bytes.Equal(got, f.bytesFrom(0)) {
+		t.Fatal("batches differ from those encoded")
+	}
+	if s := r.Stats(); s.ChunkGets != uint64(len(starts)) || s.BytesFetched != uint64(f.segs[0].LogLen) {
+		t.Fatalf("%d chunk GETs of %d bytes for %d chunks of %d bytes", s.ChunkGets, s.BytesFetched, len(starts), f.segs[0].LogLen)
 	}
 }

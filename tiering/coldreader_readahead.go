@@ -34,7 +34,7 @@ func (r *ColdReader) noteRead(p PartitionRef, offset int64, m readMark) {
 }
 
 // readAhead fetches in the background the ReadAhead chunks that follow a
-// sequential read of p which ended at end.pos of seg's log bytes: the rest
+// sequential read of p which ended in chunk end.chunk of seg: the rest
 // of seg's chunks, then those of the segments after it in h, so that a
 // replay of small segments has several objects in flight, not one after
 // the other. It starts work only for chunks neither cached nor on their
@@ -46,8 +46,7 @@ func (r *ColdReader) readAhead(ctx context.Context, p PartitionRef, h *Head, seg
 		return
 	}
 	cb := r.cfg.ChunkBytes
-	idx := (end.pos-1)/cb + 1 // the chunk after the read's last byte
-	for ; n > 0 && idx*cb < end.logLen; n, idx = n-1, idx+1 {
+	for idx := end.chunk + 1; n > 0 && idx < end.chunks; n, idx = n-1, idx+1 {
 		if !r.prefetchChunk(ctx, p, seg, idx) {
 			return
 		}
@@ -65,8 +64,9 @@ func (r *ColdReader) readAhead(ctx context.Context, p PartitionRef, h *Head, seg
 			if next, ok, err = r.segmentAfter(walk, h, next); !ok || err != nil {
 				return
 			}
-			// A manifest that does not say how long the log is (written
-			// before it did) counts as one chunk.
+			// An object has a chunk per ChunkBytes of log; one whose
+			// manifest does not say how long the log is (written before
+			// it did) counts as one.
 			chunks := max((next.LogLen+cb-1)/cb, 1)
 			for idx := int64(0); n > 0 && idx < chunks; n, idx = n-1, idx+1 {
 				if !r.prefetchChunk(ctx, p, next, idx) {
@@ -93,20 +93,21 @@ func (r *ColdReader) prefetchChunk(ctx context.Context, p PartitionRef, seg Segm
 			return
 		}
 		defer o.release()
-		if idx*r.cfg.ChunkBytes < o.trailer.LogLen && !r.passed(p, seg, idx) {
+		if idx < int64(len(o.chunks)) {
 			r.chunk(ctx, o, idx, true)
 		}
 	})
 }
 
-// passed reports whether a reader of p has already read past chunk idx of
-// seg: read-ahead that started late (the store was slow, or the reader
+// passed reports whether a reader of o's partition has already read past
+// chunk idx of o: read-ahead that started late (the store was slow, or the reader
 // fast) would fetch it for nobody.
-func (r *ColdReader) passed(p PartitionRef, seg SegmentRef, idx int64) bool {
+func (r *ColdReader) passed(o *coldObject, idx int64) bool {
+	_, end := o.chunkRange(idx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, m := range r.stateLocked(p).ends {
-		if m.next > seg.LastOffset || (m.key == seg.Key && m.pos >= (idx+1)*r.cfg.ChunkBytes) {
+	for _, m := range r.stateLocked(o.part).ends {
+		if m.next > o.seg.LastOffset || (m.key == o.seg.Key && m.pos >= end) {
 			return true
 		}
 	}

@@ -10,7 +10,8 @@ import (
 // readEnd is where in its object a read ended, for read-ahead.
 type readEnd struct {
 	pos    int64 // position in the log bytes after the last batch returned
-	logLen int64 // the object's log bytes
+	chunk  int64 // the chunk of the last byte returned
+	chunks int64 // the object's chunks
 }
 
 // readSegment reads whole batches of seg's object, starting with the one
@@ -20,8 +21,9 @@ type readEnd struct {
 //
 // The batches returned are a slice of the cached chunk that holds the
 // first of them, not a copy: a read ends where the next batch would leave
-// that chunk. Only a first batch that itself crosses a chunk boundary is
-// copied, and returned alone, so the read after it starts in the next
+// that chunk. Chunks start at batches where the index allows, so batches
+// seldom cross from one into the next; one that does is copied when it
+// comes first, and returned alone, so the read after it starts in the next
 // chunk and is served from it in place.
 func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg SegmentRef, offset int64, maxBytes int, resume readMark) (ColdRead, readEnd, error) {
 	o, err := r.object(ctx, p, seg)
@@ -50,10 +52,10 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 		}
 		s.skip(b)
 	}
-	cb := r.cfg.ChunkBytes
-	idx := s.pos / cb
+	idx := o.chunkOf(s.pos)
+	base, chunkEnd := o.chunkRange(idx)
 	var out []byte
-	if s.pos+int64(b.Size()) > (idx+1)*cb {
+	if s.pos+int64(b.Size()) > chunkEnd {
 		// The first batch crosses into the next chunk: a copy of it alone.
 		if out, err = s.appendBatch(ctx, make([]byte, 0, b.Size()), b); err != nil {
 			return ColdRead{}, readEnd{}, err
@@ -64,7 +66,7 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 		if err != nil {
 			return ColdRead{}, readEnd{}, err
 		}
-		base, from := idx*cb, s.pos
+		from := s.pos
 		for first := true; !s.done(); first = false {
 			rel := s.pos - base
 			if !first && s.pos-from >= int64(maxBytes) {
@@ -94,7 +96,7 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 	if err := s.checkEnd(); err != nil {
 		return ColdRead{}, readEnd{}, err
 	}
-	return ColdRead{Batches: out, NextOffset: s.next}, readEnd{pos: s.pos, logLen: o.trailer.LogLen}, nil
+	return ColdRead{Batches: out, NextOffset: s.next}, readEnd{pos: s.pos, chunk: o.chunkOf(s.pos - 1), chunks: int64(len(o.chunks))}, nil
 }
 
 // scanner walks the batches of one object's log bytes from an indexed
@@ -195,25 +197,38 @@ func (s *scanner) checkEnd() error {
 
 // appendLog appends o's log bytes [from, to) to dst, chunk by chunk.
 func (r *ColdReader) appendLog(ctx context.Context, o *coldObject, dst []byte, from, to int64) ([]byte, error) {
-	cb := r.cfg.ChunkBytes
-	for idx := from / cb; idx*cb < to; idx++ {
+	for idx := o.chunkOf(from); idx < int64(len(o.chunks)) && o.chunks[idx] < to; idx++ {
 		data, err := r.chunk(ctx, o, idx, false)
 		if err != nil {
 			return dst, err
 		}
-		base := idx * cb
+		base := o.chunks[idx]
 		dst = append(dst, data[max(from-base, 0):min(to-base, int64(len(data)))]...)
 	}
 	return dst, nil
 }
 
+// errPassed ends read-ahead of a chunk its reader has passed already. It
+// counts as a cancellation, so that a read that joined the GET runs its
+// own.
+var errPassed = fmt.Errorf("tiering: read-ahead overtaken by its reader: %w", context.Canceled)
+
 // chunk returns chunk idx of o's log bytes, from the cache or the store.
+// Read-ahead (prefetch) gives up with errPassed, rather than send the GET,
+// if a reader of o's partition has read past the chunk meanwhile.
 func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefetch bool) ([]byte, error) {
-	off := idx * r.cfg.ChunkBytes
-	n := min(r.cfg.ChunkBytes, o.trailer.LogLen-off)
+	off, end := o.chunkRange(idx)
+	n := end - off
 	return r.chunks.get(ctx, chunkKey(o.seg.Key, idx), prefetch, func(ctx context.Context) ([]byte, error) {
+		overtaken := func() bool { return prefetch && r.passed(o, idx) }
+		if overtaken() {
+			return nil, errPassed
+		}
 		b := make([]byte, n)
 		err := r.get(ctx, o.part, n, func() error {
+			if overtaken() { // checked again: the GET may have waited
+				return errPassed
+			}
 			r.counters.chunkGets.Add(1)
 			if prefetch {
 				r.counters.readAheadChunks.Add(1)
@@ -231,8 +246,7 @@ func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefet
 
 // dropChunks forgets the cached chunks holding o's log bytes [from, to).
 func (r *ColdReader) dropChunks(o *coldObject, from, to int64) {
-	cb := r.cfg.ChunkBytes
-	for idx := from / cb; idx*cb < to; idx++ {
+	for idx := o.chunkOf(from); idx < int64(len(o.chunks)) && o.chunks[idx] < to; idx++ {
 		r.chunks.drop(chunkKey(o.seg.Key, idx))
 	}
 }
