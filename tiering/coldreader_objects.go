@@ -129,9 +129,16 @@ func (r *ColdReader) openObject(ctx context.Context, p PartitionRef, seg Segment
 		return nil, fmt.Errorf("tiering: open cold segment %s: %w", seg.Key, err)
 	}
 	o := &coldObject{part: p, seg: seg, rd: rd}
-	if err := r.readIndex(ctx, o); err != nil {
+	logBytes, err := r.readIndex(ctx, o)
+	if err != nil {
 		rd.Close()
 		return nil, err
+	}
+	if logBytes != nil {
+		// The whole object came in one GET: its only chunk is cached as
+		// read-ahead is, until a read takes it.
+		r.counters.bytesFetched.Add(uint64(len(logBytes)))
+		r.chunks.add(chunkKey(seg.Key, 0), logBytes, true)
 	}
 	o.mu.refs = 1
 	r.mu.Lock()
@@ -142,15 +149,18 @@ func (r *ColdReader) openObject(ctx context.Context, p PartitionRef, seg Segment
 
 // readIndex reads o's trailer and footer and checks them against each
 // other and against the manifest's SegmentRef. The manifest says where the
-// log bytes end, so one ranged read usually fetches both.
-func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) error {
+// log bytes end, so one ranged read usually fetches both. An object no
+// larger than a chunk, whose chunk is not cached, is read whole instead:
+// then its log bytes come back too (the object's one chunk), so that
+// replaying small segments takes one GET an object, not two.
+func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) (logBytes []byte, _ error) {
 	seg := o.seg
 	size := seg.Size
 	if got := o.rd.Size(); got != size {
-		return o.corrupt("the object has %d bytes, the manifest says %d", got, size)
+		return nil, o.corrupt("the object has %d bytes, the manifest says %d", got, size)
 	}
 	if size < trailerSizeV1+record.HeaderSize {
-		return o.corrupt("object of %d bytes is too small", size)
+		return nil, o.corrupt("object of %d bytes is too small", size)
 	}
 	// The trailer's size depends on the object's version: read enough for
 	// the larger one.
@@ -158,22 +168,25 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) error {
 	if seg.LogLen >= record.HeaderSize && seg.LogLen <= at && at-seg.LogLen <= maxFooterLen(seg.LogLen) {
 		at = seg.LogLen
 	}
+	if size <= r.cfg.ChunkBytes && seg.LogLen >= record.HeaderSize && !r.chunks.has(chunkKey(seg.Key, 0)) {
+		at = 0
+	}
 	tail, err := r.readIndexBytes(ctx, o, at, size-at)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t, err := DecodeTrailer(tail, size)
 	if err != nil {
-		return fmt.Errorf("tiering: cold segment %s: %w", seg.Key, err)
+		return nil, fmt.Errorf("tiering: cold segment %s: %w", seg.Key, err)
 	}
 	if t.BaseOffset != seg.BaseOffset || t.LastOffset != seg.LastOffset {
-		return o.corrupt("trailer says offsets %d..%d, the manifest %d..%d", t.BaseOffset, t.LastOffset, seg.BaseOffset, seg.LastOffset)
+		return nil, o.corrupt("trailer says offsets %d..%d, the manifest %d..%d", t.BaseOffset, t.LastOffset, seg.BaseOffset, seg.LastOffset)
 	}
 	if seg.LogLen != 0 && (t.LogLen != seg.LogLen || t.LogCRC != seg.LogCRC) {
-		return o.corrupt("trailer says %d log bytes with crc %#08x, the manifest %d with %#08x", t.LogLen, t.LogCRC, seg.LogLen, seg.LogCRC)
+		return nil, o.corrupt("trailer says %d log bytes with crc %#08x, the manifest %d with %#08x", t.LogLen, t.LogCRC, seg.LogLen, seg.LogCRC)
 	}
 	if t.FooterLen() > maxFooterLen(t.LogLen) {
-		return o.corrupt("footer of %d entries for %d log bytes", t.Entries, t.LogLen)
+		return nil, o.corrupt("footer of %d entries for %d log bytes", t.Entries, t.LogLen)
 	}
 	var footer []byte
 	if rel := t.LogLen - at; rel >= 0 && rel+t.FooterLen() <= int64(len(tail))-t.Size() {
@@ -184,16 +197,19 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) error {
 		// producer snapshot kept the first read to the trailer: read it
 		// now.
 		if footer, err = r.readIndexBytes(ctx, o, t.LogLen, t.FooterLen()); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	f, err := DecodeFooter(footer, t)
 	if err != nil {
-		return fmt.Errorf("tiering: cold segment %s: %w", seg.Key, err)
+		return nil, fmt.Errorf("tiering: cold segment %s: %w", seg.Key, err)
 	}
 	o.trailer, o.footer = t, f
 	o.chunks = chunkStarts(f, t.LogLen, r.cfg.ChunkBytes)
-	return nil
+	if at == 0 && len(o.chunks) == 1 {
+		return tail[:t.LogLen:t.LogLen], nil
+	}
+	return nil, nil
 }
 
 // chunkStarts returns where the chunks of an object's log bytes start:

@@ -124,3 +124,43 @@ func TestColdReadChunksStartAtBatches(t *testing.T) {
 		t.Fatalf("%d chunk GETs of %d bytes for %d chunks of %d bytes", s.ChunkGets, s.BytesFetched, len(starts), f.segs[0].LogLen)
 	}
 }
+
+// TestColdReadSmallObjectsTakeOneGet: an object no larger than a chunk is
+// read whole, footer and log in one GET, and a read of it needs no other.
+// Its chunk is not read again when the object is opened anew.
+func TestColdReadSmallObjectsTakeOneGet(t *testing.T) {
+	f := newColdFixture(t)
+	for range 4 {
+		f.addSegment(batchSpec{count: 6, records: 1, valueLen: 400}) // < 4 KiB
+	}
+	r := f.reader(smallChunks())
+	got := f.readAll(r, 0, 1<<20)
+	if !bytes.Equal(got, f.bytesFrom(0)) {
+		t.Fatal("batches differ from those encoded")
+	}
+	s := r.Stats()
+	var logBytes uint64
+	for _, seg := range f.segs {
+		if seg.Size > 4<<10 {
+			t.Fatalf("segment of %d bytes: the test wants objects within a chunk", seg.Size)
+		}
+		logBytes += uint64(seg.LogLen)
+	}
+	if s.IndexGets != 4 || s.ChunkGets != 0 || s.BytesFetched != logBytes {
+		t.Fatalf("four small objects read with %+v: want 4 GETs of the objects and no chunk GET", s)
+	}
+	if n := f.opCount(objstore.OpReadAt); n != 4 {
+		t.Fatalf("%d ranged reads of the store, want 4", n)
+	}
+	// With the footer gone from the cache but the chunk still there, the
+	// object is opened again with a read of its tail alone.
+	r.forgetObject(f.segs[0].Key)
+	res, err := r.Read(f.ctx, f.ref, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.checkRead(res, 0, 1<<20)
+	if s := r.Stats(); s.BytesFetched != logBytes || s.ChunkGets != 0 {
+		t.Fatalf("reopening an object whose chunk is cached fetched it again: %+v", s)
+	}
+}
