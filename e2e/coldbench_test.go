@@ -52,37 +52,20 @@ func BenchmarkColdReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { c.Close() }()
-	cold := func(segment string) map[string]string {
-		return map[string]string{"segment.bytes": segment, "segment.ms": "1s", "local.retention.bytes": "1", "local.retention.ms": "-1", "retention.ms": "-1"}
-	}
 	hot := map[string]string{"segment.bytes": "64MiB", "remote.storage.enable": "false", "retention.ms": "-1"}
 	topics := []struct {
 		name    string
 		cfg     map[string]string
 		records int
-	}{{"replay", cold("64MiB"), records}, {"small", cold("1MiB"), small}, {"hot", hot, records}}
+	}{{"replay", coldOnly("64MiB"), records}, {"small", coldOnly("1MiB"), small}, {"hot", hot, records}}
 	for _, t := range topics {
 		if _, err := c.CreateTopic(ctx, t.name, partitions, 1, t.cfg); err != nil {
 			b.Fatal(err)
 		}
 		fill(ctx, b, c, t.name, t.records, recordSize)
 	}
-	// Everything of "replay" and "small" in the bucket and nothing on
-	// local disk.
-	for _, topic := range []string{"replay", "small"} {
-		waitFor(b, 5*time.Minute, "the history of "+topic+" to move to the bucket", func() bool {
-			d, err := c.DescribeTopic(ctx, topic)
-			if err != nil {
-				return false
-			}
-			for _, p := range d.Partitions {
-				if p.ColdEndOffset != p.HighWatermark || p.LocalStartOffset != p.HighWatermark || p.HighWatermark == 0 {
-					return false
-				}
-			}
-			return true
-		})
-	}
+	waitOnlyInBucket(ctx, b, c, "replay")
+	waitOnlyInBucket(ctx, b, c, "small")
 	var stored int64
 	var keys []string
 	smallObjects := 0
@@ -180,6 +163,30 @@ func BenchmarkColdReplay(b *testing.B) {
 		coldRate/hotRate, warmRate/hotRate, smallRate/coldRate, gets/(float64(coldBytes)/1e9))
 	b.Logf("Go consumer decoding every record (warm cache) %.0f MB/s of values; MinIO raw parallel GETs %.0f MB/s",
 		mbps(consBytes, consTook), mbps(rawBytes, rawTook))
+}
+
+// coldOnly is the configuration of a topic whose history leaves local
+// disk as soon as it is in the bucket, in segments of the size given.
+func coldOnly(segment string) map[string]string {
+	return map[string]string{"segment.bytes": segment, "segment.ms": "1s", "local.retention.bytes": "1", "local.retention.ms": "-1", "retention.ms": "-1"}
+}
+
+// waitOnlyInBucket waits until every partition of topic has records and
+// all of them are in the bucket and none on local disk.
+func waitOnlyInBucket(ctx context.Context, b testing.TB, c *client.Client, topic string) {
+	b.Helper()
+	waitFor(b, 5*time.Minute, "the history of "+topic+" only in the bucket", func() bool {
+		d, err := c.DescribeTopic(ctx, topic)
+		if err != nil {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.ColdEndOffset != p.HighWatermark || p.LocalStartOffset != p.HighWatermark || p.HighWatermark == 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // fill produces n records of size bytes across a topic's partitions.
@@ -345,23 +352,11 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	cold := map[string]string{"segment.bytes": "64MiB", "segment.ms": "1s", "local.retention.bytes": "1", "local.retention.ms": "-1", "retention.ms": "-1"}
-	if _, err := c.CreateTopic(ctx, "history", partitions, 1, cold); err != nil {
+	if _, err := c.CreateTopic(ctx, "history", partitions, 1, coldOnly("64MiB")); err != nil {
 		b.Fatal(err)
 	}
 	fill(ctx, b, c, "history", records, recordSize)
-	waitFor(b, 5*time.Minute, "the history to move to the bucket", func() bool {
-		d, err := c.DescribeTopic(ctx, "history")
-		if err != nil {
-			return false
-		}
-		for _, p := range d.Partitions {
-			if p.ColdEndOffset != p.HighWatermark || p.LocalStartOffset != p.HighWatermark {
-				return false
-			}
-		}
-		return true
-	})
+	waitOnlyInBucket(ctx, b, c, "history")
 	if _, err := c.CreateTopic(ctx, "live", 3, 1, map[string]string{"flush.policy": "always", "remote.storage.enable": "false"}); err != nil {
 		b.Fatal(err)
 	}

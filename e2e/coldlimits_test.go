@@ -41,9 +41,8 @@ func TestColdReadLimitsApplyLive(t *testing.T) {
 	}
 	defer c.Close()
 	const records, size = 2048, 1024 // 2 MiB of values a topic
-	cold := map[string]string{"segment.bytes": "64KiB", "segment.ms": "1s", "local.retention.bytes": "1", "local.retention.ms": "-1", "retention.ms": "-1"}
 	for _, topic := range []string{"paced", "free"} {
-		if _, err := c.CreateTopic(ctx, topic, 1, 1, cold); err != nil {
+		if _, err := c.CreateTopic(ctx, topic, 1, 1, coldOnly("64KiB")); err != nil {
 			t.Fatal(err)
 		}
 		p := newTieredProducer(c)
@@ -53,14 +52,7 @@ func TestColdReadLimitsApplyLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Close()
-		waitFor(t, time.Minute, topic+" only in the bucket", func() bool {
-			d, err := c.DescribeTopic(ctx, topic)
-			if err != nil {
-				return false
-			}
-			p := d.Partitions[0]
-			return p.ColdEndOffset == records && p.LocalStartOffset == records
-		})
+		waitOnlyInBucket(ctx, t, c, topic)
 	}
 	const topicThrottle = `strata_cold_read_throttle_seconds_total{limit="topic"}`
 	replayAll := func(topic string) time.Duration {

@@ -5,16 +5,21 @@ package tiering
 //
 //	Read(offset) -> manifest head (cached for HeadTTL; parts cached, immutable)
 //	             -> the segment holding offset
-//	             -> its trailer and footer (one ranged read, cached by key)
+//	             -> its trailer and footer (one ranged read, cached by key;
+//	                the whole object when it is no larger than a chunk)
 //	             -> the footer's index: where to start scanning
-//	             -> chunks of log bytes (ranged GETs through the chunk cache)
-//	             -> whole batches, each checked, copied out for the caller
+//	             -> chunks of log bytes, starting at batches (ranged GETs
+//	                through the chunk cache)
+//	             -> whole batches, each checked, a slice of the cached chunk
 //
-// A reader that continues where its last read ended gets the next chunks
-// fetched in the background (read-ahead).
+// A reader that continues where its last read ended gets the next chunks,
+// on into the next segments, fetched in the background (read-ahead), for
+// as long as its context lasts. Every GET waits for the configured Pace
+// (the broker's limits) and for one of MaxGets places.
 //
-// Lock order: ColdReader.mu before coldObject.mu. The chunk cache and the
-// flights have locks of their own that are never held while taking another.
+// Lock order: ColdReader.mu before coldObject.mu, and before the chunk
+// cache's lock. The chunk cache and the flights never take another lock
+// while holding their own.
 
 import (
 	"context"
@@ -145,11 +150,12 @@ func (r *ColdReader) begin(ctx context.Context) (_ context.Context, end func(), 
 // least one whole batch. They come from one cold segment, and from one
 // chunk of it unless the first batch alone crosses from one chunk into the
 // next (the caller continues from NextOffset). Every batch returned has
-// been checked (length, magic, CRC) and their offsets follow on. A damaged object gives
-// an error wrapping ErrCorrupt that names the object's key, never data. An
-// offset outside the cold tier gives *OutOfColdRangeError; an offset past
-// the end of the cached manifest is checked against a fresh one first,
-// since the leader may have committed since.
+// been checked (length, magic, CRC) and their offsets follow on. A damaged
+// object gives an error wrapping ErrCorrupt that names the object's key,
+// never data. An offset outside the cold tier gives *OutOfColdRangeError;
+// an offset past the end of the cached manifest is checked against a fresh
+// one first, since the leader may have committed since. Read-ahead that a
+// sequential Read starts lives as long as ctx.
 func (r *ColdReader) Read(ctx context.Context, p PartitionRef, offset int64, maxBytes int) (ColdRead, error) {
 	caller := ctx // read-ahead lives as long as the caller's context
 	ctx, end, err := r.begin(ctx)

@@ -100,8 +100,8 @@ func (r *ColdReader) prefetchChunk(ctx context.Context, p PartitionRef, seg Segm
 }
 
 // passed reports whether a reader of o's partition has already read past
-// chunk idx of o: read-ahead that started late (the store was slow, or the reader
-// fast) would fetch it for nobody.
+// chunk idx of o: read-ahead that started late (the store was slow, or the
+// reader fast) would fetch it for nobody.
 func (r *ColdReader) passed(o *coldObject, idx int64) bool {
 	_, end := o.chunkRange(idx)
 	r.mu.Lock()

@@ -14,7 +14,8 @@ type ReaderStats struct {
 	// reads of manifest heads and parts.
 	Gets uint64
 	// ChunkGets are the ranged reads of chunks, read-ahead included;
-	// BytesFetched their bytes.
+	// BytesFetched the log bytes fetched, by them and by whole reads of
+	// objects no larger than a chunk.
 	ChunkGets    uint64
 	BytesFetched uint64
 	// ReadAheadChunks are the chunk GETs issued by read-ahead.
@@ -22,7 +23,8 @@ type ReaderStats struct {
 	// SharedGets counts lookups (of chunks, footers and manifests) that
 	// joined a GET already in flight instead of sending their own.
 	SharedGets uint64
-	// IndexGets are the ranged reads of segment trailers and footers;
+	// IndexGets are the reads of segment trailers and footers (whole
+	// objects, when no larger than a chunk);
 	// ManifestGets the reads of manifest heads and parts.
 	IndexGets    uint64
 	ManifestGets uint64
