@@ -39,7 +39,8 @@ func (b *Broker) topicReadLimits(topic, topicID string) (bytes, gets int64, ok b
 	if !ok || t.ID != topicID {
 		return 0, 0, false
 	}
-	return b.readLimitsOf(t.Config)
+	bytes, gets = b.readLimitsOf(t.Config)
+	return bytes, gets, true
 }
 
 // replicaReadLimits returns a topic's cold read limits from the settings
@@ -52,15 +53,18 @@ func (b *Broker) replicaReadLimits(topic, topicID string) (bytes, gets int64, ok
 	if !ok || t.id != topicID {
 		return 0, 0, false
 	}
-	return b.readLimitsOf(t.config)
+	bytes, gets = b.readLimitsOf(t.config)
+	return bytes, gets, true
 }
 
-func (b *Broker) readLimitsOf(overrides map[string]string) (bytes, gets int64, ok bool) {
+// readLimitsOf returns the cold read limits of a topic with these
+// overrides of the broker's topic defaults.
+func (b *Broker) readLimitsOf(overrides map[string]string) (bytes, gets int64) {
 	cfg, err := b.defaults.With(overrides)
 	if err != nil {
 		cfg = b.defaults
 	}
-	return cfg.RemoteReadBytesPerSec, cfg.RemoteReadGetsPerSec, true
+	return cfg.RemoteReadBytesPerSec, cfg.RemoteReadGetsPerSec
 }
 
 // rateLimit is a token bucket filling at rate tokens a second and holding
@@ -71,6 +75,12 @@ func (b *Broker) readLimitsOf(overrides map[string]string) (bytes, gets int64, o
 // for, into debt if need be: a GET larger than the bucket still goes, and
 // the debt holds back the next ones. A rate of 0 is unlimited. The zero
 // value is unlimited.
+//
+// It is not the quotas' bucket (quota.go), which lets a request through
+// while the bucket holds any tokens at all and holds a second's worth:
+// with a limit of a few GETs a second that admits the next GET a
+// millisecond after the last, and a second's worth of chunks at once
+// showed in the writers' latency. Its rate also changes while it runs.
 type rateLimit struct {
 	mu     sync.Mutex
 	rate   float64
@@ -170,25 +180,26 @@ func newColdPacer(t config.Tiering, limitsOf func(topic, topicID string) (int64,
 // and the broker's limits let it go.
 func (c *coldPacer) pace(ctx context.Context, p tiering.PartitionRef, n int64) error {
 	if tp := c.topic(p); tp != nil {
-		waited, err := tp.gets.wait(ctx, 1)
-		if err == nil {
-			var w time.Duration
-			w, err = tp.bytes.wait(ctx, float64(n))
-			waited += w
-		}
+		waited, err := waitGet(ctx, &tp.gets, &tp.bytes, n)
 		c.count(false, waited)
 		if err != nil {
 			return err
 		}
 	}
-	waited, err := c.gets.wait(ctx, 1)
-	if err == nil {
-		var w time.Duration
-		w, err = c.bytes.wait(ctx, float64(n))
-		waited += w
-	}
+	waited, err := waitGet(ctx, &c.gets, &c.bytes, n)
 	c.count(true, waited)
 	return err
+}
+
+// waitGet takes a GET from gets and its n bytes from bytes, and returns
+// how long that took.
+func waitGet(ctx context.Context, gets, bytes *rateLimit, n int64) (time.Duration, error) {
+	waited, err := gets.wait(ctx, 1)
+	if err != nil {
+		return waited, err
+	}
+	w, err := bytes.wait(ctx, float64(n))
+	return waited + w, err
 }
 
 // topic returns p's topic's limits, with its current rates, or nil when
@@ -233,23 +244,23 @@ func (c *coldPacer) throttled() (broker, topic time.Duration) {
 	return c.waited.broker, c.waited.topic
 }
 
-// LiveSettings are the broker settings Reload applies without a restart.
-var LiveSettings = []string{"tiering.cold_read_bytes_per_sec", "tiering.cold_read_gets_per_sec"}
+// liveSettings are the broker settings Reload applies without a restart.
+var liveSettings = []string{"tiering.cold_read_bytes_per_sec", "tiering.cold_read_gets_per_sec"}
 
 // Reload applies the settings of next that can change while the broker
-// runs (LiveSettings). It returns those that changed since the last
+// runs (tiering.cold_read_bytes_per_sec and tiering.cold_read_gets_per_sec). It returns those that changed since the last
 // reload, and the other settings that differ from the ones the broker
 // started with, which take effect only after a restart.
 func (b *Broker) Reload(next config.Broker) (applied, needRestart []string) {
 	b.reload.Lock()
 	defer b.reload.Unlock()
 	for _, path := range config.Changed(b.cfg, next) {
-		if !slices.Contains(LiveSettings, path) {
+		if !slices.Contains(liveSettings, path) {
 			needRestart = append(needRestart, path)
 		}
 	}
 	for _, path := range config.Changed(b.reload.live, next) {
-		if slices.Contains(LiveSettings, path) {
+		if slices.Contains(liveSettings, path) {
 			applied = append(applied, path)
 		}
 	}

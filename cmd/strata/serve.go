@@ -94,6 +94,11 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// Taken from the start, so that a SIGHUP while the broker starts is a
+	// reload once it runs rather than the end of the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -147,9 +152,6 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 			version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
 	}
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for running := true; running; {
 		select {
 		case <-ctx.Done():
