@@ -75,15 +75,25 @@ func TestColdReadBatchesLargerThanAChunk(t *testing.T) {
 	}
 }
 
+// TestColdReadAnswersCannotBeAppendedIntoTheCache: a read hands out the
+// cached chunk's bytes in place (two reads of the same batches share
+// them, nothing was copied), but an append to an answer cannot write into
+// the cache.
 func TestColdReadAnswersCannotBeAppendedIntoTheCache(t *testing.T) {
 	f := threeSegments(t)
 	r := f.reader(smallChunks())
+	var first []byte
 	for range 2 {
 		res, err := r.Read(f.ctx, f.ref, 0, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.checkRead(res, 0, 1<<20)
+		if first == nil {
+			first = res.Batches
+		} else if &first[0] != &res.Batches[0] {
+			t.Fatal("two reads of the same batches got copies, not the cached chunk")
+		}
 		// The answer is a slice of a cached chunk with no room beyond it:
 		// an append copies instead of writing over the bytes after it.
 		grown := append(res.Batches, bytes.Repeat([]byte{0xff}, 4<<10)...)
