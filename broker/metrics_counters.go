@@ -21,6 +21,10 @@ type brokerMetrics struct {
 	// this broker leads (observeISR).
 	isrShrinks atomic.Int64
 	isrExpands atomic.Int64
+	// sequenceWaits counts idempotent batches that reached this leader
+	// before batches their producer sent ahead of them and waited for
+	// them (producers.go, awaitTurn).
+	sequenceWaits atomic.Int64
 
 	isr struct {
 		sync.Mutex

@@ -104,6 +104,9 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	if err := validateRecords(p, cfg, req.Batch); err != nil {
 		return ProduceResult{}, err
 	}
+	if req.Batch.ProducerID() != record.NoProducerID {
+		p.producers.awaitTurn(ctx, p.log, req.Batch, sequenceWait, func() { b.metrics.sequenceWaits.Add(1) })
+	}
 	res, w, err := p.appendAsLeader(req.Batch, req.Acks)
 	if err != nil {
 		if errors.Is(err, errNotLeaderNow) {

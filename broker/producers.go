@@ -24,6 +24,15 @@ package broker
 //     with the original's offsets while nothing is written;
 //   - otherwise the batch must start right after the producer's last one:
 //     OUT_OF_ORDER_SEQUENCE if not.
+//
+// A producer may have several batches of a partition in flight at once, and
+// calls on one connection are served concurrently, so a batch can reach the
+// leader before the ones sent ahead of it. Before the check, a batch that
+// starts past where its producer's sequences stand waits for them to get
+// there, at most sequenceWait (awaitTurn): refused at once, it would send its
+// producer back to retry, and with many in flight no batch might ever come in
+// its turn. The wait only delays the check, which decides as above.
+//
 // Every replica records each batch it appends (record), so a follower that
 // becomes leader knows what its predecessor wrote.
 //
@@ -48,6 +57,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/record"
@@ -60,6 +70,11 @@ const (
 	producerBatches = 5
 	// maxProducers bounds the producers a partition remembers.
 	maxProducers = 10_000
+	// sequenceWait bounds how long a batch waits for its producer's
+	// earlier batches (awaitTurn): long enough for any sent ahead of it on
+	// a live connection, short enough that a gap that stays open (a batch
+	// that was refused or lost) is refused soon.
+	sequenceWait = time.Second
 )
 
 // InitProducer gives an idempotent producer its identity: an id no other
@@ -126,6 +141,9 @@ type producerState struct {
 		// next is the offset after the last batch the state reflects: a
 		// batch below it is in the state already.
 		next int64
+		// changed is closed (and dropped) when the state changes, for the
+		// batches waiting for their turn; nil while none waits.
+		changed chan struct{}
 	}
 	// snaps are the partition's snapshot files, set when its log opens
 	// (attach).
@@ -181,6 +199,7 @@ func (s *producerState) reset() {
 }
 
 func (s *producerState) clearLocked() {
+	s.notifyLocked()
 	clear(s.mu.producers)
 	s.mu.lru.Init()
 	s.mu.built = false
@@ -260,6 +279,7 @@ func (s *producerState) recordLocked(b record.Batch) {
 		return
 	}
 	s.mu.next = b.NextOffset()
+	s.notifyLocked()
 	var e *producerEntry
 	if el, ok := s.mu.producers[id]; ok {
 		s.mu.lru.MoveToFront(el)
@@ -327,6 +347,87 @@ func (s *producerState) checkLocked(b record.Batch) (dup *producerBatch, refusal
 		return nil, outOfOrder(id, first, want)
 	}
 	return nil, nil
+}
+
+// notifyLocked wakes the batches waiting for their turn.
+func (s *producerState) notifyLocked() {
+	if s.mu.changed != nil {
+		close(s.mu.changed)
+		s.mu.changed = nil
+	}
+}
+
+// awaitTurn waits, at most limit or until ctx ends, while b starts past
+// where its producer's sequences in the partition stand: the batches sent
+// ahead of it may still be on their way. It calls onWait when it starts
+// waiting. It decides nothing: checkLocked then takes b or refuses it.
+func (s *producerState) awaitTurn(ctx context.Context, l *hotlog.Log, b record.Batch, limit time.Duration, onWait func()) {
+	var expired <-chan time.Time
+	for {
+		s.mu.Lock()
+		if s.ensureBuiltLocked(l) != nil || !s.earlyLocked(b) {
+			s.mu.Unlock()
+			return
+		}
+		if s.mu.changed == nil {
+			s.mu.changed = make(chan struct{})
+		}
+		changed := s.mu.changed
+		s.mu.Unlock()
+		if expired == nil {
+			onWait()
+			t := time.NewTimer(limit)
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case <-changed:
+		case <-expired:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// earlyLocked says b starts past where its producer's sequences stand, so
+// checkLocked would refuse it for a gap that batches sent ahead of it may
+// fill: sequence 0 has not come from a producer (or epoch) the partition
+// does not know, or b starts ahead of the producer's next sequence, by less
+// than half the sequence space (beyond that, it is behind: an old batch no
+// longer remembered).
+func (s *producerState) earlyLocked(b record.Batch) bool {
+	id, epoch, first := b.ProducerID(), b.ProducerEpoch(), b.BaseSequence()
+	if id < 0 || epoch < 0 || first < 0 {
+		return false
+	}
+	el, ok := s.mu.producers[id]
+	if !ok {
+		return first != 0
+	}
+	e := el.Value.(*producerEntry)
+	switch {
+	case epoch < e.epoch:
+		return false
+	case epoch > e.epoch:
+		return first != 0
+	}
+	for i := range e.n {
+		if e.batches[i].firstSeq == first {
+			return false // a resend, or a batch that overlaps one
+		}
+	}
+	want := addSequence(e.last().lastSeq, 1)
+	return first != want && sequenceDistance(want, first) <= math.MaxInt32/2
+}
+
+// sequenceDistance counts the records from sequence from up to sequence
+// to, going forward and wrapping from MaxInt32 to 0.
+func sequenceDistance(from, to int32) int32 {
+	if to >= from {
+		return to - from
+	}
+	return math.MaxInt32 - from + to + 1
 }
 
 func outOfOrder(id int64, got, want int32) *Error {

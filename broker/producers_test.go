@@ -268,6 +268,42 @@ func TestProducerSequenceWrap(t *testing.T) {
 	}
 }
 
+// TestProducerEarlyBatches: which batches wait for their turn
+// (earlyLocked) rather than going to the check at once: those starting
+// past the producer's next sequence, across the wrap from MaxInt32 to 0,
+// and later batches of a producer or epoch whose sequence 0 has not come;
+// not the next batch, a resend, an old batch or a fenced epoch.
+func TestProducerEarlyBatches(t *testing.T) {
+	ld := newLeader(t, hotlog.DefaultConfig())
+	ld.seed(idemBatch(t, 1, 2, 0, 3))               // producer 1, epoch 2: sequences 0-2
+	ld.seed(idemBatch(t, 2, 0, math.MaxInt32-1, 1)) // producer 2: next is MaxInt32
+	for _, c := range []struct {
+		what  string
+		b     record.Batch
+		early bool
+	}{
+		{"the next batch", idemBatch(t, 1, 2, 3, 1), false},
+		{"one batch ahead", idemBatch(t, 1, 2, 4, 1), true},
+		{"far ahead", idemBatch(t, 1, 2, math.MaxInt32/2, 1), true},
+		{"behind (more than half the sequences ahead)", idemBatch(t, 1, 2, math.MaxInt32-5, 1), false},
+		{"a resend", idemBatch(t, 1, 2, 0, 3), false},
+		{"an older epoch", idemBatch(t, 1, 1, 7, 1), false},
+		{"a newer epoch at 0", idemBatch(t, 1, 3, 0, 1), false},
+		{"a newer epoch past 0", idemBatch(t, 1, 3, 4, 1), true},
+		{"an unknown producer at 0", idemBatch(t, 9, 0, 0, 1), false},
+		{"an unknown producer past 0", idemBatch(t, 9, 0, 1, 1), true},
+		{"the next batch across the wrap", idemBatch(t, 2, 0, math.MaxInt32, 1), false},
+		{"ahead across the wrap", idemBatch(t, 2, 0, 3, 1), true},
+	} {
+		ld.s.mu.Lock()
+		got := ld.s.earlyLocked(c.b)
+		ld.s.mu.Unlock()
+		if got != c.early {
+			t.Errorf("%s (producer %d epoch %d sequence %d): early %v, want %v", c.what, c.b.ProducerID(), c.b.ProducerEpoch(), c.b.BaseSequence(), got, c.early)
+		}
+	}
+}
+
 // TestProducerRebuild: the state rebuilt from a real log, across segments
 // and with other writers' batches between, is the state the leader built
 // while appending, with or without snapshots to start from.

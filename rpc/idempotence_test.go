@@ -398,3 +398,55 @@ func TestIdempotentRetryAfterFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotentBatchesArriveOutOfOrder: a producer's batches in flight
+// together may reach the leader in any order, since calls on one
+// connection are served concurrently. A batch whose producer's earlier
+// batches have not arrived yet waits for them rather than being refused as
+// out of order, which would send the producer back to retry (and, with
+// many in flight, starve it). A gap that stays open is still refused.
+func TestIdempotentBatchesArriveOutOfOrder(t *testing.T) {
+	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	tb.createTopic(t, "inflight", 1, nil)
+	waits := func() float64 { return scrapeOf(t, tb.Broker).sum("strata_produce_sequence_waits_total") }
+	early := func(b record.Batch) <-chan error {
+		before := waits()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := tb.send(t, "inflight", b, stratav1.Acks_ACKS_ALL)
+			errc <- err
+		}()
+		waitUntil(t, "the early batch waiting for its turn", func() bool { return waits() > before })
+		return errc
+	}
+
+	// A known producer: batch 2 comes before batch 1.
+	pid := initProducer(t, tb)
+	if _, err := tb.send(t, "inflight", idemBatch(t, pid, 0, "a"), stratav1.Acks_ACKS_ALL); err != nil {
+		t.Fatal(err)
+	}
+	third := early(idemBatch(t, pid, 2, "c"))
+	if res, err := tb.send(t, "inflight", idemBatch(t, pid, 1, "b"), stratav1.Acks_ACKS_ALL); err != nil || res.BaseOffset != 1 {
+		t.Fatalf("batch 1: %v %v", res, err)
+	}
+	if err := <-third; err != nil {
+		t.Fatalf("batch 2, sent before batch 1: %v", err)
+	}
+
+	// A producer the partition does not know yet: batch 1 before batch 0.
+	other := initProducer(t, tb)
+	second := early(idemBatch(t, other, 1, "y"))
+	if _, err := tb.send(t, "inflight", idemBatch(t, other, 0, "x"), stratav1.Acks_ACKS_ALL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("batch 1 of a new producer, sent before its batch 0: %v", err)
+	}
+	mustValues(t, tb.values(t, "inflight"), "a", "b", "c", "x", "y")
+
+	// A gap nobody fills is refused once the wait is over; nothing is written.
+	if _, err := tb.send(t, "inflight", idemBatch(t, pid, 9, "z"), stratav1.Acks_ACKS_ALL); reasonOf(err) != "OUT_OF_ORDER_SEQUENCE" {
+		t.Fatalf("a gap that stays open: %v", err)
+	}
+	mustValues(t, tb.values(t, "inflight"), "a", "b", "c", "x", "y")
+}
