@@ -31,7 +31,7 @@ type chunkCache struct {
 	// main is nil when the budget left after the window cannot hold a
 	// chunk.
 	main    *ristretto.Cache[string, *cachedChunk]
-	flights flight[string, []byte]
+	flights flight[string, *chunk]
 	// aheadLimit bounds the chunks read-ahead may have brought in and not
 	// yet seen read, with those on their way: half the window, so that
 	// read-ahead cannot push out of the window what it fetched before a
@@ -39,18 +39,28 @@ type chunkCache struct {
 	aheadLimit int
 	mu         struct {
 		sync.Mutex
-		window *lru[string, []byte]
+		window *lru[string, *chunk]
 		// unread are the chunks in the window that read-ahead fetched and
 		// no read has asked for yet.
 		unread map[string]struct{}
 	}
 }
 
+// chunk is a cached chunk of an object's log bytes.
+type chunk struct {
+	data []byte
+	// checked is how many bytes from the start of data hold whole batches
+	// that passed every check of their bytes (length, magic, CRC, record
+	// count) when the chunk was fetched (checkChunk): a read of them checks
+	// only what ties each to its place (its offsets), not its bytes again.
+	checked int64
+}
+
 // cachedChunk is a main-region entry. The key is kept so that a hit can be
 // checked against the key asked for: ristretto stores hashes, not keys.
 type cachedChunk struct {
-	key  string
-	data []byte
+	key string
+	ch  *chunk
 }
 
 func newChunkCache(cacheBytes, chunkBytes int64, counters *readerCounters) (*chunkCache, error) {
@@ -62,7 +72,7 @@ func newChunkCache(cacheBytes, chunkBytes int64, counters *readerCounters) (*chu
 	c := &chunkCache{counters: counters, aheadLimit: int(max(windowChunks/2, 1))}
 	c.flights.joins = &counters.sharedGets
 	c.mu.unread = map[string]struct{}{}
-	c.mu.window = newLRU(windowBytes, func(key string, _ []byte) { delete(c.mu.unread, key) })
+	c.mu.window = newLRU(windowBytes, func(key string, _ *chunk) { delete(c.mu.unread, key) })
 	if mainBytes := cacheBytes - windowBytes; mainBytes > 0 {
 		// Ristretto wants about ten counters per entry it may hold.
 		entries := mainBytes/chunkBytes + 1
@@ -89,28 +99,28 @@ func chunkKey(object string, idx int64) string {
 // get returns the chunk named key, calling fetch to read it from the store
 // when it is not cached and no GET for it is in flight. prefetch marks a
 // read-ahead lookup, which is left out of the hit and miss counts.
-func (c *chunkCache) get(ctx context.Context, key string, prefetch bool, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
-	if data, ok := c.lookup(key, !prefetch); ok {
+func (c *chunkCache) get(ctx context.Context, key string, prefetch bool, fetch func(context.Context) (*chunk, error)) (*chunk, error) {
+	if ch, ok := c.lookup(key, !prefetch); ok {
 		if !prefetch {
 			c.counters.chunkHits.Add(1)
 		}
-		return data, nil
+		return ch, nil
 	}
 	if !prefetch {
 		c.counters.chunkMisses.Add(1)
 	}
-	data, _, err := c.flights.do(ctx, key, func(ctx context.Context) ([]byte, error) {
+	ch, _, err := c.flights.do(ctx, key, func(ctx context.Context) (*chunk, error) {
 		// A GET that finished between the lookup above and now has
 		// cached the chunk: the window takes it synchronously.
-		if data, ok := c.lookup(key, !prefetch); ok {
-			return data, nil
+		if ch, ok := c.lookup(key, !prefetch); ok {
+			return ch, nil
 		}
-		data, err := fetch(ctx)
+		ch, err := fetch(ctx)
 		if err != nil {
 			return nil, err
 		}
-		c.add(key, data, prefetch)
-		return data, nil
+		c.add(key, ch, prefetch)
+		return ch, nil
 	})
 	if err == nil && !prefetch {
 		// It may have come from a read-ahead GET this read joined.
@@ -118,35 +128,36 @@ func (c *chunkCache) get(ctx context.Context, key string, prefetch bool, fetch f
 		delete(c.mu.unread, key)
 		c.mu.Unlock()
 	}
-	return data, err
+	return ch, err
 }
 
 // lookup returns the chunk named key if it is cached; read says a read
 // (not read-ahead) wants it.
-func (c *chunkCache) lookup(key string, read bool) ([]byte, bool) {
+func (c *chunkCache) lookup(key string, read bool) (*chunk, bool) {
 	c.mu.Lock()
-	data, ok := c.mu.window.get(key)
+	ch, ok := c.mu.window.get(key)
 	if ok && read {
 		delete(c.mu.unread, key)
 	}
 	c.mu.Unlock()
 	if ok {
-		return data, true
+		return ch, true
 	}
-	if ch, ok := c.main.Get(key); ok && ch != nil && ch.key == key {
-		return ch.data, true
+	if e, ok := c.main.Get(key); ok && e != nil && e.key == key {
+		return e.ch, true
 	}
 	return nil, false
 }
 
-func (c *chunkCache) add(key string, data []byte, prefetch bool) {
+func (c *chunkCache) add(key string, ch *chunk, prefetch bool) {
+	n := int64(len(ch.data))
 	c.mu.Lock()
-	c.mu.window.add(key, data, int64(len(data)))
+	c.mu.window.add(key, ch, n)
 	if _, in := c.mu.window.peek(key); in && prefetch {
 		c.mu.unread[key] = struct{}{}
 	}
 	c.mu.Unlock()
-	c.main.Set(key, &cachedChunk{key: key, data: data}, int64(len(data)))
+	c.main.Set(key, &cachedChunk{key: key, ch: ch}, n)
 }
 
 // has reports whether the chunk is cached or being fetched, so read-ahead
@@ -158,7 +169,7 @@ func (c *chunkCache) has(key string) bool {
 	if ok {
 		return true
 	}
-	if ch, ok := c.main.Get(key); ok && ch != nil && ch.key == key {
+	if e, ok := c.main.Get(key); ok && e != nil && e.key == key {
 		return true
 	}
 	return c.flights.busy(key)

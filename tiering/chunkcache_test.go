@@ -16,15 +16,15 @@ func TestChunkCacheServesFromMemory(t *testing.T) {
 	defer c.close()
 	ctx := context.Background()
 	fetches := 0
-	fetch := func(n byte) func(context.Context) ([]byte, error) {
-		return func(context.Context) ([]byte, error) {
+	fetch := func(n byte) func(context.Context) (*chunk, error) {
+		return func(context.Context) (*chunk, error) {
 			fetches++
-			return bytes.Repeat([]byte{n}, 4<<10), nil
+			return &chunk{data: bytes.Repeat([]byte{n}, 4<<10)}, nil
 		}
 	}
 	for i := range 3 {
-		b, err := c.get(ctx, chunkKey("obj", 1), false, fetch(1))
-		if err != nil || b[0] != 1 || fetches != 1 {
+		ch, err := c.get(ctx, chunkKey("obj", 1), false, fetch(1))
+		if err != nil || ch.data[0] != 1 || fetches != 1 {
 			t.Fatalf("get %d: %v, %d fetches", i, err, fetches)
 		}
 	}
@@ -36,7 +36,7 @@ func TestChunkCacheServesFromMemory(t *testing.T) {
 		t.Fatalf("%v, misses %d", err, counters.chunkMisses.Load())
 	}
 	// Chunks of different objects or indexes never meet.
-	if b, _ := c.get(ctx, chunkKey("obj#1", 2), false, fetch(3)); b[0] != 3 {
+	if ch, _ := c.get(ctx, chunkKey("obj#1", 2), false, fetch(3)); ch.data[0] != 3 {
 		t.Fatal("obj#1 chunk 2 served another chunk")
 	}
 	// The main region takes chunks asynchronously; once it has, a chunk
@@ -45,13 +45,13 @@ func TestChunkCacheServesFromMemory(t *testing.T) {
 	c.mu.Lock()
 	c.mu.window.clear()
 	c.mu.Unlock()
-	if b, _ := c.get(ctx, chunkKey("obj", 1), false, fetch(9)); b[0] != 1 || fetches != 3 {
-		t.Fatalf("after the window emptied: chunk %d, %d fetches", b[0], fetches)
+	if ch, _ := c.get(ctx, chunkKey("obj", 1), false, fetch(9)); ch.data[0] != 1 || fetches != 3 {
+		t.Fatalf("after the window emptied: chunk %d, %d fetches", ch.data[0], fetches)
 	}
 	// A dropped chunk is fetched again; a failed fetch caches nothing.
 	c.drop(chunkKey("obj", 1))
 	boom := errors.New("boom")
-	if _, err := c.get(ctx, chunkKey("obj", 1), false, func(context.Context) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+	if _, err := c.get(ctx, chunkKey("obj", 1), false, func(context.Context) (*chunk, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
 	if c.has(chunkKey("obj", 1)) {
@@ -78,8 +78,8 @@ func TestChunkCacheBudget(t *testing.T) {
 			t.Errorf("budget %d, chunks %d: window %d main %d, want %d and %d", tc.budget, tc.chunk, w, m, tc.window, tc.main)
 		}
 		for i := range 20 {
-			c.get(context.Background(), chunkKey("o", int64(i)), false, func(context.Context) ([]byte, error) {
-				return make([]byte, tc.chunk), nil
+			c.get(context.Background(), chunkKey("o", int64(i)), false, func(context.Context) (*chunk, error) {
+				return &chunk{data: make([]byte, tc.chunk)}, nil
 			})
 			c.wait()
 			if n := c.bytes(); n > tc.budget {

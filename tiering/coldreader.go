@@ -150,7 +150,8 @@ func (r *ColdReader) begin(ctx context.Context) (_ context.Context, end func(), 
 // least one whole batch. They come from one cold segment, and from one
 // chunk of it unless the first batch alone crosses from one chunk into the
 // next (the caller continues from NextOffset). Every batch returned has
-// been checked (length, magic, CRC) and their offsets follow on. A damaged
+// been checked (length, magic, CRC: once, when its chunk came from the
+// store) and their offsets follow on. A damaged
 // object gives an error wrapping ErrCorrupt that names the object's key,
 // never data. An offset outside the cold tier gives *OutOfColdRangeError;
 // an offset past the end of the cached manifest is checked against a fresh

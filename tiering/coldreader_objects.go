@@ -138,7 +138,7 @@ func (r *ColdReader) openObject(ctx context.Context, p PartitionRef, seg Segment
 		// The whole object came in one GET: its only chunk is cached as
 		// read-ahead is, until a read takes it.
 		r.counters.bytesFetched.Add(uint64(len(logBytes)))
-		r.chunks.add(chunkKey(seg.Key, 0), logBytes, true)
+		r.chunks.add(chunkKey(seg.Key, 0), r.checkChunk(o, 0, logBytes), true)
 	}
 	o.mu.refs = 1
 	r.mu.Lock()
@@ -234,6 +234,17 @@ func chunkStarts(f *Footer, logLen, chunkBytes int64) []int64 {
 		starts = append(starts, at)
 	}
 	return starts
+}
+
+// batchStartsAt reports whether a batch is known to start at log position
+// pos: the first, or one the index names. (The footer passed its CRC.)
+func (o *coldObject) batchStartsAt(pos int64) bool {
+	if pos == 0 {
+		return true
+	}
+	es := o.footer.Entries
+	i := sort.Search(len(es), func(i int) bool { return int64(es[i].Pos) >= pos })
+	return i < len(es) && int64(es[i].Pos) == pos
 }
 
 // chunkOf returns the chunk holding log position pos.

@@ -164,3 +164,37 @@ func TestColdReadSmallObjectsTakeOneGet(t *testing.T) {
 		t.Fatalf("reopening an object whose chunk is cached fetched it again: %+v", s)
 	}
 }
+
+// TestColdReadChecksEachBatchOnce: a batch's bytes (CRC and all) are
+// checked once, when its chunk comes from the store, whoever fetched it;
+// replays served from the cache check only the batches' offsets. With
+// chunks starting at batches, a cold replay checks each log byte once and
+// a warm one none, for chunks read in ranges and objects read whole.
+func TestColdReadChecksEachBatchOnce(t *testing.T) {
+	f := newColdFixture(t)
+	f.addSegment(batchSpec{count: 150, records: 2, valueLen: 5000})
+	f.addSegment(batchSpec{count: 3, records: 1, valueLen: 400}) // read whole, in one GET
+	const cb = 2 * coldIndexInterval
+	for _, ahead := range []int{-1, 8} {
+		r := f.reader(ReaderConfig{ChunkBytes: cb, ReadAhead: ahead})
+		var logLen uint64
+		for _, seg := range f.segs {
+			logLen += uint64(seg.LogLen)
+		}
+		if !bytes.Equal(f.readAll(r, 0, 64<<10), f.bytesFrom(0)) {
+			t.Fatal("batches differ from those encoded")
+		}
+		if s := r.Stats(); s.BytesFetched != logLen {
+			t.Fatalf("read ahead %d: fetched %d bytes of %d: the test wants each chunk fetched once", ahead, s.BytesFetched, logLen)
+		}
+		if got := r.counters.checkedBytes.Load(); got != logLen {
+			t.Fatalf("read ahead %d: a cold replay checked %d bytes of batches, want each of the %d log bytes once", ahead, got, logLen)
+		}
+		if !bytes.Equal(f.readAll(r, 0, 64<<10), f.bytesFrom(0)) {
+			t.Fatal("batches differ from those encoded on the warm replay")
+		}
+		if got := r.counters.checkedBytes.Load(); got != logLen {
+			t.Fatalf("read ahead %d: a warm replay checked %d more bytes of batches, want none", ahead, got-logLen)
+		}
+	}
+}

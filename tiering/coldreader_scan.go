@@ -62,10 +62,11 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 		}
 		r.chunks.readPast(chunkKey(seg.Key, idx))
 	} else {
-		data, err := r.chunk(ctx, o, idx, false)
+		ch, err := r.chunk(ctx, o, idx, false)
 		if err != nil {
 			return ColdRead{}, readEnd{}, err
 		}
+		data := ch.data
 		from := s.pos
 		for first := true; !s.done(); first = false {
 			rel := s.pos - base
@@ -81,6 +82,11 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 			size := int64(b.Size())
 			if rel+size > int64(len(data)) || (!first && s.pos+size-from > int64(maxBytes)) {
 				break
+			}
+			if rel+size <= ch.checked {
+				// Its bytes were checked when the chunk came in.
+				s.skip(b)
+				continue
 			}
 			if err := s.checkBatch(data[rel : rel+size]); err != nil {
 				return ColdRead{}, readEnd{}, err
@@ -175,6 +181,7 @@ func (s *scanner) appendBatch(ctx context.Context, dst []byte, b record.Batch) (
 // past it.
 func (s *scanner) checkBatch(data []byte) error {
 	end := s.pos + int64(len(data))
+	s.r.counters.checkedBytes.Add(uint64(len(data)))
 	batch, _, err := record.Next(data)
 	if err != nil {
 		// Drop what the cache holds of it: if the damage was done on the
@@ -198,11 +205,11 @@ func (s *scanner) checkEnd() error {
 // appendLog appends o's log bytes [from, to) to dst, chunk by chunk.
 func (r *ColdReader) appendLog(ctx context.Context, o *coldObject, dst []byte, from, to int64) ([]byte, error) {
 	for idx := o.chunkOf(from); idx < int64(len(o.chunks)) && o.chunks[idx] < to; idx++ {
-		data, err := r.chunk(ctx, o, idx, false)
+		ch, err := r.chunk(ctx, o, idx, false)
 		if err != nil {
 			return dst, err
 		}
-		base := o.chunks[idx]
+		data, base := ch.data, o.chunks[idx]
 		dst = append(dst, data[max(from-base, 0):min(to-base, int64(len(data)))]...)
 	}
 	return dst, nil
@@ -216,10 +223,10 @@ var errPassed = fmt.Errorf("tiering: read-ahead overtaken by its reader: %w", co
 // chunk returns chunk idx of o's log bytes, from the cache or the store.
 // Read-ahead (prefetch) gives up with errPassed, rather than send the GET,
 // if a reader of o's partition has read past the chunk meanwhile.
-func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefetch bool) ([]byte, error) {
+func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefetch bool) (*chunk, error) {
 	off, end := o.chunkRange(idx)
 	n := end - off
-	return r.chunks.get(ctx, chunkKey(o.seg.Key, idx), prefetch, func(ctx context.Context) ([]byte, error) {
+	return r.chunks.get(ctx, chunkKey(o.seg.Key, idx), prefetch, func(ctx context.Context) (*chunk, error) {
 		overtaken := func() bool { return prefetch && r.passed(o, idx) }
 		if overtaken() {
 			return nil, errPassed
@@ -240,8 +247,33 @@ func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefet
 			return nil, fmt.Errorf("tiering: read cold segment %s chunk %d: %w", o.seg.Key, idx, err)
 		}
 		r.counters.bytesFetched.Add(uint64(n))
-		return b, nil
+		return r.checkChunk(o, idx, b), nil
 	})
+}
+
+// checkChunk wraps chunk idx of o's log bytes, just fetched, with how much
+// of it was checked: from its start, when a batch starts there (chunk 0, or
+// one the index names: see chunkStarts), every whole batch up to the first
+// that fails a check or runs past the chunk's end. Reads of those batches
+// then check only their offsets, however often the cache serves them; a
+// batch found bad here is left for the read that reaches it to report.
+// The work is done once per GET, by whoever fetched the chunk (often
+// read-ahead), not on every read.
+func (r *ColdReader) checkChunk(o *coldObject, idx int64, data []byte) *chunk {
+	ch := &chunk{data: data}
+	if !o.batchStartsAt(o.chunks[idx]) {
+		return ch
+	}
+	for rest := data; len(rest) > 0; {
+		b, next, err := record.Next(rest)
+		if err != nil {
+			break
+		}
+		ch.checked += int64(len(b))
+		rest = next
+	}
+	r.counters.checkedBytes.Add(uint64(ch.checked))
+	return ch
 }
 
 // dropChunks forgets the cached chunks holding o's log bytes [from, to).

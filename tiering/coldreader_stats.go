@@ -42,4 +42,8 @@ type readerCounters struct {
 	chunkGets, bytesFetched     atomic.Uint64
 	readAheadChunks, sharedGets atomic.Uint64
 	indexGets, manifestGets     atomic.Uint64
+	// checkedBytes counts the log bytes of batches whose bytes were
+	// checked (CRC and all): each once when its chunk comes in, and any a
+	// read had to check itself.
+	checkedBytes atomic.Uint64
 }
