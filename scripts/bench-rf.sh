@@ -3,7 +3,8 @@
 # three brokers on this machine (RF=3), in one sitting, plaintext, no object
 # store. All replicas share this machine's disk and cores, so RF=3 writes
 # three times the bytes to the same disk: the ratio is a floor for what
-# separate machines give.
+# separate machines give. BENCH_FLAGS adds flags to both runs of strata
+# bench produce, such as BENCH_FLAGS="--in-flight 5".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=./bin/strata
@@ -19,7 +20,7 @@ for p in 27500 27501 27502 27610 27611 27612 27620 27621 27622 27630 27631 27632
 done
 
 bench() { # brokers topic -> records/s
-  "$S" bench produce --broker "$1" --topic "$2" --records "$RECORDS" --record-size 1024 --acks all 2>&1 |
+  "$S" bench produce --broker "$1" --topic "$2" --records "$RECORDS" --record-size 1024 --acks all ${BENCH_FLAGS:-} 2>&1 |
     tee -a "$DIR/bench.out" | awk '/^  throughput/ {print $2}'
 }
 
