@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -90,16 +91,18 @@ func BenchmarkColdReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	// With STRATA_PROFILE=prefix, CPU profiles of the broker during the
-	// cold and the warm replay go to prefix-cold.prof and prefix-warm.prof.
+	// cold, the 1 MiB segments' and the warm replay go to
+	// prefix-cold.prof, prefix-small.prof and prefix-warm.prof (the first
+	// seconds of each).
 	prof := os.Getenv("STRATA_PROFILE")
-	profiled := func(phase string, run func() (int64, time.Duration)) (int64, time.Duration) {
+	profiled := func(phase string, seconds int, run func() (int64, time.Duration)) (int64, time.Duration) {
 		if prof == "" {
 			return run()
 		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			resp, err := http.Get("http://" + admin + "/debug/pprof/profile?seconds=3")
+			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, seconds))
 			if err != nil {
 				b.Error(err)
 				return
@@ -117,10 +120,10 @@ func BenchmarkColdReplay(b *testing.B) {
 	before := scrape(b, admin)
 	var hotBytes int64
 	var hotTook time.Duration
-	coldBytes, coldTook := profiled("cold", func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "replay", partitions) })
+	coldBytes, coldTook := profiled("cold", 2, func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "replay", partitions) })
 	after := scrape(b, admin)
-	smallBytes, smallTook := fetchAll(ctx, b, br.addr, "small", partitions)
-	warmBytes, warmTook := profiled("warm", func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "replay", partitions) })
+	smallBytes, smallTook := profiled("small", 1, func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "small", partitions) })
+	warmBytes, warmTook := profiled("warm", 1, func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "replay", partitions) })
 	// Runs from memory vary by ±30% here from one to the next: the warm
 	// and hot figures are the best of three, alternating.
 	for range 2 {

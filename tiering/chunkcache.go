@@ -32,17 +32,23 @@ type chunkCache struct {
 	// chunk.
 	main    *ristretto.Cache[string, *cachedChunk]
 	flights flight[string, *chunk]
-	// aheadLimit bounds the chunks read-ahead may have brought in and not
-	// yet seen read, with those on their way: half the window, so that
-	// read-ahead cannot push out of the window what it fetched before a
-	// reader gets to it.
-	aheadLimit int
+	// aheadBytes bounds the bytes of chunks read-ahead may have brought in
+	// and not yet seen read, with those on their way: half the window, so
+	// that read-ahead cannot push out of the window what it fetched before
+	// a reader gets to it. It is bytes, not chunks, so that the chunks of
+	// small objects (each smaller than ChunkBytes) count for what they hold.
+	aheadBytes int64
+	// chunkBytes is the reader's ChunkBytes: what a chunk counts for at
+	// most (one that starts after its nominal start runs a little longer).
+	chunkBytes int64
 	mu         struct {
 		sync.Mutex
 		window *lru[string, *chunk]
 		// unread are the chunks in the window that read-ahead fetched and
-		// no read has asked for yet.
-		unread map[string]struct{}
+		// no read has asked for yet, with what each counts against
+		// aheadBytes; unreadBytes is their sum.
+		unread      map[string]int64
+		unreadBytes int64
 	}
 }
 
@@ -69,10 +75,10 @@ func newChunkCache(cacheBytes, chunkBytes int64, counters *readerCounters) (*chu
 		windowChunks = 1
 	}
 	windowBytes := windowChunks * chunkBytes
-	c := &chunkCache{counters: counters, aheadLimit: int(max(windowChunks/2, 1))}
+	c := &chunkCache{counters: counters, aheadBytes: max(windowChunks/2, 1) * chunkBytes, chunkBytes: chunkBytes}
 	c.flights.joins = &counters.sharedGets
-	c.mu.unread = map[string]struct{}{}
-	c.mu.window = newLRU(windowBytes, func(key string, _ *chunk) { delete(c.mu.unread, key) })
+	c.mu.unread = map[string]int64{}
+	c.mu.window = newLRU(windowBytes, func(key string, _ *chunk) { c.readLocked(key) })
 	if mainBytes := cacheBytes - windowBytes; mainBytes > 0 {
 		// Ristretto wants about ten counters per entry it may hold.
 		entries := mainBytes/chunkBytes + 1
@@ -125,10 +131,19 @@ func (c *chunkCache) get(ctx context.Context, key string, prefetch bool, fetch f
 	if err == nil && !prefetch {
 		// It may have come from a read-ahead GET this read joined.
 		c.mu.Lock()
-		delete(c.mu.unread, key)
+		c.readLocked(key)
 		c.mu.Unlock()
 	}
 	return ch, err
+}
+
+// readLocked forgets that read-ahead brought in chunk key and no read has
+// asked for it: one has, or it left the window.
+func (c *chunkCache) readLocked(key string) {
+	if n, ok := c.mu.unread[key]; ok {
+		delete(c.mu.unread, key)
+		c.mu.unreadBytes -= n
+	}
 }
 
 // lookup returns the chunk named key if it is cached; read says a read
@@ -137,7 +152,7 @@ func (c *chunkCache) lookup(key string, read bool) (*chunk, bool) {
 	c.mu.Lock()
 	ch, ok := c.mu.window.get(key)
 	if ok && read {
-		delete(c.mu.unread, key)
+		c.readLocked(key)
 	}
 	c.mu.Unlock()
 	if ok {
@@ -154,7 +169,10 @@ func (c *chunkCache) add(key string, ch *chunk, prefetch bool) {
 	c.mu.Lock()
 	c.mu.window.add(key, ch, n)
 	if _, in := c.mu.window.peek(key); in && prefetch {
-		c.mu.unread[key] = struct{}{}
+		if _, ok := c.mu.unread[key]; !ok {
+			c.mu.unread[key] = min(n, c.chunkBytes)
+			c.mu.unreadBytes += min(n, c.chunkBytes)
+		}
 	}
 	c.mu.Unlock()
 	c.main.Set(key, &cachedChunk{key: key, ch: ch}, n)
@@ -185,12 +203,12 @@ func (c *chunkCache) readPast(key string) {
 	c.mu.Unlock()
 }
 
-// aheadRoom reports whether read-ahead may start fetching one more chunk,
-// with inflight chunks of its own on their way now.
-func (c *chunkCache) aheadRoom(inflight int) bool {
+// aheadRoom reports whether read-ahead may start fetching one more chunk
+// of n bytes, with inflight bytes of chunks of its own on their way now.
+func (c *chunkCache) aheadRoom(inflight, n int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.mu.unread)+inflight < c.aheadLimit
+	return c.mu.unreadBytes+inflight+n <= c.aheadBytes
 }
 
 // drop forgets a chunk, so that bytes found corrupt are fetched again on

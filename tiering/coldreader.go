@@ -89,11 +89,13 @@ type ColdReader struct {
 		closed bool
 		// prefetches are the chunks (by chunk key) a read-ahead goroutine
 		// was started for and has not finished, so that reads in quick
-		// succession do not start two.
-		prefetches map[string]struct{}
-		partitions *lru[PartitionRef, *partitionState]
-		parts      *lru[string, *Part]
-		objects    *lru[string, *coldObject]
+		// succession do not start two, with the bytes each counts for
+		// (chunkCost); prefetchBytes is their sum.
+		prefetches    map[string]int64
+		prefetchBytes int64
+		partitions    *lru[PartitionRef, *partitionState]
+		parts         *lru[string, *Part]
+		objects       *lru[string, *coldObject]
 	}
 }
 
@@ -118,7 +120,7 @@ func NewColdReader(store objstore.Reader, cfg ReaderConfig) (*ColdReader, error)
 	r.parts.joins = &r.counters.sharedGets
 	r.objects.joins = &r.counters.sharedGets
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	r.mu.prefetches = map[string]struct{}{}
+	r.mu.prefetches = map[string]int64{}
 	r.mu.partitions = newLRU[PartitionRef, *partitionState](readerPartitions, nil)
 	r.mu.parts = newLRU[string, *Part](readerParts, nil)
 	r.mu.objects = newLRU(readerObjects, func(_ string, o *coldObject) { o.evict() })

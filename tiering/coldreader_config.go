@@ -16,10 +16,11 @@ type ReaderConfig struct {
 	ChunkBytes int64
 	// CacheBytes bounds the bytes of chunks held in memory. Default 256 MiB.
 	CacheBytes int64
-	// ReadAhead is how many chunks each sequential reader has fetched
-	// ahead of it in the background, on into the segments that follow.
-	// Default 8 (32 MiB at the default chunk size); a negative value turns
-	// read-ahead off.
+	// ReadAhead is how many chunks' worth of bytes (ReadAhead *
+	// ChunkBytes) each sequential reader has fetched ahead of it in the
+	// background, on into the segments that follow: ReadAhead chunks of
+	// large segments, more objects of small ones. Default 8 (32 MiB at the
+	// default chunk size); a negative value turns read-ahead off.
 	ReadAhead int
 	// MaxGets bounds the GETs of segment bytes (chunks, trailers and
 	// footers) in flight at once, for reads and read-ahead together: the

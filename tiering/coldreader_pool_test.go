@@ -53,6 +53,51 @@ func TestColdReadAheadReachesSeveralSegmentsAhead(t *testing.T) {
 	}
 }
 
+// TestColdReadAheadCountsBytes: read-ahead's budget is ReadAhead chunks'
+// worth of bytes, so a replay of objects much smaller than a chunk has as
+// many bytes in flight as one of large objects: here ReadAhead 2 of 4 KiB
+// chunks reaches as many ~1 KiB objects as make 8 KiB, not two.
+func TestColdReadAheadCountsBytes(t *testing.T) {
+	f := newColdFixture(t)
+	for range 16 {
+		f.addSegment(batchSpec{count: 2, records: 1, valueLen: 400})
+	}
+	const cb, ahead = 4 << 10, 2
+	r := f.reader(ReaderConfig{ChunkBytes: cb, ReadAhead: ahead})
+	first, err := r.Read(f.ctx, f.ref, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second read continues the first (the rest of segment 0, if any,
+	// else segment 1): read-ahead starts from the segment it ends in.
+	res, err := r.Read(f.ctx, f.ref, first.NextOffset, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := f.batches[f.batchAt(res.NextOffset-1)].seg + 1
+	want, budget := 0, int64(ahead*cb)
+	for _, seg := range f.segs[from:] {
+		if budget <= 0 {
+			break
+		}
+		want++
+		budget -= seg.LogLen
+	}
+	if want <= ahead+1 {
+		t.Fatalf("segments of %d log bytes: the test wants many within %d bytes", f.segs[0].LogLen, ahead*cb)
+	}
+	waitFor(t, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
+	got := 0
+	for _, seg := range f.segs[from:] {
+		if chunkCached(r, seg.Key, 0) {
+			got++
+		}
+	}
+	if got != want {
+		t.Fatalf("read-ahead fetched %d segments of %d log bytes ahead, want %d (%d bytes' worth)", got, f.segs[0].LogLen, want, ahead*cb)
+	}
+}
+
 // primedReader returns a reader of a long segment that has read its first
 // batch (chunk 0 is cached), and a gated store in front of the fixture's
 // whose gate is closed: the read that continues the first starts

@@ -33,32 +33,36 @@ func (r *ColdReader) noteRead(p PartitionRef, offset int64, m readMark) {
 	st.nextEnd = (st.nextEnd + 1) % len(st.ends)
 }
 
-// readAhead fetches in the background the ReadAhead chunks that follow a
-// sequential read of p which ended in chunk end.chunk of seg: the rest
-// of seg's chunks, then those of the segments after it in h, so that a
-// replay of small segments has several objects in flight, not one after
-// the other. It starts work only for chunks neither cached nor on their
-// way. The read-ahead lives as long as ctx, the reader's caller's: a
-// consumer that goes away cancels the downloads started for it.
+// readAhead fetches in the background the chunks that follow a
+// sequential read of p which ended in chunk end.chunk of seg, ReadAhead
+// chunks' worth of bytes (chunkCost): the rest of seg's chunks, then those
+// of the segments after it in h, so that a replay of small segments has
+// several objects in flight, not one after the other, and as many bytes
+// ahead as one of large segments. It starts work only for chunks neither
+// cached nor on their way. The read-ahead lives as long as ctx, the
+// reader's caller's: a consumer that goes away cancels the downloads
+// started for it.
 func (r *ColdReader) readAhead(ctx context.Context, p PartitionRef, h *Head, seg SegmentRef, end readEnd) {
-	n := int64(r.cfg.ReadAhead)
-	if n <= 0 || ctx.Err() != nil {
+	budget := int64(r.cfg.ReadAhead) * r.cfg.ChunkBytes
+	if budget <= 0 || ctx.Err() != nil {
 		return
 	}
-	cb := r.cfg.ChunkBytes
-	for idx := end.chunk + 1; n > 0 && idx < end.chunks; n, idx = n-1, idx+1 {
-		if !r.prefetchChunk(ctx, p, seg, idx) {
+	for idx := end.chunk + 1; budget > 0 && idx < end.chunks; idx++ {
+		cost := r.chunkCost(seg, idx)
+		if !r.prefetchChunk(ctx, p, seg, idx, cost) {
 			return
 		}
+		budget -= cost
 	}
-	if n == 0 {
+	if budget <= 0 {
 		return
 	}
 	// The next segments: finding them may read a manifest part, so it is
 	// read-ahead work of its own. The chunks it starts live as long as the
 	// caller's ctx, not as long as this walk.
-	r.spawn(ctx, "", func(walk context.Context) {
-		for next := seg; n > 0; {
+	r.spawn(ctx, "", 0, func(walk context.Context) {
+		cb := r.cfg.ChunkBytes
+		for next := seg; budget > 0; {
 			var ok bool
 			var err error
 			if next, ok, err = r.segmentAfter(walk, h, next); !ok || err != nil {
@@ -68,26 +72,43 @@ func (r *ColdReader) readAhead(ctx context.Context, p PartitionRef, h *Head, seg
 			// manifest does not say how long the log is (written before
 			// it did) counts as one.
 			chunks := max((next.LogLen+cb-1)/cb, 1)
-			for idx := int64(0); n > 0 && idx < chunks; n, idx = n-1, idx+1 {
-				if !r.prefetchChunk(ctx, p, next, idx) {
+			for idx := int64(0); budget > 0 && idx < chunks; idx++ {
+				cost := r.chunkCost(next, idx)
+				if !r.prefetchChunk(ctx, p, next, idx, cost) {
 					return
 				}
+				budget -= cost
 			}
 		}
 	})
 }
 
+// chunkCost is what chunk idx of seg counts for against read-ahead's
+// budgets: the log bytes of its nominal range [idx, idx+1) * ChunkBytes,
+// so ChunkBytes but for an object's last chunk, or a small object's only
+// one. (Chunks start at batches, a little after their nominal start, and
+// hold about as much.) One of an object whose manifest does not say how
+// long its log is counts as a whole chunk.
+func (r *ColdReader) chunkCost(seg SegmentRef, idx int64) int64 {
+	cb := r.cfg.ChunkBytes
+	if seg.LogLen <= 0 {
+		return cb
+	}
+	return max(min(cb, seg.LogLen-idx*cb), 1)
+}
+
 // prefetchChunk starts fetching chunk idx of seg into the cache (and seg's
-// footer, if need be), unless it is cached or on its way. It is best
-// effort: a failure is left for a read to meet. It returns false when
-// read-ahead has no room for the chunk now: the chunks after it must wait
-// too, or read-ahead would leave a gap for the reader to fetch itself.
-func (r *ColdReader) prefetchChunk(ctx context.Context, p PartitionRef, seg SegmentRef, idx int64) bool {
+// footer, if need be), unless it is cached or on its way. cost is what it
+// counts for (chunkCost). It is best effort: a failure is left for a read
+// to meet. It returns false when read-ahead has no room for the chunk now:
+// the chunks after it must wait too, or read-ahead would leave a gap for
+// the reader to fetch itself.
+func (r *ColdReader) prefetchChunk(ctx context.Context, p PartitionRef, seg SegmentRef, idx, cost int64) bool {
 	key := chunkKey(seg.Key, idx)
 	if r.chunks.has(key) {
 		return true
 	}
-	return r.spawn(ctx, key, func(ctx context.Context) {
+	return r.spawn(ctx, key, cost, func(ctx context.Context) {
 		o, err := r.object(ctx, p, seg)
 		if err != nil {
 			return
@@ -116,14 +137,14 @@ func (r *ColdReader) passed(o *coldObject, idx int64) bool {
 
 // spawn runs fn in a read-ahead goroutine, with a context that ends with
 // ctx or with Close, if fewer than readerPrefetches are running. A
-// non-empty key names the chunk fn fetches: it starts only if none is
-// running for that chunk already, and while the cache has room for more
-// read-ahead (see chunkCache.aheadLimit). Read-ahead that cannot start now
+// non-empty key names the chunk fn fetches, which counts for cost bytes:
+// it starts only if none is running for that chunk already, and while the
+// cache has room for that much more read-ahead (see chunkCache.aheadBytes). Read-ahead that cannot start now
 // is skipped, not queued, as the reader will have moved on by the time it
 // could run. spawn returns false when there was no room for fn (the
 // reader is closed, or every slot is taken), true when fn runs or already
 // ran for key.
-func (r *ColdReader) spawn(ctx context.Context, key string, fn func(ctx context.Context)) bool {
+func (r *ColdReader) spawn(ctx context.Context, key string, cost int64, fn func(ctx context.Context)) bool {
 	select {
 	case r.prefetching <- struct{}{}:
 	default:
@@ -131,14 +152,15 @@ func (r *ColdReader) spawn(ctx context.Context, key string, fn func(ctx context.
 	}
 	r.mu.Lock()
 	_, busy := r.mu.prefetches[key]
-	full := key != "" && !busy && !r.chunks.aheadRoom(len(r.mu.prefetches))
+	full := key != "" && !busy && !r.chunks.aheadRoom(r.mu.prefetchBytes, cost)
 	if r.mu.closed || busy || full {
 		r.mu.Unlock()
 		<-r.prefetching
 		return busy
 	}
 	if key != "" {
-		r.mu.prefetches[key] = struct{}{}
+		r.mu.prefetches[key] = cost
+		r.mu.prefetchBytes += cost
 	}
 	r.background.Add(1)
 	r.mu.Unlock()
@@ -152,6 +174,7 @@ func (r *ColdReader) spawn(ctx context.Context, key string, fn func(ctx context.
 			if key != "" {
 				r.mu.Lock()
 				delete(r.mu.prefetches, key)
+				r.mu.prefetchBytes -= cost
 				r.mu.Unlock()
 			}
 			<-r.prefetching
