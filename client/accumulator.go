@@ -52,9 +52,14 @@ type batch struct {
 	stamped  bool
 	identity identity
 	refused  bool
+	// takenNo orders the partition's batches by when the sender took
+	// them (next), which is the order they were produced in; batches are
+	// first stamped in that order, so their sequence numbers follow it
+	// whatever order their senders run in.
+	takenNo uint64
 	// stampNo orders the partition's batches by when they were stamped,
-	// which is the order of their sequence numbers: with more than one in
-	// flight it may differ from the order they were taken in.
+	// which is the order of their sequence numbers: a batch numbered
+	// again after a refusal may come after batches taken later.
 	stampNo uint64
 	// afterAcks says that when the batch was last sent, every batch
 	// numbered before it under its identity was acknowledged: a refusal
@@ -78,6 +83,7 @@ type partQueue struct {
 		inflight []*batch
 		seq      sequence // for the next batch stamped (idempotence)
 		stamps   uint64   // batches stamped, for batch.stampNo
+		taken    uint64   // batches taken, for batch.takenNo
 		// seqChanged is closed (and replaced) when a batch in flight is
 		// answered, refused or stamped again: what a batch waiting to be
 		// re-sequenced waits for. nil until first needed.
@@ -242,7 +248,7 @@ func (a *accumulator) next(pq *partQueue, now time.Time) (*batch, time.Duration)
 		b := pq.mu.queued[0]
 		pq.mu.queued[0] = nil
 		pq.mu.queued = pq.mu.queued[1:]
-		pq.mu.inflight = append(pq.mu.inflight, b)
+		pq.takeLocked(b)
 		pq.mu.Unlock()
 		return b, 0
 	}
@@ -256,10 +262,18 @@ func (a *accumulator) next(pq *partQueue, now time.Time) (*batch, time.Duration)
 		return nil, due.Sub(now)
 	}
 	pq.mu.open = nil
-	pq.mu.inflight = append(pq.mu.inflight, b)
+	pq.takeLocked(b)
 	pq.mu.Unlock()
 	a.closed(pq.tp)
 	return b, 0
+}
+
+// takeLocked moves a batch the sender takes to those in flight, numbering
+// it in the order taken.
+func (pq *partQueue) takeLocked(b *batch) {
+	pq.mu.taken++
+	b.takenNo = pq.mu.taken
+	pq.mu.inflight = append(pq.mu.inflight, b)
 }
 
 // encode turns a batch's builder into its bytes and recycles the builder.

@@ -37,11 +37,12 @@
 // # Ordering and delivery
 //
 // Records of one partition are written in the order they were produced,
-// retries included, as long as WithMaxInFlightPerPartition stays 1 (the
-// default). The producer is idempotent by default (WithIdempotence): a retry
-// after a lost answer, a timeout or a leader failover does not write a batch
-// twice, so every acknowledged record is in its partition exactly once.
-// Without idempotence delivery is at least once.
+// retries included, with WithMaxInFlightPerPartition 1 (the default), and
+// with up to 5 under idempotence (see that option). The producer is
+// idempotent by default (WithIdempotence): a retry after a lost answer, a
+// timeout or a leader failover does not write a batch twice, so every
+// acknowledged record is in its partition exactly once. Without idempotence
+// delivery is at least once.
 //
 // # Errors
 //

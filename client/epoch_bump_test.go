@@ -2,14 +2,18 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -377,5 +381,169 @@ func TestProducerEpochBumpManyInFlight(t *testing.T) {
 	}
 	if len(epochs) != 2 || epochs[1] == 0 {
 		t.Fatalf("batches were sent under epochs %v, want 0 and then 1", epochs)
+	}
+}
+
+// TestProducerInFlightRetryStaysInTheLeadersWindow: a leader remembers a
+// producer's last five batches of a partition, which is what lets it
+// recognise a resent batch. With several batches in flight, one whose
+// answer was lost (the leader wrote it) is retried while the others go on;
+// the producer must not send batches so far past it that the leader
+// forgets it, or the retry is refused as out of order, numbered again and
+// written twice. The tap loses the first batch's answer and holds its
+// retry until six more batches are written, or half a second: every record
+// must be in the log once, in the order produced.
+func TestProducerInFlightRetryStaysInTheLeadersWindow(t *testing.T) {
+	tb := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var written atomic.Int32 // batches after the first one the broker wrote
+	var firstSends atomic.Int32
+	tap := &produceTap{after: func(s sent) error {
+		if s.first != "r000" {
+			if s.reason == "" {
+				written.Add(1)
+			}
+			return nil
+		}
+		if firstSends.Add(1) == 1 {
+			return status.Error(codes.Unavailable, "test: the answer was lost")
+		}
+		return nil
+	}}
+	hold := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if r, ok := req.(*stratav1.ProduceRequest); ok && firstSends.Load() == 1 {
+			if recs, err := record.Batch(r.Batch).Records(); err == nil && string(recs[0].Value) == "r000" {
+				// The retry of the first batch: held until the producer
+				// has written six batches past it, or cannot.
+				deadline := time.Now().Add(500 * time.Millisecond)
+				for written.Load() < 6 && time.Now().Before(deadline) {
+					<-time.After(5 * time.Millisecond)
+				}
+			}
+		}
+		return tap.intercept(ctx, method, req, reply, cc, invoker, opts...)
+	}
+	cl, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(hold)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "window", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := cl.NewProducer(client.WithLinger(time.Millisecond), client.WithBatchBytes(200), client.WithMaxInFlightPerPartition(5),
+		client.WithRetryBackoff(5*time.Millisecond, 20*time.Millisecond), client.WithDeliveryTimeout(10*time.Minute))
+	defer p.Close()
+	recs := make([]*client.Record, 60)
+	for i := range recs {
+		recs[i] = &client.Record{Topic: "window", Partition: 0, Value: fmt.Appendf(nil, "r%03d", i)}
+	}
+	if err := p.ProduceSync(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := firstSends.Load(); n < 2 {
+		t.Fatalf("the first batch was sent %d times: the test wants its answer lost and a retry", n)
+	}
+	got := readBack(t, ctx, cl, "window", 0)
+	if len(got) != len(recs) {
+		t.Fatalf("the log holds %d records, %d were produced: a batch was written twice or lost", len(got), len(recs))
+	}
+	for i, r := range got {
+		if string(r.Value) != string(recs[i].Value) || r.Offset != recs[i].Offset {
+			t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, recs[i].Value, recs[i].Offset)
+		}
+	}
+}
+
+// TestProducerInFlightKeepsOrder: with several batches of a partition in
+// flight, an idempotent producer numbers them in the order they were
+// produced, whatever order their senders run in, and the leader takes
+// sequences only in order: the log holds the records as produced.
+func TestProducerInFlightKeepsOrder(t *testing.T) {
+	tb := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := client.New(ctx, []string{tb.cfg.Listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "order", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := cl.NewProducer(client.WithLinger(0), client.WithBatchBytes(200), client.WithMaxInFlightPerPartition(5))
+	defer p.Close()
+	recs := make([]*client.Record, 300)
+	for i := range recs {
+		recs[i] = &client.Record{Topic: "order", Partition: 0, Value: fmt.Appendf(nil, "r%03d", i)}
+	}
+	if err := p.ProduceSync(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	got := readBack(t, ctx, cl, "order", 0)
+	if len(got) != len(recs) {
+		t.Fatalf("the log holds %d records, %d were produced", len(got), len(recs))
+	}
+	for i, r := range got {
+		if string(r.Value) != string(recs[i].Value) || r.Offset != recs[i].Offset {
+			t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, recs[i].Value, recs[i].Offset)
+		}
+	}
+}
+
+// TestProducerWrittenBeforeIsNotNumberedAgain: a refusal that says the
+// leader is past a batch's sequence (it wrote the batch before, and no
+// longer remembers it) fails the batch with an error saying so; the
+// producer does not number it again, which would write it twice. The tap
+// loses the first answer and turns the retry's into such a refusal.
+func TestProducerWrittenBeforeIsNotNumberedAgain(t *testing.T) {
+	tb := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var sends atomic.Int32
+	tap := &produceTap{after: func(s sent) error {
+		if s.first != "p0-b0-0" {
+			return nil
+		}
+		if sends.Add(1) == 1 {
+			return status.Error(codes.Unavailable, "test: the answer was lost")
+		}
+		st, err := status.New(codes.FailedPrecondition, "producer: batch starts at sequence 0, expected 40").WithDetails(&errdetails.ErrorInfo{
+			Domain: client.ErrorDomain, Reason: "OUT_OF_ORDER_SEQUENCE",
+			Metadata: map[string]string{"retriable": "true", "producer_id": strconv.FormatInt(s.id, 10), "sequence": "0", "expected_sequence": "40"},
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		return st.Err()
+	}}
+	cl, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(tap.intercept)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "before", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := cl.NewProducer(client.WithLinger(0), client.WithRetryBackoff(5*time.Millisecond, 5*time.Millisecond), client.WithDeliveryTimeout(time.Minute))
+	defer p.Close()
+	err = p.ProduceSync(ctx, batchRecords("before", 0, 0)...)
+	if !errors.Is(err, client.ErrOutOfOrderSequence) || !strings.Contains(err.Error(), "wrote this batch before") {
+		t.Fatalf("got %v, want the batch failed as written before", err)
+	}
+	if n := sends.Load(); n != 2 {
+		t.Fatalf("the batch was sent %d times, want twice (the first answer lost, then refused)", n)
+	}
+	// The producer goes on, under a new producer id.
+	if err := p.ProduceSync(ctx, batchRecords("before", 0, 1)...); err != nil {
+		t.Fatal(err)
+	}
+	got := readBack(t, ctx, cl, "before", 0)
+	if len(got) != 2 || string(got[0].Value) != "p0-b0-0" || string(got[1].Value) != "p0-b1-0" {
+		t.Fatalf("the log holds %d records (%v), want the first batch once, then the second", len(got), got)
+	}
+	if n := tap.inits.Load(); n != 2 {
+		t.Fatalf("%d producer ids taken, want 2", n)
 	}
 }

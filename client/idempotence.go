@@ -36,11 +36,19 @@ package client
 import (
 	"context"
 	"math"
+	"strconv"
 	"sync"
 
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"google.golang.org/grpc/codes"
 )
+
+// leaderBatches is how many of a producer's latest batches of a partition
+// a leader remembers, so that it recognises one sent again: Kafka's number,
+// and Strata's brokers'. A partition never has a batch unanswered that
+// leaderBatches batches stamped after it could push out of that memory
+// (stampLocked), and a producer keeps at most that many in flight.
+const leaderBatches = 5
 
 // identity is an idempotent producer's id and epoch.
 type identity struct {
@@ -121,7 +129,26 @@ func (pq *partQueue) stampLocked(b *batch, cur identity) bool {
 	// b takes cur: it is new, or was refused under an identity the
 	// producer has left.
 	for _, x := range pq.mu.inflight {
-		if x == b || !x.stamped || x.identity == cur {
+		if x == b {
+			continue
+		}
+		if !x.stamped {
+			if !b.stamped && x.takenNo < b.takenNo {
+				// Taken first: numbered first, so that sequences follow
+				// the order records were produced in, whichever sender
+				// gets here first.
+				return false
+			}
+			continue
+		}
+		if x.identity == cur {
+			if pq.mu.stamps+1-x.stampNo >= leaderBatches {
+				// x is unanswered and b would be the leaderBatches'th
+				// batch after it: once b is written the leader may
+				// no longer recognise x if it is resent (its answer
+				// lost), and would refuse it as out of order.
+				return false
+			}
 			continue
 		}
 		if !x.refused && pq.mu.seq.ident != cur {
@@ -155,6 +182,28 @@ func (pq *partQueue) afterAcksLocked(b *batch) bool {
 		}
 	}
 	return true
+}
+
+// writtenBefore reports whether a refusal of b's sequence says the leader
+// is past it (OUT_OF_ORDER_SEQUENCE with an expected sequence ahead of
+// b's): the leader takes a producer's sequences only one after the other,
+// under one identity, so it wrote this batch before, and it was answered
+// by a refusal now only because the leader no longer remembers it.
+func writtenBefore(err error, b *batch) bool {
+	e, ok := AsError(err)
+	if !ok || e.Reason != ErrOutOfOrderSequence.Reason {
+		return false
+	}
+	got, err1 := strconv.ParseInt(e.Metadata["sequence"], 10, 32)
+	want, err2 := strconv.ParseInt(e.Metadata["expected_sequence"], 10, 32)
+	if err1 != nil || err2 != nil || int32(got) != b.data.BaseSequence() {
+		return false
+	}
+	ahead := want - got // how far the leader is past b, wrapping at MaxInt32
+	if ahead < 0 {
+		ahead += math.MaxInt32 + 1
+	}
+	return ahead > 0 && ahead <= math.MaxInt32/2
 }
 
 // sequenceRefused is told that the leader refused b's sequence

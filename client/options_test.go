@@ -62,6 +62,7 @@ func TestProducerOptionValidation(t *testing.T) {
 		{WithCompression(record.Compression(7)), "WithCompression"},
 		{WithAcks(stratav1.Acks(42)), "WithAcks"},
 		{WithMaxInFlightPerPartition(0), "WithMaxInFlightPerPartition"},
+		{WithMaxInFlightPerPartition(6), "WithMaxInFlightPerPartition"}, // idempotent by default
 		{WithRetries(-2), "WithRetries"},
 		{WithRetryBackoff(0, time.Second), "WithRetryBackoff"},
 		{WithRetryBackoff(time.Second, time.Millisecond), "WithRetryBackoff"},
@@ -97,6 +98,13 @@ func TestProducerOptionValidation(t *testing.T) {
 	}
 	if err := cfg.validate(); err != nil {
 		t.Errorf("valid options refused: %v", err)
+	}
+	// Without idempotence, more than five in flight is allowed.
+	for _, o := range []ProducerOption{WithIdempotence(false), WithMaxInFlightPerPartition(8)} {
+		o.applyProducer(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		t.Errorf("eight in flight without idempotence refused: %v", err)
 	}
 }
 

@@ -369,6 +369,11 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 		}
 		last = err
 		refused := p.cfg.idempotent && b.stamped && (errors.Is(err, ErrOutOfOrderSequence) || errors.Is(err, ErrUnknownProducerID))
+		if refused && writtenBefore(err, b) {
+			// Numbering it again would write it twice.
+			p.fail(pq, b, wrapOp(op, fmt.Errorf("the leader wrote this batch before and no longer remembers it (its answer was lost): it is not sent again, and its offsets are unknown: %w", err)))
+			return
+		}
 		if refused {
 			renumbered = p.sequenceRefused(pq, b)
 		}

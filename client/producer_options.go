@@ -69,6 +69,8 @@ func (c *producerConfig) validate() error {
 	}
 	if c.maxInFlight < 1 {
 		errs = append(errs, configError("WithMaxInFlightPerPartition", c.maxInFlight, "at least 1"))
+	} else if c.idempotent && c.maxInFlight > leaderBatches {
+		errs = append(errs, configError("WithMaxInFlightPerPartition", c.maxInFlight, fmt.Sprintf("1 to %d with WithIdempotence(true): a leader recognises a resent batch among the producer's last %d", leaderBatches, leaderBatches)))
 	}
 	if c.retries < -1 {
 		errs = append(errs, configError("WithRetries", c.retries, "retries >= 0, or -1 for no limit"))
@@ -124,8 +126,13 @@ func WithAcks(acks stratav1.Acks) ProducerOption {
 // WithMaxInFlightPerPartition sets how many batches of one partition may be
 // awaiting their answer at once. The default, 1, keeps records in the order
 // they were produced, retries included. More raises the throughput of a
-// partition over a slow link but can reorder: when a batch fails and is
-// retried, a later batch already in flight can land before it.
+// partition over a slow link. With idempotence (the default) it may be at
+// most 5, as with Kafka: the leader recognises a resent batch among the
+// producer's last five, and the producer holds back a new batch while one
+// five batches before it is still unanswered; records keep the order they
+// were produced in, since batches are numbered in that order and the leader
+// takes each producer's batches only in sequence. Without idempotence a
+// retried batch can land after a later one.
 func WithMaxInFlightPerPartition(n int) ProducerOption {
 	return producerOption(func(c *producerConfig) { c.maxInFlight = n })
 }

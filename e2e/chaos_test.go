@@ -53,9 +53,10 @@ const (
 // 1 (no acknowledged loss, no replaced record) under faults: three broker
 // processes and a real MinIO, a topic of 6 partitions with 3 replicas,
 // min.insync.replicas 2, tiering on with 256 KiB segments and a 3 s hot
-// tier, and four idempotent acks=all producers writing keyed records at a
-// steady overall rate while a seeded random schedule, one fault at a time,
-// kills a broker that leads partitions with SIGKILL and restarts it, pauses
+// tier, and four idempotent acks=all producers (two with one batch in flight
+// per partition, two with five) writing keyed records at a steady overall
+// rate while a seeded random schedule, one fault at a time, kills a broker
+// that leads partitions with SIGKILL and restarts it, pauses
 // one with SIGSTOP for 3-8 s, or cuts one off from its peers (but not from
 // MinIO or the client) for 3-8 s; a pause or cut lasts at least until the
 // cluster has elected other leaders for its partitions, so the old leader
@@ -73,7 +74,8 @@ const (
 // without an acknowledged write, overall and per partition.
 //
 // The seed is printed at the start and on failure; STRATA_CHAOS_SEED
-// replays one, STRATA_CHAOS_DURATION lengthens the fault schedule, and
+// replays one, STRATA_CHAOS_DURATION lengthens the fault schedule,
+// STRATA_CHAOS_IN_FLIGHT sets every producer's batches in flight, and
 // STRATA_CHAOS_LOGDIR keeps the brokers' logs of a failed run there.
 // Network partitions need network namespaces (root, ip); without them the
 // run logs that and keeps the other faults.
@@ -129,12 +131,15 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 	tc.waitInSync(ctx, time.Minute, "every partition led, with all three replicas in sync")
 
 	// Each producer is what an application that must not lose or
-	// duplicate would configure: idempotent, acks=all, one batch in flight
-	// per partition (the default), a 30 s delivery timeout; and each has a
-	// client of its own, with its own connections and view of the leaders.
-	// Batches stay far below segment.bytes so segments roll.
+	// duplicate would configure: idempotent, acks=all, a 30 s delivery
+	// timeout, and batches in flight per partition as Strata's default
+	// (one) for half of them and Kafka's (five) for the others, unless
+	// STRATA_CHAOS_IN_FLIGHT sets them all; and each has a client of its
+	// own, with its own connections and view of the leaders. Batches stay
+	// far below segment.bytes so segments roll.
+	inFlight := chaosInFlight(t)
 	var producers []*client.Producer
-	for range chaosProducers {
+	for i := range chaosProducers {
 		pc, err := client.New(ctx, tc.addrs())
 		if err != nil {
 			t.Fatal(err)
@@ -146,6 +151,7 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 			client.WithLinger(2*time.Millisecond),
 			client.WithBatchBytes(16<<10),
 			client.WithDeliveryTimeout(30*time.Second),
+			client.WithMaxInFlightPerPartition(inFlight(i)),
 		))
 	}
 	load := newChaosLoad()
@@ -246,6 +252,22 @@ func chaosSettings(t *testing.T) (uint64, time.Duration) {
 		d = v
 	}
 	return seed, d
+}
+
+// chaosInFlight gives producer i's batches in flight per partition: 1 for
+// the even ones and 5 for the odd ones, or STRATA_CHAOS_IN_FLIGHT (1 to 5,
+// the bound of idempotent producers) for all.
+func chaosInFlight(t *testing.T) func(i int) int {
+	s := os.Getenv("STRATA_CHAOS_IN_FLIGHT")
+	if s == "" {
+		return func(i int) int { return 1 + 4*(i%2) }
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 5 {
+		t.Fatalf("STRATA_CHAOS_IN_FLIGHT=%q: want 1 to 5", s)
+	}
+	t.Logf("producers keep up to %d batches in flight per partition", n)
+	return func(int) int { return n }
 }
 
 // keepLogs copies the brokers' logs to $STRATA_CHAOS_LOGDIR/seed-N when
@@ -803,7 +825,11 @@ func checkChaosHistory(ctx context.Context, t *testing.T, c *client.Client, load
 			}
 			if prev, dup := seen[seq]; dup {
 				h.duplicate++
-				h.example("seq %d read twice: at %d/%d and %d/%d", seq, prev.partition, prev.offset, p, r.Offset)
+				ack := "not acknowledged"
+				if a, ok := acked[seq]; ok {
+					ack = fmt.Sprintf("acknowledged at %d/%d", a.pos.partition, a.pos.offset)
+				}
+				h.example("seq %d read twice: at %d/%d and %d/%d (%s)", seq, prev.partition, prev.offset, p, r.Offset, ack)
 				return
 			}
 			seen[seq] = pos
