@@ -59,9 +59,9 @@ no two records are alike and compression ratios are those of such text
 letters, which spreads records over partitions by hash; without, records
 stick to a partition per batch.
 
---in-flight above 1 lets a partition have several batches awaiting their
-answer at once: more throughput over a slow link, but a failed and retried
-batch can then land after a later one (records may be reordered).
+--in-flight above 1 (at most 5) lets a partition have several batches
+awaiting their answer at once: more throughput over a slow link. The
+producer is idempotent, so records keep their order.
 
 Ctrl-C stops producing, waits for what was sent and prints the summary.
 The command exits 1 when records failed.`,
@@ -93,7 +93,7 @@ func (o *benchProduceOptions) registerFlags(cmd *cobra.Command, records int64, a
 	fl.StringVar(&o.acks, "acks", acks, "when a record counts as written: none, leader or all")
 	fl.StringVar(&o.batchBytes, "batch-bytes", "1MiB", "size at which a partition's batch is sent")
 	fl.DurationVar(&o.linger, "linger", 5*time.Millisecond, "how long a batch waits for more records")
-	fl.IntVar(&o.inFlight, "in-flight", 1, "batches per partition awaiting an answer at once (>1 may reorder records)")
+	fl.IntVar(&o.inFlight, "in-flight", 1, "batches per partition awaiting an answer at once, 1 to 5")
 	fl.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	fl.DurationVar(&o.duration, "duration", 0, "stop producing after this long even if --records are not all sent (0: no cap)")
 	fl.BoolVar(&o.json, "json", false, "print the summary as one JSON object on standard output")
@@ -126,8 +126,8 @@ func (o *benchProduceOptions) validate() (acks stratav1.Acks, codec record.Compr
 		err = usageErrorf("--record-size %d: want 0 to %d bytes", o.recordSize, maxLineBytes*16)
 	case o.keySize < 0 || o.keySize > 1<<16:
 		err = usageErrorf("--key-size %d: want 0 to 65536 bytes", o.keySize)
-	case o.inFlight < 1:
-		err = usageErrorf("--in-flight %d: want at least 1", o.inFlight)
+	case o.inFlight < 1 || o.inFlight > 5:
+		err = usageErrorf("--in-flight %d: want 1 to 5 (an idempotent producer's bound)", o.inFlight)
 	case o.partitions < 1:
 		err = usageErrorf("--partitions %d: want at least 1", o.partitions)
 	case o.linger < 0 || o.duration < 0:
