@@ -547,3 +547,54 @@ func TestProducerWrittenBeforeIsNotNumberedAgain(t *testing.T) {
 		t.Fatalf("%d producer ids taken, want 2", n)
 	}
 }
+
+// TestProducerRetriesOnceTheLeaderMoves: a produce that failed because its
+// leader went away is sent again as soon as the metadata names a new
+// leader (or a new leader epoch), not at the end of its retry backoff,
+// which has grown while the cluster elected one. The tap fails the first
+// attempt as a dead broker would, and the metadata shows a new leader
+// epoch from the second fetch after that on; the backoff is a minute.
+func TestProducerRetriesOnceTheLeaderMoves(t *testing.T) {
+	tb := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var failed atomic.Bool
+	var fetchesAfter atomic.Int32
+	intercept := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		switch method {
+		case stratav1.ProduceService_Produce_FullMethodName:
+			if failed.CompareAndSwap(false, true) {
+				return status.Error(codes.Unavailable, "test: connection refused")
+			}
+		case stratav1.MetadataService_GetMetadata_FullMethodName:
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			if err == nil && failed.Load() && fetchesAfter.Add(1) > 1 {
+				resp := reply.(*stratav1.GetMetadataResponse)
+				resp.Version++
+				for _, tm := range resp.Topics {
+					for _, pm := range tm.Partitions {
+						pm.LeaderEpoch++
+					}
+				}
+			}
+			return err
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cl, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(intercept)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "moved", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := cl.NewProducer(client.WithLinger(0), client.WithRetryBackoff(time.Minute, time.Minute))
+	defer p.Close()
+	if err := p.ProduceSync(ctx, batchRecords("moved", 0, 0)...); err != nil {
+		t.Fatalf("the produce was not sent again once the leader moved: %v", err)
+	}
+	if !failed.Load() || fetchesAfter.Load() < 2 {
+		t.Fatalf("failed %v, metadata fetched %d times after: the test wants the retry to wait for a second fetch", failed.Load(), fetchesAfter.Load())
+	}
+}

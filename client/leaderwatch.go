@@ -31,6 +31,9 @@ const (
 	leaderCheckEvery = 500 * time.Millisecond
 	// leaderCheckTimeout bounds one such question to one broker.
 	leaderCheckTimeout = 2 * time.Second
+	// leaderPollMin is the shortest wait between two looks at the metadata
+	// by a retry waiting for its partition's leader to move.
+	leaderPollMin = 50 * time.Millisecond
 )
 
 // errLeaderMoved ends a request whose partition has a new leader.
@@ -73,6 +76,45 @@ func (c *Client) watchLeader(ctx context.Context, tp TopicPartition, sentTo part
 		if !t.Stop() {
 			<-done // the check started: wait until it has seen the cancel
 		}
+	}
+}
+
+// leaderSuspect reports whether err says a partition's leader may be gone
+// or moving: the errors after which the client looks up the leader again
+// (partitionError).
+func leaderSuspect(err error) bool {
+	e, ok := AsError(err)
+	if !ok {
+		return false
+	}
+	switch e.Reason {
+	case "NOT_LEADER", "LEADER_NOT_AVAILABLE":
+		return true
+	case "":
+		return e.Code == codes.Unavailable || e.Code == codes.DeadlineExceeded
+	}
+	return false
+}
+
+// backoffUntilLeaderMoves waits d before a retry to tp, as sleepCtx does,
+// but ends as soon as the metadata shows tp led by another broker than
+// sentTo, or in a newer epoch: a leader that died is replaced in about a
+// second, and the retry should go to its successor then, not at the end
+// of a backoff that has grown meanwhile. While it waits it refreshes the
+// metadata, which every waiting partition shares and the client fetches at
+// most once per its minimum refresh interval.
+func (c *Client) backoffUntilLeaderMoves(ctx context.Context, d time.Duration, tp TopicPartition, sentTo partitionInfo) error {
+	deadline := time.Now().Add(d)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for {
+		if now, ok := c.meta.current().leaderOf(tp); ok && now.leader >= 0 && (now.leader != sentTo.leader || now.epoch > sentTo.epoch) {
+			return nil
+		}
+		if sleepCtx(wctx, max(c.cfg.metadataMinRefresh, leaderPollMin)) != nil {
+			return ctx.Err() // nil when the backoff is over
+		}
+		c.refreshAfterError(wctx)
 	}
 }
 

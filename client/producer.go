@@ -327,6 +327,7 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 	}
 	deadline := b.created.Add(p.cfg.deliveryTimeout)
 	var last error
+	var sentTo partitionInfo // the leader the last attempt went to
 	renumbered, renumberedBefore := false, false
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -346,7 +347,14 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 					p.fail(pq, b, wrapOp(op, withLast(ErrDeliveryTimeout, last, "(%s) after %d attempts", p.cfg.deliveryTimeout, attempt)))
 					return
 				}
-				if sleepCtx(p.ctx, d) != nil {
+				wait := sleepCtx
+				if leaderSuspect(last) {
+					// Or until the partition has a new leader to try.
+					wait = func(ctx context.Context, d time.Duration) error {
+						return p.c.backoffUntilLeaderMoves(ctx, d, b.tp, sentTo)
+					}
+				}
+				if wait(p.ctx, d) != nil {
 					p.fail(pq, b, wrapOp(op, withLast(ErrClosed, last, "")))
 					return
 				}
@@ -361,6 +369,11 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 				p.acc.finish(pq, b)
 				return
 			}
+		}
+		if info, ok := p.c.meta.current().leaderOf(b.tp); ok {
+			sentTo = info
+		} else {
+			sentTo = partitionInfo{leader: noLeader}
 		}
 		resp, err := p.produceOnce(pq, b, deadline)
 		if err == nil {
