@@ -136,6 +136,20 @@ func readBack(t *testing.T, ctx context.Context, c *client.Client, topic string,
 	}
 }
 
+// mustHold checks that a partition read back holds the records produced,
+// each once, in order, at the offsets their producer was told.
+func mustHold(t *testing.T, got, want []*client.Record) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("the partition holds %d records, %d were produced and not lost: one was written twice, or lost", len(got), len(want))
+	}
+	for i, r := range got {
+		if string(r.Value) != string(want[i].Value) || r.Offset != want[i].Offset {
+			t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, want[i].Value, want[i].Offset)
+		}
+	}
+}
+
 // patientProducer retries only after a minute and delivers for ten: a
 // record that waits for a retry backoff, or for its delivery timeout, is
 // not answered within the test's contexts.
@@ -210,15 +224,7 @@ func TestProducerEpochBump(t *testing.T) {
 			if n := tap.inits.Load(); n != wantInits {
 				t.Fatalf("%d producer ids taken, want %d", n, wantInits)
 			}
-			got := readBack(t, ctx, cl, topic, 0)
-			if len(got) != len(want) {
-				t.Fatalf("read %d records back, want %d", len(got), len(want))
-			}
-			for i, r := range got {
-				if string(r.Value) != string(want[i].Value) || r.Offset != want[i].Offset {
-					t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, want[i].Value, want[i].Offset)
-				}
-			}
+			mustHold(t, readBack(t, ctx, cl, topic, 0), want)
 		})
 	}
 }
@@ -298,15 +304,7 @@ func TestProducerEpochBumpKeepsUnansweredBatches(t *testing.T) {
 		t.Fatalf("partition 1's next batch was sent as %+v; want epoch 1, sequence 0", s)
 	}
 	got := readBack(t, ctx, cl, "two", 1)
-	want := append(p1first, p1next...)
-	if len(got) != len(want) {
-		t.Fatalf("partition 1 holds %d records, want %d: the unanswered batch was written twice", len(got), len(want))
-	}
-	for i, r := range got {
-		if string(r.Value) != string(want[i].Value) || r.Offset != want[i].Offset {
-			t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, want[i].Value, want[i].Offset)
-		}
-	}
+	mustHold(t, got, append(p1first, p1next...))
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -445,15 +443,7 @@ func TestProducerInFlightRetryStaysInTheLeadersWindow(t *testing.T) {
 	if n := firstSends.Load(); n < 2 {
 		t.Fatalf("the first batch was sent %d times: the test wants its answer lost and a retry", n)
 	}
-	got := readBack(t, ctx, cl, "window", 0)
-	if len(got) != len(recs) {
-		t.Fatalf("the log holds %d records, %d were produced: a batch was written twice or lost", len(got), len(recs))
-	}
-	for i, r := range got {
-		if string(r.Value) != string(recs[i].Value) || r.Offset != recs[i].Offset {
-			t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, recs[i].Value, recs[i].Offset)
-		}
-	}
+	mustHold(t, readBack(t, ctx, cl, "window", 0), recs)
 }
 
 // TestProducerInFlightKeepsOrder: with several batches of a partition in
@@ -481,15 +471,7 @@ func TestProducerInFlightKeepsOrder(t *testing.T) {
 	if err := p.ProduceSync(ctx, recs...); err != nil {
 		t.Fatal(err)
 	}
-	got := readBack(t, ctx, cl, "order", 0)
-	if len(got) != len(recs) {
-		t.Fatalf("the log holds %d records, %d were produced", len(got), len(recs))
-	}
-	for i, r := range got {
-		if string(r.Value) != string(recs[i].Value) || r.Offset != recs[i].Offset {
-			t.Fatalf("record %d: %q at %d; produced %q, told offset %d", i, r.Value, r.Offset, recs[i].Value, recs[i].Offset)
-		}
-	}
+	mustHold(t, readBack(t, ctx, cl, "order", 0), recs)
 }
 
 // TestProducerWrittenBeforeIsNotNumberedAgain: a refusal that says the
