@@ -27,6 +27,14 @@ type FetchRequest struct {
 	Offset    int64
 	MaxBytes  int           // 0 means 1 MiB; capped by limits.max_fetch_bytes
 	MaxWait   time.Duration // at the end of the log, how long to wait for more
+	// Buffer, if set, lends the buffer of n bytes that a read of the local
+	// log fills: FetchResult.Batches is then a slice of the last one it
+	// lent (a read may ask twice, when its first batch is larger than
+	// planned), and the caller may reuse it once done with the result (as
+	// the fetch stream does, a response at a time, instead of allocating one
+	// per response). It is asked only when there is data to read; reads
+	// from the cold tier do not use it.
+	Buffer func(n int) []byte
 }
 
 // FetchResult holds whole batches, byte-identical to what was appended.
@@ -69,7 +77,7 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 	if err := b.ensureTier(ctx, p); err != nil {
 		return FetchResult{}, err
 	}
-	res, err := p.read(req.Offset, req.MaxBytes)
+	res, err := p.read(req)
 	if err != nil && req.Offset < p.log.LogStartOffset() && p.remote(b) && b.cold != nil {
 		// Below the local log: the cold tier holds it. The start is read
 		// after the local read failed, not before it, so a read that races
@@ -84,7 +92,7 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 	defer cancel()
 	if err := p.log.WaitForHighWatermark(wctx, req.Offset); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			res, err := p.read(req.Offset, req.MaxBytes) // nothing new: an empty answer
+			res, err := p.read(req) // nothing new: an empty answer
 			return p.withLogStart(res), err
 		}
 		if errors.Is(err, hotlog.ErrClosed) {
@@ -92,7 +100,7 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 		}
 		return FetchResult{}, err
 	}
-	res, err = p.read(req.Offset, req.MaxBytes)
+	res, err = p.read(req)
 	return p.withLogStart(res), err
 }
 
@@ -159,11 +167,11 @@ func (b *Broker) coldError(name string, offset, start, hw int64, err error) erro
 	return refuse(ReasonStorageError, err, "%s: reading the cold tier: %v", name, err)
 }
 
-func (p *partition) read(offset int64, maxBytes int) (FetchResult, error) {
+func (p *partition) read(req FetchRequest) (FetchResult, error) {
 	hw := p.log.HighWatermark()
-	res, err := p.log.Read(offset, maxBytes, hw)
+	res, err := p.log.ReadWith(req.Buffer, req.Offset, req.MaxBytes, hw)
 	if err != nil {
-		return FetchResult{}, p.readError(offset, err)
+		return FetchResult{}, p.readError(req.Offset, err)
 	}
 	return FetchResult{Batches: res.Data, NextOffset: res.NextOffset, HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}, nil
 }

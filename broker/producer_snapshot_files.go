@@ -271,8 +271,17 @@ func (ps *producerSnapshots) buildInto(s *producerState, x int64) (exact bool, l
 		// The log start passed x while we looked: x is gone.
 		return false, 0, &hotlog.RangeError{Offset: x, LogStart: start, LogEnd: ps.log.LogEndOffset()}
 	}
+	// One buffer for the whole replay: each read's batches are done with
+	// before the next read.
+	var buf []byte
+	reuse := func(n int) []byte {
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		return buf[:n]
+	}
 	for off := from; off < x; {
-		rr, err := ps.log.Read(off, replayReadBytes, x)
+		rr, err := ps.log.ReadWith(reuse, off, replayReadBytes, x)
 		if err != nil {
 			// Including a range error: retention moved the start past off,
 			// and the state would miss what it removed.

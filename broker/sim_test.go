@@ -1384,7 +1384,7 @@ func (b *simBroker) fetch(offset int64) ([]byte, error) {
 		return nil, errors.New("not open")
 	}
 	if p.isLeader() && p.work.aligned.Load() == p.view.Load().LeaderEpoch {
-		res, err := p.read(offset, 2048)
+		res, err := p.read(FetchRequest{Offset: offset, MaxBytes: 2048})
 		if err == nil {
 			b.s.servedEpoch = max(b.s.servedEpoch, p.view.Load().LeaderEpoch)
 			return res.Batches, nil
@@ -1629,7 +1629,7 @@ func (s *simulation) check() {
 		next = h.StartOffset()
 	}
 	for off := p.log.LogStartOffset(); off < hw; {
-		res, err := p.read(off, 1<<20)
+		res, err := p.read(FetchRequest{Offset: off, MaxBytes: 1 << 20})
 		if err != nil {
 			s.fail("read the leader's log at %d: %v", off, err)
 			return

@@ -470,6 +470,17 @@ type ReadResult struct {
 // or above the log end is a *RangeError; at the end (or at upTo) the result is
 // empty.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64) (ReadResult, error) {
+	return l.ReadWith(nil, offset, maxBytes, upTo)
+}
+
+// ReadWith is Read with the bytes read into buffers from alloc, which
+// returns one of n bytes (nil alloc: make), so that a caller can lend one
+// it reuses once it is done with the result. Data is a slice of the last
+// buffer alloc returned; alloc is called only when there is data to read.
+func (l *Log) ReadWith(alloc func(n int) []byte, offset int64, maxBytes int, upTo int64) (ReadResult, error) {
+	if alloc == nil {
+		alloc = func(n int) []byte { return make([]byte, n) }
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
@@ -490,7 +501,7 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (ReadResult, error) {
 	if err != nil || pos >= size {
 		return res, err
 	}
-	buf := make([]byte, min(int64(max(maxBytes, record.HeaderSize)), size-pos))
+	buf := alloc(int(min(int64(max(maxBytes, record.HeaderSize)), size-pos)))
 	if _, err := seg.file.ReadAt(buf, pos); err != nil {
 		return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
 	}
@@ -510,7 +521,7 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (ReadResult, error) {
 				break
 			}
 			// The first batch is larger than maxBytes: return it whole.
-			buf = make([]byte, n)
+			buf = alloc(n)
 			if _, err := seg.file.ReadAt(buf, pos); err != nil {
 				return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
 			}

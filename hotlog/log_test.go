@@ -58,6 +58,54 @@ func TestAppendAssignsOffsetsAndReadsBack(t *testing.T) {
 	}
 }
 
+// TestReadWithLendsTheBuffer: ReadWith reads into the buffers its caller
+// lends, and asks for one only when there is data: the result is a slice
+// of the lent buffer, the same bytes Read returns; a first batch larger
+// than maxBytes is read into a second buffer of its size.
+func TestReadWithLendsTheBuffer(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(DiskFS{}))
+	defer l.Close()
+	for i := range 10 {
+		if _, err := l.Append(seqBatch(t, i*4, 4, 0, 200), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lent [][]byte
+	lend := func(n int) []byte {
+		b := make([]byte, n, n+100)
+		lent = append(lent, b)
+		return b
+	}
+	want, err := l.Read(4, 2000, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.ReadWith(lend, 4, 2000, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBytes(got.Data, want.Data) || got.NextOffset != want.NextOffset {
+		t.Fatalf("ReadWith read %d bytes to %d, Read %d bytes to %d", len(got.Data), got.NextOffset, len(want.Data), want.NextOffset)
+	}
+	if len(lent) != 1 || &got.Data[0] != &lent[0][0] {
+		t.Fatalf("%d buffers lent; the result is not a slice of the one lent", len(lent))
+	}
+	// A first batch larger than maxBytes: a second buffer, of its size.
+	lent = nil
+	got, err = l.ReadWith(lend, 0, 10, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := record.Batch(got.Data).Size(); len(lent) != 2 || len(lent[1]) != size || &got.Data[0] != &lent[1][0] {
+		t.Fatalf("%d buffers lent for a batch of %d bytes over maxBytes", len(lent), size)
+	}
+	// Nothing to read: nothing lent.
+	lent = nil
+	if res, err := l.ReadWith(lend, 40, 1<<20, 40); err != nil || len(res.Data) != 0 || len(lent) != 0 {
+		t.Fatalf("read at the end: %v, %d bytes, %d buffers lent", err, len(res.Data), len(lent))
+	}
+}
+
 func TestReadBounds(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), testOptions(DiskFS{}))
 	defer l.Close()

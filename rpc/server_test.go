@@ -3,12 +3,16 @@ package rpc
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -337,4 +341,86 @@ func TestGracefulStopEndsFetchStreams(t *testing.T) {
 	if err := <-got; reasonOf(err) != "UNAVAILABLE" {
 		t.Fatalf("stream ended with %v, want UNAVAILABLE", err)
 	}
+}
+
+// TestFetchStreamsLendTheirBuffers: a read of the local log fills the
+// buffer the fetch lends, the stream gives it back only once the response
+// is sent (buffers given back are overwritten here), and streams reading
+// side by side each get their own: four streams replay their partitions at
+// once, and every record comes back as produced, with its batch's CRC
+// intact.
+func TestFetchStreamsLendTheirBuffers(t *testing.T) {
+	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	ctx := testCtx(t)
+	const partitions, batches, perBatch = 4, 40, 50
+	tb.createTopic(t, "lend", partitions, nil)
+	value := func(p, i int) string { return fmt.Sprintf("p%d-r%06d-%s", p, i, strings.Repeat("x", 900)) }
+	for p := range partitions {
+		for b := range batches {
+			vals := make([]string, perBatch)
+			for r := range vals {
+				vals[r] = value(p, b*perBatch+r)
+			}
+			if _, err := tb.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "lend", Partition: int32(p), Batch: batchOf(t, vals...), Acks: stratav1.Acks_ACKS_ALL}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// The broker reads into the buffer it is lent.
+	var lent []byte
+	res, err := tb.Broker.Fetch(ctx, broker.FetchRequest{Topic: "lend", Partition: 0, Offset: 0, MaxBytes: 256 << 10,
+		Buffer: func(n int) []byte { lent = make([]byte, n); return lent }})
+	if err != nil || len(res.Batches) == 0 || &res.Batches[0] != &lent[0] {
+		t.Fatalf("fetch with a lent buffer: %v; the batches are not in it", err)
+	}
+
+	// A buffer given back too soon would be sent overwritten.
+	poisonFetchBuffers = true
+	defer func() { poisonFetchBuffers = false }()
+	var wg sync.WaitGroup
+	for p := range partitions {
+		wg.Go(func() {
+			stream, err := tb.fetch.Fetch(ctx, &stratav1.FetchRequest{Topic: "lend", Partition: int32(p), MaxBytes: 256 << 10, StopAtEnd: true})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			next := 0
+			for {
+				resp, err := stream.Recv()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for data := resp.Batches; len(data) > 0; {
+					b, rest, err := record.Next(data)
+					if err != nil {
+						t.Errorf("partition %d near record %d: %v", p, next, err)
+						return
+					}
+					recs, err := b.Records()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for _, r := range recs {
+						if string(r.Value) != value(p, next) {
+							t.Errorf("partition %d record %d: %.12q, want %.12q", p, next, r.Value, value(p, next))
+							return
+						}
+						next++
+					}
+					data = rest
+				}
+			}
+			if next != batches*perBatch {
+				t.Errorf("partition %d: read %d records, want %d", p, next, batches*perBatch)
+			}
+		})
+	}
+	wg.Wait()
 }
