@@ -248,7 +248,7 @@ func (c *coldPacer) throttled() (broker, topic time.Duration) {
 var liveSettings = []string{"tiering.cold_read_bytes_per_sec", "tiering.cold_read_gets_per_sec"}
 
 // Reload applies the settings of next that can change while the broker
-// runs (tiering.cold_read_bytes_per_sec and tiering.cold_read_gets_per_sec). It returns those that changed since the last
+// runs (liveSettings). It returns those that changed since the last
 // reload, and the other settings that differ from the ones the broker
 // started with, which take effect only after a restart.
 func (b *Broker) Reload(next config.Broker) (applied, needRestart []string) {

@@ -80,8 +80,8 @@ func (c *Client) watchLeader(ctx context.Context, tp TopicPartition, sentTo part
 }
 
 // leaderSuspect reports whether err says a partition's leader may be gone
-// or moving: the errors after which the client looks up the leader again
-// (partitionError).
+// or moving: NOT_LEADER, LEADER_NOT_AVAILABLE, or a broken or timed-out
+// call with no answer from the broker.
 func leaderSuspect(err error) bool {
 	e, ok := AsError(err)
 	if !ok {

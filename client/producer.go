@@ -347,14 +347,14 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 					p.fail(pq, b, wrapOp(op, withLast(ErrDeliveryTimeout, last, "(%s) after %d attempts", p.cfg.deliveryTimeout, attempt)))
 					return
 				}
-				wait := sleepCtx
+				var err error
 				if leaderSuspect(last) {
 					// Or until the partition has a new leader to try.
-					wait = func(ctx context.Context, d time.Duration) error {
-						return p.c.backoffUntilLeaderMoves(ctx, d, b.tp, sentTo)
-					}
+					err = p.c.backoffUntilLeaderMoves(p.ctx, d, b.tp, sentTo)
+				} else {
+					err = sleepCtx(p.ctx, d)
 				}
-				if wait(p.ctx, d) != nil {
+				if err != nil {
 					p.fail(pq, b, wrapOp(op, withLast(ErrClosed, last, "")))
 					return
 				}

@@ -42,10 +42,7 @@ func BenchmarkColdReplay(b *testing.B) {
 	)
 	m := miniotest.Start(b)
 	admin := freePort(b)
-	flags := []string{"--admin-listen", admin, "--admin-pprof", "--tiering-cache-bytes", "2GiB", "--tiering-upload-parallelism", "8"}
-	flags = append(flags, strings.Fields(os.Getenv("STRATA_BENCH_BROKER_FLAGS"))...)
-	br := newBroker(b, 1, s3Flags(m, flags...)...)
-	br.start()
+	br := startBenchBroker(b, m, "--admin-listen", admin, "--admin-pprof", "--tiering-cache-bytes", "2GiB", "--tiering-upload-parallelism", "8")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c, err := client.New(ctx, []string{br.addr})
@@ -324,6 +321,15 @@ func rawGets(ctx context.Context, b testing.TB, m *miniotest.Server, keys []stri
 	return n.Load(), time.Since(start)
 }
 
+// startBenchBroker starts a broker on MinIO m with flags, then those in
+// STRATA_BENCH_BROKER_FLAGS, which a benchmark run may add.
+func startBenchBroker(b *testing.B, m *miniotest.Server, flags ...string) *brokerProc {
+	flags = append(flags, strings.Fields(os.Getenv("STRATA_BENCH_BROKER_FLAGS"))...)
+	br := newBroker(b, 1, s3Flags(m, flags...)...)
+	br.start()
+	return br
+}
+
 // BenchmarkColdReplayIsolation measures what a full-speed cold replay
 // costs writers: the produce latency of another topic at a fixed rate
 // (open loop, strata bench produce --rate: 50 MB/s of 1 KiB records,
@@ -346,8 +352,7 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 		duration   = "10s"
 	)
 	m := miniotest.Start(b)
-	br := newBroker(b, 1, s3Flags(m, append([]string{"--tiering-upload-parallelism", "8"}, strings.Fields(os.Getenv("STRATA_BENCH_BROKER_FLAGS"))...)...)...)
-	br.start()
+	br := startBenchBroker(b, m, "--tiering-upload-parallelism", "8")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c, err := client.New(ctx, []string{br.addr})

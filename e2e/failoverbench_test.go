@@ -15,17 +15,7 @@ import (
 // leader, with a producer writing all along, on three broker processes
 // with gossip.profile local. Run it with make bench-failover.
 func BenchmarkFailover(b *testing.B) {
-	tc := startCluster(b, 3, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c, err := client.New(ctx, tc.addrs())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.CreateTopic(ctx, "failover", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		b.Fatal(err)
-	}
+	tc, ctx, c := benchCluster(b, "failover", 1)
 	var mu sync.Mutex
 	var lastAck time.Time
 	p := c.NewProducer(client.WithLinger(0))
@@ -75,4 +65,22 @@ func BenchmarkFailover(b *testing.B) {
 	}
 	// Reported after the loop: its first call resets user metrics.
 	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "median-ms")
+}
+
+// benchCluster starts three broker processes (gossip.profile local) and a
+// client of them, with a context of ten minutes, and creates topic with
+// partitions of three replicas and min.insync.replicas 2.
+func benchCluster(b *testing.B, topic string, partitions int32) (*testCluster, context.Context, *client.Client) {
+	tc := startCluster(b, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	b.Cleanup(cancel)
+	c, err := client.New(ctx, tc.addrs())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	if _, err := c.CreateTopic(ctx, topic, partitions, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		b.Fatal(err)
+	}
+	return tc, ctx, c
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -24,17 +23,7 @@ func BenchmarkPausedBroker(b *testing.B) {
 		partitions = 3
 		pause      = 8 * time.Second
 	)
-	tc := startCluster(b, 3, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c, err := client.New(ctx, tc.addrs())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.CreateTopic(ctx, "paused", partitions, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		b.Fatal(err)
-	}
+	tc, ctx, c := benchCluster(b, "paused", partitions)
 	p := c.NewProducer(client.WithLinger(0), client.WithIdempotence(true))
 	acks := make([]ackTimes, partitions)
 	stop := make(chan struct{})
@@ -67,7 +56,12 @@ func BenchmarkPausedBroker(b *testing.B) {
 		if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			b.Fatal(err)
 		}
-		time.Sleep(pause) // the fault itself: how long the broker stays paused
+		// The fault itself is a length of time: the broker stays paused
+		// for it, or until the benchmark's context ends.
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+		}
 		if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			b.Fatal(err)
 		}

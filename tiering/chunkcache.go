@@ -170,8 +170,9 @@ func (c *chunkCache) add(key string, ch *chunk, prefetch bool) {
 	c.mu.window.add(key, ch, n)
 	if _, in := c.mu.window.peek(key); in && prefetch {
 		if _, ok := c.mu.unread[key]; !ok {
-			c.mu.unread[key] = min(n, c.chunkBytes)
-			c.mu.unreadBytes += min(n, c.chunkBytes)
+			cost := min(n, c.chunkBytes)
+			c.mu.unread[key] = cost
+			c.mu.unreadBytes += cost
 		}
 	}
 	c.mu.Unlock()

@@ -15,7 +15,8 @@ package tiering
 // A reader that continues where its last read ended gets the next chunks,
 // on into the next segments, fetched in the background (read-ahead), for
 // as long as its context lasts. Every GET waits for the configured Pace
-// (the broker's limits) and for one of MaxGets places.
+// (the broker's limits); those of segment bytes also for one of MaxGets
+// places.
 //
 // Lock order: ColdReader.mu before coldObject.mu, and before the chunk
 // cache's lock. The chunk cache and the flights never take another lock

@@ -139,9 +139,9 @@ func (r *ColdReader) passed(o *coldObject, idx int64) bool {
 // ctx or with Close, if fewer than readerPrefetches are running. A
 // non-empty key names the chunk fn fetches, which counts for cost bytes:
 // it starts only if none is running for that chunk already, and while the
-// cache has room for that much more read-ahead (see chunkCache.aheadBytes). Read-ahead that cannot start now
-// is skipped, not queued, as the reader will have moved on by the time it
-// could run. spawn returns false when there was no room for fn (the
+// cache has room for that much more read-ahead (chunkCache.aheadBytes).
+// Read-ahead that cannot start now is skipped, not queued, as the reader
+// will have moved on by the time it could run. spawn returns false when there was no room for fn (the
 // reader is closed, or every slot is taken), true when fn runs or already
 // ran for key.
 func (r *ColdReader) spawn(ctx context.Context, key string, cost int64, fn func(ctx context.Context)) bool {
