@@ -66,6 +66,11 @@ type batch struct {
 	// of its sequence then cannot be an earlier batch's doing (requests in
 	// flight together reach the leader in any order).
 	afterAcks bool
+	// unanswered says an attempt with the batch's current numbering ended
+	// without an answer that it was not written (lost, timed out, or
+	// refused only after the leader appended it), so the leader may hold
+	// it. Only the batch's sender reads and writes it.
+	unanswered bool
 }
 
 // partQueue is one partition's batches.

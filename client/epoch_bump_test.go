@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/client"
@@ -578,5 +580,96 @@ func TestProducerRetriesOnceTheLeaderMoves(t *testing.T) {
 	}
 	if !failed.Load() || fetchesAfter.Load() < 2 {
 		t.Fatalf("failed %v, metadata fetched %d times after: the test wants the retry to wait for a second fetch", failed.Load(), fetchesAfter.Load())
+	}
+}
+
+// TestProducerForgottenAfterALostAnswerIsNotNumberedAgain: a batch was
+// written but its answer lost, and before its retry the leader forgot the
+// producer (it remembers a bounded number per partition, and 10,000 others
+// wrote since). The retry is refused UNKNOWN_PRODUCER_ID, which cannot tell
+// a forgotten producer from one whose batches the leader never had: the
+// batch fails with its outcome unknown instead of being numbered again
+// under a new epoch and written twice.
+func TestProducerForgottenAfterALostAnswerIsNotNumberedAgain(t *testing.T) {
+	tb := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var sends atomic.Int32
+	tap := &produceTap{after: func(s sent) error {
+		if s.first != "p0-b1-0" || sends.Add(1) != 1 {
+			return nil
+		}
+		crowdOut(t, ctx, tb.cfg.Listen, "forgot", 0, 10_000)
+		return status.Error(codes.Unavailable, "test: the answer was lost")
+	}}
+	cl, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(tap.intercept)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "forgot", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := cl.NewProducer(client.WithLinger(0), client.WithRetryBackoff(5*time.Millisecond, 5*time.Millisecond), client.WithDeliveryTimeout(time.Minute))
+	defer p.Close()
+	if err := p.ProduceSync(ctx, batchRecords("forgot", 0, 0)...); err != nil {
+		t.Fatal(err)
+	}
+	err = p.ProduceSync(ctx, batchRecords("forgot", 0, 1)...)
+	if !errors.Is(err, client.ErrUnknownProducerID) || !strings.Contains(err.Error(), "may have been written") {
+		t.Fatalf("got %v, want the batch failed with its outcome unknown", err)
+	}
+	if s := tap.sendsOf("p0-b1-0"); len(s) != 2 || s[1].reason != "UNKNOWN_PRODUCER_ID" || s[1].seq != s[0].seq || s[1].epoch != s[0].epoch {
+		t.Fatalf("the batch was sent as %+v, want twice as first numbered (the answer lost, then refused)", s)
+	}
+	// The producer goes on, under a new producer id.
+	if err := p.ProduceSync(ctx, batchRecords("forgot", 0, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range readBack(t, ctx, cl, "forgot", 0) {
+		if v := string(r.Value); strings.HasPrefix(v, "p0-") {
+			got = append(got, v)
+		}
+	}
+	if want := []string{"p0-b0-0", "p0-b1-0", "p0-b2-0"}; !slices.Equal(got, want) {
+		t.Fatalf("the partition holds %v of the producer's records, want %v: each once", got, want)
+	}
+}
+
+// crowdOut writes one record to the partition from each of n producers
+// that have not written there before, with ids no cluster hands out, so
+// that it forgets the producers it saw least recently.
+func crowdOut(t *testing.T, ctx context.Context, addr, topic string, partition int32, n int) {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer cc.Close()
+	ps := stratav1.NewProduceServiceClient(cc)
+	template, err := record.Encode(record.DefaultBatchOptions(), record.Record{Value: []byte("crowd")})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	const workers = 8
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n && failed.Load() == nil; i += workers {
+				b := record.Batch(slices.Clone(template))
+				b.SetProducer(1<<40+int64(i), 0, 0)
+				if _, err := ps.Produce(ctx, &stratav1.ProduceRequest{Topic: topic, Partition: partition, Acks: stratav1.Acks_ACKS_LEADER, Batch: b, TimeoutMs: 10_000}); err != nil {
+					failed.Store(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		t.Errorf("crowding out producers: %v", err)
 	}
 }

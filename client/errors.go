@@ -140,8 +140,9 @@ var (
 	// producer (metadata "producer_id", "producer_epoch", "sequence") and
 	// the batch does not start at sequence 0; nothing was written. Not
 	// retriable as sent: the Producer recovers on its own by starting its
-	// sequences again under its next epoch (see WithIdempotence), so a
-	// caller sees this only from its own requests.
+	// sequences again under its next epoch (see WithIdempotence). It gives
+	// it to a batch only when an earlier send of that batch got no answer,
+	// so the batch may have been written and is not numbered again.
 	ErrUnknownProducerID = sentinel(codes.FailedPrecondition, "UNKNOWN_PRODUCER_ID", false)
 	// ErrUnauthenticated: the broker requires credentials (a client
 	// certificate, see WithTLS, or a token, see WithToken) and got none, or

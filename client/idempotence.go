@@ -27,7 +27,11 @@ package client
 // at 0 under it. A partition moves to the new identity only once none of
 // its batches can still be written under the old one (each was answered,
 // or refused): a batch whose answer was lost is resent as it was, so the
-// leader can still recognise it, and is never numbered again. Then its
+// leader can still recognise it, and is never numbered again. Should the
+// leader refuse it all the same, because it forgot the producer
+// (UNKNOWN_PRODUCER_ID) or wrote it and forgot the batch
+// (OUT_OF_ORDER_SEQUENCE, expecting a later sequence), the batch fails
+// with its outcome unknown. Then its
 // refused batches are numbered again in their order and resent at once,
 // and its new batches follow. Any other refused batch is resent unchanged
 // after the usual backoff: the gap may be an earlier batch, which may yet
@@ -35,6 +39,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"sync"
@@ -168,6 +173,7 @@ func (pq *partQueue) stampLocked(b *batch, cur identity) bool {
 	b.data.SetProducer(cur.id, cur.epoch, seq)
 	pq.mu.stamps++
 	b.stamped, b.identity, b.refused, b.stampNo = true, cur, false, pq.mu.stamps
+	b.unanswered = false
 	b.afterAcks = pq.afterAcksLocked(b)
 	pq.notifySeqLocked()
 	return true
@@ -204,6 +210,19 @@ func writtenBefore(err error, b *batch) bool {
 		ahead += math.MaxInt32 + 1
 	}
 	return ahead > 0 && ahead <= math.MaxInt32/2
+}
+
+// answeredUnwritten reports whether err is a leader's answer that it did
+// not append the batch. Any other failure may come after the append: lost
+// answers, timeouts, a leader moving while the call was out (NOT_LEADER),
+// or a log that failed.
+func answeredUnwritten(err error) bool {
+	for _, e := range []*Error{ErrOutOfOrderSequence, ErrUnknownProducerID, ErrNotEnoughReplicas, ErrThrottled, ErrLeaderNotAvailable} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // sequenceRefused is told that the leader refused b's sequence

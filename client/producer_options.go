@@ -190,7 +190,11 @@ func WithPartitioner(p Partitioner) ProducerOption {
 // epoch on its own, starts every partition's sequences again at 0 (each
 // once none of its batches can still be written under the old epoch) and
 // resends the refused batch at once; nothing that may have been written is
-// numbered again. With more batches in flight a gap also appears while an
+// numbered again. A refused batch that may have been written before (an
+// earlier send of it got no answer) fails instead, with its outcome
+// unknown: ErrOutOfOrderSequence when the leader is past it, so it wrote
+// it, or ErrUnknownProducerID when the leader forgot the producer and
+// cannot tell. With more batches in flight a gap also appears while an
 // earlier batch is retried, and resolves when that one lands.
 func WithIdempotence(on bool) ProducerOption {
 	return producerOption(func(c *producerConfig) { c.idempotent = on })
