@@ -29,8 +29,9 @@ type flightCall[V any] struct {
 }
 
 // do returns fn's result for key, running fn at most once at a time per
-// key. shared reports that this caller waited on another's request rather
-// than running its own.
+// key. shared reports that the result is from another caller's request:
+// this one did not run fn (it may have waited on one that gave up, then
+// run its own).
 func (f *flight[K, V]) do(ctx context.Context, key K, fn func(context.Context) (V, error)) (val V, shared bool, err error) {
 	for {
 		f.mu.Lock()
@@ -43,7 +44,7 @@ func (f *flight[K, V]) do(ctx context.Context, key K, fn func(context.Context) (
 			f.calls[key] = c
 			f.mu.Unlock()
 			f.run(ctx, key, c, fn)
-			return c.val, shared, c.err
+			return c.val, false, c.err
 		}
 		f.mu.Unlock()
 		if !shared && f.joins != nil {

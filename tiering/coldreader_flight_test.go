@@ -40,7 +40,8 @@ func TestFlightSharesOneCall(t *testing.T) {
 }
 
 // A waiter whose leader gave up runs the call itself instead of returning
-// the leader's cancellation; a waiter that gives up returns at once.
+// the leader's cancellation, and says its result is not shared; a waiter
+// that gives up returns at once.
 func TestFlightWaiterOutlivesItsLeader(t *testing.T) {
 	var f flight[string, int]
 	var joins atomic.Uint64
@@ -67,8 +68,11 @@ func TestFlightWaiterOutlivesItsLeader(t *testing.T) {
 	waiterDone := make(chan int)
 	go func() {
 		v, shared, err := f.do(context.Background(), "k", func(context.Context) (int, error) { return 7, nil })
-		if err != nil || !shared {
-			t.Errorf("waiter: %v, shared %v", err, shared)
+		if err != nil || shared {
+			// Its result is its own: a caller that takes a reference for
+			// a shared result (the cold reader's objects) must not take a
+			// second.
+			t.Errorf("waiter: %v, shared %v; want its own call's result, not shared", err, shared)
 		}
 		waiterDone <- v
 	}()
