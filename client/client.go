@@ -10,11 +10,13 @@ import (
 	"sync"
 	"time"
 
-	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/strata-log/strata/rpc/grpcmem"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
 // Client is a connection to a Strata cluster: it knows which broker leads
@@ -106,7 +108,7 @@ func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
 	if c.cfg.tls != nil {
 		creds = credentials.NewTLS(c.cfg.tls)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, grpcmem.DialOptions()...)
 	if c.cfg.token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(c.cfg.token)))
 	}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/rpc/grpcmem"
 	"github.com/strata-log/strata/security"
 )
 
@@ -124,7 +125,7 @@ func (f *forwarder) conn(addr string) (*grpc.ClientConn, error) {
 	if creds == nil {
 		creds = grpc.WithTransportCredentials(insecure.NewCredentials())
 	}
-	c, err := grpc.NewClient(addr, creds)
+	c, err := grpc.NewClient(addr, append([]grpc.DialOption{creds}, grpcmem.DialOptions()...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/rpc/grpcmem"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
 )
@@ -92,9 +93,8 @@ func (ps *Peers) conn(to broker.Peer) (*grpc.ClientConn, error) {
 		}
 		c.conn.Close()
 	}
-	conn, err := grpc.NewClient(to.Addr,
-		ps.credentials(to.ID),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage)))
+	opts := append([]grpc.DialOption{ps.credentials(to.ID), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage))}, grpcmem.DialOptions()...)
+	conn, err := grpc.NewClient(to.Addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to broker %d at %s: %w", to.ID, to.Addr, err)
 	}

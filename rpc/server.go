@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/rpc/grpcmem"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
 )
@@ -44,7 +45,7 @@ func NewServer(b *broker.Broker, auth *Auth) *Server {
 	// Request metrics come first, so that refused calls count too
 	// (metrics.go).
 	rm := requestMetrics{b.RequestMetrics()}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes)}
+	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes)}, grpcmem.ServerOptions()...)
 	if auth == nil {
 		opts = append(opts, grpc.ChainUnaryInterceptor(rm.unary, fwd.interceptor), grpc.ChainStreamInterceptor(rm.stream))
 	} else {

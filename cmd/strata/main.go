@@ -7,15 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"google.golang.org/grpc/experimental"
-
-	"github.com/strata-log/strata/rpc/bufferpool"
 )
-
-// gRPC's buffers come from Strata's pool, which does not clear them
-// (package bufferpool says why that is safe, and what it saves).
-func init() { experimental.SetDefaultBufferPool(&bufferpool.Pool{}) }
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {

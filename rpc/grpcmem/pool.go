@@ -1,20 +1,20 @@
-// Package bufferpool is the buffer pool the strata binary gives gRPC in
-// place of gRPC's default (experimental.SetDefaultBufferPool): gRPC reads
-// frames, materializes received messages and marshals sent ones into
-// buffers from it.
+// Package grpcmem gives Strata's gRPC servers and clients (ServerOptions,
+// DialOptions) a buffer pool that does not clear its buffers, and the
+// proto codec that uses it: gRPC reads frames, materializes received
+// messages and marshals sent ones into buffers from them.
 //
 // gRPC's default pool clears every buffer it hands out, over the whole
 // capacity of its tier, and its tiers jump from 32 KiB to 1 MiB, so a
 // 40 KiB fetch response was marshaled into a 1 MiB buffer cleared first.
 // At 50 MB/s of 1 KiB records produced and consumed, the clearing was 13%
-// of a broker's CPU. This pool has a tier for every power of two and does
-// not clear: every user of the pool in gRPC (checked at v1.85) writes the
-// bytes it passes on, as frames are read into buffers in full and
-// messages copied or marshaled into them, so no byte a buffer held before
-// is read. The tests of package rpc run the broker with a Pool that fills
-// each buffer with garbage as it hands it out, which would show if one
-// were.
-package bufferpool
+// of a broker's CPU, and as much of a consumer's. This pool has a tier for
+// every power of two and does not clear: every user of the pool in gRPC
+// (checked at v1.85) and in Codec writes the bytes it passes on, as frames
+// are read into buffers in full and messages copied or marshaled into
+// them, so no byte a buffer held before is read. The tests of packages rpc
+// and client fill each buffer with garbage as it is handed out
+// (Shared.Poison), which would show if one were.
+package grpcmem
 
 import (
 	"math/bits"
@@ -24,7 +24,7 @@ import (
 )
 
 const (
-	minShift = 8  // 256 B: smaller messages are not pooled by gRPC
+	minShift = 8  // 256 B: the smallest tier; smaller buffers come from it
 	maxShift = 23 // 8 MiB: larger buffers are allocated and left to the GC
 )
 

@@ -1,0 +1,74 @@
+package grpcmem
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// Shared is the pool every Strata server and client connection uses.
+var Shared = &Pool{}
+
+// ServerOptions make a gRPC server read and write messages with Shared.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ForceServerCodecV2(Codec{}), experimental.BufferPool(Shared)}
+}
+
+// DialOptions make a client connection read and write messages with
+// Shared.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.ForceCodecV2(Codec{})), experimental.WithBufferPool(Shared)}
+}
+
+// Codec is gRPC's proto codec (same name, same bytes on the wire) with its
+// buffers from Shared instead of gRPC's default pool.
+type Codec struct{}
+
+var _ encoding.CodecV2 = Codec{}
+
+// Name is the content subtype, "proto", as for gRPC's own codec.
+func (Codec) Name() string { return "proto" }
+
+// Marshal encodes v into a buffer from Shared, or a buffer of its own when
+// it is too small for gRPC to pool.
+func (Codec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("grpcmem: cannot marshal %T, not a proto.Message", v)
+	}
+	// UseCachedSize reuses what Size just computed; nothing changes m
+	// between the two.
+	size := proto.Size(m)
+	opts := proto.MarshalOptions{UseCachedSize: true}
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, err := opts.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	buf := Shared.Get(size)
+	b, err := opts.MarshalAppend((*buf)[:0], m)
+	if err != nil {
+		Shared.Put(buf)
+		return nil, err
+	}
+	*buf = b
+	return mem.BufferSlice{mem.NewBuffer(buf, Shared)}, nil
+}
+
+// Unmarshal decodes data into v. proto.Unmarshal copies the bytes it
+// keeps, so the buffer goes back to Shared at once.
+func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("grpcmem: cannot unmarshal into %T, not a proto.Message", v)
+	}
+	buf := data.MaterializeToBuffer(Shared)
+	defer buf.Free()
+	return proto.Unmarshal(buf.ReadOnlyData(), m)
+}
