@@ -27,15 +27,18 @@ package client
 // at 0 under it. A partition moves to the new identity only once none of
 // its batches can still be written under the old one (each was answered,
 // or refused): a batch whose answer was lost is resent as it was, so the
-// leader can still recognise it, and is never numbered again. Should the
-// leader refuse it all the same, because it forgot the producer
-// (UNKNOWN_PRODUCER_ID) or wrote it and forgot the batch
-// (OUT_OF_ORDER_SEQUENCE, expecting a later sequence), the batch fails
-// with its outcome unknown. Then its
+// leader can still recognise it, and is never numbered again. Then its
 // refused batches are numbered again in their order and resent at once,
 // and its new batches follow. Any other refused batch is resent unchanged
 // after the usual backoff: the gap may be an earlier batch, which may yet
 // land.
+//
+// A batch that may have been written (an earlier send of it got no answer
+// that it was not) is never numbered again: should the leader refuse it,
+// because it wrote the batch and forgot it (OUT_OF_ORDER_SEQUENCE,
+// expecting a later sequence) or forgot the producer (UNKNOWN_PRODUCER_ID,
+// which cannot tell that from a producer whose batches it never had), the
+// batch fails with its outcome unknown.
 
 import (
 	"context"
