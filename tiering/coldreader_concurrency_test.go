@@ -242,3 +242,41 @@ func TestColdReadCacheStaysWithinItsBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestColdReadsOfPartitionsGoToTheStoreAtOnce: a consumer reads each of
+// its partitions through a fetch stream of its own, and the reads of
+// different partitions do not wait for one another: with the store
+// holding every ranged read, each partition has its GET in flight at
+// once, and every read completes once the store answers.
+func TestColdReadsOfPartitionsGoToTheStoreAtOnce(t *testing.T) {
+	const partitions = 4
+	store := objstore.NewMemory()
+	var fs []*coldFixture
+	for p := range int32(partitions) {
+		ref := coldTestRef
+		ref.Partition = p
+		f := newColdFixtureOn(t, store, ref)
+		f.addSegment(batchSpec{count: 20, records: 2, valueLen: 100})
+		fs = append(fs, f)
+	}
+	g := &gatedStore{Reader: store}
+	r := newTestReader(t, g, ReaderConfig{ReadAhead: -1})
+	gate := make(chan struct{})
+	g.close(gate)
+	var wg sync.WaitGroup
+	results := make([]ColdRead, partitions)
+	errs := make([]error, partitions)
+	for i, f := range fs {
+		wg.Go(func() { results[i], errs[i] = r.Read(f.ctx, f.ref, 0, 1<<20) })
+	}
+	waitFor(t, "a GET of every partition at the store at once", func() bool { return g.readAts.Load() == partitions })
+	g.close(nil)
+	close(gate)
+	wg.Wait()
+	for i, f := range fs {
+		if errs[i] != nil {
+			t.Fatalf("partition %d: %v", f.ref.Partition, errs[i])
+		}
+		f.checkRead(results[i], 0, 1<<20)
+	}
+}

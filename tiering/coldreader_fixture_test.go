@@ -63,17 +63,22 @@ type batchSpec struct {
 var coldTestRef = PartitionRef{Topic: "orders", TopicID: "c01d0000000000000000000000000001", Partition: 7}
 
 func newColdFixture(t testing.TB) *coldFixture {
+	return newColdFixtureOn(t, objstore.NewMemory(), coldTestRef)
+}
+
+// newColdFixtureOn is a fixture for partition ref in store, which other
+// partitions' fixtures may share.
+func newColdFixtureOn(t testing.TB, store objstore.Bucket, ref PartitionRef) *coldFixture {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	store := objstore.NewMemory()
 	m := &objstore.Metrics{}
-	com, err := NewCommitter(ctx, store, coldTestRef, 1)
+	com, err := NewCommitter(ctx, store, ref, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &coldFixture{
 		t: t, ctx: ctx, store: store, metrics: m, read: objstore.WithMetrics(store, m),
-		ref: coldTestRef, com: com, rng: rand.New(rand.NewPCG(1, 2)),
+		ref: ref, com: com, rng: rand.New(rand.NewPCG(1, 2)),
 	}
 }
 
