@@ -43,6 +43,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -191,6 +192,22 @@ func (pq *partQueue) afterAcksLocked(b *batch) bool {
 		}
 	}
 	return true
+}
+
+// mayBeWritten returns the error a batch refused its sequence fails with
+// instead of being numbered again, which could write it twice, or nil
+// when it may be numbered again: the leader is past it, so it wrote it
+// (writtenBefore); or an earlier send of it got no answer and the leader
+// does not know the producer, so it cannot tell whether it forgot the
+// batch or never had it.
+func mayBeWritten(err error, b *batch) error {
+	switch {
+	case writtenBefore(err, b):
+		return fmt.Errorf("the leader wrote this batch before and no longer remembers it (its answer was lost): it is not sent again, and its offsets are unknown: %w", err)
+	case b.unanswered && errors.Is(err, ErrUnknownProducerID):
+		return fmt.Errorf("an earlier send of this batch got no answer, so it may have been written, and the leader no longer knows the producer to tell: it is not sent again, and whether it was written is unknown: %w", err)
+	}
+	return nil
 }
 
 // writtenBefore reports whether a refusal of b's sequence says the leader

@@ -382,17 +382,11 @@ func (p *Producer) send(pq *partQueue, b *batch) {
 		}
 		last = err
 		refused := p.cfg.idempotent && b.stamped && (errors.Is(err, ErrOutOfOrderSequence) || errors.Is(err, ErrUnknownProducerID))
-		if refused && writtenBefore(err, b) {
-			// Numbering it again would write it twice.
-			p.fail(pq, b, wrapOp(op, fmt.Errorf("the leader wrote this batch before and no longer remembers it (its answer was lost): it is not sent again, and its offsets are unknown: %w", err)))
-			return
-		}
-		if refused && b.unanswered && errors.Is(err, ErrUnknownProducerID) {
-			// The leader forgot the producer, or never had its batches:
-			// it cannot say which, and numbered again the batch may be
-			// written twice.
-			p.fail(pq, b, wrapOp(op, fmt.Errorf("an earlier send of this batch got no answer, so it may have been written, and the leader no longer knows the producer to tell: it is not sent again, and whether it was written is unknown: %w", err)))
-			return
+		if refused {
+			if ferr := mayBeWritten(err, b); ferr != nil {
+				p.fail(pq, b, wrapOp(op, ferr))
+				return
+			}
 		}
 		if b.stamped && !answeredUnwritten(err) {
 			b.unanswered = true
