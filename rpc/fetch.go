@@ -15,11 +15,11 @@ package rpc
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/rpc/grpcmem"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -92,33 +92,26 @@ func (s *fetchService) Fetch(req *stratav1.FetchRequest, stream stratav1.FetchSe
 	}
 }
 
-// fetchBufferBytes is the size of the buffers fetch streams lend to reads
-// of the local log: the default fetch size. A read that needs more gets a
-// buffer of its own.
-const fetchBufferBytes = 1 << 20
-
-// fetchBuffers are buffers of fetchBufferBytes, shared by every stream.
-// Reading each response into a fresh buffer cost a fifth of a broker's CPU
-// in a hot replay (allocation, zeroing, first touch of the memory).
-var fetchBuffers = sync.Pool{New: func() any { b := make([]byte, fetchBufferBytes); return &b }}
-
-// fetchBuffer is what one fetch stream borrowed from fetchBuffers for the
-// response it is answering. It is taken only when a read has data (an
-// idle stream waiting at the end of the log holds none), and given back
-// once the response is sent: gRPC's Send encodes the message before it
-// returns, so the response no longer needs the bytes.
+// fetchBuffer is what one fetch stream borrowed, from the pool gRPC
+// messages use (grpcmem.Shared), for the response it is answering. Reading
+// each response into a fresh buffer cost a fifth of a broker's CPU in a hot
+// replay (allocation, zeroing, first touch of the memory). It is taken only
+// when a read has data (an idle stream waiting at the end of the log holds
+// none), and given back once the response is sent: gRPC's Send encodes the
+// message before it returns, so the response no longer needs the bytes.
 type fetchBuffer struct{ b *[]byte }
 
 // borrow lends a buffer of n bytes for the fetch under way. Asked again
 // within one fetch (a read whose first batch is larger than it planned
-// for), it lends the same buffer: only the last one asked for holds the
-// result.
+// for), it lends the same buffer if it is large enough: only the last one
+// asked for holds the result.
 func (f *fetchBuffer) borrow(n int) []byte {
-	if n > fetchBufferBytes {
-		return make([]byte, n)
+	if f.b != nil && cap(*f.b) < n {
+		grpcmem.Shared.Put(f.b)
+		f.b = nil
 	}
 	if f.b == nil {
-		f.b = fetchBuffers.Get().(*[]byte)
+		f.b = grpcmem.Shared.Get(n)
 	}
 	return (*f.b)[:n]
 }
@@ -126,11 +119,12 @@ func (f *fetchBuffer) borrow(n int) []byte {
 func (f *fetchBuffer) giveBack() {
 	if f.b != nil {
 		if poisonFetchBuffers {
-			for i := range *f.b {
-				(*f.b)[i] = 0xa5
+			full := (*f.b)[:cap(*f.b)]
+			for i := range full {
+				full[i] = 0xa5
 			}
 		}
-		fetchBuffers.Put(f.b)
+		grpcmem.Shared.Put(f.b)
 		f.b = nil
 	}
 }
