@@ -36,14 +36,28 @@ type testBroker struct {
 	srv *rpc.Server
 }
 
+// freeAddr returns a loopback address with a port that was free a moment
+// ago, for listeners that must know their address before they open. The
+// kernel may hand the same port out again once its listener closes, so no
+// two calls in this test binary return the same address: a broker whose
+// listeners share a port refuses its configuration.
 func freeAddr(t testing.TB) string {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	t.Helper()
+	for {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := lis.Addr().String()
+		lis.Close()
+		if _, taken := handedOut.LoadOrStore(addr, true); !taken {
+			return addr
+		}
 	}
-	defer lis.Close()
-	return lis.Addr().String()
 }
+
+// handedOut holds the addresses freeAddr returned.
+var handedOut sync.Map
 
 func startBroker(t *testing.T) *testBroker {
 	cfg := config.DefaultBroker()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -40,12 +39,7 @@ type adminBroker struct {
 func startAdminBroker(t *testing.T) *adminBroker {
 	t.Helper()
 	cfg := testBrokerConfig(t)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Admin.Listen = lis.Addr().String()
-	lis.Close()
+	cfg.Admin.Listen = freeAddr(t)
 	cfg.ObjectStore.Type = config.ObjectStoreFS
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, srv := startInProcess(t, cfg)
