@@ -356,7 +356,7 @@ func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW 
 			return err
 		}
 		for rest := data; len(rest) > 0; {
-			b, next, err := record.Next(rest)
+			b, next, err := record.NextVerified(rest) // AppendReplica checked every batch
 			if err != nil {
 				break
 			}

@@ -154,6 +154,51 @@ func TestDeposedLeaderDoesNotAcknowledgeTruncatedOffsets(t *testing.T) {
 	}
 }
 
+// A follower takes a replicated chunk whole or not at all. With one
+// damaged batch in it (a byte changed after its CRC was computed), nothing
+// is written and no producer is remembered from the good batch before it;
+// the undamaged chunk then goes in whole, its producer remembered. The
+// follower computes each batch's CRC once, in the check before the write,
+// and splits the chunk again without it to write and to remember
+// producers: this pins that the one check covers the whole chunk first.
+func TestFollowerTakesAReplicatedChunkWholeOrNotAtAll(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 1}
+	r := newTestReplica(t, 2, info, 1)
+	if err := r.p.producers.rebuild(r.p.log); err != nil {
+		t.Fatal(err)
+	}
+	chunk := func(damage bool) []byte {
+		first, second := idemBatch(t, 7, 0, 0, 3), idemBatch(t, 7, 0, 3, 2)
+		first.SetBaseOffset(0)
+		first.SetLeaderEpoch(1)
+		second.SetBaseOffset(3)
+		second.SetLeaderEpoch(1)
+		if damage {
+			second[len(second)-1] ^= 0xff
+		}
+		return append(append([]byte(nil), first...), second...)
+	}
+	err := r.p.appendAsFollower(1, 1, chunk(true), 5)
+	if !errors.Is(err, hotlog.ErrInvalidBatch) {
+		t.Fatalf("damaged chunk: %v, want ErrInvalidBatch", err)
+	}
+	if end := r.p.log.LogEndOffset(); end != 0 {
+		t.Fatalf("log end %d after a refused chunk, want 0", end)
+	}
+	if got := dumpState(r.p.producers); len(got) != 0 {
+		t.Fatalf("producers remembered from a refused chunk: %+v", got)
+	}
+	if err := r.p.appendAsFollower(1, 1, chunk(false), 5); err != nil {
+		t.Fatal(err)
+	}
+	if end := r.p.log.LogEndOffset(); end != 5 {
+		t.Fatalf("log end %d after the chunk, want 5", end)
+	}
+	if got := dumpState(r.p.producers)[7]; len(got.batches) != 2 || got.batches[1].firstSeq != 3 {
+		t.Fatalf("producer 7 remembered as %+v, want its two batches", got)
+	}
+}
+
 // The ISR falls below min.insync.replicas while a batch waits: it commits
 // (the high watermark passes it), but it is not acknowledged.
 func TestNotEnoughReplicasAfterAppend(t *testing.T) {

@@ -309,7 +309,7 @@ func (l *Log) AppendReplica(data []byte) (AppendResult, error) {
 		expect, epoch, rest = b.NextOffset(), b.LeaderEpoch(), next
 	}
 	for rest := data; len(rest) > 0; {
-		b, next, _ := record.Next(rest)
+		b, next, _ := record.NextVerified(rest) // checked above
 		if err := l.appendLocked(b); err != nil {
 			l.appendMu.Unlock()
 			return AppendResult{}, err

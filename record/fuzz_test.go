@@ -32,6 +32,15 @@ func FuzzNext(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		batch, rest, err := Next(data)
+		// NextVerified skips only the CRC: where Next passes, it splits the
+		// same way.
+		vbatch, vrest, verifiedErr := NextVerified(data)
+		if err == nil && (verifiedErr != nil || !bytes.Equal(vbatch, batch) || len(vrest) != len(rest)) {
+			t.Fatalf("Next passed, NextVerified gave %d and %d bytes, %v", len(vbatch), len(vrest), verifiedErr)
+		}
+		if verifiedErr != nil && verifiedErr != ErrShortBuffer && !IsCorrupt(verifiedErr) {
+			t.Fatalf("NextVerified: error is neither short buffer nor corruption: %v", verifiedErr)
+		}
 		if err != nil {
 			if batch != nil {
 				t.Fatal("batch returned with an error")

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -44,6 +45,50 @@ func TestNextSplitsConcatenation(t *testing.T) {
 	}
 	if _, _, err := Next(rest); err != ErrShortBuffer {
 		t.Fatalf("Next on empty input: %v", err)
+	}
+}
+
+// TestNextVerifiedSkipsOnlyTheCRC: NextVerified splits a stream as Next
+// does, and passes a batch whose CRC no longer matches its bytes, which
+// Next refuses; a bad length or magic it still refuses.
+func TestNextVerifiedSkipsOnlyTheCRC(t *testing.T) {
+	stream, want := segment(t)
+	damaged := append([]byte(nil), stream...)
+	at := len(want[0]) + HeaderSize + 1 // inside the second batch's records
+	damaged[at] ^= 0xff
+	if _, _, err := Next(damaged[len(want[0]):]); !errors.Is(err, ErrBadCRC) {
+		t.Fatalf("Next on the damaged batch: %v, want ErrBadCRC", err)
+	}
+	rest := damaged
+	for i, w := range want {
+		b, r, err := NextVerified(rest)
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		if len(b) != len(w) || cap(b) != len(b) {
+			t.Fatalf("batch %d: %d bytes, capacity %d, want %d", i, len(b), cap(b), len(w))
+		}
+		if i != 1 && string(b) != string(w) {
+			t.Fatalf("batch %d differs", i)
+		}
+		rest = r
+	}
+	if len(rest) != 0 {
+		t.Fatalf("%d bytes left", len(rest))
+	}
+
+	badMagic := append([]byte(nil), want[0]...)
+	badMagic[offMagic] = 1
+	if _, _, err := NextVerified(badMagic); !errors.Is(err, ErrBadMagic) {
+		t.Fatalf("NextVerified with a bad magic: %v", err)
+	}
+	badLength := append([]byte(nil), want[0]...)
+	binary.BigEndian.PutUint32(badLength[offBatchLength:], 3)
+	if _, _, err := NextVerified(badLength); !errors.Is(err, ErrBadLength) {
+		t.Fatalf("NextVerified with a length shorter than a header: %v", err)
+	}
+	if _, _, err := NextVerified(want[0][:len(want[0])-1]); err != ErrShortBuffer {
+		t.Fatalf("NextVerified on a torn batch: %v, want ErrShortBuffer", err)
 	}
 }
 
