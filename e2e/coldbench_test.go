@@ -33,6 +33,10 @@ import (
 // warm replay is one; STRATA_BENCH_BROKER_FLAGS adds broker flags
 // ("--tiering-cache-bytes 256MiB" measures the default cache). Run it
 // with make bench-cold.
+//
+// It also reports the CPU time each GB costs the broker, MinIO and the
+// reading client, cold and hot: where all three share the machine's
+// cores, that is about the cold/hot ratio the CPU allows.
 func BenchmarkColdReplay(b *testing.B) {
 	const (
 		partitions = 4
@@ -113,24 +117,37 @@ func BenchmarkColdReplay(b *testing.B) {
 		<-done
 		return n, took
 	}
+	// The CPU time each GB costs, cold and hot, of each process: the broker,
+	// MinIO, and this one (the fetch streams' client).
+	procs := map[string]int{"broker": br.cmd.Process.Pid, "MinIO": m.Pid(), "consumer": os.Getpid()}
+	coldCPU, hotCPU := newCPUMeter(b, procs), newCPUMeter(b, procs)
 	before := scrape(b, admin)
-	var hotBytes int64
+	var hotBytes, hotBytesAll int64
 	var hotTook time.Duration
+	coldCPU.begin()
 	coldBytes, coldTook := profiled("cold", 2, func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "replay", partitions) })
+	coldCPU.end()
 	after := scrape(b, admin)
+	hotRun := func() (int64, time.Duration) {
+		hotCPU.begin()
+		n, took := fetchAll(ctx, b, br.addr, "hot", partitions)
+		hotCPU.end()
+		hotBytesAll += n
+		return n, took
+	}
 	smallBytes, smallTook := profiled("small", 1, func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "small", partitions) })
 	warmBytes, warmTook := profiled("warm", 1, func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "replay", partitions) })
 	// Runs from memory vary by ±30% here from one to the next: the warm
 	// and hot figures are the best of three, alternating.
 	for range 2 {
-		if n, took := fetchAll(ctx, b, br.addr, "hot", partitions); hotTook == 0 || took < hotTook {
+		if n, took := hotRun(); hotTook == 0 || took < hotTook {
 			hotBytes, hotTook = n, took
 		}
 		if n, took := fetchAll(ctx, b, br.addr, "replay", partitions); took < warmTook {
 			warmBytes, warmTook = n, took
 		}
 	}
-	if n, took := fetchAll(ctx, b, br.addr, "hot", partitions); took < hotTook {
+	if n, took := hotRun(); took < hotTook {
 		hotBytes, hotTook = n, took
 	}
 	consBytes, consTook := replay(ctx, b, c, "replay", partitions)
@@ -155,6 +172,8 @@ func BenchmarkColdReplay(b *testing.B) {
 	b.ReportMetric(mbps(rawBytes, rawTook), "minio-GET-MB/s")
 	b.ReportMetric(mbps(rawSmallBytes, rawSmallTook), "minio-GET-1MiB-objects-MB/s")
 	b.ReportMetric(gets/(float64(coldBytes)/1e9), "GETs/GB")
+	b.ReportMetric(coldCPU.perGB("", coldBytes), "cold-CPU-s/GB")
+	b.ReportMetric(hotCPU.perGB("", hotBytesAll), "hot-CPU-s/GB")
 	b.Logf("history: %d records of %d B in %d partitions, %d objects of %d bytes in the bucket; %d records in %d objects of 1 MiB segments",
 		records, recordSize, partitions, len(keys), stored, small, len(smallKeys))
 	b.Logf("fetch streams of raw batches: cold cache %.0f MB/s (%d bytes in %v, %.0f GETs; %.0f reads from the cache, %.0f waited for a GET), warm cache %.0f MB/s, hot tier %.0f MB/s",
@@ -164,6 +183,11 @@ func BenchmarkColdReplay(b *testing.B) {
 	b.Logf("cold cache, 1 MiB segments: %.0f MB/s (%d bytes in %v)", smallRate, smallBytes, smallTook.Round(time.Millisecond))
 	b.Logf("ratios: cold/hot %.2f (aim >= 0.9), warm/hot %.2f (aim >= 1.0), 1 MiB/64 MiB segments cold %.2f (aim >= 0.8), GETs/GB %.0f (aim <= 300)",
 		coldRate/hotRate, warmRate/hotRate, smallRate/coldRate, gets/(float64(coldBytes)/1e9))
+	b.Logf("CPU seconds per GB fetched: cold cache %.2f (broker %.2f, MinIO %.2f, consumer %.2f) with %.2f cores busy; hot tier %.2f (broker %.2f, consumer %.2f) with %.2f cores busy. With the same cores busy in both phases, the CPU alone gives cold/hot %.2f; were the broker's cold reads free, MinIO's CPU alone would cap it at %.2f",
+		coldCPU.perGB("", coldBytes), coldCPU.perGB("broker", coldBytes), coldCPU.perGB("MinIO", coldBytes), coldCPU.perGB("consumer", coldBytes), coldCPU.cores(),
+		hotCPU.perGB("", hotBytesAll), hotCPU.perGB("broker", hotBytesAll), hotCPU.perGB("consumer", hotBytesAll), hotCPU.cores(),
+		hotCPU.perGB("", hotBytesAll)/coldCPU.perGB("", coldBytes),
+		hotCPU.perGB("", hotBytesAll)/(hotCPU.perGB("", hotBytesAll)+coldCPU.perGB("MinIO", coldBytes)))
 	b.Logf("Go consumer decoding every record (warm cache) %.0f MB/s of values; MinIO raw parallel GETs %.0f MB/s of the 64 MiB objects, %.0f MB/s of the 1 MiB ones",
 		mbps(consBytes, consTook), mbps(rawBytes, rawTook), mbps(rawSmallBytes, rawSmallTook))
 }

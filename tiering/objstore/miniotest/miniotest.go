@@ -152,6 +152,15 @@ func (s *Server) Stop() {
 	}
 }
 
+// Pid is the process id of the running server, or 0 while it is stopped:
+// a benchmark reads the server's CPU time from it.
+func (s *Server) Pid() int {
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
 // Restart starts a stopped server again (or stops and starts a running
 // one) on the same data directory, port and credentials, and waits until
 // it is ready. Like Stop, it fails the test that started the server.
