@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 )
 
 // cliResult is what one strata client command did.
@@ -428,7 +429,7 @@ func TestCLIErrors(t *testing.T) {
 	wantFailure(t, strata(t, b, "", "topic", "describe"), "missing NAME")
 
 	// No broker at the address: says so at once.
-	dead := &brokerProc{addr: freePort(t)}
+	dead := &brokerProc{addr: freeport.Loopback(t)}
 	start := time.Now()
 	wantFailure(t, strata(t, dead, "", "topic", "list"), "cannot reach a broker at "+dead.addr, "connection refused")
 	if d := time.Since(start); d > 10*time.Second {

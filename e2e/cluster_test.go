@@ -18,6 +18,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
@@ -38,7 +39,7 @@ type testCluster struct {
 func startCluster(t testing.TB, n int, m *miniotest.Server, extra ...string) *testCluster {
 	tc := &testCluster{t: t, m: m}
 	for range n {
-		tc.gossip = append(tc.gossip, freePort(t))
+		tc.gossip = append(tc.gossip, freeport.Loopback(t))
 	}
 	for i := range n {
 		tc.brokers = append(tc.brokers, tc.newMember(i+1, tc.gossip[i], extra...))

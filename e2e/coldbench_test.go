@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
@@ -45,7 +46,7 @@ func BenchmarkColdReplay(b *testing.B) {
 		small      = 1 << 18 // 256 MiB of values, in 1 MiB segments
 	)
 	m := miniotest.Start(b)
-	admin := freePort(b)
+	admin := freeport.Loopback(b)
 	br := startBenchBroker(b, m, "--admin-listen", admin, "--admin-pprof", "--tiering-cache-bytes", "2GiB", "--tiering-upload-parallelism", "8")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

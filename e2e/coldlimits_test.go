@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
 
@@ -22,7 +23,7 @@ import (
 // bucket.
 func TestColdReadLimitsApplyLive(t *testing.T) {
 	m := miniotest.Start(t)
-	admin := freePort(t)
+	admin := freeport.Loopback(t)
 	cfgFile := filepath.Join(t.TempDir(), "strata.yaml")
 	writeConfig := func(text string) {
 		t.Helper()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/record"
 )
 
@@ -55,32 +55,6 @@ var (
 	buildErr  error
 )
 
-// freePort returns a loopback address whose port was free a moment ago and
-// that this test process has not handed out before (the kernel readily
-// gives a just-closed port again).
-func freePort(t testing.TB) string {
-	for {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := lis.Addr().String()
-		lis.Close()
-		portsMu.Lock()
-		fresh := !portsUsed[addr]
-		portsUsed[addr] = true
-		portsMu.Unlock()
-		if fresh {
-			return addr
-		}
-	}
-}
-
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[string]bool{}
-)
-
 // brokerProc is one `strata serve` process.
 type brokerProc struct {
 	t       testing.TB
@@ -99,7 +73,7 @@ type brokerProc struct {
 
 // newBroker prepares a broker with its own data dir and loopback ports.
 func newBroker(t testing.TB, id int, extra ...string) *brokerProc {
-	return newBrokerAt(t, id, brokerAddrs{grpc: freePort(t), raft: freePort(t), gossip: freePort(t)}, nil, extra...)
+	return newBrokerAt(t, id, brokerAddrs{grpc: freeport.Loopback(t), raft: freeport.Loopback(t), gossip: freeport.Loopback(t)}, nil, extra...)
 }
 
 // brokerAddrs are the addresses a broker listens on.

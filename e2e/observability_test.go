@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -26,10 +27,10 @@ func TestClusterStatusAndHealthOfACluster(t *testing.T) {
 	tc := &testCluster{t: t}
 	admins := map[int32]string{}
 	for range 3 {
-		tc.gossip = append(tc.gossip, freePort(t))
+		tc.gossip = append(tc.gossip, freeport.Loopback(t))
 	}
 	for i := range 3 {
-		admin := freePort(t)
+		admin := freeport.Loopback(t)
 		admins[int32(i+1)] = admin
 		// A short lag_time_max: a leader takes a follower that just died
 		// back into the ISR for that long (it was caught up and heard from

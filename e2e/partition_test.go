@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/gossip"
+	"github.com/strata-log/strata/internal/freeport"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -82,16 +82,6 @@ func newNetns(t *testing.T) (*netns, error) {
 	return ns, nil
 }
 
-// freePortOn returns host:port with a port free on host a moment ago.
-func freePortOn(t *testing.T, host string) string {
-	lis, err := net.Listen("tcp", host+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	return lis.Addr().String()
-}
-
 // startNetnsCluster starts three brokers: 1 and 2 on this host's side of
 // ns's veth pair, 3 inside ns, so that taking ns's link down cuts broker 3
 // off from the others; extra flags go to every broker. It returns once the
@@ -100,8 +90,8 @@ func startNetnsCluster(t *testing.T, ns *netns, extra ...string) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t}
 	addrs := []brokerAddrs{
-		{grpc: freePortOn(t, ns.hostIP), raft: freePortOn(t, ns.hostIP), gossip: freePortOn(t, ns.hostIP)},
-		{grpc: freePortOn(t, ns.hostIP), raft: freePortOn(t, ns.hostIP), gossip: freePortOn(t, ns.hostIP)},
+		{grpc: freeport.On(t, ns.hostIP), raft: freeport.On(t, ns.hostIP), gossip: freeport.On(t, ns.hostIP)},
+		{grpc: freeport.On(t, ns.hostIP), raft: freeport.On(t, ns.hostIP), gossip: freeport.On(t, ns.hostIP)},
 		{grpc: ns.innerIP + ":7400", raft: ns.innerIP + ":7401", gossip: ns.innerIP + ":7402"},
 	}
 	for _, a := range addrs {

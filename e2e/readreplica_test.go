@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
 
@@ -71,7 +72,7 @@ func TestReadReplicaServesAnotherClustersBucket(t *testing.T) {
 		return end == total && hw == total
 	})
 
-	admin := freePort(t)
+	admin := freeport.Loopback(t)
 	r := newBroker(t, 9, s3Flags(m, "--object-store-prefix", prefix, "--read-replica", "--read-replica-refresh", "200ms", "--admin-listen", admin)...)
 	r.start()
 	rc, err := client.New(ctx, []string{r.addr})

@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
@@ -60,12 +61,12 @@ func startSecureCluster(t *testing.T) *secureCluster {
 	}
 	var gossip []string
 	for range 3 {
-		gossip = append(gossip, freePort(t))
+		gossip = append(gossip, freeport.Loopback(t))
 	}
-	sc.admin = freePort(t)
+	sc.admin = freeport.Loopback(t)
 	for i := range 3 {
 		id := i + 1
-		addrs := brokerAddrs{grpc: freePort(t), raft: freePort(t), gossip: gossip[i]}
+		addrs := brokerAddrs{grpc: freeport.Loopback(t), raft: freeport.Loopback(t), gossip: gossip[i]}
 		sc.raft = append(sc.raft, addrs.raft)
 		b := newBrokerAt(t, id, addrs, nil,
 			"--gossip-join", strings.Join(gossip, ","), "--gossip-bootstrap-expect", "3", "--gossip-profile", "local",

@@ -17,6 +17,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
@@ -126,7 +127,7 @@ func TestAnAlterIsInTheBucketWhenItReturns(t *testing.T) {
 // oldest record not yet in the bucket has waited.
 func TestAQuietTailReachesTheBucketWithinTheBound(t *testing.T) {
 	m := miniotest.Start(t)
-	admin := freePort(t)
+	admin := freeport.Loopback(t)
 	b := newBroker(t, 1, s3Flags(m, "--admin-listen", admin)...)
 	b.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

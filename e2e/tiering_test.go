@@ -20,6 +20,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
@@ -183,7 +184,7 @@ func bucketObjects(t *testing.T, m *miniotest.Server, prefix string) map[string]
 // every record, byte-identical, in order, across both tiers.
 func TestTieredHistoryReplays(t *testing.T) {
 	m := miniotest.Start(t)
-	admin := freePort(t)
+	admin := freeport.Loopback(t)
 	b := newBroker(t, 1, s3Flags(m, "--admin-listen", admin)...)
 	b.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

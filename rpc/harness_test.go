@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -41,36 +41,13 @@ func brokerConfig(t testing.TB, id int32, dir string) config.Broker {
 	cfg := config.DefaultBroker()
 	cfg.NodeID = id
 	cfg.DataDir = dir
-	cfg.Raft.Listen = freeAddr(t)
-	cfg.Gossip.Listen = freeAddr(t)
+	cfg.Raft.Listen = freeport.Loopback(t)
+	cfg.Gossip.Listen = freeport.Loopback(t)
 	cfg.Gossip.Profile = "local"
 	cfg.Admin.Listen = ""
 	cfg.ObjectStore.Type = config.ObjectStoreNone
 	return cfg
 }
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago, for listeners that must know their address before they open. The
-// kernel may hand the same port out again once its listener closes, so no
-// two calls in this test binary return the same address: a broker whose
-// listeners share a port refuses its configuration.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	for {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := lis.Addr().String()
-		lis.Close()
-		if _, taken := handedOut.LoadOrStore(addr, true); !taken {
-			return addr
-		}
-	}
-}
-
-// handedOut holds the addresses freeAddr returned.
-var handedOut sync.Map
 
 // startBroker starts a broker with cfg and serves it on a fresh port.
 func startBroker(t testing.TB, cfg config.Broker, opts ...broker.Option) *testBroker {

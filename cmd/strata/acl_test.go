@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/rpc"
 )
 
@@ -39,36 +39,13 @@ func testBrokerConfig(t testing.TB) config.Broker {
 	cfg := config.DefaultBroker()
 	cfg.NodeID = 1
 	cfg.DataDir = t.TempDir()
-	cfg.Listen = freeAddr(t)
-	cfg.Raft.Listen = freeAddr(t)
-	cfg.Gossip.Listen = freeAddr(t)
+	cfg.Listen = freeport.Loopback(t)
+	cfg.Raft.Listen = freeport.Loopback(t)
+	cfg.Gossip.Listen = freeport.Loopback(t)
 	cfg.Gossip.Profile = "local"
 	cfg.Admin.Listen = ""
 	return cfg
 }
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago, for listeners that must know their address before they open. The
-// kernel may hand the same port out again once its listener closes, so no
-// two calls in this test binary return the same address: a broker whose
-// listeners share a port refuses its configuration.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	for {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := lis.Addr().String()
-		lis.Close()
-		if _, taken := handedOut.LoadOrStore(addr, true); !taken {
-			return addr
-		}
-	}
-}
-
-// handedOut holds the addresses freeAddr returned.
-var handedOut sync.Map
 
 // startInProcess starts a plaintext broker of cfg in this process and
 // serves gRPC on cfg.Listen; the caller stops both.

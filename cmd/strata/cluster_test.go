@@ -22,6 +22,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/rpc"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -39,7 +40,7 @@ type adminBroker struct {
 func startAdminBroker(t *testing.T) *adminBroker {
 	t.Helper()
 	cfg := testBrokerConfig(t)
-	cfg.Admin.Listen = freeAddr(t)
+	cfg.Admin.Listen = freeport.Loopback(t)
 	cfg.ObjectStore.Type = config.ObjectStoreFS
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, srv := startInProcess(t, cfg)
