@@ -244,24 +244,25 @@ func (p *partition) advancer() {
 
 // followerReport takes a follower's acknowledged log end in a leader
 // epoch, moves the high watermark, and returns an ISR change to ask for
-// (the follower caught up) or nil. ok is false when the leader did not
-// count the report (another epoch, not a replica).
-func (p *partition) followerReport(id, epoch int32, leo int64) (ok bool, change *isrChange) {
+// (the follower caught up) or nil. It says why when the leader did not
+// count the report (replica_state.go).
+func (p *partition) followerReport(id, epoch int32, leo int64) (reportRefusal, *isrChange) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ok, change = p.mu.rs.followerReport(id, epoch, leo, p.logViewLocked(), p.now())
-	if ok {
+	verdict, change := p.mu.rs.followerReport(id, epoch, leo, p.logViewLocked(), p.now())
+	if verdict == reportCounted {
 		p.advanceLocked()
 	}
-	return ok, change
+	return verdict, change
 }
 
-// sentTo records that batches up to the leader's log end were sent to a
-// follower.
-func (p *partition) sentTo(id int32, end int64) {
+// sentTo records, before it is sent, that a follower is sent everything
+// up to end: batches, or a new log start. caughtUp says end is the
+// leader's log end.
+func (p *partition) sentTo(id int32, end int64, caughtUp bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.mu.rs.sent(id, end, p.now())
+	p.mu.rs.sent(id, end, caughtUp, p.now())
 }
 
 // tick returns an ISR change that drops lagging followers, or nil.

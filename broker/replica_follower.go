@@ -242,14 +242,18 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 		out = append(out, ReplicaPosition{Topic: tp.Topic, Partition: tp.Partition, Stop: true})
 	}
 	f.stops = nil
-	var toPrepare []*followed
+	type toPrepare struct {
+		fo    *followed
+		epoch int32
+	}
+	var prepare []toPrepare
 	now := time.Now()
 	for _, fo := range f.parts {
 		if now.Before(fo.pausedUntil) {
 			continue
 		}
 		if !fo.prepared {
-			toPrepare = append(toPrepare, fo)
+			prepare = append(prepare, toPrepare{fo, fo.epoch})
 			continue
 		}
 		// A position is sent when it moved, and now and then even if not:
@@ -261,8 +265,9 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 		}
 	}
 	f.mu.Unlock()
-	for _, fo := range toPrepare {
-		if err := f.prepare(ctx, fo); err != nil {
+	for _, tp := range prepare {
+		fo := tp.fo
+		if err := f.prepare(ctx, fo, tp.epoch); err != nil {
 			f.log.Debug("cannot follow yet", "partition", fo.p.name(), "err", err)
 			f.mu.Lock()
 			fo.pausedUntil = time.Now().Add(200 * time.Millisecond)
@@ -270,7 +275,9 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 			continue
 		}
 		f.mu.Lock()
-		if cur := f.parts[cluster.TopicPartition{Topic: fo.p.topic, Partition: fo.p.id}]; cur == fo {
+		// Prepared for the epoch it was truncated for, not one set started
+		// meanwhile: that one is prepared in a later round.
+		if cur := f.parts[cluster.TopicPartition{Topic: fo.p.topic, Partition: fo.p.id}]; cur == fo && fo.epoch == tp.epoch {
 			fo.prepared = true
 			fo.reported, fo.sentAt = fo.p.committedEnd(), time.Now()
 			out = append(out, fo.position(fo.reported))
@@ -294,9 +301,9 @@ const followerHeartbeat = 500 * time.Millisecond
 const maxTruncationRounds = 64
 
 // prepare truncates the follower's log by leader epoch before it follows
-// the leader in a new epoch (truncation.go).
-func (f *fetcher) prepare(ctx context.Context, fo *followed) error {
-	return truncateByEpoch(fo.p, f.leader, fo.epoch, func(epoch int32) (EpochEnd, error) {
+// the leader in epoch (truncation.go).
+func (f *fetcher) prepare(ctx context.Context, fo *followed, epoch int32) error {
+	return truncateByEpoch(fo.p, f.leader, epoch, func(epoch int32) (EpochEnd, error) {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		return f.b.peers.EndOffsetForEpoch(rctx, Peer{ID: f.leader, Addr: f.addr},
@@ -334,53 +341,79 @@ func truncateByEpoch(p *partition, leader, epoch int32, ask func(epoch int32) (E
 }
 
 // apply appends what the leader sent and returns the position to report.
+// What it needs of fo is read under f.mu, once: set may start a new epoch
+// meanwhile, and a chunk must be applied, or refused, in the epoch it was
+// checked against.
 func (f *fetcher) apply(chunk ReplicaChunk) (ReplicaPosition, bool) {
 	tp := cluster.TopicPartition{Topic: chunk.Topic, Partition: chunk.Partition}
 	f.mu.Lock()
 	fo := f.parts[tp]
+	var epoch int32
+	prepared := false
+	if fo != nil {
+		epoch, prepared = fo.epoch, fo.prepared
+	}
 	f.mu.Unlock()
-	if fo == nil || !fo.prepared || fo.p.topicID != chunk.TopicID {
+	if !prepared || fo.p.topicID != chunk.TopicID {
 		return ReplicaPosition{}, false
 	}
 	p := fo.p
 	switch chunk.ErrReason {
 	case "":
 	case ReasonOffsetOutOfRange:
+		if p.committedEnd() >= chunk.LogStart {
+			// Not behind the leader but past what it holds or sent us: our
+			// log does not end where we said, or the leader's changed.
+			// Truncate by leader epoch again before going on.
+			f.unprepare(fo, epoch, 200*time.Millisecond)
+			return ReplicaPosition{}, false
+		}
 		// Behind the leader's local log: what is missing is in the cold tier
 		// or gone; continue from the leader's local start.
-		if err := p.resetAsFollower(f.leader, fo.epoch, chunk.LogStart); err != nil {
+		if err := p.resetAsFollower(f.leader, epoch, chunk.LogStart); err != nil {
 			f.log.Warn("cannot move the log to the leader's start", "partition", p.name(), "err", err)
 			return ReplicaPosition{}, false
 		}
-		return fo.position(p.committedEnd()), true
+		return f.report(fo, epoch, p.committedEnd(), true)
 	default:
 		// Not (yet) the leader in this epoch: wait for the metadata, and ask
 		// again a little later in case it was only starting.
-		f.mu.Lock()
-		fo.prepared, fo.pausedUntil = false, time.Now().Add(200*time.Millisecond)
-		f.mu.Unlock()
+		f.unprepare(fo, epoch, 200*time.Millisecond)
 		return ReplicaPosition{}, false
 	}
-	if chunk.LeaderEpoch != fo.epoch {
+	if chunk.LeaderEpoch != epoch {
 		return ReplicaPosition{}, false // from another epoch of this leader's
 	}
-	if err := p.appendAsFollower(f.leader, fo.epoch, chunk.Batches, chunk.HighWatermark); err != nil {
+	if err := p.appendAsFollower(f.leader, epoch, chunk.Batches, chunk.HighWatermark); err != nil {
 		switch {
 		case errors.Is(err, hotlog.ErrOffsetGap):
-			return fo.position(p.committedEnd()), true // the leader restarts from our end
+			return f.report(fo, epoch, p.committedEnd(), true) // the leader restarts from our end
 		case errors.Is(err, errNotFollowing):
 			return ReplicaPosition{}, false
 		}
 		f.log.Warn("appending replicated batches failed", "partition", p.name(), "err", err)
-		f.mu.Lock()
-		fo.prepared, fo.pausedUntil = false, time.Now().Add(time.Second)
-		f.mu.Unlock()
+		f.unprepare(fo, epoch, time.Second)
 		return ReplicaPosition{}, false
 	}
-	end := p.committedEnd()
+	return f.report(fo, epoch, p.committedEnd(), false)
+}
+
+// unprepare makes fo be prepared again after pause, if it still follows
+// epoch.
+func (f *fetcher) unprepare(fo *followed, epoch int32, pause time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if end == fo.reported {
+	if fo.epoch == epoch {
+		fo.prepared, fo.pausedUntil = false, time.Now().Add(pause)
+	}
+}
+
+// report returns the position end to send for fo in epoch: if fo still
+// follows that epoch, and the position moved or always says to send it.
+func (f *fetcher) report(fo *followed, epoch int32, end int64, always bool) (ReplicaPosition, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fo.epoch != epoch || !fo.prepared || (end == fo.reported && !always) {
 		return ReplicaPosition{}, false
 	}
 	fo.reported, fo.sentAt = end, time.Now()

@@ -102,13 +102,7 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 			}
 			p, err := b.ledForReplication(pos)
 			if err == nil {
-				var counted bool
-				var change *isrChange
-				if counted, change = p.followerReport(upd.FollowerID, pos.LeaderEpoch, pos.LogEnd); !counted {
-					err = refuse(ReasonFencedEpoch, nil, "%s: leader epoch %d is not the current one", p.name(), pos.LeaderEpoch)
-				} else if change != nil {
-					b.proposeISR(p, change)
-				}
+				err = b.takeReport(p, upd.FollowerID, pos)
 			}
 			if err != nil {
 				if ps := pushers[tp]; ps != nil {
@@ -140,6 +134,27 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 			ps.ack(pos.LogEnd)
 		}
 	}
+}
+
+// takeReport counts a follower's position, and asks for the ISR change
+// it brings. A position beyond what this leader holds or has sent the
+// follower is OFFSET_OUT_OF_RANGE, as Kafka answers a fetch past the log
+// end: the follower truncates by leader epoch again before it goes on.
+func (b *Broker) takeReport(p *partition, follower int32, pos ReplicaPosition) error {
+	verdict, change := p.followerReport(follower, pos.LeaderEpoch, pos.LogEnd)
+	switch verdict {
+	case reportStale:
+		return refuse(ReasonFencedEpoch, nil, "%s: leader epoch %d is not the current one", p.name(), pos.LeaderEpoch)
+	case reportBeyond:
+		b.log.Warn("refused a follower position beyond what this leader sent it", "partition", p.name(),
+			"follower", follower, "position", pos.LogEnd, "log_end", p.log.LogEndOffset())
+		return refuse(ReasonOffsetOutOfRange, nil, "%s: position %d of broker %d is beyond what this leader holds or has sent it in epoch %d (log end %d)",
+			p.name(), pos.LogEnd, follower, pos.LeaderEpoch, p.log.LogEndOffset())
+	}
+	if change != nil {
+		b.proposeISR(p, change)
+	}
+	return nil
 }
 
 // ledForReplication returns the partition a follower's position names if
@@ -234,6 +249,7 @@ func (ps *pusher) run() {
 		case next < start:
 			// The follower is behind the leader's local log: what it lacks is
 			// in the cold tier (or gone). It starts again at the local start.
+			p.sentTo(ps.follower, start, false)
 			if err := ps.send(ps.chunk(ReplicaChunk{HighWatermark: hw, LogStart: start, ErrReason: ReasonOffsetOutOfRange,
 				ErrMessage: fmt.Sprintf("offset %d is below the leader's local log start %d", next, start)})); err != nil {
 				return
@@ -246,11 +262,9 @@ func (ps *pusher) run() {
 			if err != nil || len(res.Data) == 0 {
 				break // a truncation or retention raced with us: look again
 			}
+			p.sentTo(ps.follower, res.NextOffset, res.NextOffset >= leo)
 			if err := ps.send(ps.chunk(ReplicaChunk{Batches: res.Data, HighWatermark: hw, LogStart: start})); err != nil {
 				return
-			}
-			if res.NextOffset >= leo {
-				p.sentTo(ps.follower, res.NextOffset)
 			}
 			lastHW = hw
 			ps.mu.Lock()

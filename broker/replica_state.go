@@ -23,6 +23,14 @@ package broker
 //     and its offsets given to other records. When the wait ends with the
 //     batch committed, the ISR must still have min.insync.replicas members,
 //     else NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+//   - A follower's report counts only as far as the leader can account
+//     for it: its first report in an epoch (where its log stood after
+//     truncation) no further than the leader's own log end, and each later
+//     one no further than that or the end of what the leader has sent it
+//     in this epoch. A report beyond is refused, not counted and not
+//     clamped: a follower (or anyone who can open its stream) claiming
+//     records it was never sent would move the high watermark past what
+//     the ISR holds, and acks=all records would be lost with the leader.
 //   - ISR changes name the partition epoch they were computed from; the
 //     controller applies them only if it is still current, so two changes
 //     made from the same state cannot both apply.
@@ -87,6 +95,11 @@ type followerState struct {
 	// it was caught up at sentAt.
 	sentEnd int64
 	sentAt  time.Time
+	// limit is the furthest log end the leader can account for the
+	// follower having in this epoch: where its first report said it stood,
+	// raised by every batch and log start the leader sent it since. -1
+	// until it first reports.
+	limit int64
 }
 
 // produceWaiter is an acks=all produce waiting for its batch to commit.
@@ -132,6 +145,15 @@ const (
 	refusedNotLeader
 	refusedTakingTheLead // named the leader in an inherited epoch
 	refusedNotEnoughReplicas
+)
+
+// A follower report the leader did not count, and why.
+type reportRefusal int8
+
+const (
+	reportCounted reportRefusal = iota
+	reportStale                 // another epoch, a replica it does not lead, or not a replica
+	reportBeyond                // beyond what the leader holds or has sent the follower
 )
 
 // isrPendingTimeout is how long a leader waits for an ISR change to show
@@ -183,7 +205,7 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 			s.followers = map[int32]*followerState{}
 			for _, id := range info.Replicas {
 				if id != s.self {
-					s.followers[id] = &followerState{leo: -1, caughtUpAt: now, sentEnd: -1}
+					s.followers[id] = &followerState{leo: -1, caughtUpAt: now, sentEnd: -1, limit: -1}
 				}
 			}
 		}
@@ -299,23 +321,34 @@ func (s *replicaState) complete(hw int64) []completion {
 var errNotEnoughAfterAppend = &Error{Reason: ReasonNotEnoughReplicasAfterAppend,
 	Message: "the batch committed, but the in-sync replicas fell below min.insync.replicas while it waited"}
 
-// sent records that batches were sent to a follower when the leader's log
-// ended at end.
-func (s *replicaState) sent(id int32, end int64, now time.Time) {
-	if f := s.followers[id]; f != nil && s.leading() {
+// sent records that the leader sent a follower everything up to end (its
+// batches, or a new log start), and whether that was all it had then.
+// Called before the follower can have it: the report that acknowledges
+// end must find it within the follower's limit.
+func (s *replicaState) sent(id int32, end int64, caughtUp bool, now time.Time) {
+	f := s.followers[id]
+	if f == nil || !s.leading() {
+		return
+	}
+	f.limit = max(f.limit, end)
+	if caughtUp {
 		f.sentEnd, f.sentAt = end, now
 	}
 }
 
 // followerReport takes a follower's acknowledged log end in leader epoch
-// epoch. It reports false for a report the leader must not count (another
-// epoch, not a replica), and an ISR change to ask for when the follower
-// has caught up and is not in the ISR.
-func (s *replicaState) followerReport(id, epoch int32, leo int64, log logView, now time.Time) (bool, *isrChange) {
+// epoch. It says whether the leader counted the report (see the top of
+// this file for the limit), and returns an ISR change to ask for when the
+// follower has caught up and is not in the ISR.
+func (s *replicaState) followerReport(id, epoch int32, leo int64, log logView, now time.Time) (reportRefusal, *isrChange) {
 	f := s.followers[id]
 	if !s.leading() || epoch != s.info.LeaderEpoch || f == nil {
-		return false, nil
+		return reportStale, nil
 	}
+	if leo > log.end || (f.leo >= 0 && leo > f.limit) {
+		return reportBeyond, nil
+	}
+	f.limit = max(f.limit, leo)
 	f.leo, f.heardAt = leo, now
 	if f.sentEnd >= 0 && leo >= f.sentEnd && f.sentAt.After(f.caughtUpAt) {
 		f.caughtUpAt = f.sentAt
@@ -324,9 +357,9 @@ func (s *replicaState) followerReport(id, epoch int32, leo int64, log logView, n
 		f.caughtUpAt = now
 	}
 	if s.pending != nil || !s.mayJoin(id, log, now) {
-		return true, nil
+		return reportCounted, nil
 	}
-	return true, s.propose(s.withMember(id), now)
+	return reportCounted, s.propose(s.withMember(id), now)
 }
 
 // mayJoin reports whether a follower outside the ISR has caught up: it has

@@ -240,6 +240,8 @@ func TestHighWatermarkWaitsForAFollowerJoiningTheISR(t *testing.T) {
 	}
 	// More records; broker 2 has them, broker 3 not yet.
 	r.produce(11, 5)
+	r.p.sentTo(2, 15, true)
+	r.p.sentTo(3, 15, true)
 	r.p.followerReport(2, 0, 15)
 	if hw := r.p.log.HighWatermark(); hw != 10 {
 		t.Fatalf("high watermark %d passed the joining follower's 10", hw)
@@ -267,6 +269,7 @@ func TestHighWatermarkWaitsForAFollowerLeavingTheISR(t *testing.T) {
 	r.p.followerReport(2, 0, 0)
 	r.p.followerReport(3, 0, 0)
 	r.produce(1, 4)
+	r.p.sentTo(2, 4, true)
 	r.p.followerReport(2, 0, 4)
 	r.now = r.now.Add(11 * time.Second) // broker 3 lags longer than replica.lag.time.max
 	r.p.followerReport(2, 0, 4)
@@ -527,5 +530,63 @@ func TestTruncationAgainstAResetLeader(t *testing.T) {
 	}
 	if end := follower.p.log.LogEndOffset(); end != 348 {
 		t.Fatalf("the follower ends at %d; its records from 348 were never committed", end)
+	}
+}
+
+// A follower's position counts only as far as the leader can account for
+// it: its first report in an epoch no further than the leader's log end,
+// later ones no further than that or what the leader sent it. Before, a
+// Replicate stream that named a follower and claimed a log end of 2^40
+// kept it in the ISR and moved the high watermark past what it held, and
+// acks=all records were lost with the leader.
+func TestLeaderCountsAFollowerOnlyAsFarAsItSentIt(t *testing.T) {
+	info := cluster.PartitionInfo{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
+	r := newTestReplica(t, 1, info, 2)
+	_, w := r.produce(1, 10)
+	for _, claim := range []int64{1 << 40, 11} {
+		if verdict, _ := r.p.followerReport(2, 0, claim); verdict != reportBeyond {
+			t.Fatalf("a first position of %d past the leader's log end 10: verdict %d, want refused", claim, verdict)
+		}
+	}
+	if verdict, _ := r.p.followerReport(3, 0, 0); verdict != reportCounted {
+		t.Fatalf("broker 3 at 0: verdict %d, want counted", verdict)
+	}
+	if hw := r.p.log.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d after refused positions", hw)
+	}
+	// Broker 2 was sent nothing yet: it can have no more than it said first.
+	if verdict, _ := r.p.followerReport(2, 0, 4); verdict != reportCounted {
+		t.Fatalf("broker 2's first position 4: verdict %d, want counted", verdict)
+	}
+	if verdict, _ := r.p.followerReport(2, 0, 10); verdict != reportBeyond {
+		t.Fatalf("broker 2 claims 10 after it said 4 and was sent nothing: verdict %d, want refused", verdict)
+	}
+	if verdict, _ := r.p.followerReport(3, 0, 10); verdict != reportBeyond {
+		t.Fatalf("broker 3 claims 10 after it said 0 and was sent nothing: verdict %d, want refused", verdict)
+	}
+	if hw := r.p.log.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d, though broker 3 was sent nothing", hw)
+	}
+	if err, done := ended(w); done {
+		t.Fatalf("the acks=all produce ended (%v) while no follower had its records", err)
+	}
+	// Sent, then acknowledged: counted, and the produce commits.
+	r.p.sentTo(2, 10, true)
+	r.p.sentTo(3, 10, true)
+	for _, id := range []int32{2, 3} {
+		if verdict, _ := r.p.followerReport(id, 0, 10); verdict != reportCounted {
+			t.Fatalf("broker %d at 10 after it was sent 10: verdict %d, want counted", id, verdict)
+		}
+	}
+	if err, done := ended(w); !done || err != nil {
+		t.Fatalf("the produce once both followers acknowledged: ended %v with %v, want committed", done, err)
+	}
+	// A follower that truncated may report less, and grow again as far as
+	// it was sent; a new log start sent to it counts as sent.
+	if verdict, _ := r.p.followerReport(2, 0, 6); verdict != reportCounted {
+		t.Fatalf("broker 2 back at 6: verdict %d, want counted", verdict)
+	}
+	if verdict, _ := r.p.followerReport(2, 0, 10); verdict != reportCounted {
+		t.Fatalf("broker 2 at 10 again: verdict %d, want counted", verdict)
 	}
 }

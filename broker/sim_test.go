@@ -22,8 +22,11 @@ package broker
 // half the time, and a third of the seeds are storms of them. A quarter of
 // the seeds also have store outages: the bucket fails two calls in three,
 // and a third of the writes it fails land though the writer is told they
-// failed. More faults are injected where the protocol is most exposed
-// (buggify): on a leader just elected, on a leader whose ISR just grew.
+// failed. A fifth of the seeds have forgeries: while one lasts, a process
+// on the leader's machine opens replication streams in the followers'
+// names and claims their logs end far past the leader's, as anyone could
+// in plaintext mode. More faults are injected where the protocol is most
+// exposed (buggify): on a leader just elected, on a leader whose ISR just grew.
 // Clients produce acks=all batches of uniquely numbered records
 // throughout; consumers read from any broker, hot tier and cold tier. The
 // topic's settings are altered a few times; an alter counts as
@@ -135,6 +138,11 @@ type simulation struct {
 	// storeRefusals counts the bucket calls they failed.
 	storeDownUntil time.Time
 	storeRefusals  int
+	// xrng draws forgeries, apart from the other streams so that the
+	// seeds keep the worlds they had before forgeries were simulated;
+	// forgeries counts the forged positions delivered to a leader.
+	xrng      *rand.Rand
+	forgeries int
 	// isolated counts the cuts in force per broker.
 	isolated map[int32]int
 	healed   bool
@@ -466,6 +474,7 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 		rng:  rand.New(rand.NewPCG(opts.seed, 0x5eed)),
 		frng: rand.New(rand.NewPCG(opts.seed, 0xfa17)),
 		srng: rand.New(rand.NewPCG(opts.seed, 0x5701e)),
+		xrng: rand.New(rand.NewPCG(opts.seed, 0xf0e9)),
 		trng: rand.New(rand.NewPCG(opts.seed, 0x7a11)),
 		// The settings the topic was created with are acknowledged once
 		// a manifest carries them, like those of an alter.
@@ -514,6 +523,9 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 	s.faults = s.schedule()
 	if opts.seed%4 == 3 {
 		s.faults = append(s.faults, s.scheduleStoreOutages()...)
+	}
+	if opts.seed%5 == 1 {
+		s.faults = append(s.faults, s.scheduleForgeries()...)
 	}
 	if opts.faults != nil {
 		s.faults = opts.faults
@@ -564,10 +576,11 @@ const (
 	faultIsolate // cut off from peers and controller, not from clients and bucket
 	faultSlow
 	faultStoreOutage // the bucket fails every call; broker is unused
+	faultForgery     // forged follower positions reach the leader; broker is unused
 )
 
 func (k simFaultKind) String() string {
-	return [...]string{"kill", "pause", "isolate", "slow", "store outage"}[k]
+	return [...]string{"kill", "pause", "isolate", "slow", "store outage", "forgery"}[k]
 }
 
 type simFault struct {
@@ -581,8 +594,9 @@ type simFault struct {
 }
 
 func (f simFault) String() string {
-	if f.kind == faultStoreOutage {
-		return fmt.Sprintf("%v store outage for %v", f.at.Sub(simEpoch), f.length)
+	switch f.kind {
+	case faultStoreOutage, faultForgery:
+		return fmt.Sprintf("%v %s for %v", f.at.Sub(simEpoch), f.kind, f.length)
 	}
 	who := fmt.Sprintf("broker %d", f.broker)
 	if f.toLeader {
@@ -622,6 +636,46 @@ func (s *simulation) scheduleStoreOutages() []simFault {
 	return out
 }
 
+// scheduleForgeries draws one or two forgeries, each for 100 ms to 1 s,
+// for the fifth of the seeds that have them.
+func (s *simulation) scheduleForgeries() []simFault {
+	var out []simFault
+	for range 1 + s.xrng.IntN(2) {
+		at := simEpoch.Add(time.Duration(s.xrng.Int64N(int64(simRun - 300*time.Millisecond))))
+		out = append(out, simFault{at: at, kind: faultForgery, length: time.Duration(100+s.xrng.IntN(900)) * time.Millisecond})
+	}
+	return out
+}
+
+// simForger is the sender of forged positions: a process on the leader's
+// machine, which no cut separates from it.
+const simForger int32 = 999
+
+// forge sends the leader of the moment, every 10 ms until the forgery
+// ends, a position for each of its followers far past its log end, in its
+// current epoch, on streams of the forger's own: the answers reach no
+// follower. A leader that counted them would move its high watermark past
+// what the ISR holds.
+func (s *simulation) forge(until time.Time) {
+	if s.healed || !s.now.Before(until) {
+		return
+	}
+	info := s.ctrl.info
+	if leader := s.brokers[info.Leader]; leader != nil {
+		for _, id := range info.Replicas {
+			if id == info.Leader {
+				continue
+			}
+			f := &simFollow{leader: info.Leader, epoch: info.LeaderEpoch}
+			s.send(simForger, info.Leader, func() {
+				s.forgeries++
+				leader.position(id, f, 1<<40)
+			})
+		}
+	}
+	s.at(10*time.Millisecond, func() { s.forge(until) })
+}
+
 func (s *simulation) inject(f simFault) {
 	if s.healed {
 		return
@@ -630,10 +684,14 @@ func (s *simulation) inject(f simFault) {
 		f.broker = s.ctrl.info.Leader // the leader is the interesting victim
 	}
 	s.tracef("fault: %s", f)
-	if f.kind == faultStoreOutage {
+	switch f.kind {
+	case faultStoreOutage:
 		if end := s.now.Add(f.length); end.After(s.storeDownUntil) {
 			s.storeDownUntil = end
 		}
+		return
+	case faultForgery:
+		s.forge(s.now.Add(f.length))
 		return
 	}
 	s.strike(f)
@@ -1232,7 +1290,7 @@ func (b *simBroker) report(f *simFollow) {
 type simPush struct{ session uint64 }
 
 // position is the leader's side: count the follower's position and answer
-// with what follows it, as ServeReplication and the pusher do.
+// with what follows it, as ServeReplication (takeReport) and the pusher do.
 func (b *simBroker) position(from int32, f *simFollow, pos int64) {
 	follower := b.s.brokers[from]
 	p := b.p
@@ -1240,9 +1298,14 @@ func (b *simBroker) position(from int32, f *simFollow, pos int64) {
 		b.s.send(b.id, from, func() { follower.chunk(f, ReplicaChunk{ErrReason: ReasonFencedEpoch}) })
 		return
 	}
-	counted, change := p.followerReport(from, f.epoch, pos)
-	if !counted {
+	verdict, change := p.followerReport(from, f.epoch, pos)
+	switch verdict {
+	case reportStale:
 		b.s.send(b.id, from, func() { follower.chunk(f, ReplicaChunk{ErrReason: ReasonFencedEpoch}) })
+		return
+	case reportBeyond:
+		b.s.tracef("broker %d refused position %d of broker %d in epoch %d", b.id, pos, from, f.epoch)
+		b.s.send(b.id, from, func() { follower.chunk(f, ReplicaChunk{ErrReason: ReasonOffsetOutOfRange}) })
 		return
 	}
 	if change != nil {
@@ -1253,6 +1316,7 @@ func (b *simBroker) position(from int32, f *simFollow, pos int64) {
 	switch {
 	case pos < start:
 		c.ErrReason = ReasonOffsetOutOfRange
+		p.sentTo(from, start, false)
 	case pos < leo:
 		res, err := p.log.Read(pos, 2048, leo)
 		if err != nil {
@@ -1260,9 +1324,7 @@ func (b *simBroker) position(from int32, f *simFollow, pos int64) {
 			return
 		}
 		c.Batches = res.Data
-		if res.NextOffset >= leo {
-			p.sentTo(from, res.NextOffset)
-		}
+		p.sentTo(from, res.NextOffset, res.NextOffset >= leo)
 	}
 	b.s.send(b.id, from, func() { follower.chunk(f, c) })
 }
@@ -1277,6 +1339,10 @@ func (b *simBroker) chunk(f *simFollow, c ReplicaChunk) {
 	switch c.ErrReason {
 	case "":
 	case ReasonOffsetOutOfRange:
+		if p.committedEnd() >= c.LogStart {
+			b.retryFollow(f) // not behind the leader: truncate again
+			return
+		}
 		if err := p.resetAsFollower(f.leader, f.epoch, c.LogStart); err != nil && !errors.Is(err, errNotFollowing) {
 			b.s.fail("broker %d: reset to %d: %v", b.id, c.LogStart, err)
 		}
@@ -1720,7 +1786,7 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	var acked, reads, faults, storms, cold, refusals, alters, acks, seals int
+	var acked, reads, faults, storms, cold, refusals, alters, acks, seals, forgeries int
 	for _, seed := range slices.Concat(simRegressions, seedRange(first, seeds)) {
 		s, err := runSeed(t, simOptions{seed: seed})
 		if err != nil {
@@ -1735,15 +1801,16 @@ func TestSimulation(t *testing.T) {
 		alters += s.alters
 		acks += max(s.settingsAcked, 0)
 		seals += s.lagSeals
+		forgeries += s.forgeries
 		if s.storm {
 			storms++
 		}
 	}
-	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers, %d bucket calls failed by store outages, %d alters of the settings (%d acknowledged during the runs), %d segments sealed by remote.max.lag.ms",
-		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold, refusals, alters, acks, seals)
+	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers, %d bucket calls failed by store outages, %d alters of the settings (%d acknowledged during the runs), %d segments sealed by remote.max.lag.ms, %d forged follower positions delivered to leaders",
+		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold, refusals, alters, acks, seals, forgeries)
 	// The simulation must exercise what it claims to.
-	if seeds >= 100 && (seals == 0 || acks == 0) {
-		t.Errorf("over %d seeds: %d segments sealed by remote.max.lag.ms, %d alters acknowledged; the simulation no longer exercises them", seeds, seals, acks)
+	if seeds >= 100 && (seals == 0 || acks == 0 || forgeries == 0) {
+		t.Errorf("over %d seeds: %d segments sealed by remote.max.lag.ms, %d alters acknowledged, %d forged positions; the simulation no longer exercises them", seeds, seals, acks, forgeries)
 	}
 }
 
@@ -1754,6 +1821,7 @@ const simSeeds = 2000
 // range: a fix must keep them passing.
 var simRegressions = []uint64{
 	19620, // a reset leader told a deposed leader its old epoch ran to its own first one
+	26,    // forged follower positions moved the high watermark past what the ISR held
 }
 
 func seedRange(first, n uint64) []uint64 {

@@ -238,7 +238,7 @@ func TestTheTimerNeverUploadsAboveTheHighWatermark(t *testing.T) {
 	if h := l.head(); !h.Empty() {
 		t.Fatalf("uncommitted records in the bucket: it ends at %d", h.EndOffset())
 	}
-	if ok, _ := l.p.followerReport(2, 1, 10); !ok {
+	if verdict, _ := l.p.followerReport(2, 1, 10); verdict != reportCounted {
 		t.Fatal("the follower's report was not counted")
 	}
 	committed := l.now

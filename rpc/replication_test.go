@@ -176,3 +176,52 @@ func TestLeaderFailover(t *testing.T) {
 		return len(partitionState(t, bs[0], "f", p).Metadata.Isr) == 3
 	})
 }
+
+// TestReplicateRefusesAPositionPastTheLeadersLog: a Replicate stream that
+// names a follower and claims a log end far past the leader's is answered
+// OFFSET_OUT_OF_RANGE and counted nowhere (before, it kept the follower in
+// the ISR and moved the high watermark past what the follower held). In
+// plaintext mode any local process can open the stream; the check is the
+// protocol's. The real follower goes on replicating.
+func TestReplicateRefusesAPositionPastTheLeadersLog(t *testing.T) {
+	dir := t.TempDir()
+	b1 := startBroker(t, brokerConfig(t, 1, filepath.Join(dir, "b1")))
+	b2 := joinSecondBroker(t, b1, brokerConfig(t, 2, filepath.Join(dir, "b2")))
+	createEverywhere(t, []*testBroker{b1, b2}, "f", 2, map[string]string{"replication.factor": "2", "min.insync.replicas": "2"})
+	p := ledBy(t, b1, "f", 1)
+	waitForISR(t, b1, "f", p, 2)
+	ctx := testCtx(t)
+	produce := func() int64 {
+		res, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "f", Partition: p, Batch: batchOf(t, "a", "b", "c"), Acks: stratav1.Acks_ACKS_ALL})
+		if err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		return res.LastOffset + 1
+	}
+	end := produce()
+	epoch := partitionState(t, b1, "f", p).Metadata.LeaderEpoch
+
+	stream, err := stratav1.NewReplicationServiceClient(b1.conn).Replicate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&stratav1.ReplicateRequest{FollowerId: 2, Positions: []*stratav1.ReplicaPosition{
+		{Topic: "f", TopicId: partitionTopicID(t, b1, "f"), Partition: p, LeaderEpoch: epoch, LogEndOffset: 1 << 40}}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorReason != "OFFSET_OUT_OF_RANGE" || resp.Partition != p || len(resp.Batches) > 0 {
+		t.Fatalf("a claimed log end of 2^40 against a log ending at %d was answered %v; want OFFSET_OUT_OF_RANGE", end, resp)
+	}
+	if st := partitionState(t, b1, "f", p); st.HighWatermark > st.LogEndOffset || st.LogEndOffset != end {
+		t.Fatalf("after the claim: high watermark %d, log end %d; want both at %d", st.HighWatermark, st.LogEndOffset, end)
+	}
+	end = produce()
+	waitUntil(t, "broker 2 to have the new records", func() bool {
+		st := partitionState(t, b2, "f", p)
+		return st.LogEndOffset == end && len(st.Metadata.Isr) == 2
+	})
+}
