@@ -594,10 +594,10 @@ func (b *Broker) replicaDescribe(name string) (TopicDescription, error) {
 // replicaStatus is ClusterStatus on a replica: a cluster of one.
 func (b *Broker) replicaStatus() ClusterStatus {
 	all, version := b.replica.catalog()
-	s := ClusterStatus{BrokerID: b.id, ControllerID: b.id, MetadataVersion: version, Topics: len(all)}
+	s := ClusterStatus{BrokerID: b.id, ControllerID: b.id, MetadataVersion: version, Partitions: map[string]int{}}
 	s.Brokers = []BrokerStatus{{BrokerView: BrokerView{ID: b.id, Addr: b.cfg.AdvertiseAddr()}, Alive: true, Registered: true}}
 	for _, t := range all {
-		s.Partitions += len(t.parts)
+		s.Partitions[t.name] = len(t.parts)
 	}
 	return s
 }

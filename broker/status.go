@@ -49,8 +49,9 @@ type ClusterStatus struct {
 	BrokerID        int32
 	ControllerID    int32 // -1 when none is known
 	MetadataVersion uint64
-	Topics          int
-	Partitions      int
+	// Partitions counts the partitions of each topic; a front end counts
+	// only the topics its caller may see.
+	Partitions map[string]int
 	// Brokers are the registered brokers and any others gossip shows
 	// alive (joining, or not yet proven), by id.
 	Brokers []BrokerStatus
@@ -99,7 +100,7 @@ func (b *Broker) ClusterStatus() ClusterStatus {
 		return b.replicaStatus()
 	}
 	md := b.meta.Metadata()
-	s := ClusterStatus{BrokerID: b.id, ControllerID: -1, MetadataVersion: md.Version, Topics: len(md.Topics)}
+	s := ClusterStatus{BrokerID: b.id, ControllerID: -1, MetadataVersion: md.Version, Partitions: map[string]int{}}
 	if id, ok := b.meta.ControllerID(); ok {
 		s.ControllerID = id
 	}
@@ -120,8 +121,8 @@ func (b *Broker) ClusterStatus() ClusterStatus {
 
 	for _, name := range md.TopicNames() {
 		t, _ := md.Topic(name)
+		s.Partitions[name] = len(t.Partitions)
 		for _, info := range t.Partitions {
-			s.Partitions++
 			switch {
 			case offline(info):
 				s.Offline = append(s.Offline, PartitionStatus{Topic: name, PartitionView: partitionView(info)})

@@ -279,18 +279,26 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 	if len(st.Brokers) != 3 || slices.Contains(alive, victim.ID()) || len(alive) != 2 {
 		t.Errorf("brokers %v: want 3, all but %d alive", st.Brokers, victim.ID())
 	}
-	// A client held to ACLs sees the counts, and the partitions of the
-	// topics it may see.
+	// A client held to ACLs sees the counts and the partitions of the
+	// topics it may see, and nothing of the others: solo's offline
+	// partition counts nowhere, as solo is in no listing of hers.
 	asAlice := security.WithPrincipal(ctx, security.UserPrincipal("alice"))
 	waitUntil(t, "alice's view of the cluster status", func() bool {
 		st, err = (&adminService{b: ctl.Broker}).ClusterStatus(asAlice, &stratav1.ClusterStatusRequest{MaxPartitions: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st.UnderReplicatedCount == 3 && st.OfflineCount == 1
+		return st.UnderReplicatedCount == 3
 	})
-	if len(st.UnderReplicated) != 2 || st.UnderReplicated[0].Topic != "h" || st.UnderReplicated[1].Topic != "h" || len(st.Offline) != 0 {
+	if st.Topics != 1 || st.Partitions != 3 || st.OfflineCount != 0 || len(st.Offline) != 0 ||
+		len(st.UnderReplicated) != 2 || st.UnderReplicated[0].Topic != "h" || st.UnderReplicated[1].Topic != "h" {
 		t.Fatalf("cluster status for alice, at most 2 partitions each: %v", st)
+	}
+	// Mallory, granted nothing, sees no topic, partition or count.
+	asMallory := security.WithPrincipal(ctx, security.UserPrincipal("mallory"))
+	if st, err := (&adminService{b: ctl.Broker}).ClusterStatus(asMallory, &stratav1.ClusterStatusRequest{}); err != nil ||
+		st.Topics != 0 || st.Partitions != 0 || st.UnderReplicatedCount != 0 || st.OfflineCount != 0 || st.UploadLagPartitions != 0 || st.UploadLagBytes != 0 {
+		t.Fatalf("cluster status for a principal granted nothing: %v, %v; want no counts", st, err)
 	}
 
 	// The victim returns: the ISRs expand, its solo partition has a leader.

@@ -28,18 +28,23 @@ func (s *adminService) ClusterStatus(ctx context.Context, req *stratav1.ClusterS
 	}
 	visible := s.topicVisibility(ctx)
 	st := s.b.ClusterStatus()
+	// Every count and list covers only the topics the caller may see, as
+	// the topic listings do: a count must not tell what a listing hides.
 	resp := &stratav1.ClusterStatusResponse{
 		BrokerId:             st.BrokerID,
 		ControllerId:         st.ControllerID,
 		MetadataVersion:      st.MetadataVersion,
-		Topics:               int32(st.Topics),
-		Partitions:           int32(st.Partitions),
-		UnderReplicatedCount: int32(len(st.UnderReplicated)),
-		OfflineCount:         int32(len(st.Offline)),
-		UploadLagPartitions:  int32(len(st.UploadLag)),
+		UnderReplicatedCount: countVisible(st.UnderReplicated, visible),
+		OfflineCount:         countVisible(st.Offline, visible),
 		ColdTier:             st.ColdTier,
 		CacheHits:            st.CacheHits,
 		CacheMisses:          st.CacheMisses,
+	}
+	for topic, n := range st.Partitions {
+		if visible(topic) {
+			resp.Topics++
+			resp.Partitions += int32(n)
+		}
 	}
 	for _, b := range st.Brokers {
 		resp.Brokers = append(resp.Brokers, &stratav1.BrokerStatus{Id: b.ID, Address: b.Addr, Rack: b.Rack, Alive: b.Alive, Registered: b.Registered})
@@ -47,12 +52,26 @@ func (s *adminService) ClusterStatus(ctx context.Context, req *stratav1.ClusterS
 	resp.UnderReplicated = partitionStatuses(st.UnderReplicated, visible, limit)
 	resp.Offline = partitionStatuses(st.Offline, visible, limit)
 	for _, l := range st.UploadLag {
+		if !visible(l.Topic) {
+			continue
+		}
 		resp.UploadLagBytes += l.Bytes
-		if len(resp.UploadLag) < limit && visible(l.Topic) {
+		resp.UploadLagPartitions++
+		if len(resp.UploadLag) < limit {
 			resp.UploadLag = append(resp.UploadLag, &stratav1.PartitionUploadLag{Topic: l.Topic, Partition: l.Partition, Bytes: l.Bytes, Segments: int32(l.Segments)})
 		}
 	}
 	return resp, nil
+}
+
+func countVisible(ps []broker.PartitionStatus, visible func(string) bool) int32 {
+	var n int32
+	for _, p := range ps {
+		if visible(p.Topic) {
+			n++
+		}
+	}
+	return n
 }
 
 func partitionStatuses(ps []broker.PartitionStatus, visible func(string) bool, limit int) []*stratav1.PartitionStatus {

@@ -76,7 +76,8 @@ type ClusterStatusResponse struct {
 	ControllerId int32 `protobuf:"varint,2,opt,name=controller_id,json=controllerId,proto3" json:"controller_id,omitempty"`
 	// The metadata version the answer reflects; grows with every change.
 	MetadataVersion uint64 `protobuf:"varint,3,opt,name=metadata_version,json=metadataVersion,proto3" json:"metadata_version,omitempty"`
-	// Topics and partitions in the cluster.
+	// Topics and partitions in the cluster. Every count and list below
+	// covers only the topics the caller may see, as the topic listings do.
 	Topics     int32 `protobuf:"varint,4,opt,name=topics,proto3" json:"topics,omitempty"`
 	Partitions int32 `protobuf:"varint,5,opt,name=partitions,proto3" json:"partitions,omitempty"`
 	// The registered brokers, and any others gossip shows alive (joining,
@@ -84,7 +85,8 @@ type ClusterStatusResponse struct {
 	Brokers []*BrokerStatus `protobuf:"bytes,6,rep,name=brokers,proto3" json:"brokers,omitempty"`
 	// Partitions with a leader and an ISR smaller than their replicas, by
 	// topic and partition; at most max_partitions of them, and only those
-	// of topics the caller may see. under_replicated_count counts all.
+	// of topics the caller may see. under_replicated_count counts all of
+	// those.
 	UnderReplicated      []*PartitionStatus `protobuf:"bytes,7,rep,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
 	UnderReplicatedCount int32              `protobuf:"varint,8,opt,name=under_replicated_count,json=underReplicatedCount,proto3" json:"under_replicated_count,omitempty"`
 	// Partitions without a leader (no live in-sync replica), listed and
@@ -93,8 +95,8 @@ type ClusterStatusResponse struct {
 	OfflineCount int32              `protobuf:"varint,10,opt,name=offline_count,json=offlineCount,proto3" json:"offline_count,omitempty"`
 	// The partitions the answering broker leads that have sealed segments
 	// not yet uploaded to the cold tier, the most bytes first; at most
-	// max_partitions, of topics the caller may see. The totals cover all the
-	// partitions it leads.
+	// max_partitions, of topics the caller may see. The totals cover all
+	// such partitions it leads.
 	UploadLag           []*PartitionUploadLag `protobuf:"bytes,11,rep,name=upload_lag,json=uploadLag,proto3" json:"upload_lag,omitempty"`
 	UploadLagBytes      int64                 `protobuf:"varint,12,opt,name=upload_lag_bytes,json=uploadLagBytes,proto3" json:"upload_lag_bytes,omitempty"`
 	UploadLagPartitions int32                 `protobuf:"varint,13,opt,name=upload_lag_partitions,json=uploadLagPartitions,proto3" json:"upload_lag_partitions,omitempty"`
