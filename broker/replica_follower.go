@@ -12,7 +12,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -256,10 +255,7 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 			prepare = append(prepare, toPrepare{fo, fo.epoch})
 			continue
 		}
-		// A position is sent when it moved, and now and then even if not:
-		// the leader takes a follower it has not heard from for
-		// replica.lag.time.max for gone.
-		if end := fo.p.committedEnd(); end != fo.reported || now.Sub(fo.sentAt) >= followerHeartbeat {
+		if end := fo.p.committedEnd(); positionDue(end, fo.reported, fo.sentAt, now) {
 			fo.reported, fo.sentAt = end, now
 			out = append(out, fo.position(end))
 		}
@@ -323,21 +319,28 @@ func truncateByEpoch(p *partition, leader, epoch int32, ask func(epoch int32) (E
 		if err != nil {
 			return err
 		}
-		before := p.log.LogEndOffset()
-		cut, done := truncationStep(p.log, before, p.log.HighWatermark(), ans)
-		end, err := p.truncateAsFollower(leader, epoch, cut)
-		if err != nil {
+		if done, err := p.truncationRound(leader, epoch, latest, ans, logger); err != nil || done {
 			return err
-		}
-		if end < before {
-			logger.Info("truncated a suffix the leader does not have", "partition", p.name(), "from", before, "to", end,
-				"epoch", epoch, "asked_epoch", latest, "leader_epoch", ans.Epoch, "leader_end", ans.EndOffset)
-		}
-		if done {
-			return nil
 		}
 	}
 	return fmt.Errorf("broker: %s: truncation did not settle in %d rounds", p.name(), maxTruncationRounds)
+}
+
+// truncationRound cuts the follower's log, following leader in epoch, by
+// the leader's answer ans about its latest epoch asked (truncation.go), and
+// says whether the truncation is complete.
+func (p *partition) truncationRound(leader, epoch, asked int32, ans EpochEnd, logger *slog.Logger) (bool, error) {
+	before := p.log.LogEndOffset()
+	cut, done := truncationStep(p.log, before, p.log.HighWatermark(), ans)
+	end, err := p.truncateAsFollower(leader, epoch, cut)
+	if err != nil {
+		return false, err
+	}
+	if end < before {
+		logger.Info("truncated a suffix the leader does not have", "partition", p.name(), "from", before, "to", end,
+			"epoch", epoch, "asked_epoch", asked, "leader_epoch", ans.Epoch, "leader_end", ans.EndOffset)
+	}
+	return done, nil
 }
 
 // apply appends what the leader sent and returns the position to report.
@@ -358,41 +361,30 @@ func (f *fetcher) apply(chunk ReplicaChunk) (ReplicaPosition, bool) {
 		return ReplicaPosition{}, false
 	}
 	p := fo.p
-	switch chunk.ErrReason {
-	case "":
-	case ReasonOffsetOutOfRange:
-		if p.committedEnd() >= chunk.LogStart {
-			// Not behind the leader but past what it holds or sent us: our
-			// log does not end where we said, or the leader's changed.
-			// Truncate by leader epoch again before going on.
-			f.unprepare(fo, epoch, 200*time.Millisecond)
-			return ReplicaPosition{}, false
-		}
-		// Behind the leader's local log: what is missing is in the cold tier
-		// or gone; continue from the leader's local start.
+	switch chunkStep(chunk, epoch, p.committedEnd()) {
+	case chunkDrop:
+		return ReplicaPosition{}, false
+	case chunkReprepare:
+		f.unprepare(fo, epoch, chunkPause)
+		return ReplicaPosition{}, false
+	case chunkReset:
+		// Behind the leader's local log: what is missing is in the cold
+		// tier or gone; continue from the leader's local start.
 		if err := p.resetAsFollower(f.leader, epoch, chunk.LogStart); err != nil {
 			f.log.Warn("cannot move the log to the leader's start", "partition", p.name(), "err", err)
 			return ReplicaPosition{}, false
 		}
 		return f.report(fo, epoch, p.committedEnd(), true)
-	default:
-		// Not (yet) the leader in this epoch: wait for the metadata, and ask
-		// again a little later in case it was only starting.
-		f.unprepare(fo, epoch, 200*time.Millisecond)
+	}
+	err := p.appendAsFollower(f.leader, epoch, chunk.Batches, chunk.HighWatermark)
+	switch appendStep(err) {
+	case appendReportAgain:
+		return f.report(fo, epoch, p.committedEnd(), true)
+	case appendDrop:
 		return ReplicaPosition{}, false
-	}
-	if chunk.LeaderEpoch != epoch {
-		return ReplicaPosition{}, false // from another epoch of this leader's
-	}
-	if err := p.appendAsFollower(f.leader, epoch, chunk.Batches, chunk.HighWatermark); err != nil {
-		switch {
-		case errors.Is(err, hotlog.ErrOffsetGap):
-			return f.report(fo, epoch, p.committedEnd(), true) // the leader restarts from our end
-		case errors.Is(err, errNotFollowing):
-			return ReplicaPosition{}, false
-		}
+	case appendFailed:
 		f.log.Warn("appending replicated batches failed", "partition", p.name(), "err", err)
-		f.unprepare(fo, epoch, time.Second)
+		f.unprepare(fo, epoch, appendPause)
 		return ReplicaPosition{}, false
 	}
 	return f.report(fo, epoch, p.committedEnd(), false)

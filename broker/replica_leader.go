@@ -102,7 +102,10 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 			}
 			p, err := b.ledForReplication(pos)
 			if err == nil {
-				err = b.takeReport(p, upd.FollowerID, pos)
+				var change *isrChange
+				if change, err = p.takeReport(upd.FollowerID, pos); change != nil {
+					b.proposeISR(p, change)
+				}
 			}
 			if err != nil {
 				if ps := pushers[tp]; ps != nil {
@@ -117,11 +120,17 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 				continue
 			}
 			ps := pushers[tp]
-			if ps != nil && (ps.p != p || ps.epoch != pos.LeaderEpoch) {
-				ps.cancel() // the partition was reopened, or the follower follows a new epoch
-				ps = nil
-			}
+			var step positionKind
 			if ps == nil {
+				step = positionStep(false, false, 0, pos.LeaderEpoch)
+			} else {
+				step = positionStep(true, ps.p == p, ps.epoch, pos.LeaderEpoch)
+			}
+			switch step {
+			case positionRestartPusher:
+				ps.cancel()
+				fallthrough
+			case positionStartPusher:
 				ps = newPusher(ctx, p, upd.FollowerID, pos.LeaderEpoch, pos.LogEnd, send)
 				pushers[tp] = ps
 				wg.Add(1)
@@ -129,32 +138,29 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 					defer wg.Done()
 					ps.run()
 				}()
-				continue
+			case positionAck:
+				ps.ack(pos.LogEnd)
 			}
-			ps.ack(pos.LogEnd)
 		}
 	}
 }
 
-// takeReport counts a follower's position, and asks for the ISR change
-// it brings. A position beyond what this leader holds or has sent the
+// takeReport counts a follower's position, and returns the ISR change it
+// brings, if any. A position beyond what this leader holds or has sent the
 // follower is OFFSET_OUT_OF_RANGE, as Kafka answers a fetch past the log
 // end: the follower truncates by leader epoch again before it goes on.
-func (b *Broker) takeReport(p *partition, follower int32, pos ReplicaPosition) error {
+func (p *partition) takeReport(follower int32, pos ReplicaPosition) (*isrChange, error) {
 	verdict, change := p.followerReport(follower, pos.LeaderEpoch, pos.LogEnd)
 	switch verdict {
 	case reportStale:
-		return refuse(ReasonFencedEpoch, nil, "%s: leader epoch %d is not the current one", p.name(), pos.LeaderEpoch)
+		return nil, refuse(ReasonFencedEpoch, nil, "%s: leader epoch %d is not the current one", p.name(), pos.LeaderEpoch)
 	case reportBeyond:
-		b.log.Warn("refused a follower position beyond what this leader sent it", "partition", p.name(),
-			"follower", follower, "position", pos.LogEnd, "log_end", p.log.LogEndOffset())
-		return refuse(ReasonOffsetOutOfRange, nil, "%s: position %d of broker %d is beyond what this leader holds or has sent it in epoch %d (log end %d)",
-			p.name(), pos.LogEnd, follower, pos.LeaderEpoch, p.log.LogEndOffset())
+		end := p.log.LogEndOffset()
+		p.logger.Warn("refused a follower position beyond what this leader sent it", "follower", follower, "position", pos.LogEnd, "log_end", end)
+		return nil, refuse(ReasonOffsetOutOfRange, nil, "%s: position %d of broker %d is beyond what this leader holds or has sent it in epoch %d (log end %d)",
+			p.name(), pos.LogEnd, follower, pos.LeaderEpoch, end)
 	}
-	if change != nil {
-		b.proposeISR(p, change)
-	}
-	return nil
+	return change, nil
 }
 
 // ledForReplication returns the partition a follower's position names if
@@ -185,7 +191,8 @@ func (b *Broker) ledForReplication(pos ReplicaPosition) (*partition, error) {
 }
 
 // pusher sends one partition's new batches to one follower, in one leader
-// epoch.
+// epoch: it carries out pushState's steps (replica_steps.go) over the
+// stream.
 type pusher struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -193,31 +200,21 @@ type pusher struct {
 	follower int32
 	epoch    int32
 	send     func(ReplicaChunk) error
+	kick     chan struct{} // an acknowledgement arrived
 
-	mu    sync.Mutex
-	acked int64         // the follower's position
-	next  int64         // where the next chunk starts
-	ends  []int64       // ends of chunks sent and not yet acknowledged
-	kick  chan struct{} // an acknowledgement arrived
+	mu sync.Mutex
+	st pushState
 }
 
 func newPusher(ctx context.Context, p *partition, follower, epoch int32, from int64, send func(ReplicaChunk) error) *pusher {
 	ctx, cancel := context.WithCancel(ctx)
-	return &pusher{ctx: ctx, cancel: cancel, p: p, follower: follower, epoch: epoch, send: send, acked: from, next: from, kick: make(chan struct{}, 1)}
+	return &pusher{ctx: ctx, cancel: cancel, p: p, follower: follower, epoch: epoch, send: send, st: newPushState(from), kick: make(chan struct{}, 1)}
 }
 
-// ack records the follower's new position. A position behind what was
-// acknowledged (it truncated) or past what was sent (it reset) restarts the
-// pusher from there.
+// ack records the follower's new position.
 func (ps *pusher) ack(leo int64) {
 	ps.mu.Lock()
-	if leo < ps.acked || leo > ps.next {
-		ps.next, ps.ends = leo, nil
-	}
-	ps.acked = leo
-	for len(ps.ends) > 0 && ps.ends[0] <= leo {
-		ps.ends = ps.ends[1:]
-	}
+	ps.st.ack(leo)
 	ps.mu.Unlock()
 	select {
 	case ps.kick <- struct{}{}:
@@ -225,61 +222,29 @@ func (ps *pusher) ack(leo int64) {
 	}
 }
 
-func (ps *pusher) chunk(c ReplicaChunk) ReplicaChunk {
-	c.Topic, c.TopicID, c.Partition, c.LeaderEpoch = ps.p.topic, ps.p.topicID, ps.p.id, ps.epoch
-	return c
-}
-
 func (ps *pusher) run() {
 	p := ps.p
-	lastHW := int64(-1)
 	for {
 		changed := p.log.Changed()
-		if p.view.Load().LeaderEpoch != ps.epoch {
-			// Deposed, or the follower will follow a newer epoch: this
-			// stream's epoch is over.
-			ps.send(ps.chunk(ReplicaChunk{ErrReason: ReasonFencedEpoch, ErrMessage: fmt.Sprintf("%s: leader epoch %d is over", p.name(), ps.epoch)}))
+		leo, hw, start := p.log.LogEndOffset(), p.log.HighWatermark(), p.log.LogStartOffset()
+		ps.mu.Lock()
+		step, next := ps.st.step(p.view.Load().LeaderEpoch == ps.epoch, leo, hw, start), ps.st.next
+		ps.mu.Unlock()
+		c, to, ok := p.pushChunk(ps.follower, ps.epoch, step, next, leo, hw, start, replicaChunkBytes)
+		if step == pushFenced {
+			ps.send(c)
 			return
 		}
-		ps.mu.Lock()
-		next, inFlight := ps.next, len(ps.ends)
-		ps.mu.Unlock()
-		leo, hw, start := p.log.LogEndOffset(), p.log.HighWatermark(), p.log.LogStartOffset()
-		switch {
-		case next < start:
-			// The follower is behind the leader's local log: what it lacks is
-			// in the cold tier (or gone). It starts again at the local start.
-			p.sentTo(ps.follower, start, false)
-			if err := ps.send(ps.chunk(ReplicaChunk{HighWatermark: hw, LogStart: start, ErrReason: ReasonOffsetOutOfRange,
-				ErrMessage: fmt.Sprintf("offset %d is below the leader's local log start %d", next, start)})); err != nil {
+		if ok {
+			if err := ps.send(c); err != nil {
 				return
 			}
 			ps.mu.Lock()
-			ps.next, ps.ends = start, nil // nothing more until the follower reports
+			ps.st.sent(step, next, to, hw)
 			ps.mu.Unlock()
-		case next < leo && inFlight < replicaWindow:
-			res, err := p.log.Read(next, replicaChunkBytes, leo)
-			if err != nil || len(res.Data) == 0 {
-				break // a truncation or retention raced with us: look again
+			if step != pushOutOfRange {
+				continue
 			}
-			p.sentTo(ps.follower, res.NextOffset, res.NextOffset >= leo)
-			if err := ps.send(ps.chunk(ReplicaChunk{Batches: res.Data, HighWatermark: hw, LogStart: start})); err != nil {
-				return
-			}
-			lastHW = hw
-			ps.mu.Lock()
-			if ps.next == next {
-				ps.next = res.NextOffset
-				ps.ends = append(ps.ends, res.NextOffset)
-			}
-			ps.mu.Unlock()
-			continue
-		case hw != lastHW:
-			if err := ps.send(ps.chunk(ReplicaChunk{HighWatermark: hw, LogStart: start})); err != nil {
-				return
-			}
-			lastHW = hw
-			continue
 		}
 		select {
 		case <-ps.ctx.Done():
@@ -288,6 +253,37 @@ func (ps *pusher) run() {
 		case <-ps.kick:
 		}
 	}
+}
+
+// pushChunk builds the chunk of a push step from next, in epoch, of at
+// most maxBytes of batches (but always one whole batch), when the leader's
+// log ends at leo with high watermark hw and local start start,
+// and records what it sends the follower (before it can acknowledge it). It
+// returns where what it sends ends (for pushState.sent), or false for
+// nothing to send: a wait, or a read that found nothing (a truncation or
+// retention raced with the step: look again).
+func (p *partition) pushChunk(follower, epoch int32, step pushKind, next, leo, hw, start int64, maxBytes int) (ReplicaChunk, int64, bool) {
+	c := ReplicaChunk{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: epoch, HighWatermark: hw, LogStart: start}
+	switch step {
+	case pushFenced:
+		return ReplicaChunk{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: epoch,
+			ErrReason: ReasonFencedEpoch, ErrMessage: fmt.Sprintf("%s: leader epoch %d is over", p.name(), epoch)}, next, true
+	case pushOutOfRange:
+		p.sentTo(follower, start, false)
+		c.ErrReason, c.ErrMessage = ReasonOffsetOutOfRange, fmt.Sprintf("offset %d is below the leader's local log start %d", next, start)
+		return c, start, true
+	case pushBatches:
+		res, err := p.log.Read(next, maxBytes, leo)
+		if err != nil || len(res.Data) == 0 {
+			return ReplicaChunk{}, next, false
+		}
+		p.sentTo(follower, res.NextOffset, res.NextOffset >= leo)
+		c.Batches = res.Data
+		return c, res.NextOffset, true
+	case pushHighWatermark:
+		return c, next, true
+	}
+	return ReplicaChunk{}, next, false
 }
 
 // EndOffsetForEpoch answers a follower about to follow this broker in its

@@ -90,7 +90,6 @@ const (
 	simProduceWait  = 1500 * time.Millisecond
 	simHousekeeping = 50 * time.Millisecond
 	simTierEvery    = 100 * time.Millisecond
-	simPoll         = 10 * time.Millisecond // a follower's wait after an empty chunk
 )
 
 const (
@@ -513,7 +512,7 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 	info := cluster.PartitionInfo{Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
 	s.ctrl = &simController{s: s, info: info, seen: map[int32]time.Time{}}
 	for id := int32(1); id <= simBrokers; id++ {
-		s.brokers[id] = &simBroker{s: s, id: id, fs: memfs.New(), up: true, pushes: map[int32]*simPush{}}
+		s.brokers[id] = &simBroker{s: s, id: id, fs: memfs.New(), up: true}
 		s.ctrl.seen[id] = s.now
 	}
 	for i := range 3 {
@@ -971,7 +970,7 @@ type simBroker struct {
 	known       *cluster.PartitionInfo
 	p           *partition
 	follow      *simFollow
-	pushes      map[int32]*simPush // leader's view of follower sessions
+	pushes      []*simPush // the leader's pushers, one per follower session
 	waits       []*simWait
 	advanceDue  bool
 	sessions    uint64
@@ -1005,9 +1004,17 @@ func (b *simBroker) timer(d time.Duration, fn func()) {
 func (b *simBroker) startTimers() {
 	b.timer(simHousekeeping, b.housekeeping)
 	b.timer(simTierEvery, b.tiering)
+	b.timer(100*time.Millisecond, b.reportDue)
 	b.timer(200*time.Millisecond, func() {
-		if f := b.follow; f != nil && b.s.now.Sub(f.heard) > simSessionTimeout {
-			b.s.tracef("broker %d: session to %d timed out", b.id, f.leader)
+		f := b.follow
+		switch {
+		case f == nil:
+		case f.broken:
+			b.s.tracef("broker %d: session %d to %d broke", b.id, f.session, f.leader)
+			b.startFollow(f.leader, f.epoch)
+		case b.s.now.Sub(f.heard) > simSessionTimeout:
+			b.s.tracef("broker %d: session %d to %d timed out", b.id, f.session, f.leader)
+			f.broken = true
 			b.startFollow(f.leader, f.epoch)
 		}
 	})
@@ -1066,7 +1073,7 @@ func (b *simBroker) tiering() {
 }
 
 // afterEvent runs what an event left pending: a high watermark to move,
-// produce waits that ended.
+// produce waits that ended, pushers to wake.
 func (b *simBroker) afterEvent() {
 	if b.p == nil {
 		return
@@ -1085,6 +1092,7 @@ func (b *simBroker) afterEvent() {
 		}
 	}
 	b.waits = keep
+	b.push()
 }
 
 // learn applies metadata from the controller, as reconcile does.
@@ -1136,7 +1144,13 @@ func (b *simBroker) kill() {
 	b.backlog = nil
 	b.settings = 0 // it learns the metadata again from the controller
 	b.fs, b.follow, b.known, b.waits = b.fs.Fork(), nil, nil, nil
-	clear(b.pushes)
+	b.pushes = nil
+	// Its streams break with it.
+	for _, other := range b.s.brokers {
+		if f := other.follow; f != nil && (other == b || f.leader == b.id) {
+			f.broken = true
+		}
+	}
 	if b.p != nil {
 		b.p.close() // on the old file system: the fork does not see it
 		b.p = nil
@@ -1183,17 +1197,26 @@ func (b *simBroker) proposeISR(c *isrChange) {
 	})
 }
 
-// The follower's side, as replica_follower.go: truncate by leader epoch,
-// then report positions and append what comes back.
+// Replication over the simulated network: the follower's side as
+// replica_follower.go's fetcher, the leader's as ServeReplication and its
+// pushers, both carrying out the steps of replica_steps.go. A session is
+// one stream: messages on it arrive in order, and once one is lost (a cut
+// link, a killed end) the stream is broken, as a TCP connection is, and
+// nothing more goes through it; the follower starts a new one.
 
 type simFollow struct {
 	session  uint64
 	leader   int32
 	epoch    int32
 	prepared bool
-	// heard is when the leader last answered on this session. A session
-	// that hears nothing for simSessionTimeout starts again, as a stream
-	// whose messages were lost breaks and reconnects.
+	// reported is the last position sent, at sentAt; -1 for none.
+	reported int64
+	sentAt   time.Time
+	// broken: a message of the stream was lost.
+	broken bool
+	// heard is when the leader last sent anything on this session. A
+	// session that hears nothing for simSessionTimeout starts again, as a
+	// stream whose leader stopped answering is given up.
 	heard time.Time
 }
 
@@ -1201,73 +1224,126 @@ type simFollow struct {
 // before it starts its session again.
 const simSessionTimeout = time.Second
 
+// simChunkBytes is what a leader's push reads at most: small chunks, for
+// many interleavings.
+const simChunkBytes = 2048
+
+// stream sends a message of session f from one end to the other: lost,
+// with everything after it, once the stream broke.
+func (s *simulation) stream(f *simFollow, from, to int32, deliver func()) {
+	if f.broken {
+		return
+	}
+	if s.blocked(from, to) {
+		f.broken = true
+		return
+	}
+	s.send(from, to, func() {
+		if !f.broken {
+			deliver()
+		}
+	})
+	// A message that the link drops on the way (cut, or an end restarted)
+	// breaks the stream: simulation.send drops it silently, so check at
+	// the time it would arrive.
+	inc := s.brokers[to].incarnation
+	s.at(s.links[[2]int32{from, to}].Sub(s.now), func() {
+		if s.blocked(from, to) || s.brokers[to].incarnation != inc || !s.brokers[to].up {
+			f.broken = true
+		}
+	})
+}
+
 func (b *simBroker) startFollow(leader, epoch int32) {
 	b.sessions++
-	f := &simFollow{session: b.sessions, leader: leader, epoch: epoch, heard: b.s.now}
+	f := &simFollow{session: b.sessions, leader: leader, epoch: epoch, reported: -1, heard: b.s.now}
 	b.follow = f
-	b.s.tracef("broker %d follows %d in epoch %d", b.id, leader, epoch)
+	b.s.tracef("broker %d follows %d in epoch %d (session %d)", b.id, leader, epoch, f.session)
 	b.query(f)
 }
 
 func (b *simBroker) current(f *simFollow) bool { return b.follow == f && b.p != nil }
 
-// retryFollow starts the session again a little later, if it is still the
-// broker's.
+// retryFollow starts a new session a little later, if f is still the
+// broker's: its stream broke.
 func (b *simBroker) retryFollow(f *simFollow) {
+	b.later(50*time.Millisecond, func() {
+		if b.current(f) {
+			b.startFollow(f.leader, f.epoch)
+		}
+	})
+}
+
+// later runs fn after d on this incarnation of the broker, queued while it
+// is paused.
+func (b *simBroker) later(d time.Duration, fn func()) {
 	inc := b.incarnation
-	b.s.at(50*time.Millisecond, func() {
+	b.s.at(d, func() {
 		if b.incarnation != inc || !b.up {
 			return
 		}
-		run := func() {
-			if b.current(f) {
-				b.startFollow(f.leader, f.epoch)
-			}
-		}
 		if b.paused {
-			b.backlog = append(b.backlog, run)
+			b.backlog = append(b.backlog, fn)
 			return
 		}
-		run()
+		fn()
 		b.afterEvent()
 	})
 }
 
+// query runs the truncation by leader epoch, a round per answer, as
+// truncateByEpoch does; then the session is prepared and reports.
 func (b *simBroker) query(f *simFollow) {
 	latest := b.p.log.LatestEpoch()
 	if latest == hotlog.UndefinedEpoch {
-		f.prepared = true
-		b.report(f)
+		b.prepared(f)
 		return
 	}
 	leader := b.s.brokers[f.leader]
 	q := EpochQuery{Topic: "orders", TopicID: b.s.ref.TopicID, Epoch: latest}
-	b.s.send(b.id, f.leader, func() {
+	b.s.stream(f, b.id, f.leader, func() {
 		ans, err := leader.answerEpoch(f.epoch, q)
-		b.s.send(f.leader, b.id, func() {
+		b.s.stream(f, f.leader, b.id, func() {
 			if !b.current(f) {
 				return
 			}
 			f.heard = b.s.now
 			if err != nil {
-				b.retryFollow(f)
+				b.unprepare(f, chunkPause)
 				return
 			}
-			cut, done := truncationStep(b.p.log, b.p.log.LogEndOffset(), b.p.log.HighWatermark(), ans)
-			if _, err := b.p.truncateAsFollower(f.leader, f.epoch, cut); err != nil {
-				if !errors.Is(err, errNotFollowing) {
-					b.s.fail("broker %d: truncate to %d: %v", b.id, cut, err)
-				}
+			done, err := b.p.truncationRound(f.leader, f.epoch, latest, ans, b.s.logger)
+			switch {
+			case errors.Is(err, errNotFollowing):
+				return
+			case err != nil:
+				b.s.fail("broker %d: truncation round: %v", b.id, err)
 				return
 			}
-			b.s.tracef("broker %d truncation step: asked %d, answer %+v, cut %d, done %v", b.id, q.Epoch, ans, cut, done)
+			b.s.tracef("broker %d truncation round: asked %d, answer %+v, done %v, log end %d", b.id, q.Epoch, ans, done, b.p.log.LogEndOffset())
 			if done {
-				f.prepared = true
-				b.report(f)
+				b.prepared(f)
 				return
 			}
 			b.query(f)
 		})
+	})
+}
+
+// prepared marks the session ready and sends its position, as pending does.
+func (b *simBroker) prepared(f *simFollow) {
+	f.prepared = true
+	b.report(f, b.p.committedEnd())
+}
+
+// unprepare has the session truncate again after pause, as the fetcher
+// does for a partition its leader refused.
+func (b *simBroker) unprepare(f *simFollow, pause time.Duration) {
+	f.prepared = false
+	b.later(pause, func() {
+		if b.current(f) && !f.prepared {
+			b.query(f)
+		}
 	})
 }
 
@@ -1280,111 +1356,148 @@ func (b *simBroker) answerEpoch(epoch int32, q EpochQuery) (EpochEnd, error) {
 	return b.p.endOffsetForEpoch(q.Epoch), nil
 }
 
-func (b *simBroker) report(f *simFollow) {
-	pos := b.p.committedEnd()
+// report sends the session's position end.
+func (b *simBroker) report(f *simFollow, end int64) {
+	f.reported, f.sentAt = end, b.s.now
 	leader := b.s.brokers[f.leader]
-	b.s.send(b.id, f.leader, func() { leader.position(b.id, f, pos) })
+	b.s.stream(f, b.id, f.leader, func() { leader.position(b.id, f, end) })
 }
 
-// simPush is a leader's record of a follower's session.
-type simPush struct{ session uint64 }
+// reportDue sends the session's position if positionDue says so: the
+// fetcher's tick.
+func (b *simBroker) reportDue() {
+	if f := b.follow; f != nil && f.prepared && b.p != nil {
+		if end := b.p.committedEnd(); positionDue(end, f.reported, f.sentAt, b.s.now) {
+			b.report(f, end)
+		}
+	}
+}
 
-// position is the leader's side: count the follower's position and answer
-// with what follows it, as ServeReplication (takeReport) and the pusher do.
+// simPush is a leader's pusher: one follower session's stream, in one
+// leader epoch.
+type simPush struct {
+	f        *simFollow
+	follower int32
+	p        *partition
+	epoch    int32
+	st       pushState
+}
+
+// position is the leader's side of a follower's position, as
+// ServeReplication does it.
 func (b *simBroker) position(from int32, f *simFollow, pos int64) {
 	follower := b.s.brokers[from]
 	p := b.p
+	refused := func(reason Reason) {
+		b.dropPush(f)
+		b.s.stream(f, b.id, from, func() { follower.chunk(f, ReplicaChunk{ErrReason: reason}) })
+	}
 	if p == nil || !p.isLeader() || p.view.Load().LeaderEpoch != f.epoch {
-		b.s.send(b.id, from, func() { follower.chunk(f, ReplicaChunk{ErrReason: ReasonFencedEpoch}) })
+		refused(ReasonFencedEpoch) // ledForReplication
 		return
 	}
-	verdict, change := p.followerReport(from, f.epoch, pos)
-	switch verdict {
-	case reportStale:
-		b.s.send(b.id, from, func() { follower.chunk(f, ReplicaChunk{ErrReason: ReasonFencedEpoch}) })
-		return
-	case reportBeyond:
-		b.s.tracef("broker %d refused position %d of broker %d in epoch %d", b.id, pos, from, f.epoch)
-		b.s.send(b.id, from, func() { follower.chunk(f, ReplicaChunk{ErrReason: ReasonOffsetOutOfRange}) })
-		return
-	}
+	change, err := p.takeReport(from, ReplicaPosition{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: f.epoch, LogEnd: pos})
 	if change != nil {
 		b.proposeISR(change)
 	}
-	leo, hw, start := p.log.LogEndOffset(), p.log.HighWatermark(), p.log.LogStartOffset()
-	c := ReplicaChunk{LeaderEpoch: f.epoch, HighWatermark: hw, LogStart: start}
-	switch {
-	case pos < start:
-		c.ErrReason = ReasonOffsetOutOfRange
-		p.sentTo(from, start, false)
-	case pos < leo:
-		res, err := p.log.Read(pos, 2048, leo)
-		if err != nil {
-			b.s.fail("broker %d: read for follower at %d: %v", b.id, pos, err)
-			return
-		}
-		c.Batches = res.Data
-		p.sentTo(from, res.NextOffset, res.NextOffset >= leo)
+	if err != nil {
+		b.s.tracef("broker %d refused position %d of broker %d in epoch %d: %v", b.id, pos, from, f.epoch, err)
+		refused(ReasonOf(err))
+		return
 	}
-	b.s.send(b.id, from, func() { follower.chunk(f, c) })
+	i := slices.IndexFunc(b.pushes, func(ps *simPush) bool { return ps.f == f })
+	var step positionKind
+	if i < 0 {
+		step = positionStep(false, false, 0, f.epoch)
+	} else {
+		step = positionStep(true, b.pushes[i].p == p, b.pushes[i].epoch, f.epoch)
+	}
+	switch step {
+	case positionStartPusher:
+		b.pushes = append(b.pushes, &simPush{f: f, follower: from, p: p, epoch: f.epoch, st: newPushState(pos)})
+	case positionRestartPusher:
+		b.pushes[i] = &simPush{f: f, follower: from, p: p, epoch: f.epoch, st: newPushState(pos)}
+	case positionAck:
+		b.pushes[i].st.ack(pos)
+	}
 }
 
-// chunk is the follower's side of what the leader sent.
+func (b *simBroker) dropPush(f *simFollow) {
+	b.pushes = slices.DeleteFunc(b.pushes, func(ps *simPush) bool { return ps.f == f })
+}
+
+// push runs every pusher's steps until each waits: after every event, as
+// the pushers wake when the log changes or an acknowledgement comes. A
+// pusher whose stream broke is gone.
+func (b *simBroker) push() {
+	b.pushes = slices.DeleteFunc(b.pushes, func(ps *simPush) bool { return ps.f.broken })
+	for _, ps := range slices.Clone(b.pushes) {
+		b.pushSteps(ps)
+	}
+}
+
+func (b *simBroker) pushSteps(ps *simPush) {
+	p, follower := ps.p, b.s.brokers[ps.follower]
+	for !ps.f.broken {
+		leo, hw, start := p.log.LogEndOffset(), p.log.HighWatermark(), p.log.LogStartOffset()
+		step, next := ps.st.step(p.view.Load().LeaderEpoch == ps.epoch, leo, hw, start), ps.st.next
+		c, to, ok := p.pushChunk(ps.follower, ps.epoch, step, next, leo, hw, start, simChunkBytes)
+		if step == pushFenced {
+			b.dropPush(ps.f)
+		}
+		if !ok {
+			return
+		}
+		f := ps.f
+		b.s.stream(f, b.id, ps.follower, func() { follower.chunk(f, c) })
+		if step == pushFenced {
+			return
+		}
+		ps.st.sent(step, next, to, hw)
+		if step == pushOutOfRange {
+			return
+		}
+	}
+}
+
+// chunk is the follower's side of what the leader sent, as fetcher.apply
+// does it.
 func (b *simBroker) chunk(f *simFollow, c ReplicaChunk) {
 	if !b.current(f) {
 		return
 	}
 	f.heard = b.s.now
-	p := b.p
-	switch c.ErrReason {
-	case "":
-	case ReasonOffsetOutOfRange:
-		if p.committedEnd() >= c.LogStart {
-			b.retryFollow(f) // not behind the leader: truncate again
-			return
-		}
-		if err := p.resetAsFollower(f.leader, f.epoch, c.LogStart); err != nil && !errors.Is(err, errNotFollowing) {
-			b.s.fail("broker %d: reset to %d: %v", b.id, c.LogStart, err)
-		}
-		b.report(f)
-		return
-	default:
-		b.retryFollow(f)
+	if !f.prepared {
 		return
 	}
-	if c.LeaderEpoch != f.epoch {
+	p := b.p
+	switch chunkStep(c, f.epoch, p.committedEnd()) {
+	case chunkDrop:
+		return
+	case chunkReprepare:
+		b.unprepare(f, chunkPause)
+		return
+	case chunkReset:
+		if err := p.resetAsFollower(f.leader, f.epoch, c.LogStart); err != nil {
+			if !errors.Is(err, errNotFollowing) {
+				b.s.fail("broker %d: reset to %d: %v", b.id, c.LogStart, err)
+			}
+			return
+		}
+		b.report(f, p.committedEnd())
 		return
 	}
 	err := p.appendAsFollower(f.leader, f.epoch, c.Batches, c.HighWatermark)
-	switch {
-	case err == nil, errors.Is(err, hotlog.ErrOffsetGap):
-	case errors.Is(err, errNotFollowing):
-		return
-	default:
+	switch appendStep(err) {
+	case appendReportAgain:
+		b.report(f, p.committedEnd())
+	case appendFailed:
 		b.s.fail("broker %d: append from leader %d: %v", b.id, f.leader, err)
-		return
+	case appendReport:
+		if end := p.committedEnd(); end != f.reported {
+			b.report(f, end)
+		}
 	}
-	if len(c.Batches) > 0 {
-		b.report(f)
-		return
-	}
-	inc := b.incarnation
-	b.s.at(simPoll, func() {
-		if b.incarnation != inc || !b.up {
-			return
-		}
-		run := func() {
-			if b.current(f) {
-				b.report(f)
-			}
-		}
-		if b.paused {
-			b.backlog = append(b.backlog, run)
-			return
-		}
-		run()
-		b.afterEvent()
-	})
 }
 
 // Produce, as Broker.Produce does it for acks=all.
