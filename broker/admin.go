@@ -247,6 +247,9 @@ func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[stri
 	if err != nil {
 		return TopicDescription{}, configError(err)
 	}
+	if err := b.checkRemoteDisable(ctx, t, cfg); err != nil {
+		return TopicDescription{}, err
+	}
 	canonical, err := canonicalOverrides(cfg, set)
 	if err != nil {
 		return TopicDescription{}, configError(err)
@@ -321,7 +324,7 @@ func (b *Broker) describe(t *cluster.TopicInfo) TopicDescription {
 			pd.ColdBytes, pd.ColdSegments, pd.ColdEndOffset = tier.coldBytes, int32(tier.coldSegments), tier.coldEnd
 			lagBytes, lagSegs := p.uploadLag()
 			pd.UploadLagMs = -1
-			if p.remote(b) {
+			if p.uploads(b) {
 				pd.UploadLagBytes, pd.UploadLagSegs = lagBytes, int32(lagSegs)
 				// Until the manifest head is read, the figures above are
 				// the local log's alone: say so rather than pass them off
@@ -538,6 +541,11 @@ func (b *Broker) findRestorable(ctx context.Context, name, id string, replicatio
 	if replicationFactor > 0 {
 		overrides["replication.factor"] = strconv.Itoa(int(replicationFactor))
 	}
+	// A restored topic's history is in the bucket alone: it is tiered
+	// whatever this broker's topic defaults say, or its leaders would
+	// neither read that history nor continue the log after it (they would
+	// hand out its offsets again).
+	overrides["remote.storage.enable"] = "true"
 	cfg, err := b.defaults.With(overrides)
 	if err != nil {
 		return nil, nil, config.Topic{}, configError(err)

@@ -78,12 +78,17 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 		return FetchResult{}, err
 	}
 	res, err := p.read(req)
-	if err != nil && req.Offset < p.log.LogStartOffset() && p.remote(b) && b.cold != nil {
+	if err != nil && req.Offset < p.log.LogStartOffset() && b.cold != nil {
 		// Below the local log: the cold tier holds it. The start is read
 		// after the local read failed, not before it, so a read that races
 		// local retention at the boundary goes to the cold tier too (a
-		// segment is deleted only once the manifest lists it).
+		// segment is deleted only once the manifest lists it). The cold
+		// reader is asked whatever remote.storage.enable says now: history
+		// uploaded before it was switched off is still the partition's.
 		return b.coldFetch(ctx, p, req)
+	}
+	if err != nil && req.Offset < p.log.LogStartOffset() && b.cold == nil && p.cfg.Load().RemoteStorageEnable {
+		return FetchResult{}, p.noStoreError(req.Offset, err)
 	}
 	if err != nil || len(res.Batches) > 0 || req.MaxWait <= 0 {
 		return p.withLogStart(res), err
@@ -117,6 +122,19 @@ func (p *partition) logStart() int64 {
 func (p *partition) withLogStart(res FetchResult) FetchResult {
 	res.LogStartOffset = p.logStart()
 	return res
+}
+
+// noStoreError answers a read below the local log of a tiered topic on a
+// broker without an object store (object_store.type none): the offsets
+// this broker can serve start at its local log, and the message says
+// where the older ones went, rather than leaving an out-of-range answer
+// to pass for lost history.
+func (p *partition) noStoreError(offset int64, err error) error {
+	start, hw := p.log.LogStartOffset(), p.log.HighWatermark()
+	return refuse(ReasonOffsetOutOfRange, err,
+		"offset %d of %s is out of range: valid offsets here are %d to %d; the topic has remote.storage.enable, but this broker has no object store (object_store.type none), so it cannot read history in the cold tier",
+		offset, p.name(), start, hw).
+		with("log_start_offset", itoa(start)).with("high_watermark", itoa(hw)).with("key", "object_store.type")
 }
 
 // coldFetch serves a leader's read below its local log from the cold tier.

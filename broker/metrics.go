@@ -82,7 +82,7 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 	for _, p := range parts {
 		// Until a leader has read the partition's manifest head its lag
 		// is not known: no series rather than a wrong one.
-		if !p.isLeader() || !p.remote(b) || !p.tier.Load().loaded {
+		if !p.isLeader() || !p.uploads(b) || !p.tier.Load().loaded {
 			continue
 		}
 		bytes, segs := p.uploadLag()

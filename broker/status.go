@@ -133,7 +133,7 @@ func (b *Broker) ClusterStatus() ClusterStatus {
 	}
 
 	for _, p := range b.partitions() {
-		if !p.isLeader() || !p.remote(b) {
+		if !p.isLeader() || !p.uploads(b) {
 			continue
 		}
 		if bytes, segs := p.uploadLag(); bytes > 0 {

@@ -3,18 +3,21 @@ package broker
 // The cold tier, as the broker runs it. One loop visits every partition this
 // broker holds, a few times a second:
 //
-//   - as leader of a topic with remote.storage.enable, it first takes the
-//     partition's manifest over for its leader epoch (a fencing write, see
-//     tiering.NewCommitter) and makes sure its local log continues the cold
-//     tier; it commits the topic's settings to the manifest when they
-//     differ from what it records (so an alter reaches the bucket without
-//     waiting for an upload, and AlterTopicConfig can wait for it); it
-//     seals the active segment when acknowledged records in it have waited
-//     for the bucket nearly as long as remote.max.lag.ms allows
-//     (tier_lag.go); then it uploads the sealed segments the cold tier
-//     lacks that hold only committed records (below the high watermark),
-//     oldest first, committing each to the manifest; uploads of several
-//     partitions run in parallel, up to tiering.upload_parallelism;
+//   - as leader of a partition with a cold tier (its topic has
+//     remote.storage.enable, or the bucket holds its history from when it
+//     had: see tier_disable.go), it first takes the partition's manifest
+//     over for its leader epoch (a fencing write, see tiering.NewCommitter)
+//     and makes sure its local log continues the cold tier; it commits the
+//     topic's settings to the manifest when they differ from what it
+//     records (so an alter reaches the bucket without waiting for an
+//     upload, and AlterTopicConfig can wait for it); while
+//     remote.storage.enable is on, it seals the active segment when
+//     acknowledged records in it have waited for the bucket nearly as long
+//     as remote.max.lag.ms allows (tier_lag.go), then uploads the sealed
+//     segments the cold tier lacks that hold only committed records (below
+//     the high watermark), oldest first, committing each to the manifest;
+//     uploads of several partitions run in parallel, up to
+//     tiering.upload_parallelism;
 //   - it deletes local segments the cold tier holds once local.retention.ms
 //     or local.retention.bytes says so (never one the manifest does not list,
 //     never one above the high watermark);
@@ -145,8 +148,47 @@ func (p *partition) ref() tiering.PartitionRef {
 	return tiering.PartitionRef{Topic: p.topic, TopicID: p.topicID, Partition: p.id}
 }
 
+// remote reports whether the partition has a cold tier to run here: its
+// topic uploads to the object store, or the bucket holds records of it
+// from when it did. The second keeps that history readable, aligned with
+// a new leader's log and under retention whatever the setting says now (a
+// broker restarted with topic defaults that switch remote storage off, an
+// alter that raced an upload): a setting never makes acknowledged records
+// unreadable. Only uploads follow the setting alone (uploads).
 func (p *partition) remote(b *Broker) bool {
+	return b.store != nil && (p.cfg.Load().RemoteStorageEnable || p.holdsCold())
+}
+
+// uploads reports whether the partition's leader uploads its sealed
+// segments: remote.storage.enable, on a broker with an object store.
+func (p *partition) uploads(b *Broker) bool {
 	return b.store != nil && p.cfg.Load().RemoteStorageEnable
+}
+
+// holdsCold reports whether the cold tier, as this replica last saw it,
+// holds records.
+func (p *partition) holdsCold() bool { return p.tier.Load().coldEnd >= 0 }
+
+// lookForCold reads, once per replica, the manifest head of a partition
+// whose topic does not upload, so that history uploaded before the
+// setting changed is found (remote). Nothing is uploaded while the
+// setting is off, so once is enough; a failed read is tried again on the
+// next round.
+func (b *Broker) lookForCold(p *partition) {
+	if b.cold == nil || p.tier.Load().loaded {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := b.cold.Head(ctx, p.ref())
+	if err != nil {
+		return
+	}
+	p.publishTier(h)
+	if h != nil && !h.Empty() {
+		b.log.Info("the topic does not upload, but the bucket holds its history: it stays readable and under retention",
+			"partition", p.name(), "cold_start", h.StartOffset(), "cold_end", h.EndOffset())
+	}
 }
 
 // tierEnv is what a partition's tiering work needs of its broker.
@@ -199,6 +241,9 @@ func (b *Broker) tierLoop() {
 		var lag int64
 		for _, p := range b.partitions() {
 			if !p.remote(b) {
+				b.lookForCold(p)
+			}
+			if !p.remote(b) {
 				p.localRetention(b.log)
 				continue
 			}
@@ -206,8 +251,10 @@ func (b *Broker) tierLoop() {
 				b.followerRetention(p)
 				continue
 			}
-			bytes, _ := p.uploadLag()
-			lag += bytes
+			if p.uploads(b) {
+				bytes, _ := p.uploadLag()
+				lag += bytes
+			}
 			if !p.work.busy.CompareAndSwap(false, true) {
 				continue
 			}
@@ -285,31 +332,9 @@ func (p *partition) tierPassErr(ctx context.Context, env tierEnv, now time.Time)
 			return err
 		}
 	}
-	// How long acknowledged records have waited, and a seal of the active
-	// segment if the oldest of them must go now to be in the bucket within
-	// remote.max.lag.ms.
-	p.commits.observe(p.log.HighWatermark(), now)
-	p.commits.forget(c.Head().EndOffset())
-	if sealed, err := p.sealForLag(cfg, c.Head().EndOffset(), now); err != nil {
+	if err := p.uploadPass(ctx, env, c, cfg, topicCfg, partitions, now); err != nil {
 		return err
-	} else if sealed {
-		env.logger.Debug(msgLagSeal, "partition", p.name(), "high_watermark", p.log.HighWatermark())
 	}
-	for {
-		// Only what the in-sync replicas all have goes to the cold tier:
-		// every broker reads it as committed.
-		uploaded, err := tiering.UploadNext(ctx, c, p.uploadLog(), p.log.HighWatermark(), topicCfg, partitions)
-		p.publishTier(c.Head())
-		if err != nil {
-			return err
-		}
-		if !uploaded {
-			break
-		}
-		env.logger.Debug("uploaded a segment", "partition", p.name(), "cold_end", c.Head().EndOffset())
-		env.invalidate(p)
-	}
-	p.commits.forget(c.Head().EndOffset())
 	// Local retention: only what the manifest lists may go.
 	if err := p.trimLocal(c.Head(), cfg, now); err != nil {
 		return err
@@ -344,6 +369,44 @@ func (p *partition) tierPassErr(ctx context.Context, env tierEnv, now time.Time)
 		}
 		p.work.lastSweep = now
 	}
+	return nil
+}
+
+// uploadPass moves what the cold tier lacks into it: it seals the active
+// segment when acknowledged records in it have waited for the bucket
+// nearly as long as remote.max.lag.ms allows, then uploads the sealed
+// segments holding only committed records, oldest first. A topic whose
+// remote.storage.enable is off uploads nothing: its pass only keeps the
+// history the bucket already holds (remote).
+func (p *partition) uploadPass(ctx context.Context, env tierEnv, c *tiering.Committer, cfg *config.Topic, topicCfg map[string]string, partitions int32, now time.Time) error {
+	if !cfg.RemoteStorageEnable {
+		return nil
+	}
+	// How long acknowledged records have waited, and a seal of the active
+	// segment if the oldest of them must go now to be in the bucket within
+	// remote.max.lag.ms.
+	p.commits.observe(p.log.HighWatermark(), now)
+	p.commits.forget(c.Head().EndOffset())
+	if sealed, err := p.sealForLag(cfg, c.Head().EndOffset(), now); err != nil {
+		return err
+	} else if sealed {
+		env.logger.Debug(msgLagSeal, "partition", p.name(), "high_watermark", p.log.HighWatermark())
+	}
+	for {
+		// Only what the in-sync replicas all have goes to the cold tier:
+		// every broker reads it as committed.
+		uploaded, err := tiering.UploadNext(ctx, c, p.uploadLog(), p.log.HighWatermark(), topicCfg, partitions)
+		p.publishTier(c.Head())
+		if err != nil {
+			return err
+		}
+		if !uploaded {
+			break
+		}
+		env.logger.Debug("uploaded a segment", "partition", p.name(), "cold_end", c.Head().EndOffset())
+		env.invalidate(p)
+	}
+	p.commits.forget(c.Head().EndOffset())
 	return nil
 }
 

@@ -250,3 +250,44 @@ func TestTheTimerNeverUploadsAboveTheHighWatermark(t *testing.T) {
 		l.pass()
 	}
 }
+
+// With remote.storage.enable switched off (by broker topic defaults, which
+// no alter check sees), a partition whose bucket holds its history keeps
+// that history as a cold tier: nothing more is uploaded, and retention
+// still removes it in time, after which the partition is local only.
+func TestASwitchedOffTopicKeepsItsColdHistoryUntilRetention(t *testing.T) {
+	b := &Broker{store: objstore.NewMemory()}
+	l := newTieredLeader(t, map[string]string{"retention.ms": "7776000000"}, 1)
+	l.produce(10)
+	if err := l.p.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	l.pass()
+	if end := l.head().EndOffset(); end != 10 {
+		t.Fatalf("cold tier ends at %d, want 10", end)
+	}
+	l.alter(map[string]string{"retention.ms": "7776000000", "remote.storage.enable": "false"})
+	if !l.p.remote(b) || l.p.uploads(b) {
+		t.Fatalf("switched off with history in the bucket: remote %v (want true), uploads %v (want false)", l.p.remote(b), l.p.uploads(b))
+	}
+	l.produce(10)
+	if err := l.p.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	l.now = l.now.Add(time.Hour)
+	l.pass()
+	if end := l.head().EndOffset(); end != 10 {
+		t.Fatalf("a topic switched off uploaded: the cold tier ends at %d, want 10", end)
+	}
+	// Retention shortened to a minute, two hours on: the cold history goes,
+	// and with it the partition's cold tier.
+	l.alter(map[string]string{"retention.ms": "60000", "local.retention.ms": "60000", "remote.storage.enable": "false"})
+	l.now = l.now.Add(2 * time.Hour)
+	l.pass()
+	if h := l.head(); !h.Empty() {
+		t.Fatalf("retention left %d..%d in the cold tier of a switched-off topic", h.StartOffset(), h.EndOffset())
+	}
+	if l.p.remote(b) {
+		t.Fatal("with the cold tier empty, a switched-off partition still runs one")
+	}
+}

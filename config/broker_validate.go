@@ -261,8 +261,8 @@ func (o ObjectStore) validate() error {
 	if !oneOf(o.Type, ObjectStoreFS, ObjectStoreS3, ObjectStoreNone) {
 		return &Error{Key: "object_store.type", Value: o.Type, Allowed: "fs, s3 or none"}
 	}
-	if strings.HasPrefix(o.Prefix, "/") || strings.HasSuffix(o.Prefix, "/") {
-		return &Error{Key: "object_store.prefix", Value: o.Prefix, Allowed: "a key prefix such as prod/strata, without leading or trailing /"}
+	if err := o.validatePrefix(); err != nil {
+		return err
 	}
 	if o.Type != ObjectStoreS3 {
 		return nil
@@ -274,11 +274,8 @@ func (o ObjectStore) validate() error {
 	if o.Region == "" {
 		return &Error{Key: "object_store.region", Value: o.Region, Allowed: "an S3 region such as us-east-1", Reason: "required for s3"}
 	}
-	if o.Endpoint != "" {
-		u, err := url.Parse(o.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &Error{Key: "object_store.endpoint", Value: o.Endpoint, Allowed: "empty (AWS) or a URL such as http://127.0.0.1:9000"}
-		}
+	if reason := endpointProblem(o.Endpoint); reason != "" {
+		return &Error{Key: "object_store.endpoint", Value: o.Endpoint, Reason: reason, Allowed: allowedEndpoint}
 	}
 	if (o.AccessKey == "") != (o.SecretKey == "") {
 		key := "object_store.secret_key" // the one that is missing
@@ -289,6 +286,55 @@ func (o ObjectStore) validate() error {
 			Allowed: "both set (static credentials) or both empty (the standard AWS chain)"}
 	}
 	return nil
+}
+
+// validatePrefix checks object_store.prefix by the rule every object key
+// obeys (ObjectKeyProblem): each key the broker writes starts with it, so a
+// prefix such as "../escaped" or "a//b" would otherwise start the broker
+// and fail every manifest read and upload.
+func (o ObjectStore) validatePrefix() error {
+	if o.Prefix == "" {
+		return nil
+	}
+	const allowed = "empty, or a key prefix such as prod/strata: segments separated by single slashes, none of them . or .., without leading or trailing /"
+	if strings.HasSuffix(o.Prefix, "/") {
+		return &Error{Key: "object_store.prefix", Value: o.Prefix, Allowed: allowed, Reason: "trailing slash"}
+	}
+	if reason := ObjectKeyProblem(o.Prefix); reason != "" {
+		return &Error{Key: "object_store.prefix", Value: o.Prefix, Allowed: allowed, Reason: reason}
+	}
+	return nil
+}
+
+const allowedEndpoint = "empty (AWS) or an http or https URL such as http://127.0.0.1:9000"
+
+// endpointProblem returns why endpoint cannot be an S3 endpoint, or "".
+// The S3 client would take some of these and fail at the first request
+// (no host), or drop part of them silently (credentials, a query): either
+// way the broker would start and upload nothing.
+func endpointProblem(endpoint string) string {
+	if endpoint == "" {
+		return ""
+	}
+	u, err := url.Parse(endpoint)
+	switch {
+	case err != nil:
+		return "not a URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "the scheme must be http or https"
+	case u.Host == "" || u.Hostname() == "":
+		return "no host"
+	case u.User != nil:
+		return "credentials go in object_store.access_key and secret_key, not in the URL"
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(endpoint, "?") || strings.HasSuffix(endpoint, "#"):
+		return "a query or fragment is not allowed"
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return "the port must be a number from 1 to 65535"
+		}
+	}
+	return ""
 }
 
 // bucketNameProblem returns why name is not a valid S3 bucket name, or "".
@@ -309,6 +355,18 @@ func bucketNameProblem(name string) string {
 	}
 	if first, last := name[0], name[len(name)-1]; first == '.' || first == '-' || last == '.' || last == '-' {
 		return "must start and end with a letter or digit"
+	}
+	// The rest of S3's naming rules: names AWS refuses to create, and
+	// which MinIO refuses too, so they fail only once the broker runs.
+	switch {
+	case strings.Contains(name, ".."):
+		return "must not contain two adjacent periods"
+	case net.ParseIP(name) != nil:
+		return "must not be formatted as an IP address"
+	case strings.HasPrefix(name, "xn--") || strings.HasPrefix(name, "sthree-"):
+		return "must not start with xn-- or sthree- (reserved by S3)"
+	case strings.HasSuffix(name, "-s3alias") || strings.HasSuffix(name, "--ol-s3"):
+		return "must not end with -s3alias or --ol-s3 (reserved by S3)"
 	}
 	return ""
 }
