@@ -63,6 +63,14 @@ const (
 	ReasonFencedMember Reason = "FENCED_MEMBER"
 	// The group has members: stop them, or force.
 	ReasonGroupNotEmpty Reason = "GROUP_NOT_EMPTY"
+	// A produced record's timestamp is outside the topic's bounds or
+	// negative, or the batch claims the LogAppendTime type only the broker
+	// sets. Resent unchanged it is refused again.
+	ReasonInvalidTimestamp Reason = "INVALID_TIMESTAMP"
+	// A producer sent what only brokers write: a control batch.
+	ReasonInvalidRecord Reason = "INVALID_RECORD"
+	// A producer sent a transactional batch; Strata has no transactions.
+	ReasonTransactionsNotSupported Reason = "TRANSACTIONS_NOT_SUPPORTED"
 )
 
 var retriable = map[Reason]bool{

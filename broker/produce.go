@@ -8,15 +8,23 @@ package broker
 // it open (LEADER_NOT_AVAILABLE); the caller is within its produce quota
 // (THROTTLED, quota.go); the disk has room (THROTTLED); the batch
 // is within max.message.bytes (RECORD_TOO_LARGE) and passes its length,
-// magic, CRC and record checks (CORRUPT_BATCH); for acks=all, the ISR has
-// at least min.insync.replicas members (NOT_ENOUGH_REPLICAS). A batch of an
-// idempotent producer (with a producer id) is then checked against what the
-// producer wrote before (producers.go): a resend of one of its last batches
-// is answered with that batch's offsets and Duplicate set, writing nothing; a
-// gap is OUT_OF_ORDER_SEQUENCE, a fenced epoch INVALID_PRODUCER_EPOCH, a
-// producer the partition does not know UNKNOWN_PRODUCER_ID unless its batch
-// starts at sequence 0. Then
-// the batch gets its offsets (and, under LogAppendTime, the broker's clock)
+// magic and CRC checks (CORRUPT_BATCH); it sets none of the attribute bits
+// only brokers set (validate.go): control (INVALID_RECORD), transactional
+// (TRANSACTIONS_NOT_SUPPORTED), LogAppendTime (INVALID_TIMESTAMP); its
+// producer id, if any, belongs to the caller (PERMISSION_DENIED); its
+// records decode (CORRUPT_BATCH); under CreateTime, its header's first and
+// max timestamps are its records' (CORRUPT_BATCH) and no record's
+// timestamp is negative other than -1, nor further behind or ahead of the
+// broker's clock than message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms allow (INVALID_TIMESTAMP); for acks=all,
+// the ISR has at least min.insync.replicas members (NOT_ENOUGH_REPLICAS).
+// A batch of an idempotent producer (with a producer id) is then checked
+// against what the producer wrote before (producers.go): a resend of one of
+// its last batches is answered with that batch's offsets and Duplicate set,
+// writing nothing; a gap is OUT_OF_ORDER_SEQUENCE, a fenced epoch
+// INVALID_PRODUCER_EPOCH, a producer the partition does not know
+// UNKNOWN_PRODUCER_ID unless its batch starts at sequence 0. Then the
+// batch gets its offsets (and, under LogAppendTime, the broker's clock)
 // in its header and is appended. acks=none returns once it is written,
 // acks=leader once the flush policy is met, acks=all once the high watermark
 // passes it in the leader epoch it was appended in (TIMEOUT if that takes
@@ -91,17 +99,7 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 		return ProduceResult{}, err
 	}
 	cfg := p.cfg.Load()
-	if int64(len(req.Batch)) > cfg.MaxMessageBytes {
-		return ProduceResult{}, refuse(ReasonRecordTooLarge, nil, "batch of %d bytes is over max.message.bytes (%d) of %s", len(req.Batch), cfg.MaxMessageBytes, req.Topic).
-			with("size", itoa(int64(len(req.Batch)))).with("max", itoa(cfg.MaxMessageBytes))
-	}
-	if err := req.Batch.Validate(); err != nil {
-		return ProduceResult{}, refuse(ReasonCorruptBatch, err, "%v", err)
-	}
-	if err := b.checkProducerID(ctx, req.Batch.ProducerID()); err != nil {
-		return ProduceResult{}, err
-	}
-	if err := validateRecords(p, cfg, req.Batch); err != nil {
+	if err := b.checkBatch(ctx, p, cfg, req.Batch); err != nil {
 		return ProduceResult{}, err
 	}
 	if req.Batch.ProducerID() != record.NoProducerID {
@@ -145,6 +143,25 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 		p.dropWaiter(w)
 		return ProduceResult{}, refuse(ReasonTimeout, wctx.Err(), "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", res.BaseOffset, p.name(), timeout)
 	}
+}
+
+// checkBatch runs Produce's checks of the batch itself, in order (see the
+// top of this file), under the topic settings cfg. It changes nothing.
+func (b *Broker) checkBatch(ctx context.Context, p *partition, cfg *config.Topic, batch record.Batch) error {
+	if int64(len(batch)) > cfg.MaxMessageBytes {
+		return refuse(ReasonRecordTooLarge, nil, "batch of %d bytes is over max.message.bytes (%d) of %s", len(batch), cfg.MaxMessageBytes, p.topic).
+			with("size", itoa(int64(len(batch)))).with("max", itoa(cfg.MaxMessageBytes))
+	}
+	if err := batch.Validate(); err != nil {
+		return refuse(ReasonCorruptBatch, err, "%v", err)
+	}
+	if err := checkAttributes(p, cfg, batch); err != nil {
+		return err
+	}
+	if err := b.checkProducerID(ctx, batch.ProducerID()); err != nil {
+		return err
+	}
+	return validateRecords(p, cfg, batch)
 }
 
 // appendAsLeader appends a batch as the partition's leader, in the leader

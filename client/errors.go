@@ -176,6 +176,19 @@ var (
 	// ErrGroupNotEmpty: the group has members (a reset, a deletion, or a
 	// commit made outside the group); stop them, or force.
 	ErrGroupNotEmpty = sentinel(codes.FailedPrecondition, "GROUP_NOT_EMPTY", false)
+	// ErrInvalidTimestamp: a record's timestamp is further from the
+	// broker's clock than the topic's message.timestamp.before.max.ms or
+	// message.timestamp.after.max.ms allow (metadata "timestamp" and
+	// "earliest" or "latest"), or before 1970; the broker refused its whole
+	// batch, so records sent with it get it too. A Producer refuses a
+	// record before 1970 itself, before it joins a batch.
+	ErrInvalidTimestamp = sentinel(codes.InvalidArgument, "INVALID_TIMESTAMP", false)
+	// ErrInvalidRecord: the batch is what only brokers write (a control
+	// batch). A Producer never sends one.
+	ErrInvalidRecord = sentinel(codes.InvalidArgument, "INVALID_RECORD", false)
+	// ErrTransactionsNotSupported: the batch is transactional; Strata has
+	// no transactions. A Producer never sends one.
+	ErrTransactionsNotSupported = sentinel(codes.Unimplemented, "TRANSACTIONS_NOT_SUPPORTED", false)
 )
 
 // ErrClosed is returned by calls on a Client, Producer or Consumer after

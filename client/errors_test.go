@@ -52,6 +52,9 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_UNKNOWN_MEMBER:                   {ErrUnknownMember, codes.FailedPrecondition, false},
 	stratav1.ErrorReason_ERROR_REASON_FENCED_MEMBER:                    {ErrFencedMember, codes.FailedPrecondition, false},
 	stratav1.ErrorReason_ERROR_REASON_GROUP_NOT_EMPTY:                  {ErrGroupNotEmpty, codes.FailedPrecondition, false},
+	stratav1.ErrorReason_ERROR_REASON_INVALID_TIMESTAMP:                {ErrInvalidTimestamp, codes.InvalidArgument, false},
+	stratav1.ErrorReason_ERROR_REASON_INVALID_RECORD:                   {ErrInvalidRecord, codes.InvalidArgument, false},
+	stratav1.ErrorReason_ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED:       {ErrTransactionsNotSupported, codes.Unimplemented, false},
 }
 
 // brokerError builds the status error a broker sends, as the contract

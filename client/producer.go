@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,6 +165,15 @@ func (p *Producer) prepare(ctx context.Context, r *Record) error {
 	}
 	if r.Timestamp.IsZero() {
 		r.Timestamp = time.Now()
+	}
+	// The broker refuses a batch holding a time before 1970 whole (-1 ms
+	// is Kafka's "no timestamp"): refused here, the record does not take
+	// the records batched with it down too.
+	if ms := r.Timestamp.UnixMilli(); ms < record.NoTimestamp {
+		e := newError(codes.InvalidArgument, "INVALID_TIMESTAMP", false,
+			"record time %s is before 1970, which a record timestamp cannot be", r.Timestamp.UTC().Format(time.RFC3339Nano))
+		e.Metadata = map[string]string{"timestamp": strconv.FormatInt(ms, 10), "retriable": "false"}
+		return e
 	}
 	return nil
 }

@@ -34,7 +34,11 @@ type Record struct {
 	Headers []Header
 	// Timestamp is the record's time; the zero time means now, and Produce
 	// sets it. For a topic with LogAppendTime the broker's time replaces it
-	// once the record is written.
+	// once the record is written. Under CreateTime it must not be before
+	// 1970 (Produce refuses it with ErrInvalidTimestamp) nor further from
+	// the broker's clock than the topic's message.timestamp.before.max.ms
+	// (unbounded by default) and message.timestamp.after.max.ms (an hour
+	// by default) allow: the broker refuses such a record's whole batch.
 	Timestamp time.Time
 	// Offset is set when the record has been written (producer) or read
 	// (consumer).

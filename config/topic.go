@@ -57,6 +57,14 @@ type Topic struct {
 	MaxMessageBytes int64
 	// MessageTimestampType: whose clock the record timestamps are.
 	MessageTimestampType TimestampType
+	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs bound
+	// how far a produced record's timestamp may lie behind and ahead of
+	// the leader's clock under CreateTime (Kafka's KIP-937); Unbounded
+	// switches a bound off. A far-future timestamp would hold its segment
+	// past time retention and answer lookups by time; old ones are allowed
+	// by default, since backfills of history carry them.
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
 	// FlushPolicy: when appended bytes are fsynced.
 	FlushPolicy FlushPolicy
 	// FlushMs: the fsync interval under FlushInterval.
@@ -111,6 +119,8 @@ func DefaultTopic() Topic {
 		MinInsyncReplicas:           1,
 		MaxMessageBytes:             1048588, // Kafka's default: 1 MiB plus a batch's log overhead
 		MessageTimestampType:        CreateTime,
+		MessageTimestampBeforeMaxMs: Unbounded,
+		MessageTimestampAfterMaxMs:  3600 * 1000, // Kafka's default since 4.0 (KIP-1030)
 		FlushPolicy:                 FlushAlways,
 		FlushMs:                     100,
 		UncleanLeaderElectionEnable: false,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -77,6 +78,14 @@ func topicKeys() []topicKey {
 		enumKey("message.timestamp.type",
 			"CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the leader's clock.",
 			func(t *Topic) *TimestampType { return &t.MessageTimestampType }, CreateTime, LogAppendTime),
+		timestampBoundKey("message.timestamp.before.max.ms",
+			"How far behind the leader's clock a produced record's timestamp may be under CreateTime; older ones are refused with INVALID_TIMESTAMP. -1 allows any past time, as backfills of history need.",
+			"a duration such as 7d or 0, or -1 for unbounded",
+			func(t *Topic) *int64 { return &t.MessageTimestampBeforeMaxMs }),
+		timestampBoundKey("message.timestamp.after.max.ms",
+			"How far ahead of the leader's clock a produced record's timestamp may be under CreateTime; later ones are refused with INVALID_TIMESTAMP, since they would hold their segment past retention.ms. -1 allows any future time.",
+			"a duration such as 1h or 0, or -1 for unbounded",
+			func(t *Topic) *int64 { return &t.MessageTimestampAfterMaxMs }),
 		enumKey("flush.policy",
 			"When appends are fsynced: always (before the ack), interval (every flush.ms) or never (left to the OS).",
 			func(t *Topic) *FlushPolicy { return &t.FlushPolicy }, FlushAlways, FlushInterval, FlushNever),
@@ -114,6 +123,26 @@ func msKey(name, doc, allowed string, field func(*Topic) *int64, min int64, unbo
 		},
 		get: func(t *Topic) string { return strconv.FormatInt(*field(t), 10) },
 	}
+}
+
+// timestampBoundKey is a bound on produced timestamps (KIP-937): a
+// duration of at least 0, or Unbounded. Kafka spells unbounded as
+// Long.MAX_VALUE, its default for the "before" bound; that value is taken
+// as -1 so that a setting copied from Kafka means the same here and shows
+// as the default it is.
+func timestampBoundKey(name, doc, allowed string, field func(*Topic) *int64) topicKey {
+	k := msKey(name, doc, allowed, field, 0, true)
+	set := k.set
+	k.set = func(t *Topic, s string) error {
+		if err := set(t, s); err != nil {
+			return err
+		}
+		if *field(t) == math.MaxInt64 {
+			*field(t) = Unbounded
+		}
+		return nil
+	}
+	return k
 }
 
 // bytesKey is a size key within [min, max] (max 0: no upper bound), or

@@ -23,6 +23,9 @@ const (
 	// reader wait for (or allocate) gigabytes. Real batches are far smaller
 	// (max.message.bytes defaults to about 1 MiB).
 	MaxBatchSize = 256 << 20
+	// NoTimestamp is the timestamp of a record that carries none (Kafka's
+	// RecordBatch.NO_TIMESTAMP).
+	NoTimestamp = -1
 )
 
 // Field offsets within the header.

@@ -106,9 +106,11 @@ func (b Batch) ValidateRecords() error { return b.ValidateRecordsLimit(MaxDecomp
 //
 // Timestamps are only required to decode (a varlong of at most 10 bytes):
 // any int64 is a valid record timestamp, deltas may be negative (records
-// batched out of time order) and the header's maxTimestamp is not compared
-// with the records', since clients in the wild leave it 0 (Kafka's broker
-// rewrites it; Strata stores the batch as sent).
+// batched out of time order) and the header's timestamps are not compared
+// with the records'. Which timestamps a log accepts is its owner's policy:
+// a leader reads them from the same pass with CheckRecordTimes and decides
+// (Strata's broker refuses negative ones, ones outside the topic's bounds
+// and a header that disagrees with its records).
 //
 // It builds no records; for an uncompressed batch it does not allocate,
 // and decompression buffers are recycled.
@@ -116,7 +118,8 @@ func (b Batch) ValidateRecordsLimit(maxDecompressed int) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	return b.checkRecordsPooled(maxDecompressed)
+	_, err := b.checkRecordsPooled(maxDecompressed)
+	return err
 }
 
 // CheckRecords is ValidateRecordsLimit for a batch that has just passed
@@ -125,45 +128,76 @@ func (b Batch) ValidateRecordsLimit(maxDecompressed int) error {
 // large batch costs as much as walking its records. On a batch whose CRC
 // was not checked it proves nothing about the bytes' integrity.
 func (b Batch) CheckRecords(maxDecompressed int) error {
+	_, err := b.CheckRecordTimes(maxDecompressed)
+	return err
+}
+
+// RecordTimes is what a check of a batch's records learns of their
+// timestamps, as readers report them (for a LogAppendTime batch, the
+// batch's maxTimestamp for every record).
+type RecordTimes struct {
+	// First is the first record's timestamp; Max the largest of all.
+	First, Max int64
+	// Min is the smallest timestamp other than NoTimestamp, or NoTimestamp
+	// when no record has one: the bound a lower limit is held against.
+	Min int64
+}
+
+// CheckRecordTimes is CheckRecords that also returns the records'
+// timestamps, gathered in the same pass: a leader that holds them against
+// its bounds decodes a compressed batch once, not twice. The times are
+// valid only when the error is nil.
+func (b Batch) CheckRecordTimes(maxDecompressed int) (RecordTimes, error) {
 	if err := b.checkHeader(false); err != nil {
-		return err
+		return RecordTimes{}, err
 	}
 	return b.checkRecordsPooled(maxDecompressed)
 }
 
 // checkRecordsPooled is checkRecords with a recycled decompression buffer:
 // nothing escapes validation.
-func (b Batch) checkRecordsPooled(maxDecompressed int) error {
+func (b Batch) checkRecordsPooled(maxDecompressed int) (RecordTimes, error) {
 	if b.Compression() == CompressionNone {
-		_, err := b.checkRecords(nil, maxDecompressed)
-		return err
+		_, times, err := b.checkRecords(nil, maxDecompressed)
+		return times, err
 	}
 	bufp, _ := scratchBuffers.Get().(*[]byte)
 	if bufp == nil {
 		bufp = new([]byte)
 	}
-	data, err := b.checkRecords(*bufp, maxDecompressed)
+	data, times, err := b.checkRecords(*bufp, maxDecompressed)
 	if cap(data) > cap(*bufp) && cap(data) <= maxPooledScratch {
 		*bufp = data[:0]
 	}
 	scratchBuffers.Put(bufp)
-	return err
+	return times, err
 }
 
 // checkRecords decodes every record of a validated batch without building
-// them and returns the decompressed section (for buffer reuse).
-func (b Batch) checkRecords(buf []byte, limit int) ([]byte, error) {
+// them, noting their timestamps, and returns the decompressed section (for
+// buffer reuse).
+func (b Batch) checkRecords(buf []byte, limit int) ([]byte, RecordTimes, error) {
 	d, err := b.newDecoder(buf, limit)
 	if err != nil {
-		return nil, err
+		return nil, RecordTimes{}, err
 	}
 	var r Record
+	times := RecordTimes{Min: NoTimestamp}
 	for d.index < d.count {
 		if _, err := d.next(&r, nil, false); err != nil {
-			return d.data, err
+			return d.data, RecordTimes{}, err
+		}
+		ts := r.Timestamp
+		if d.index == 1 {
+			times.First, times.Max = ts, ts
+		} else if ts > times.Max {
+			times.Max = ts
+		}
+		if ts != NoTimestamp && (times.Min == NoTimestamp || ts < times.Min) {
+			times.Min = ts
 		}
 	}
-	return d.data, d.finish()
+	return d.data, times, d.finish()
 }
 
 // scratchBuffers recycles decompression buffers of checkRecordsPooled.

@@ -39,8 +39,9 @@
 //   - [Batch] is a view over encoded bytes: header accessors that never
 //     allocate, [Batch.Validate] (lengths and CRC, no record decoding) and
 //     record decoding ([Batch.Records], [Batch.All]) and its check without
-//     building records ([Batch.ValidateRecordsLimit]; [Batch.CheckRecords]
-//     after Validate is what a leader runs before it stores a batch).
+//     building records ([Batch.ValidateRecordsLimit]; [Batch.CheckRecordTimes]
+//     after Validate is what a leader runs before it stores a batch: the
+//     same check, handing back the records' timestamps from the same pass).
 //   - [Next] and [PeekSize] split a stream of concatenated batches, as stored
 //     in a segment file, telling a torn tail ([ErrShortBuffer]) from
 //     corruption ([ErrCorrupt]).

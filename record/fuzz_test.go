@@ -251,6 +251,17 @@ func FuzzValidateRecordsLimit(f *testing.F) {
 	for _, h := range hostileSections(f) {
 		f.Add(uint8(h.codec), uint32(h.count), false, uint32(1<<20), h.data)
 	}
+	// Records without a timestamp (-1) and with a negative one, after a
+	// first record at the count<<20 the target writes as the first
+	// timestamp: the times the check reports skip -1 for Min only.
+	for _, ts := range [][]int64{{2 << 20, NoTimestamp}, {2 << 20, -5}, {3 << 20, NoTimestamp, 1 << 40}} {
+		recs := make([]Record, len(ts))
+		for i := range ts {
+			recs[i].Timestamp = ts[i]
+		}
+		section := []byte(mustEncode(f, DefaultBatchOptions(), recs...)[HeaderSize:])
+		f.Add(uint8(CompressionNone), uint32(len(ts)), false, uint32(1<<20), section)
+	}
 	f.Fuzz(func(t *testing.T, codec uint8, count uint32, logAppend bool, limit uint32, section []byte) {
 		n := max(int32(count&math.MaxInt32), 1)
 		lim := int(limit%(2<<20)) + 1
@@ -277,6 +288,10 @@ func FuzzValidateRecordsLimit(f *testing.F) {
 		if cerr := batch.CheckRecords(lim); (cerr == nil) != (verr == nil) || (cerr != nil && cerr.Error() != verr.Error()) {
 			t.Fatalf("CheckRecords says %v, ValidateRecordsLimit %v", cerr, verr)
 		}
+		times, terr := batch.CheckRecordTimes(lim)
+		if (terr == nil) != (verr == nil) || (terr != nil && terr.Error() != verr.Error()) {
+			t.Fatalf("CheckRecordTimes says %v, ValidateRecordsLimit %v", terr, verr)
+		}
 		recs, rerr := batch.RecordsLimit(lim)
 		if (verr == nil) != (rerr == nil) || (verr != nil && verr.Error() != rerr.Error()) {
 			t.Fatalf("validator says %v, RecordsLimit(%d) says %v", verr, lim, rerr)
@@ -294,6 +309,10 @@ func FuzzValidateRecordsLimit(f *testing.F) {
 			if r.Offset != int64(i) {
 				t.Fatalf("record %d has offset %d", i, r.Offset)
 			}
+		}
+		// The times gathered while checking are the decoded records'.
+		if want := timesOf(recs); times != want {
+			t.Fatalf("CheckRecordTimes gave %+v, the decoded records have %+v", times, want)
 		}
 		got := 0
 		for _, err := range batch.AllLimit(lim) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -282,6 +283,60 @@ func TestCheckRecords(t *testing.T) {
 	lying := withRecords(t, CompressionNone, 50, mustEncode(t, DefaultBatchOptions(), sampleRecords(3)...)[HeaderSize:])
 	if err := lying.CheckRecords(1 << 20); !errors.Is(err, ErrBadCount) {
 		t.Errorf("count 50 over 3 records: %v", err)
+	}
+}
+
+// timesOf is what CheckRecordTimes must report for decoded records.
+func timesOf(recs []Record) RecordTimes {
+	times := RecordTimes{First: recs[0].Timestamp, Max: recs[0].Timestamp, Min: NoTimestamp}
+	for _, r := range recs {
+		times.Max = max(times.Max, r.Timestamp)
+		if r.Timestamp != NoTimestamp && (times.Min == NoTimestamp || r.Timestamp < times.Min) {
+			times.Min = r.Timestamp
+		}
+	}
+	return times
+}
+
+// TestCheckRecordTimes: the records check reports the first, largest and
+// smallest (other than -1) timestamp, as readers decode them, for every
+// codec, and for a LogAppendTime batch the append time throughout.
+func TestCheckRecordTimes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ts   []int64
+		want RecordTimes
+	}{
+		{"in order", []int64{10, 20, 30}, RecordTimes{First: 10, Max: 30, Min: 10}},
+		{"out of order", []int64{20, 30, 10}, RecordTimes{First: 20, Max: 30, Min: 10}},
+		{"no timestamps", []int64{-1, -1}, RecordTimes{First: -1, Max: -1, Min: -1}},
+		{"some without", []int64{-1, 50, -1, 40}, RecordTimes{First: -1, Max: 50, Min: 40}},
+		{"negative", []int64{5, -1000, -1}, RecordTimes{First: 5, Max: 5, Min: -1000}},
+		{"extremes", []int64{math.MaxInt64, math.MinInt64}, RecordTimes{First: math.MaxInt64, Max: math.MaxInt64, Min: math.MinInt64}},
+	} {
+		recs := make([]Record, len(c.ts))
+		for i, ts := range c.ts {
+			recs[i] = Record{Timestamp: ts, Value: []byte("v")}
+		}
+		for _, codec := range allCodecs {
+			opts := DefaultBatchOptions()
+			opts.Compression = codec
+			got, err := mustEncode(t, opts, recs...).CheckRecordTimes(1 << 20)
+			if err != nil || got != c.want {
+				t.Errorf("%s, %v: %+v, %v; want %+v", c.name, codec, got, err, c.want)
+			}
+		}
+	}
+	opts := DefaultBatchOptions()
+	opts.TimestampType = LogAppendTime
+	b := mustEncode(t, opts, Record{Timestamp: 1}, Record{Timestamp: 2})
+	b.SetLogAppendTime(99)
+	if got, err := b.CheckRecordTimes(1 << 20); err != nil || got != (RecordTimes{First: 99, Max: 99, Min: 99}) {
+		t.Errorf("LogAppendTime batch: %+v, %v; want the append time 99 throughout", got, err)
+	}
+	lying := withRecords(t, CompressionNone, 50, mustEncode(t, DefaultBatchOptions(), sampleRecords(3)...)[HeaderSize:])
+	if got, err := lying.CheckRecordTimes(1 << 20); !errors.Is(err, ErrBadCount) || got != (RecordTimes{}) {
+		t.Errorf("count 50 over 3 records: %+v, %v", got, err)
 	}
 }
 

@@ -54,6 +54,16 @@ func topicDirs(t testing.TB, dataDir string) []string {
 	return names
 }
 
+// badInput is a call the matrix makes and how it must fail.
+type badInput struct {
+	name      string
+	call      func() error
+	code      codes.Code
+	reason    string
+	retriable bool
+	meta      map[string]string
+}
+
 // TestBadInputMatrix sends a real request for every error reason through
 // the gRPC server, checks its code, reason, retriable flag and detail, and
 // then that the log holds exactly what it held before.
@@ -80,14 +90,7 @@ func TestBadInputMatrix(t *testing.T) {
 	produce := func(req *stratav1.ProduceRequest) func() error {
 		return func() error { _, err := b1.produce.Produce(ctx, req); return err }
 	}
-	cases := []struct {
-		name      string
-		call      func() error
-		code      codes.Code
-		reason    string
-		retriable bool
-		meta      map[string]string
-	}{
+	cases := []badInput{
 		{"unknown topic", produce(&stratav1.ProduceRequest{Topic: "nope", Batch: batchOf(t, "x")}), codes.NotFound, "TOPIC_NOT_FOUND", false, nil},
 		{"unknown partition", produce(&stratav1.ProduceRequest{Topic: "good", Partition: 7, Batch: batchOf(t, "x")}), codes.NotFound, "PARTITION_NOT_FOUND", false, nil},
 		{"batch over max.message.bytes", produce(&stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, string(make([]byte, 5000)))}), codes.InvalidArgument, "RECORD_TOO_LARGE", false, map[string]string{"max": "4096"}},
@@ -143,6 +146,9 @@ func TestBadInputMatrix(t *testing.T) {
 			_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "trio", Partition: p, Batch: batchOf(t, "x"), Acks: stratav1.Acks_ACKS_ALL})
 			return err
 		}, codes.Unavailable, "NOT_ENOUGH_REPLICAS", true, nil},
+	}
+	for _, c := range badBatches(t) {
+		cases = append(cases, badInput{c.name, produce(&stratav1.ProduceRequest{Topic: "good", Batch: c.batch}), c.code, c.reason, false, c.meta})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

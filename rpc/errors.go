@@ -53,6 +53,12 @@ var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonUnknownMember: codes.FailedPrecondition,
 	broker.ReasonFencedMember:  codes.FailedPrecondition,
 	broker.ReasonGroupNotEmpty: codes.FailedPrecondition,
+
+	broker.ReasonInvalidTimestamp: codes.InvalidArgument,
+	broker.ReasonInvalidRecord:    codes.InvalidArgument,
+	// What the gRPC codes call an operation "not supported or not
+	// enabled in this service".
+	broker.ReasonTransactionsNotSupported: codes.Unimplemented,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

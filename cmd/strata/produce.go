@@ -66,7 +66,11 @@ partition.
 Each record's time is now, unless --timestamp gives one for all or
 --timestamp-field names the JSON field of each line that holds it (then a
 line that is not a JSON object with that field is an error that names it).
-A topic with message.timestamp.type=LogAppendTime keeps the broker's time.
+A time before 1970 is an error. The broker refuses (INVALID_TIMESTAMP) a time
+further ahead of its clock than the topic's message.timestamp.after.max.ms
+(1h by default) or further behind than message.timestamp.before.max.ms (any
+past time by default). A topic with message.timestamp.type=LogAppendTime
+keeps the broker's time.
 
 Records are sent asynchronously in batches and the command waits until each
 is acknowledged (--acks), then reports "produced N records to TOPIC" on
@@ -168,7 +172,7 @@ func produce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *produce
 	case o.timestamp != "" && o.timestampField != "":
 		return usageErrorf("--timestamp and --timestamp-field cannot be used together: one time for all, or one per line")
 	case o.timestamp != "":
-		if fixedTime, err = parseTime(o.timestamp); err != nil {
+		if fixedTime, err = recordTime(o.timestamp); err != nil {
 			return usageErrorf("--timestamp %v", err)
 		}
 	}
@@ -343,6 +347,17 @@ func (e *firstError) get() error {
 	return e.err
 }
 
+// recordTime is the time v gives (as parseTime reads it) for a record.
+// A time before 1970 is refused here: the broker would refuse it
+// (INVALID_TIMESTAMP), and with it the records batched beside it.
+func recordTime(v string) (time.Time, error) {
+	t, err := parseTime(v)
+	if err == nil && t.UnixMilli() < 0 {
+		return time.Time{}, fmt.Errorf("%q is before 1970, which a record's time cannot be", v)
+	}
+	return t, err
+}
+
 // jsonFieldTime is the time in field (a.b names a nested one) of the JSON
 // object line: a string parseTime reads, or a number of epoch
 // milliseconds.
@@ -363,7 +378,7 @@ func jsonFieldTime(line []byte, field string) (time.Time, error) {
 	}
 	switch t := v.(type) {
 	case string:
-		return parseTime(t)
+		return recordTime(t)
 	case float64:
 		if t < 0 || t != float64(int64(t)) {
 			return time.Time{}, fmt.Errorf("field %s is %v: want whole epoch milliseconds >= 0", field, t)

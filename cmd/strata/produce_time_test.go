@@ -27,6 +27,7 @@ func TestRecordTimeFromAJSONField(t *testing.T) {
 	for _, bad := range []struct{ line, field string }{
 		{`not json`, "ts"}, {`{"v":1}`, "ts"}, {`{"ts":true}`, "ts"}, {`{"ts":"yesterday"}`, "ts"},
 		{`{"ts":-5}`, "ts"}, {`{"meta":"x"}`, "meta.at"}, {`[1,2]`, "ts"},
+		{`{"ts":"1969-12-31T23:59:59Z"}`, "ts"}, {`{"ts":"1066-10-14"}`, "ts"},
 	} {
 		if _, err := jsonFieldTime([]byte(bad.line), bad.field); err == nil {
 			t.Errorf("jsonFieldTime(%s, %s) accepted", bad.line, bad.field)
@@ -80,5 +81,18 @@ func TestProduceWithTheRecordsOwnTimes(t *testing.T) {
 	}
 	if _, _, err := runWithInput(t, "x\n", "produce", "history", "--broker", addr, "--timestamp", "@1", "--timestamp-field", "at"); err == nil {
 		t.Error("--timestamp with --timestamp-field accepted")
+	}
+	// Times the broker refuses: before 1970, said before anything is
+	// sent; further ahead than message.timestamp.after.max.ms (an hour),
+	// the broker's INVALID_TIMESTAMP.
+	if _, _, err := runWithInput(t, "x\n", "produce", "history", "--broker", addr, "--timestamp", "1960-01-01"); err == nil || !strings.Contains(err.Error(), "before 1970") {
+		t.Errorf("--timestamp 1960-01-01: %v, want an error saying it is before 1970", err)
+	}
+	if _, _, err := runWithInput(t, "x\n", "produce", "history", "--broker", addr, "--timestamp", "3000-01-01"); err == nil || !strings.Contains(err.Error(), "INVALID_TIMESTAMP") {
+		t.Errorf("--timestamp 3000-01-01: %v, want INVALID_TIMESTAMP", err)
+	}
+	out = mustStrataCmd(t, "consume", "history", "--broker", addr, "--from", "earliest", "--format", "json")
+	if n := strings.Count(out, `"timestamp"`); n != 3 {
+		t.Errorf("history holds %d records after the refused ones, want 3:\n%s", n, out)
 	}
 }

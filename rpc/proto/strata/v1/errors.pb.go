@@ -39,6 +39,8 @@ const (
 //	UNKNOWN_PRODUCER_ID: "producer_id", "producer_epoch", "sequence"
 //	UNKNOWN_MEMBER, FENCED_MEMBER: "group", "member_id"
 //	GROUP_NOT_EMPTY: "group", "members"
+//	INVALID_TIMESTAMP for a record's time: "timestamp", and "earliest" or
+//	  "latest" when a topic bound refused it
 type ErrorReason int32
 
 const (
@@ -134,6 +136,19 @@ const (
 	ErrorReason_ERROR_REASON_FENCED_MEMBER ErrorReason = 28
 	// FailedPrecondition: the group has members; stop them, or force.
 	ErrorReason_ERROR_REASON_GROUP_NOT_EMPTY ErrorReason = 29
+	// InvalidArgument: a produced record's timestamp is further behind or
+	// ahead of the leader's clock than the topic's
+	// message.timestamp.before.max.ms or message.timestamp.after.max.ms
+	// allow, or negative (other than -1, "no timestamp"); or the batch claims
+	// the LogAppendTime timestamp type, which only the broker sets. The
+	// batch is refused whole; nothing was written.
+	ErrorReason_ERROR_REASON_INVALID_TIMESTAMP ErrorReason = 30
+	// InvalidArgument: the batch is well formed but is what only brokers
+	// write: a control batch (a transaction marker). Nothing was written.
+	ErrorReason_ERROR_REASON_INVALID_RECORD ErrorReason = 31
+	// Unimplemented: the batch is transactional, and Strata does not
+	// support transactions. Nothing was written.
+	ErrorReason_ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED ErrorReason = 32
 )
 
 // Enum value maps for ErrorReason.
@@ -169,6 +184,9 @@ var (
 		27: "ERROR_REASON_UNKNOWN_MEMBER",
 		28: "ERROR_REASON_FENCED_MEMBER",
 		29: "ERROR_REASON_GROUP_NOT_EMPTY",
+		30: "ERROR_REASON_INVALID_TIMESTAMP",
+		31: "ERROR_REASON_INVALID_RECORD",
+		32: "ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                      0,
@@ -201,6 +219,9 @@ var (
 		"ERROR_REASON_UNKNOWN_MEMBER":                   27,
 		"ERROR_REASON_FENCED_MEMBER":                    28,
 		"ERROR_REASON_GROUP_NOT_EMPTY":                  29,
+		"ERROR_REASON_INVALID_TIMESTAMP":                30,
+		"ERROR_REASON_INVALID_RECORD":                   31,
+		"ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED":       32,
 	}
 )
 
@@ -235,7 +256,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x9b\b\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x8d\t\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -267,7 +288,10 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"\x1cERROR_REASON_GROUP_NOT_FOUND\x10\x1a\x12\x1f\n" +
 	"\x1bERROR_REASON_UNKNOWN_MEMBER\x10\x1b\x12\x1e\n" +
 	"\x1aERROR_REASON_FENCED_MEMBER\x10\x1c\x12 \n" +
-	"\x1cERROR_REASON_GROUP_NOT_EMPTY\x10\x1dB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\x1cERROR_REASON_GROUP_NOT_EMPTY\x10\x1d\x12\"\n" +
+	"\x1eERROR_REASON_INVALID_TIMESTAMP\x10\x1e\x12\x1f\n" +
+	"\x1bERROR_REASON_INVALID_RECORD\x10\x1f\x12+\n" +
+	"'ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED\x10 B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once
