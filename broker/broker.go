@@ -68,6 +68,9 @@ type Broker struct {
 	peers    Peers          // the other brokers
 	fetchers *fetchers      // this broker's replication as a follower
 	gossip   *gossip.Gossip // membership
+	// counted holds, with TLS, the gossip members that proved the broker
+	// ids they claim, as of the controller loop's last round (liveMembers).
+	counted atomic.Pointer[[]gossip.Member]
 
 	stop chan struct{}
 	wg   sync.WaitGroup

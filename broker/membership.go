@@ -7,7 +7,8 @@ package broker
 //     gossip shows N brokers; the lowest id among them bootstraps the Raft
 //     group with all N as voters, unless one of them already belongs to a
 //     cluster (then it waits to be added, like a late joiner).
-//   - The controller (the Raft leader) registers every broker gossip sees,
+//   - The controller (the Raft leader) registers every broker gossip sees
+//     (with TLS, only members that proved the id they claim: claims.go),
 //     adds it to the group (as a voter while there are fewer than three,
 //     else as a non-voter, so every broker has the metadata locally) and
 //     removes brokers gone longer than controller.dead_broker_timeout.
@@ -107,8 +108,8 @@ func (b *Broker) bootstrapPlan(ctx context.Context) (bool, []cluster.Server, err
 		// Before the group exists no broker serves its gRPC address yet, so
 		// no claim can be proven here: bootstrapping trusts the members gossip
 		// shows (with TLS they needed the gossip key), Raft then admits only
-		// brokers with the cluster's certificates, and the controller proves
-		// every claim before it registers an address (see proven).
+		// brokers with the cluster's certificates, and the controller counts
+		// and registers a member only once its claim is proven (claims.go).
 		members := b.gossip.Members()
 		if len(members) >= cfg.BootstrapExpect {
 			sort.Slice(members, func(i, j int) bool { return members[i].Meta.BrokerID < members[j].Meta.BrokerID })
@@ -152,19 +153,44 @@ func (b *Broker) anyInCluster(ctx context.Context, members []gossip.Member) bool
 }
 
 // controllerLoop runs the controller's duties while this broker is the
-// controller: membership, leader election, ISR cleanup.
+// controller: membership, leader election, ISR cleanup. Every broker runs
+// it, so that each keeps its view of who is alive (and its proofs of the
+// claims gossip carries, claims.go) up to date for when it becomes
+// controller, and for its cluster status and metrics.
 func (b *Broker) controllerLoop() {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	c := &controllerState{seen: map[int32]time.Time{}, started: time.Now(), proofs: map[gossip.Meta]proof{}}
+	c := newControllerState(time.Now(), b.raftTLS != nil)
+	// Checks of claims run beside the loop, so that a member that is slow
+	// to answer its check never holds up an election; they end with it.
+	checks, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	results := make(chan proofResult, 64)
 	for {
 		select {
 		case <-b.stop:
 			return
 		case <-tick.C:
 		case <-b.gossip.Events():
+		case r := <-results:
+			b.proofDone(c, r)
 		}
-		c.observe(b.gossip.Members())
+		for more := true; more; {
+			select {
+			case r := <-results:
+				b.proofDone(c, r)
+			default:
+				more = false
+			}
+		}
+		members := b.gossip.Members()
+		b.checkClaims(checks, c, members, results)
+		for _, m := range c.observe(members, time.Now()) {
+			b.log.Warn("a second gossip member claims a broker id another member proved; not counting it",
+				"claimed_id", m.Meta.BrokerID, "node", m.Name, "gossip_addr", m.Addr, "addr", m.Meta.GRPCAddr, "raft_addr", m.Meta.RaftAddr)
+		}
+		counted := c.countedMembers(members)
+		b.counted.Store(&counted)
 		if !b.meta.IsController() {
 			c.since = time.Time{}
 			continue
@@ -179,6 +205,57 @@ func (b *Broker) controllerLoop() {
 	}
 }
 
+// proofResult is the outcome of one check of a claim.
+type proofResult struct {
+	claim BrokerIdentity
+	err   error
+}
+
+// checkClaims starts a check of every claim among members that needs one
+// (claims.go); each reports on results. This broker's own claim needs no
+// network: it is proven if it is what this broker says of itself.
+func (b *Broker) checkClaims(ctx context.Context, c *controllerState, members []gossip.Member, results chan<- proofResult) {
+	if !c.requireProof {
+		return
+	}
+	now := time.Now()
+	for _, m := range members {
+		k := identityOf(m)
+		if !c.needsCheck(k, now) {
+			continue
+		}
+		if k.ID == b.id {
+			self, err := b.Identity()
+			if err == nil {
+				err = k.Confirm(self)
+			}
+			b.proofDone(c, proofResult{claim: k, err: err})
+			continue
+		}
+		c.proofs[k] = proof{pending: true, at: c.proofs[k].at, logged: c.proofs[k].logged}
+		b.goLoop(func() {
+			vctx, cancel := context.WithTimeout(ctx, proofTimeout)
+			err := b.peers.VerifyBroker(vctx, k)
+			cancel()
+			select {
+			case results <- proofResult{claim: k, err: err}:
+			case <-ctx.Done():
+			}
+		})
+	}
+}
+
+// proofDone records a check's outcome and logs a refusal, at most every
+// refusalLogEvery for one claim.
+func (b *Broker) proofDone(c *controllerState, r proofResult) {
+	if c.proofDone(r.claim, r.err, time.Now()) {
+		b.metrics.claimsRefused.Add(1)
+		b.log.Warn("a gossip member does not prove the broker id it claims; not counting it as that broker nor registering it",
+			"claimed_id", r.claim.ID, "node", r.claim.Node, "gossip_addr", r.claim.GossipAddr,
+			"addr", r.claim.GRPCAddr, "raft_addr", r.claim.RaftAddr, "err", r.err)
+	}
+}
+
 // controllerState is what the controller loop remembers between rounds.
 // Every broker keeps it up to date from its own gossip, so a broker that
 // becomes controller already knows who was alive before.
@@ -187,28 +264,87 @@ type controllerState struct {
 	since   time.Time           // when this broker became controller
 	seen    map[int32]time.Time // when gossip last showed each broker alive
 	now     map[int32]bool      // the brokers gossip shows alive this round
-	// proofs remembers, by a member's claim (id and addresses), whether it
-	// proved it and when that was checked, so each claim is checked once
-	// and a refused one is retried (and logged) every verifyRetry.
-	proofs map[gossip.Meta]proof
+	// requireProof is set when brokers have certificates (TLS): a gossip
+	// member then counts as the broker it claims to be only once that
+	// broker confirmed the claim (claims.go). Without TLS every claim
+	// counts.
+	requireProof bool
+	// proofs holds what is known of each claim gossip shows, until its
+	// member is gone or changes its claim.
+	proofs map[BrokerIdentity]proof
+	// holders is, with requireProof, the member that counts for each id:
+	// a second proven member claiming it is refused while the holder
+	// stays. refused is the set refused this round, so each refusal is
+	// logged once.
+	holders map[int32]BrokerIdentity
+	refused map[BrokerIdentity]bool
+	// counted is the claims that count this round.
+	counted map[BrokerIdentity]bool
 }
 
-type proof struct {
-	ok bool
-	at time.Time
+func newControllerState(started time.Time, requireProof bool) *controllerState {
+	return &controllerState{started: started, requireProof: requireProof, seen: map[int32]time.Time{},
+		proofs: map[BrokerIdentity]proof{}, holders: map[int32]BrokerIdentity{}}
 }
 
-// verifyRetry is how often a claim that failed its proof is tried again.
-const verifyRetry = 10 * time.Second
-
-// observe records the members gossip shows alive now.
-func (c *controllerState) observe(members []gossip.Member) {
-	now := time.Now()
+// observe records the members gossip shows alive now. With requireProof a
+// member counts as the broker it claims only once its claim is proven,
+// and only one member counts per id: the one that held it the round before,
+// while it is still there, else the first proven one (members come sorted
+// by id, then name). It returns the proven members refused because another
+// member holds their id, each once while it stays refused, for the caller
+// to log. It forgets the proofs of claims gossip no longer shows.
+func (c *controllerState) observe(members []gossip.Member, now time.Time) (refused []gossip.Member) {
 	c.now = map[int32]bool{}
+	c.counted = map[BrokerIdentity]bool{}
+	present := make(map[BrokerIdentity]bool, len(members))
 	for _, m := range members {
-		c.seen[m.Meta.BrokerID] = now
-		c.now[m.Meta.BrokerID] = true
+		present[identityOf(m)] = true
 	}
+	holders := map[int32]BrokerIdentity{}
+	for id, k := range c.holders {
+		if present[k] && c.proven(k) {
+			holders[id] = k
+		}
+	}
+	refusedNow := map[BrokerIdentity]bool{}
+	for _, m := range members {
+		k := identityOf(m)
+		if !c.proven(k) {
+			continue
+		}
+		if c.requireProof {
+			if h, ok := holders[k.ID]; ok && h != k {
+				refusedNow[k] = true
+				if !c.refused[k] {
+					refused = append(refused, m)
+				}
+				continue
+			}
+			holders[k.ID] = k
+		}
+		c.counted[k] = true
+		c.seen[k.ID] = now
+		c.now[k.ID] = true
+	}
+	c.holders, c.refused = holders, refusedNow
+	for k := range c.proofs {
+		if !present[k] {
+			delete(c.proofs, k)
+		}
+	}
+	return refused
+}
+
+// countedMembers returns the members among members that count this round.
+func (c *controllerState) countedMembers(members []gossip.Member) []gossip.Member {
+	out := make([]gossip.Member, 0, len(members))
+	for _, m := range members {
+		if c.counted[identityOf(m)] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // alive reports whether a broker counts as alive this round. A broker this
@@ -226,6 +362,19 @@ func (c *controllerState) alive(id int32) bool {
 // controllerGrace is how long a broker that just started waits before it
 // treats a broker it has never seen in gossip as gone.
 const controllerGrace = 10 * time.Second
+
+// liveMembers are the gossip members that count as brokers: every member
+// without TLS; with TLS, the members whose claims are proven, as of the
+// controller loop's last round (none before its first).
+func (b *Broker) liveMembers() []gossip.Member {
+	if b.raftTLS == nil {
+		return b.gossip.Members()
+	}
+	if p := b.counted.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // reconcileMembership registers live brokers, grows the Raft group with
 // them and removes brokers gone for longer than dead_broker_timeout.
@@ -247,8 +396,8 @@ func (b *Broker) reconcileMembership(ctx context.Context, c *controllerState) {
 	md := b.meta.Metadata()
 	for _, m := range members {
 		id := m.Meta.BrokerID
-		if !b.proven(ctx, c, m.Meta) {
-			continue
+		if !c.counted[identityOf(m)] {
+			continue // not proven (claims.go), or another member holds the id
 		}
 		info := cluster.BrokerInfo{ID: id, Addr: m.Meta.GRPCAddr, RaftAddr: m.Meta.RaftAddr, Rack: m.Meta.Rack}
 		if cur, ok := md.Broker(id); !ok || cur != info {
@@ -287,30 +436,6 @@ func (b *Broker) reconcileMembership(ctx context.Context, c *controllerState) {
 			b.log.Warn("removed a broker gone too long from the metadata group", "broker", id, "gone_for", now.Sub(last).Round(time.Second))
 		}
 	}
-}
-
-// proven reports whether a gossip member has proven the id it claims at
-// the addresses it gives. Until it has, the controller neither registers
-// those addresses (clients and brokers would be sent to an impostor) nor
-// adds it to the metadata group.
-func (b *Broker) proven(ctx context.Context, c *controllerState, m gossip.Meta) bool {
-	if m.BrokerID == b.id {
-		return true
-	}
-	if p, ok := c.proofs[m]; ok && (p.ok || time.Since(p.at) < verifyRetry) {
-		return p.ok
-	}
-	vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err := b.peers.VerifyBroker(vctx, m.BrokerID, m.GRPCAddr, m.RaftAddr)
-	cancel()
-	if err != nil {
-		b.log.Warn("a gossip member does not prove the broker id it claims; not registering it", "claimed_id", m.BrokerID, "addr", m.GRPCAddr, "raft_addr", m.RaftAddr, "err", err)
-	}
-	if len(c.proofs) > 1024 { // members come and go with new addresses: forget old claims
-		clear(c.proofs)
-	}
-	c.proofs[m] = proof{ok: err == nil, at: time.Now()}
-	return err == nil
 }
 
 // electLeaders moves leadership off brokers that are gone and takes them

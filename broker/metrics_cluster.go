@@ -82,9 +82,14 @@ func (b *Broker) writeClusterMetrics(mw *metricsWriter, parts []*partition) {
 
 	// memberlist reports neither suspects nor, once they are gone, the
 	// dead: gossip.Members is the alive ones. Registered brokers that are
-	// not alive are strata_brokers_registered minus this.
-	mw.family("strata_gossip_members", "gauge", "Brokers gossip shows, by state (memberlist exposes only the alive ones).")
-	mw.sample("strata_gossip_members", labels("state", "alive"), float64(len(b.gossip.Members())))
+	// not alive are strata_brokers_registered minus this. With TLS only
+	// members that proved the broker id they claim count as alive
+	// (claims.go); the others are "unproven".
+	live, all := len(b.liveMembers()), len(b.gossip.Members())
+	mw.family("strata_gossip_members", "gauge", "Brokers gossip shows, by state (memberlist exposes only the alive ones; with TLS, alive counts only members that proved the broker id they claim).")
+	mw.sample("strata_gossip_members", labels("state", "alive"), float64(live))
+	mw.sample("strata_gossip_members", labels("state", "unproven"), float64(max(all-live, 0)))
+	mw.counter("strata_gossip_claims_refused_total", "Refusals this broker logged of gossip members that did not prove the broker id they claim.", b.metrics.claimsRefused.Load())
 }
 
 // writeGroupLag writes, for each partition this broker leads, how far the

@@ -25,6 +25,10 @@ type brokerMetrics struct {
 	// before batches their producer sent ahead of them and waited for
 	// them (producers.go, awaitTurn).
 	sequenceWaits atomic.Int64
+	// claimsRefused counts the refusals of gossip claims this broker
+	// logged: a member that did not prove the broker id it claims
+	// (claims.go), counted as often as it is logged.
+	claimsRefused atomic.Int64
 
 	isr struct {
 		sync.Mutex

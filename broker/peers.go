@@ -28,11 +28,14 @@ type Peers interface {
 	// KnowsController asks a broker whether it knows a controller: one
 	// about to bootstrap a cluster must not start a second one.
 	KnowsController(ctx context.Context, to Peer) (bool, error)
-	// VerifyBroker checks that broker id answers at each of addrs, proving
-	// it with its certificate where brokers have them. Gossip is only a
-	// rumour: the controller registers a broker's addresses, or gives it a
-	// vote, only once they are proven.
-	VerifyBroker(ctx context.Context, id int32, addrs ...string) error
+	// VerifyBroker proves a gossip member's claim to be broker claim.ID:
+	// where brokers have certificates, that broker, reached at the claimed
+	// addresses and authenticated by its certificate, confirms that it is
+	// this gossip member at these addresses (claims.go); without them
+	// every claim passes. Gossip is only a rumour: a member counts as a
+	// broker, and the controller registers its addresses or gives it a
+	// vote, only once its claim is proven.
+	VerifyBroker(ctx context.Context, claim BrokerIdentity) error
 	// Close ends every connection.
 	Close() error
 }

@@ -105,7 +105,7 @@ func (b *Broker) ClusterStatus() ClusterStatus {
 		s.ControllerID = id
 	}
 	alive := map[int32]BrokerView{}
-	for _, m := range b.gossip.Members() {
+	for _, m := range b.liveMembers() { // with TLS, only members that proved their id
 		alive[m.Meta.BrokerID] = BrokerView{ID: m.Meta.BrokerID, Addr: m.Meta.GRPCAddr, Rack: m.Meta.Rack}
 	}
 	for _, id := range md.BrokerIDs() {

@@ -202,6 +202,16 @@ func (g *Gossip) UpdateMeta(m Meta) error {
 	return nil
 }
 
+// Self returns this member as the others see it: its node name, gossip
+// address and the Meta it advertises now. A broker tells it to a broker
+// that checks a gossip claim of its id (see broker.BrokerIdentity).
+func (g *Gossip) Self() Member {
+	g.delegate.meta.Lock()
+	meta := g.delegate.meta.current.Meta
+	g.delegate.meta.Unlock()
+	return Member{Name: g.cfg.NodeName, Addr: g.LocalAddr(), Meta: meta, State: StateAlive}
+}
+
 // LocalAddr returns the host:port other members reach this one at: the
 // advertised IP with the port actually bound (useful after port 0). It is the
 // address to hand to others as a seed; with a wildcard Bind it is the private

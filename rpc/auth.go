@@ -268,6 +268,9 @@ var rules = map[string]rule{
 	"/strata.v1.ReplicationService/NewLeaderEpoch": func(p security.Principal, req any) ([]need, error) {
 		return nil, brokerAs(p, req.(*stratav1.NewLeaderEpochRequest).GetLeaderId(), "leader")
 	},
+	"/strata.v1.ReplicationService/Identify": func(p security.Principal, _ any) ([]need, error) {
+		return nil, brokerAs(p, -1, "")
+	},
 }
 
 // opSee stands for "any permission at all": enough to learn that a topic

@@ -58,27 +58,46 @@ func (ps *Peers) credentials(id int32) grpc.DialOption {
 	return grpc.WithTransportCredentials(credentials.NewTLS(ps.tls.ClientConfig(security.RequireBroker(id, ps.cluster))))
 }
 
-// VerifyBroker implements broker.Peers: a TLS handshake with each address
-// that only broker id's certificate completes. Without TLS there is
-// nothing to prove with, and every claim passes.
-func (ps *Peers) VerifyBroker(ctx context.Context, id int32, addrs ...string) error {
+// VerifyBroker implements broker.Peers. A TLS handshake that only broker
+// claim.ID's certificate completes is no proof on its own: a TCP relay to
+// the broker passes it. So, over a TLS connection to the claimed gRPC
+// address that only that certificate completes, it asks the broker who it
+// is (Identify), and the claim stands only if the broker's own answer names
+// the same gossip member and addresses (broker.BrokerIdentity.Confirm).
+// The claimed Raft address must complete the same handshake; its value is
+// covered by the answer. Without TLS there is nothing to prove with, and
+// every claim passes.
+//
+// The connection is made for this check and closed after it: a claim must
+// not replace the connection to the broker it names (conn).
+func (ps *Peers) VerifyBroker(ctx context.Context, claim broker.BrokerIdentity) error {
 	if ps.tls == nil {
 		return nil
 	}
-	for _, addr := range addrs {
-		var d net.Dialer
-		raw, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return fmt.Errorf("broker %d at %s: %w", id, addr, err)
-		}
-		c := tls.Client(raw, ps.tls.ClientConfig(security.RequireBroker(id, ps.cluster)))
-		err = c.HandshakeContext(ctx)
-		c.Close()
-		if err != nil {
-			return fmt.Errorf("broker %d at %s: %w", id, addr, err)
-		}
+	check := security.RequireBroker(claim.ID, ps.cluster)
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", claim.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("broker %d at %s: %w", claim.ID, claim.RaftAddr, err)
 	}
-	return nil
+	c := tls.Client(raw, ps.tls.ClientConfig(check))
+	err = c.HandshakeContext(ctx)
+	c.Close()
+	if err != nil {
+		return fmt.Errorf("broker %d at %s: %w", claim.ID, claim.RaftAddr, err)
+	}
+
+	conn, err := grpc.NewClient(claim.GRPCAddr, grpc.WithTransportCredentials(credentials.NewTLS(ps.tls.ClientConfig(check))))
+	if err != nil {
+		return fmt.Errorf("broker %d at %s: %w", claim.ID, claim.GRPCAddr, err)
+	}
+	defer conn.Close()
+	resp, err := stratav1.NewReplicationServiceClient(conn).Identify(ctx, &stratav1.IdentifyRequest{})
+	if err != nil {
+		return fmt.Errorf("broker %d at %s: %w", claim.ID, claim.GRPCAddr, fromStatus(err))
+	}
+	return claim.Confirm(broker.BrokerIdentity{ID: resp.BrokerId, Node: resp.GossipNode, GossipAddr: resp.GossipAddr,
+		GRPCAddr: resp.GrpcAddr, RaftAddr: resp.RaftAddr})
 }
 
 func (ps *Peers) conn(to broker.Peer) (*grpc.ClientConn, error) {

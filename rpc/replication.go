@@ -96,3 +96,14 @@ func (s *replicationService) NewLeaderEpoch(ctx context.Context, req *stratav1.N
 	return &stratav1.AlterISRResponse{Isr: info.ISR, LeaderEpoch: info.LeaderEpoch, Leader: info.Leader,
 		PartitionEpoch: info.PartitionEpoch, Replicas: info.Replicas}, nil
 }
+
+// Identify answers a broker that checks a gossip claim of this broker's id
+// with what this broker says of itself (broker/claims.go).
+func (s *replicationService) Identify(ctx context.Context, _ *stratav1.IdentifyRequest) (*stratav1.IdentifyResponse, error) {
+	self, err := s.b.Identity()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &stratav1.IdentifyResponse{BrokerId: self.ID, GossipNode: self.Node, GossipAddr: self.GossipAddr,
+		GrpcAddr: self.GRPCAddr, RaftAddr: self.RaftAddr}, nil
+}

@@ -21,6 +21,120 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type IdentifyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdentifyRequest) Reset() {
+	*x = IdentifyRequest{}
+	mi := &file_strata_v1_replication_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdentifyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdentifyRequest) ProtoMessage() {}
+
+func (x *IdentifyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_replication_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdentifyRequest.ProtoReflect.Descriptor instead.
+func (*IdentifyRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{0}
+}
+
+type IdentifyResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	// The broker's gossip node name and the gossip address it advertises.
+	GossipNode string `protobuf:"bytes,2,opt,name=gossip_node,json=gossipNode,proto3" json:"gossip_node,omitempty"`
+	GossipAddr string `protobuf:"bytes,3,opt,name=gossip_addr,json=gossipAddr,proto3" json:"gossip_addr,omitempty"`
+	// The gRPC and Raft addresses the broker advertises.
+	GrpcAddr      string `protobuf:"bytes,4,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	RaftAddr      string `protobuf:"bytes,5,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdentifyResponse) Reset() {
+	*x = IdentifyResponse{}
+	mi := &file_strata_v1_replication_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdentifyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdentifyResponse) ProtoMessage() {}
+
+func (x *IdentifyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_replication_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdentifyResponse.ProtoReflect.Descriptor instead.
+func (*IdentifyResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *IdentifyResponse) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *IdentifyResponse) GetGossipNode() string {
+	if x != nil {
+		return x.GossipNode
+	}
+	return ""
+}
+
+func (x *IdentifyResponse) GetGossipAddr() string {
+	if x != nil {
+		return x.GossipAddr
+	}
+	return ""
+}
+
+func (x *IdentifyResponse) GetGrpcAddr() string {
+	if x != nil {
+		return x.GrpcAddr
+	}
+	return ""
+}
+
+func (x *IdentifyResponse) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
 // ReplicaPosition is a follower's position in one partition.
 type ReplicaPosition struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -40,7 +154,7 @@ type ReplicaPosition struct {
 
 func (x *ReplicaPosition) Reset() {
 	*x = ReplicaPosition{}
-	mi := &file_strata_v1_replication_proto_msgTypes[0]
+	mi := &file_strata_v1_replication_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -52,7 +166,7 @@ func (x *ReplicaPosition) String() string {
 func (*ReplicaPosition) ProtoMessage() {}
 
 func (x *ReplicaPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_replication_proto_msgTypes[0]
+	mi := &file_strata_v1_replication_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -65,7 +179,7 @@ func (x *ReplicaPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaPosition.ProtoReflect.Descriptor instead.
 func (*ReplicaPosition) Descriptor() ([]byte, []int) {
-	return file_strata_v1_replication_proto_rawDescGZIP(), []int{0}
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReplicaPosition) GetTopic() string {
@@ -120,7 +234,7 @@ type ReplicateRequest struct {
 
 func (x *ReplicateRequest) Reset() {
 	*x = ReplicateRequest{}
-	mi := &file_strata_v1_replication_proto_msgTypes[1]
+	mi := &file_strata_v1_replication_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -132,7 +246,7 @@ func (x *ReplicateRequest) String() string {
 func (*ReplicateRequest) ProtoMessage() {}
 
 func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_replication_proto_msgTypes[1]
+	mi := &file_strata_v1_replication_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -145,7 +259,7 @@ func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicateRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_replication_proto_rawDescGZIP(), []int{1}
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReplicateRequest) GetFollowerId() int32 {
@@ -184,7 +298,7 @@ type ReplicateResponse struct {
 
 func (x *ReplicateResponse) Reset() {
 	*x = ReplicateResponse{}
-	mi := &file_strata_v1_replication_proto_msgTypes[2]
+	mi := &file_strata_v1_replication_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -196,7 +310,7 @@ func (x *ReplicateResponse) String() string {
 func (*ReplicateResponse) ProtoMessage() {}
 
 func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_replication_proto_msgTypes[2]
+	mi := &file_strata_v1_replication_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -209,7 +323,7 @@ func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateResponse.ProtoReflect.Descriptor instead.
 func (*ReplicateResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_replication_proto_rawDescGZIP(), []int{2}
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReplicateResponse) GetTopic() string {
@@ -288,7 +402,7 @@ type EndOffsetForEpochRequest struct {
 
 func (x *EndOffsetForEpochRequest) Reset() {
 	*x = EndOffsetForEpochRequest{}
-	mi := &file_strata_v1_replication_proto_msgTypes[3]
+	mi := &file_strata_v1_replication_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -300,7 +414,7 @@ func (x *EndOffsetForEpochRequest) String() string {
 func (*EndOffsetForEpochRequest) ProtoMessage() {}
 
 func (x *EndOffsetForEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_replication_proto_msgTypes[3]
+	mi := &file_strata_v1_replication_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -313,7 +427,7 @@ func (x *EndOffsetForEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndOffsetForEpochRequest.ProtoReflect.Descriptor instead.
 func (*EndOffsetForEpochRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_replication_proto_rawDescGZIP(), []int{3}
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EndOffsetForEpochRequest) GetTopic() string {
@@ -356,7 +470,7 @@ type EndOffsetForEpochResponse struct {
 
 func (x *EndOffsetForEpochResponse) Reset() {
 	*x = EndOffsetForEpochResponse{}
-	mi := &file_strata_v1_replication_proto_msgTypes[4]
+	mi := &file_strata_v1_replication_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +482,7 @@ func (x *EndOffsetForEpochResponse) String() string {
 func (*EndOffsetForEpochResponse) ProtoMessage() {}
 
 func (x *EndOffsetForEpochResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_replication_proto_msgTypes[4]
+	mi := &file_strata_v1_replication_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +495,7 @@ func (x *EndOffsetForEpochResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndOffsetForEpochResponse.ProtoReflect.Descriptor instead.
 func (*EndOffsetForEpochResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_replication_proto_rawDescGZIP(), []int{4}
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EndOffsetForEpochResponse) GetLeaderEpoch() int32 {
@@ -415,7 +529,7 @@ type AlterISRRequest struct {
 
 func (x *AlterISRRequest) Reset() {
 	*x = AlterISRRequest{}
-	mi := &file_strata_v1_replication_proto_msgTypes[5]
+	mi := &file_strata_v1_replication_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +541,7 @@ func (x *AlterISRRequest) String() string {
 func (*AlterISRRequest) ProtoMessage() {}
 
 func (x *AlterISRRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_replication_proto_msgTypes[5]
+	mi := &file_strata_v1_replication_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +554,7 @@ func (x *AlterISRRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterISRRequest.ProtoReflect.Descriptor instead.
 func (*AlterISRRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_replication_proto_rawDescGZIP(), []int{5}
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AlterISRRequest) GetTopic() string {
@@ -506,7 +620,7 @@ type AlterISRResponse struct {
 
 func (x *AlterISRResponse) Reset() {
 	*x = AlterISRResponse{}
-	mi := &file_strata_v1_replication_proto_msgTypes[6]
+	mi := &file_strata_v1_replication_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -518,7 +632,7 @@ func (x *AlterISRResponse) String() string {
 func (*AlterISRResponse) ProtoMessage() {}
 
 func (x *AlterISRResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_replication_proto_msgTypes[6]
+	mi := &file_strata_v1_replication_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -531,7 +645,7 @@ func (x *AlterISRResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterISRResponse.ProtoReflect.Descriptor instead.
 func (*AlterISRResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_replication_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AlterISRResponse) GetIsr() []int32 {
@@ -583,7 +697,7 @@ type NewLeaderEpochRequest struct {
 
 func (x *NewLeaderEpochRequest) Reset() {
 	*x = NewLeaderEpochRequest{}
-	mi := &file_strata_v1_replication_proto_msgTypes[7]
+	mi := &file_strata_v1_replication_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +709,7 @@ func (x *NewLeaderEpochRequest) String() string {
 func (*NewLeaderEpochRequest) ProtoMessage() {}
 
 func (x *NewLeaderEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_replication_proto_msgTypes[7]
+	mi := &file_strata_v1_replication_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +722,7 @@ func (x *NewLeaderEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewLeaderEpochRequest.ProtoReflect.Descriptor instead.
 func (*NewLeaderEpochRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_replication_proto_rawDescGZIP(), []int{7}
+	return file_strata_v1_replication_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NewLeaderEpochRequest) GetTopic() string {
@@ -650,7 +764,16 @@ var File_strata_v1_replication_proto protoreflect.FileDescriptor
 
 const file_strata_v1_replication_proto_rawDesc = "" +
 	"\n" +
-	"\x1bstrata/v1/replication.proto\x12\tstrata.v1\"\xbd\x01\n" +
+	"\x1bstrata/v1/replication.proto\x12\tstrata.v1\"\x11\n" +
+	"\x0fIdentifyRequest\"\xab\x01\n" +
+	"\x10IdentifyResponse\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x1f\n" +
+	"\vgossip_node\x18\x02 \x01(\tR\n" +
+	"gossipNode\x12\x1f\n" +
+	"\vgossip_addr\x18\x03 \x01(\tR\n" +
+	"gossipAddr\x12\x1b\n" +
+	"\tgrpc_addr\x18\x04 \x01(\tR\bgrpcAddr\x12\x1b\n" +
+	"\traft_addr\x18\x05 \x01(\tR\braftAddr\"\xbd\x01\n" +
 	"\x0fReplicaPosition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
@@ -700,12 +823,13 @@ const file_strata_v1_replication_proto_rawDesc = "" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
 	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x1b\n" +
 	"\tleader_id\x18\x04 \x01(\x05R\bleaderId\x12!\n" +
-	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch2\xd6\x02\n" +
+	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch2\x9b\x03\n" +
 	"\x12ReplicationService\x12J\n" +
 	"\tReplicate\x12\x1b.strata.v1.ReplicateRequest\x1a\x1c.strata.v1.ReplicateResponse(\x010\x01\x12^\n" +
 	"\x11EndOffsetForEpoch\x12#.strata.v1.EndOffsetForEpochRequest\x1a$.strata.v1.EndOffsetForEpochResponse\x12C\n" +
 	"\bAlterISR\x12\x1a.strata.v1.AlterISRRequest\x1a\x1b.strata.v1.AlterISRResponse\x12O\n" +
-	"\x0eNewLeaderEpoch\x12 .strata.v1.NewLeaderEpochRequest\x1a\x1b.strata.v1.AlterISRResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\x0eNewLeaderEpoch\x12 .strata.v1.NewLeaderEpochRequest\x1a\x1b.strata.v1.AlterISRResponse\x12C\n" +
+	"\bIdentify\x12\x1a.strata.v1.IdentifyRequest\x1a\x1b.strata.v1.IdentifyResponseB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_replication_proto_rawDescOnce sync.Once
@@ -719,29 +843,33 @@ func file_strata_v1_replication_proto_rawDescGZIP() []byte {
 	return file_strata_v1_replication_proto_rawDescData
 }
 
-var file_strata_v1_replication_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_strata_v1_replication_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_strata_v1_replication_proto_goTypes = []any{
-	(*ReplicaPosition)(nil),           // 0: strata.v1.ReplicaPosition
-	(*ReplicateRequest)(nil),          // 1: strata.v1.ReplicateRequest
-	(*ReplicateResponse)(nil),         // 2: strata.v1.ReplicateResponse
-	(*EndOffsetForEpochRequest)(nil),  // 3: strata.v1.EndOffsetForEpochRequest
-	(*EndOffsetForEpochResponse)(nil), // 4: strata.v1.EndOffsetForEpochResponse
-	(*AlterISRRequest)(nil),           // 5: strata.v1.AlterISRRequest
-	(*AlterISRResponse)(nil),          // 6: strata.v1.AlterISRResponse
-	(*NewLeaderEpochRequest)(nil),     // 7: strata.v1.NewLeaderEpochRequest
+	(*IdentifyRequest)(nil),           // 0: strata.v1.IdentifyRequest
+	(*IdentifyResponse)(nil),          // 1: strata.v1.IdentifyResponse
+	(*ReplicaPosition)(nil),           // 2: strata.v1.ReplicaPosition
+	(*ReplicateRequest)(nil),          // 3: strata.v1.ReplicateRequest
+	(*ReplicateResponse)(nil),         // 4: strata.v1.ReplicateResponse
+	(*EndOffsetForEpochRequest)(nil),  // 5: strata.v1.EndOffsetForEpochRequest
+	(*EndOffsetForEpochResponse)(nil), // 6: strata.v1.EndOffsetForEpochResponse
+	(*AlterISRRequest)(nil),           // 7: strata.v1.AlterISRRequest
+	(*AlterISRResponse)(nil),          // 8: strata.v1.AlterISRResponse
+	(*NewLeaderEpochRequest)(nil),     // 9: strata.v1.NewLeaderEpochRequest
 }
 var file_strata_v1_replication_proto_depIdxs = []int32{
-	0, // 0: strata.v1.ReplicateRequest.positions:type_name -> strata.v1.ReplicaPosition
-	1, // 1: strata.v1.ReplicationService.Replicate:input_type -> strata.v1.ReplicateRequest
-	3, // 2: strata.v1.ReplicationService.EndOffsetForEpoch:input_type -> strata.v1.EndOffsetForEpochRequest
-	5, // 3: strata.v1.ReplicationService.AlterISR:input_type -> strata.v1.AlterISRRequest
-	7, // 4: strata.v1.ReplicationService.NewLeaderEpoch:input_type -> strata.v1.NewLeaderEpochRequest
-	2, // 5: strata.v1.ReplicationService.Replicate:output_type -> strata.v1.ReplicateResponse
-	4, // 6: strata.v1.ReplicationService.EndOffsetForEpoch:output_type -> strata.v1.EndOffsetForEpochResponse
-	6, // 7: strata.v1.ReplicationService.AlterISR:output_type -> strata.v1.AlterISRResponse
-	6, // 8: strata.v1.ReplicationService.NewLeaderEpoch:output_type -> strata.v1.AlterISRResponse
-	5, // [5:9] is the sub-list for method output_type
-	1, // [1:5] is the sub-list for method input_type
+	2, // 0: strata.v1.ReplicateRequest.positions:type_name -> strata.v1.ReplicaPosition
+	3, // 1: strata.v1.ReplicationService.Replicate:input_type -> strata.v1.ReplicateRequest
+	5, // 2: strata.v1.ReplicationService.EndOffsetForEpoch:input_type -> strata.v1.EndOffsetForEpochRequest
+	7, // 3: strata.v1.ReplicationService.AlterISR:input_type -> strata.v1.AlterISRRequest
+	9, // 4: strata.v1.ReplicationService.NewLeaderEpoch:input_type -> strata.v1.NewLeaderEpochRequest
+	0, // 5: strata.v1.ReplicationService.Identify:input_type -> strata.v1.IdentifyRequest
+	4, // 6: strata.v1.ReplicationService.Replicate:output_type -> strata.v1.ReplicateResponse
+	6, // 7: strata.v1.ReplicationService.EndOffsetForEpoch:output_type -> strata.v1.EndOffsetForEpochResponse
+	8, // 8: strata.v1.ReplicationService.AlterISR:output_type -> strata.v1.AlterISRResponse
+	8, // 9: strata.v1.ReplicationService.NewLeaderEpoch:output_type -> strata.v1.AlterISRResponse
+	1, // 10: strata.v1.ReplicationService.Identify:output_type -> strata.v1.IdentifyResponse
+	6, // [6:11] is the sub-list for method output_type
+	1, // [1:6] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
 	1, // [1:1] is the sub-list for extension extendee
 	0, // [0:1] is the sub-list for field type_name
@@ -758,7 +886,7 @@ func file_strata_v1_replication_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_replication_proto_rawDesc), len(file_strata_v1_replication_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const (
 	ReplicationService_EndOffsetForEpoch_FullMethodName = "/strata.v1.ReplicationService/EndOffsetForEpoch"
 	ReplicationService_AlterISR_FullMethodName          = "/strata.v1.ReplicationService/AlterISR"
 	ReplicationService_NewLeaderEpoch_FullMethodName    = "/strata.v1.ReplicationService/NewLeaderEpoch"
+	ReplicationService_Identify_FullMethodName          = "/strata.v1.ReplicationService/Identify"
 )
 
 // ReplicationServiceClient is the client API for ReplicationService service.
@@ -49,6 +50,13 @@ type ReplicationServiceClient interface {
 	// must not go on in the epoch it led before (its log may have lost a
 	// suffix its followers copied).
 	NewLeaderEpoch(ctx context.Context, in *NewLeaderEpochRequest, opts ...grpc.CallOption) (*AlterISRResponse, error)
+	// Identify tells a broker that checks a gossip member's claim to be this
+	// broker who this broker says it is: its gossip member and the addresses
+	// it advertises, as it configured them itself. Asked over a connection
+	// that this broker's certificate authenticated, the answer comes from
+	// this broker even through a relay, and a claim that differs from it
+	// (a relay's address, another member) is refused (broker/claims.go).
+	Identify(ctx context.Context, in *IdentifyRequest, opts ...grpc.CallOption) (*IdentifyResponse, error)
 }
 
 type replicationServiceClient struct {
@@ -102,6 +110,16 @@ func (c *replicationServiceClient) NewLeaderEpoch(ctx context.Context, in *NewLe
 	return out, nil
 }
 
+func (c *replicationServiceClient) Identify(ctx context.Context, in *IdentifyRequest, opts ...grpc.CallOption) (*IdentifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IdentifyResponse)
+	err := c.cc.Invoke(ctx, ReplicationService_Identify_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReplicationServiceServer is the server API for ReplicationService service.
 // All implementations must embed UnimplementedReplicationServiceServer
 // for forward compatibility.
@@ -126,6 +144,13 @@ type ReplicationServiceServer interface {
 	// must not go on in the epoch it led before (its log may have lost a
 	// suffix its followers copied).
 	NewLeaderEpoch(context.Context, *NewLeaderEpochRequest) (*AlterISRResponse, error)
+	// Identify tells a broker that checks a gossip member's claim to be this
+	// broker who this broker says it is: its gossip member and the addresses
+	// it advertises, as it configured them itself. Asked over a connection
+	// that this broker's certificate authenticated, the answer comes from
+	// this broker even through a relay, and a claim that differs from it
+	// (a relay's address, another member) is refused (broker/claims.go).
+	Identify(context.Context, *IdentifyRequest) (*IdentifyResponse, error)
 	mustEmbedUnimplementedReplicationServiceServer()
 }
 
@@ -147,6 +172,9 @@ func (UnimplementedReplicationServiceServer) AlterISR(context.Context, *AlterISR
 }
 func (UnimplementedReplicationServiceServer) NewLeaderEpoch(context.Context, *NewLeaderEpochRequest) (*AlterISRResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method NewLeaderEpoch not implemented")
+}
+func (UnimplementedReplicationServiceServer) Identify(context.Context, *IdentifyRequest) (*IdentifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Identify not implemented")
 }
 func (UnimplementedReplicationServiceServer) mustEmbedUnimplementedReplicationServiceServer() {}
 func (UnimplementedReplicationServiceServer) testEmbeddedByValue()                            {}
@@ -230,6 +258,24 @@ func _ReplicationService_NewLeaderEpoch_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ReplicationService_Identify_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IdentifyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReplicationServiceServer).Identify(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReplicationService_Identify_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReplicationServiceServer).Identify(ctx, req.(*IdentifyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ReplicationService_ServiceDesc is the grpc.ServiceDesc for ReplicationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -248,6 +294,10 @@ var ReplicationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "NewLeaderEpoch",
 			Handler:    _ReplicationService_NewLeaderEpoch_Handler,
+		},
+		{
+			MethodName: "Identify",
+			Handler:    _ReplicationService_Identify_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
