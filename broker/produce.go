@@ -98,14 +98,7 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	if err := b.ensureTier(ctx, p); err != nil {
 		return ProduceResult{}, err
 	}
-	cfg := p.cfg.Load()
-	if err := b.checkBatch(ctx, p, cfg, req.Batch); err != nil {
-		return ProduceResult{}, err
-	}
-	if req.Batch.ProducerID() != record.NoProducerID {
-		p.producers.awaitTurn(ctx, p.log, req.Batch, sequenceWait, func() { b.metrics.sequenceWaits.Add(1) })
-	}
-	res, w, err := p.appendAsLeader(req.Batch, req.Acks)
+	res, w, err := p.leaderProduce(ctx, req.Batch, req.Acks, b.producerOwner(ctx), func() { b.metrics.sequenceWaits.Add(1) })
 	if err != nil {
 		if errors.Is(err, errNotLeaderNow) {
 			info := p.view.Load()
@@ -131,23 +124,63 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 	defer cancel()
 	select {
 	case err := <-w.done:
-		switch {
-		case err == nil:
-			return res, nil
-		case errors.Is(err, errNotLeaderNow):
-			return ProduceResult{}, refuse(ReasonNotLeader, nil, "%s: leadership changed before the batch at %d committed; it is not acknowledged and may be lost", p.name(), res.BaseOffset).
-				with("leader_id", itoa(int64(p.view.Load().Leader)))
+		if err := p.commitOutcome(res, err); err != nil {
+			return ProduceResult{}, err
 		}
-		return ProduceResult{}, refuse(ReasonNotEnoughReplicasAfterAppend, err, "%s: the batch at %d was written, but the in-sync replicas fell below min.insync.replicas (%d) before it committed; it is not acknowledged", p.name(), res.BaseOffset, cfg.MinInsyncReplicas)
+		return res, nil
 	case <-wctx.Done():
 		p.dropWaiter(w)
-		return ProduceResult{}, refuse(ReasonTimeout, wctx.Err(), "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", res.BaseOffset, p.name(), timeout)
+		return ProduceResult{}, p.commitTimedOut(res, timeout, wctx.Err())
 	}
 }
 
+// leaderProduce is Produce's work on the partition once the broker has
+// admitted the request (it leads the partition, the caller is within its
+// quota, there is room, the cold tier is taken over): the batch's own
+// checks, an idempotent producer's turn, the append. ownsProducer says
+// whether the caller may use a producer id; onSequenceWait counts the
+// batches that waited for their turn.
+func (p *partition) leaderProduce(ctx context.Context, batch record.Batch, acks Acks, ownsProducer func(id int64) error, onSequenceWait func()) (ProduceResult, *produceWaiter, error) {
+	if err := checkBatch(p, p.cfg.Load(), batch, ownsProducer); err != nil {
+		return ProduceResult{}, nil, err
+	}
+	if batch.ProducerID() != record.NoProducerID {
+		p.producers.awaitTurn(ctx, p.log, batch, sequenceWait, onSequenceWait)
+	}
+	return p.appendAsLeader(batch, acks)
+}
+
+// commitOutcome is what an acks=all produce of the batch at res answers
+// once its wait ended with err: committed (nil), NOT_LEADER (leadership
+// moved first: the batch may be lost), or NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// (it committed while the ISR was below min.insync.replicas).
+func (p *partition) commitOutcome(res ProduceResult, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errNotLeaderNow):
+		return refuse(ReasonNotLeader, nil, "%s: leadership changed before the batch at %d committed; it is not acknowledged and may be lost", p.name(), res.BaseOffset).
+			with("leader_id", itoa(int64(p.view.Load().Leader)))
+	}
+	return refuse(ReasonNotEnoughReplicasAfterAppend, err, "%s: the batch at %d was written, but the in-sync replicas fell below min.insync.replicas (%d) before it committed; it is not acknowledged", p.name(), res.BaseOffset, p.cfg.Load().MinInsyncReplicas)
+}
+
+// commitTimedOut is what an acks=all produce of the batch at res answers
+// when its batch did not commit within timeout.
+func (p *partition) commitTimedOut(res ProduceResult, timeout time.Duration, cause error) error {
+	return refuse(ReasonTimeout, cause, "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", res.BaseOffset, p.name(), timeout)
+}
+
+// producerOwner says whether the caller of ctx may write with a producer
+// id (checkProducerID).
+func (b *Broker) producerOwner(ctx context.Context) func(id int64) error {
+	return func(id int64) error { return b.checkProducerID(ctx, id) }
+}
+
 // checkBatch runs Produce's checks of the batch itself, in order (see the
-// top of this file), under the topic settings cfg. It changes nothing.
-func (b *Broker) checkBatch(ctx context.Context, p *partition, cfg *config.Topic, batch record.Batch) error {
+// top of this file), under the topic settings cfg; ownsProducer says
+// whether the caller may use the batch's producer id. It changes nothing.
+func checkBatch(p *partition, cfg *config.Topic, batch record.Batch, ownsProducer func(id int64) error) error {
 	if int64(len(batch)) > cfg.MaxMessageBytes {
 		return refuse(ReasonRecordTooLarge, nil, "batch of %d bytes is over max.message.bytes (%d) of %s", len(batch), cfg.MaxMessageBytes, p.topic).
 			with("size", itoa(int64(len(batch)))).with("max", itoa(cfg.MaxMessageBytes))
@@ -158,7 +191,7 @@ func (b *Broker) checkBatch(ctx context.Context, p *partition, cfg *config.Topic
 	if err := checkAttributes(p, cfg, batch); err != nil {
 		return err
 	}
-	if err := b.checkProducerID(ctx, batch.ProducerID()); err != nil {
+	if err := ownsProducer(batch.ProducerID()); err != nil {
 		return err
 	}
 	return validateRecords(p, cfg, batch)

@@ -119,7 +119,7 @@ func (b *Broker) followLocked(m *cluster.Metadata) {
 	targets := map[cluster.TopicPartition]followTarget{}
 	for tp, p := range b.mu.partitions {
 		st := p.view.Load()
-		if st.Leader == b.id || st.Leader == cluster.NoLeader {
+		if !follows(*st, b.id) {
 			continue
 		}
 		info, ok := m.Broker(st.Leader)
@@ -129,6 +129,12 @@ func (b *Broker) followLocked(m *cluster.Metadata) {
 		targets[tp] = followTarget{p: p, leader: st.Leader, addr: info.Addr, epoch: st.LeaderEpoch}
 	}
 	b.fetchers.update(targets)
+}
+
+// follows reports whether broker self follows a leader of a partition in
+// the state view: it is not the leader, and there is one.
+func follows(view cluster.PartitionInfo, self int32) bool {
+	return view.Leader != self && view.Leader != cluster.NoLeader
 }
 
 // dropLocked closes a replica this broker no longer holds and deletes its

@@ -1117,11 +1117,12 @@ func (b *simBroker) learn(info cluster.PartitionInfo) {
 		b.s.fail("broker %d: apply metadata: %v", b.id, err)
 		return
 	}
-	switch {
-	case info.Leader == b.id || info.Leader == cluster.NoLeader:
+	// Whom to follow, as followLocked says from the replica's own view.
+	switch view := *b.p.view.Load(); {
+	case !follows(view, b.id):
 		b.follow = nil
-	case b.follow == nil || b.follow.leader != info.Leader || b.follow.epoch != info.LeaderEpoch:
-		b.startFollow(info.Leader, info.LeaderEpoch)
+	case b.follow == nil || b.follow.leader != view.Leader || b.follow.epoch != view.LeaderEpoch:
+		b.startFollow(view.Leader, view.LeaderEpoch)
 	}
 }
 
@@ -1500,10 +1501,13 @@ func (b *simBroker) chunk(f *simFollow, c ReplicaChunk) {
 	}
 }
 
-// Produce, as Broker.Produce does it for acks=all.
+// Produce, as Broker.Produce does it for acks=all once the broker admitted
+// it: alignTier, leaderProduce, and the wait's outcome by commitOutcome.
 
 type simWait struct {
 	w      *produceWaiter
+	p      *partition
+	res    ProduceResult
 	client *simClient
 	req    uint64
 	base   int64
@@ -1523,19 +1527,17 @@ func (b *simBroker) produce(c *simClient, req uint64, batch record.Batch) {
 		answer(0, 0, refuse(ReasonNotLeader, nil, "not the leader").with("leader_id", itoa(int64(p.view.Load().Leader))))
 		return
 	}
-	if p.work.aligned.Load() != p.view.Load().LeaderEpoch {
-		if _, err := p.takeOverTier(context.Background(), b.env()); err != nil {
-			answer(0, 0, refuse(ReasonLeaderNotAvailable, err, "cold tier: %v", err))
-			return
-		}
+	if err := p.alignTier(context.Background(), b.env()); err != nil {
+		answer(0, 0, err)
+		return
 	}
-	res, w, err := p.appendAsLeader(batch, AcksAll)
+	res, w, err := p.leaderProduce(context.Background(), batch, AcksAll, func(int64) error { return nil }, func() {})
 	if err != nil {
 		answer(0, 0, err)
 		return
 	}
 	b.s.servedEpoch = max(b.s.servedEpoch, p.view.Load().LeaderEpoch)
-	sw := &simWait{w: w, client: c, req: req, base: res.BaseOffset, last: res.LastOffset}
+	sw := &simWait{w: w, p: p, res: res, client: c, req: req, base: res.BaseOffset, last: res.LastOffset}
 	b.waits = append(b.waits, sw)
 	inc := b.incarnation
 	b.s.at(simProduceWait, func() {
@@ -1545,16 +1547,18 @@ func (b *simBroker) produce(c *simClient, req uint64, batch record.Batch) {
 		if i := slices.Index(b.waits, sw); i >= 0 {
 			b.waits = slices.Delete(b.waits, i, i+1)
 			p.dropWaiter(w)
-			answer(0, 0, refuse(ReasonTimeout, nil, "timed out"))
+			answer(0, 0, p.commitTimedOut(res, simProduceWait, nil))
 		}
 	})
 }
 
 func (b *simBroker) reply(w *simWait, err error) {
+	err = w.p.commitOutcome(w.res, err)
 	b.s.send(b.id, w.client.id, func() { w.client.answer(w.req, b.id, w.base, w.last, err) })
 }
 
-// Reads, as Fetch does it: the leader serves its hot log up to its high
+// Reads, as Fetch does it: the leader takes its cold tier over first
+// (alignTier, as ensureTier), then serves its hot log up to its high
 // watermark and the cold tier below its local start; any other broker
 // serves the cold tier.
 func (b *simBroker) fetch(offset int64) ([]byte, error) {
@@ -1562,7 +1566,10 @@ func (b *simBroker) fetch(offset int64) ([]byte, error) {
 	if p == nil {
 		return nil, errors.New("not open")
 	}
-	if p.isLeader() && p.work.aligned.Load() == p.view.Load().LeaderEpoch {
+	if p.isLeader() {
+		if err := p.alignTier(context.Background(), b.env()); err != nil {
+			return nil, err
+		}
 		res, err := p.read(FetchRequest{Offset: offset, MaxBytes: 2048})
 		if err == nil {
 			b.s.servedEpoch = max(b.s.servedEpoch, p.view.Load().LeaderEpoch)

@@ -420,10 +420,16 @@ func (b *Broker) ensureTier(ctx context.Context, p *partition) error {
 	if !p.remote(b) || b.cold == nil {
 		return nil
 	}
+	return p.alignTier(ctx, b.tierEnv())
+}
+
+// alignTier is ensureTier's work on a tiered partition: the takeover of
+// the cold tier, once per leader epoch.
+func (p *partition) alignTier(ctx context.Context, env tierEnv) error {
 	if p.work.aligned.Load() == p.view.Load().LeaderEpoch {
 		return nil
 	}
-	if _, err := p.takeOverTier(ctx, b.tierEnv()); err != nil {
+	if _, err := p.takeOverTier(ctx, env); err != nil {
 		return refuse(ReasonLeaderNotAvailable, err, "%s: taking over its cold tier: %v", p.name(), err)
 	}
 	return nil

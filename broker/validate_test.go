@@ -60,7 +60,7 @@ func (l *checkedLeader) logBytes() []byte {
 func (l *checkedLeader) produce(b record.Batch) (ProduceResult, error) {
 	l.t.Helper()
 	logBefore, sent := l.logBytes(), bytes.Clone(b)
-	if err := (&Broker{}).checkBatch(context.Background(), l.p, l.p.cfg.Load(), b); err != nil {
+	if err := checkBatch(l.p, l.p.cfg.Load(), b, (&Broker{}).producerOwner(context.Background())); err != nil {
 		if !bytes.Equal(l.logBytes(), logBefore) {
 			l.t.Fatalf("refused with %v, and the log changed", err)
 		}
