@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"syscall"
+	"time"
 
 	"github.com/strata-log/strata/config"
 )
@@ -51,4 +52,31 @@ func checkStartSpace(dir string, min config.ByteSize, free func(string) (int64, 
 	}
 	return fmt.Errorf("%w: data dir %s has %d bytes (%s) free, below storage.min_free_bytes (%s); free some space there, or lower storage.min_free_bytes (0 disables the check)",
 		ErrLowDiskSpace, dir, n, config.FormatBytes(n), min)
+}
+
+// checkDiskSpace refuses produce with STORAGE_FULL while the data dir's
+// file system has less free space than storage.min_free_bytes: better a
+// clear, retriable refusal than appends that fail half-written on a full
+// disk. Reads and metadata do not check. A file system whose free space
+// cannot be read is let through.
+func (b *Broker) checkDiskSpace() error {
+	min := int64(b.cfg.Storage.MinFreeBytes)
+	if min <= 0 {
+		return nil
+	}
+	free, err := b.freeSpace(b.cfg.DataDir)
+	if err != nil || free >= min {
+		return nil
+	}
+	return storageFull(free, min)
+}
+
+// storageFull is the refusal of a write for want of space: free bytes are
+// left on the data dir's file system, min are required.
+func storageFull(free, min int64) *Error {
+	e := refuse(ReasonStorageFull, nil, "the data dir's file system has %d bytes (%s) free, below storage.min_free_bytes (%s); writes resume once space is freed there",
+		free, config.FormatBytes(free), config.FormatBytes(min)).
+		with("free_bytes", itoa(free)).with("min_free_bytes", itoa(min))
+	e.RetryAfter = time.Second
+	return e
 }

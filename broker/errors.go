@@ -63,6 +63,10 @@ const (
 	ReasonFencedMember Reason = "FENCED_MEMBER"
 	// The group has members: stop them, or force.
 	ReasonGroupNotEmpty Reason = "GROUP_NOT_EMPTY"
+	// The data dir's file system has less free space than
+	// storage.min_free_bytes, or none: produce is refused (retriable, after
+	// RetryAfter) while reads and metadata go on; see disk.go.
+	ReasonStorageFull Reason = "STORAGE_FULL"
 )
 
 var retriable = map[Reason]bool{
@@ -74,6 +78,7 @@ var retriable = map[Reason]bool{
 	ReasonUnavailable:        true,
 	ReasonLeaderNotAvailable: true,
 	ReasonOutOfOrderSequence: true,
+	ReasonStorageFull:        true,
 
 	ReasonNotEnoughReplicasAfterAppend: true,
 }

@@ -52,6 +52,7 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_UNKNOWN_MEMBER:                   {ErrUnknownMember, codes.FailedPrecondition, false},
 	stratav1.ErrorReason_ERROR_REASON_FENCED_MEMBER:                    {ErrFencedMember, codes.FailedPrecondition, false},
 	stratav1.ErrorReason_ERROR_REASON_GROUP_NOT_EMPTY:                  {ErrGroupNotEmpty, codes.FailedPrecondition, false},
+	stratav1.ErrorReason_ERROR_REASON_STORAGE_FULL:                     {ErrStorageFull, codes.ResourceExhausted, true},
 }
 
 // brokerError builds the status error a broker sends, as the contract

@@ -53,6 +53,9 @@ var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonUnknownMember: codes.FailedPrecondition,
 	broker.ReasonFencedMember:  codes.FailedPrecondition,
 	broker.ReasonGroupNotEmpty: codes.FailedPrecondition,
+
+	// Like THROTTLED: a resource runs short, and the call may be retried.
+	broker.ReasonStorageFull: codes.ResourceExhausted,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

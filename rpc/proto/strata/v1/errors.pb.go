@@ -39,6 +39,8 @@ const (
 //	UNKNOWN_PRODUCER_ID: "producer_id", "producer_epoch", "sequence"
 //	UNKNOWN_MEMBER, FENCED_MEMBER: "group", "member_id"
 //	GROUP_NOT_EMPTY: "group", "members"
+//	STORAGE_FULL: "free_bytes", "min_free_bytes"; a google.rpc.RetryInfo
+//	  detail says when to retry
 type ErrorReason int32
 
 const (
@@ -134,6 +136,12 @@ const (
 	ErrorReason_ERROR_REASON_FENCED_MEMBER ErrorReason = 28
 	// FailedPrecondition: the group has members; stop them, or force.
 	ErrorReason_ERROR_REASON_GROUP_NOT_EMPTY ErrorReason = 29
+	// ResourceExhausted, retriable: the file system holding the broker's data
+	// dir has less free space than storage.min_free_bytes (or has none left),
+	// so the broker refuses produce until space is freed there; it goes on
+	// serving reads and metadata. Nothing was acknowledged. Retrying helps
+	// once space is freed, or once another broker leads the partition.
+	ErrorReason_ERROR_REASON_STORAGE_FULL ErrorReason = 30
 )
 
 // Enum value maps for ErrorReason.
@@ -169,6 +177,7 @@ var (
 		27: "ERROR_REASON_UNKNOWN_MEMBER",
 		28: "ERROR_REASON_FENCED_MEMBER",
 		29: "ERROR_REASON_GROUP_NOT_EMPTY",
+		30: "ERROR_REASON_STORAGE_FULL",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                      0,
@@ -201,6 +210,7 @@ var (
 		"ERROR_REASON_UNKNOWN_MEMBER":                   27,
 		"ERROR_REASON_FENCED_MEMBER":                    28,
 		"ERROR_REASON_GROUP_NOT_EMPTY":                  29,
+		"ERROR_REASON_STORAGE_FULL":                     30,
 	}
 )
 
@@ -235,7 +245,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x9b\b\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xba\b\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -267,7 +277,8 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"\x1cERROR_REASON_GROUP_NOT_FOUND\x10\x1a\x12\x1f\n" +
 	"\x1bERROR_REASON_UNKNOWN_MEMBER\x10\x1b\x12\x1e\n" +
 	"\x1aERROR_REASON_FENCED_MEMBER\x10\x1c\x12 \n" +
-	"\x1cERROR_REASON_GROUP_NOT_EMPTY\x10\x1dB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\x1cERROR_REASON_GROUP_NOT_EMPTY\x10\x1d\x12\x1d\n" +
+	"\x19ERROR_REASON_STORAGE_FULL\x10\x1eB;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once
