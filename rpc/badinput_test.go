@@ -169,8 +169,8 @@ func TestBadInputMatrix(t *testing.T) {
 
 	t.Run("refused while the disk is short of space", func(t *testing.T) {
 		b1.stop(t)
-		// A broker does not start short of space (TestStartRefusesFullDisk):
-		// this one starts with room, then its disk runs short.
+		// This broker starts with room, then its disk runs short
+		// (TestStartsOnAFullDisk starts one short of it).
 		var free atomic.Int64
 		free.Store(1 << 40)
 		b := startBroker(t, b1.cfg, broker.WithFreeSpace(func(string) (int64, error) { return free.Load(), nil }))
