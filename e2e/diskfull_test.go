@@ -25,8 +25,10 @@ import (
 // broker is killed with SIGKILL and started again on the full disk. It must
 // come up (health check SERVING), serve metadata and every acknowledged
 // record, refuse produce with STORAGE_FULL, and take produce again once the
-// other file is deleted. Before, it never answered its health check: the
-// metadata group could not commit on the full disk.
+// other file is deleted. Before, it did not come back: its metadata group
+// could not commit on the full disk (so it never turned SERVING), its
+// partitions could not open (recovery's checkpoint write failed), and so it
+// refused to start there at all.
 //
 // The file system is a tmpfs the test mounts, which needs root (see
 // smallFS); CI runs as root and must run this test.
