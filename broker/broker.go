@@ -160,9 +160,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	if b.freeSpace == nil {
 		b.freeSpace = freeBytes
 	}
-	if err := checkStartSpace(cfg.DataDir, cfg.Storage.MinFreeBytes, b.freeSpace, logger); err != nil {
-		return nil, err
-	}
+	checkStartSpace(cfg.DataDir, cfg.Storage.MinFreeBytes, b.freeSpace, logger)
 	b.limits = newLimits(cfg, logger)
 
 	b.storeMetrics = &objstore.Metrics{}
@@ -338,7 +336,7 @@ func (b *Broker) closeAll() error {
 func (b *Broker) housekeepingLoop() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	var lastRoll, lastCheckpoint time.Time
+	var lastRoll, lastCheckpoint, lastRoom time.Time
 	for {
 		select {
 		case <-b.stop:
@@ -367,6 +365,12 @@ func (b *Broker) housekeepingLoop() {
 		}
 		if checkpoint {
 			lastCheckpoint = now
+		}
+		// Give back to raft.db the room Raft used, while the disk has
+		// some: on a full disk it is what lets the metadata group commit.
+		if now.Sub(lastRoom) >= 10*time.Second {
+			b.meta.KeepRoom()
+			lastRoom = now
 		}
 	}
 }

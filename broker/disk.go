@@ -1,18 +1,12 @@
 package broker
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"syscall"
+	"time"
 
 	"github.com/strata-log/strata/config"
 )
-
-// ErrLowDiskSpace refuses to start a broker whose data dir has less free
-// space than storage.min_free_bytes. The error wrapping it names the dir,
-// the free bytes and the setting.
-var ErrLowDiskSpace = errors.New("broker: not enough free disk space to start")
 
 // WithFreeSpace makes the broker read its data dir's free space with free
 // instead of statfs, at start and before each produce: a seam for tests of
@@ -31,24 +25,53 @@ func freeBytes(dir string) (int64, error) {
 	return int64(st.Bavail) * st.Bsize, nil
 }
 
-// checkStartSpace refuses to start on a data dir with less free space than
-// storage.min_free_bytes (0 disables the check): a broker started on a full
-// disk can hang opening its Raft state rather than serve or exit, and would
-// refuse every produce anyway. free is freeBytes, or a fake in tests. A
-// file system whose free space cannot be read is let through, as produce
-// lets it through (the warning says so).
-func checkStartSpace(dir string, min config.ByteSize, free func(string) (int64, error), logger *slog.Logger) error {
+// checkStartSpace warns when the broker starts on a data dir with less
+// free space than storage.min_free_bytes (0 disables the check). It starts
+// all the same: it serves reads and metadata, and refuses produce with
+// STORAGE_FULL until space is freed (checkDiskSpace). Raft can commit on
+// the full disk in the room raft.db keeps (cluster/room.go), and what else
+// start-up writes (checkpoints, indexes) either fits in what is left or is
+// let fail and written later. free is freeBytes, or a fake in tests.
+func checkStartSpace(dir string, min config.ByteSize, free func(string) (int64, error), logger *slog.Logger) (full bool) {
 	if min <= 0 {
-		return nil
+		return false
 	}
 	n, err := free(dir)
 	if err != nil {
-		logger.Warn("cannot read the data dir's free space; starting without the storage.min_free_bytes check", "dir", dir, "err", err)
-		return nil
+		logger.Warn("cannot read the data dir's free space; produce goes on without the storage.min_free_bytes check", "dir", dir, "err", err)
+		return false
 	}
 	if n >= int64(min) {
+		return false
+	}
+	logger.Warn("the data dir's file system is short of space: serving reads and metadata, refusing produce with STORAGE_FULL until space is freed there",
+		"dir", dir, "free_bytes", n, "free", config.FormatBytes(n), "storage.min_free_bytes", min.String())
+	return true
+}
+
+// checkDiskSpace refuses produce with STORAGE_FULL while the data dir's
+// file system has less free space than storage.min_free_bytes: better a
+// clear, retriable refusal than appends that fail half-written on a full
+// disk. Reads and metadata do not check. A file system whose free space
+// cannot be read is let through.
+func (b *Broker) checkDiskSpace() error {
+	min := int64(b.cfg.Storage.MinFreeBytes)
+	if min <= 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: data dir %s has %d bytes (%s) free, below storage.min_free_bytes (%s); free some space there, or lower storage.min_free_bytes (0 disables the check)",
-		ErrLowDiskSpace, dir, n, config.FormatBytes(n), min)
+	free, err := b.freeSpace(b.cfg.DataDir)
+	if err != nil || free >= min {
+		return nil
+	}
+	return storageFull(free, min)
+}
+
+// storageFull is the refusal of a write for want of space: free bytes are
+// left on the data dir's file system, min are required.
+func storageFull(free, min int64) *Error {
+	e := refuse(ReasonStorageFull, nil, "the data dir's file system has %d bytes (%s) free, below storage.min_free_bytes (%s); writes resume once space is freed there",
+		free, config.FormatBytes(free), config.FormatBytes(min)).
+		with("free_bytes", itoa(free)).with("min_free_bytes", itoa(min))
+	e.RetryAfter = time.Second
+	return e
 }

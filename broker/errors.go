@@ -71,6 +71,10 @@ const (
 	ReasonInvalidRecord Reason = "INVALID_RECORD"
 	// A producer sent a transactional batch; Strata has no transactions.
 	ReasonTransactionsNotSupported Reason = "TRANSACTIONS_NOT_SUPPORTED"
+	// The data dir's file system has less free space than
+	// storage.min_free_bytes, or none: produce is refused (retriable, after
+	// RetryAfter) while reads and metadata go on; see disk.go.
+	ReasonStorageFull Reason = "STORAGE_FULL"
 )
 
 var retriable = map[Reason]bool{
@@ -82,6 +86,7 @@ var retriable = map[Reason]bool{
 	ReasonUnavailable:        true,
 	ReasonLeaderNotAvailable: true,
 	ReasonOutOfOrderSequence: true,
+	ReasonStorageFull:        true,
 
 	ReasonNotEnoughReplicasAfterAppend: true,
 }

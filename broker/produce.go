@@ -37,7 +37,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/strata-log/strata/config"
@@ -305,23 +304,4 @@ func appendError(p *partition, err error) error {
 		return refuse(ReasonUnavailable, err, "%s is closing", p.name())
 	}
 	return refuse(ReasonStorageError, err, "%s: %v", p.name(), err)
-}
-
-// checkDiskSpace refuses produce while the data dir's file system has less
-// free space than storage.min_free_bytes: better a retriable error than a
-// full disk.
-func (b *Broker) checkDiskSpace() error {
-	min := int64(b.cfg.Storage.MinFreeBytes)
-	if min <= 0 {
-		return nil
-	}
-	free, err := b.freeSpace(b.cfg.DataDir)
-	if err != nil || free >= min {
-		return nil
-	}
-	return &Error{
-		Reason:     ReasonThrottled,
-		Message:    fmt.Sprintf("the data dir has %d bytes free, below storage.min_free_bytes (%d)", free, min),
-		RetryAfter: time.Second,
-	}
 }

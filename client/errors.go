@@ -189,6 +189,12 @@ var (
 	// ErrTransactionsNotSupported: the batch is transactional; Strata has
 	// no transactions. A Producer never sends one.
 	ErrTransactionsNotSupported = sentinel(codes.Unimplemented, "TRANSACTIONS_NOT_SUPPORTED", false)
+	// ErrStorageFull: the broker's data disk has less free space than its
+	// storage.min_free_bytes, or none (metadata "free_bytes",
+	// "min_free_bytes"). It refuses produce and still serves reads and
+	// metadata; nothing was written. Retriable: RetryAfter says when to
+	// come back, and produce is taken again once space is freed there.
+	ErrStorageFull = sentinel(codes.ResourceExhausted, "STORAGE_FULL", true)
 )
 
 // ErrClosed is returned by calls on a Client, Producer or Consumer after

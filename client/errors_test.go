@@ -55,6 +55,7 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_INVALID_TIMESTAMP:                {ErrInvalidTimestamp, codes.InvalidArgument, false},
 	stratav1.ErrorReason_ERROR_REASON_INVALID_RECORD:                   {ErrInvalidRecord, codes.InvalidArgument, false},
 	stratav1.ErrorReason_ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED:       {ErrTransactionsNotSupported, codes.Unimplemented, false},
+	stratav1.ErrorReason_ERROR_REASON_STORAGE_FULL:                     {ErrStorageFull, codes.ResourceExhausted, true},
 }
 
 // brokerError builds the status error a broker sends, as the contract

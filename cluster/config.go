@@ -64,6 +64,10 @@ type Config struct {
 	TrailingLogs uint64
 	// SnapshotRetain is how many snapshots are kept on disk. Default 2.
 	SnapshotRetain int
+	// StoreReserve is how many bytes of room past its end raft.db keeps
+	// allocated, so that Raft can elect and commit on a full disk (room.go).
+	// Default 8 MiB; negative keeps none.
+	StoreReserve int64
 }
 
 // Server is one member of the Raft group.
@@ -89,6 +93,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  8192,
 		TrailingLogs:       10240,
 		SnapshotRetain:     2,
+		StoreReserve:       8 << 20,
 	}
 }
 
@@ -113,6 +118,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SnapshotRetain == 0 {
 		c.SnapshotRetain = d.SnapshotRetain
+	}
+	if c.StoreReserve == 0 {
+		c.StoreReserve = d.StoreReserve
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -30,6 +30,10 @@ type Node struct {
 	trans *raft.NetworkTransport
 	store *raftboltdb.BoltStore // log and stable store
 	logs  raft.LogStore         // store behind a read cache
+	// roomShort is set while raft.db could not be given all of its
+	// reserve (room.go), so that a full disk is reported once, not on
+	// every KeepRoom.
+	roomShort atomic.Bool
 
 	// syncedTerm is the Raft term in which this node, as leader, last
 	// completed a barrier: from then on its local state includes everything
@@ -79,16 +83,22 @@ func Open(cfg Config) (*Node, error) {
 	}
 
 	n := &Node{cfg: cfg, log: log, fsm: newFSM(log), closing: make(chan struct{})}
+	// Opening an existing store writes to it (raft-boltdb makes sure of its
+	// buckets): top up its room first, in case the disk has space again.
+	if _, err := os.Stat(n.storePath()); err == nil {
+		n.KeepRoom()
+	}
 	var err error
 	// A timeout on the file lock: a second process on the same Dir gets an
 	// error instead of hanging for ever.
 	n.store, err = raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.Dir, "raft.db"),
+		Path:        n.storePath(),
 		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: open %s: %w", filepath.Join(cfg.Dir, "raft.db"), err)
+		return nil, fmt.Errorf("cluster: open %s: %w", n.storePath(), err)
 	}
+	n.KeepRoom()
 	fail := func(err error) (*Node, error) {
 		if n.trans != nil {
 			n.trans.Close()
@@ -143,6 +153,30 @@ func Open(cfg Config) (*Node, error) {
 		return fail(fmt.Errorf("cluster: start raft: %w", err))
 	}
 	return n, nil
+}
+
+func (n *Node) storePath() string { return filepath.Join(n.cfg.Dir, "raft.db") }
+
+// KeepRoom tops up the room raft.db keeps allocated past its end
+// (Config.StoreReserve, see room.go) with what Raft has used of it. The
+// node does it when it opens; the broker calls it now and then while it
+// runs. On a full disk it does what it can, and says so once.
+func (n *Node) KeepRoom() {
+	err := keepRoom(n.storePath(), n.cfg.StoreReserve)
+	switch {
+	case err == nil:
+		if n.roomShort.CompareAndSwap(true, false) {
+			n.log.Info("cluster: raft.db has its reserve of room again", "path", n.storePath(), "reserve", n.cfg.StoreReserve)
+		}
+	case errors.Is(err, errRoomUnsupported):
+		if n.roomShort.CompareAndSwap(false, true) {
+			n.log.Warn("cluster: cannot keep room in raft.db; on a full disk the metadata group may stop committing", "path", n.storePath(), "err", err)
+		}
+	default:
+		if n.roomShort.CompareAndSwap(false, true) {
+			n.log.Warn("cluster: cannot give raft.db its reserve of room; Raft writes go on into the room it kept before, and fail once that is used", "path", n.storePath(), "reserve", n.cfg.StoreReserve, "err", err)
+		}
+	}
 }
 
 // bootstrapConfiguration is the initial Raft membership.

@@ -207,10 +207,10 @@ type Tiering struct {
 // Storage guards the local disk.
 type Storage struct {
 	// MinFreeBytes: when the file system holding data_dir has less free
-	// space than this, produce is throttled with a retriable error instead
-	// of filling the disk, and a broker starting with less refuses to start
-	// (rather than hang opening its Raft state on a full disk). 0 disables
-	// both checks.
+	// space than this, produce is refused with STORAGE_FULL (retriable)
+	// instead of filling the disk. Reads and metadata go on, and a broker
+	// started with less still starts: its Raft store keeps room of its own
+	// (cluster/room.go). 0 disables the check.
 	MinFreeBytes ByteSize `yaml:"min_free_bytes"`
 }
 

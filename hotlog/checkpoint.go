@@ -49,6 +49,9 @@ func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
 		err = fsys.SyncDir(dir)
 	}
 	if err != nil {
+		// Whatever the temp file holds is of no use, and on a full disk
+		// its blocks are wanted.
+		fsys.Remove(tmp)
 		return fmt.Errorf("hotlog: write %s: %w", path, err)
 	}
 	return nil

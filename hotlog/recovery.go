@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/strata-log/strata/record"
 )
@@ -168,7 +169,7 @@ func (l *Log) open() error {
 	l.logStart.Store(min(max(state.logStart, segs[0].base), leo))
 	l.hw.Store(min(max(state.highWatermark, l.logStart.Load()), leo))
 	if l.epochs.truncateFrom(leo) {
-		if err := l.writeEpochsLocked(); err != nil {
+		if err := l.writeEpochsLocked(); err != nil && !l.spareOnFullDisk(err, "leader-epoch cache") {
 			return err
 		}
 	}
@@ -180,7 +181,10 @@ func (l *Log) open() error {
 		if !slices.Contains(segs, seg) {
 			continue // below the log start: removed above
 		}
-		if err := seg.sync(); err != nil {
+		if err := seg.file.Sync(); err != nil {
+			return err
+		}
+		if err := seg.persistIndexes(); err != nil && !l.spareOnFullDisk(err, "indexes of segment "+segmentName(seg.base, logSuffix)) {
 			return err
 		}
 		if seg.sealed.Load() {
@@ -192,7 +196,7 @@ func (l *Log) open() error {
 		return err
 	}
 	l.flushed.Store(leo)
-	if err := l.writeStateLocked(); err != nil {
+	if err := l.writeStateLocked(); err != nil && !l.spareOnFullDisk(err, "state checkpoint") {
 		return err
 	}
 	l.recovery.Segments = len(segs)
@@ -202,6 +206,24 @@ func (l *Log) open() error {
 			"reason", r.TruncateReason, "rebuilt_indexes", r.RebuiltIndexes, "removed", r.RemovedFiles)
 	}
 	return nil
+}
+
+// spareOnFullDisk reports whether err, from rewriting what during
+// recovery, is the disk being full, and if so says so. None of those
+// rewrites is needed to serve the log, and a log that could not open on a
+// full disk would leave the broker unable to serve even its reads. The
+// files stay as they were and are still right for the next recovery:
+// indexes are hints checked against the log on open (and rebuilt in
+// memory now), an older state checkpoint has a lower recovery point (the
+// next open scans more), epochs past the log end are cut again; Checkpoint
+// and the flusher write them once the disk has room. The log bytes
+// themselves are never spared: their fsync must succeed.
+func (l *Log) spareOnFullDisk(err error, what string) bool {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return false
+	}
+	l.opts.Logger.Warn("hotlog: disk full; keeping the old "+what+" until there is room", "dir", l.dir, "err", err)
+	return true
 }
 
 // loadSealed loads a sealed segment. Its indexes are rebuilt if they disagree
@@ -224,10 +246,7 @@ func (l *Log) loadSealed(seg *segment) error {
 		return fmt.Errorf("%w: sealed segment %s: %w", ErrCorrupt, seg.path, damage)
 	}
 	if slices.Contains(l.recovery.RebuiltIndexes, seg.base) {
-		if err := seg.index.persist(true); err != nil {
-			return err
-		}
-		if err := seg.times.persist(true); err != nil {
+		if err := seg.persistIndexes(); err != nil && !l.spareOnFullDisk(err, "indexes of segment "+segmentName(seg.base, logSuffix)) {
 			return err
 		}
 	}

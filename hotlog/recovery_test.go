@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -615,4 +616,75 @@ func TestReadDamagedLengthIsCorrupt(t *testing.T) {
 	f.Close()
 	_, err = l.Read(0, 1<<20, l.LogEndOffset())
 	wantErr(t, err, ErrCorrupt)
+}
+
+// TestRecoveryOnAFullDisk: the process died with a torn append at the log's
+// end, as an append that ran out of space leaves one, and starts again on a
+// disk that is still full. Recovery cuts the torn batch (a truncate needs no
+// space) and opens although it cannot rewrite its state checkpoint, which
+// stays as it was and leaves no temp file behind; every acknowledged batch
+// reads back. Once the disk has room, appends and checkpoints work again.
+func TestRecoveryOnAFullDisk(t *testing.T) {
+	fsys := newMemFS()
+	opts := testOptions(fsys)
+	l := mustOpen(t, "/log", opts)
+	fillLog(t, l, 12) // FlushAlways: acknowledged is durable
+	acked := l.LogEndOffset()
+	l.Reconfigure(withFlush(l.Config(), FlushNever))
+	if _, err := l.Append(seqBatch(t, int(acked), 3, 0, 120), 0); err != nil {
+		t.Fatal(err)
+	}
+	fsys.Crash(func(path string, synced, current []byte) []byte {
+		if len(current) > len(synced)+1 {
+			return current[:len(synced)+(len(current)-len(synced))/2] // half the batch
+		}
+		return synced
+	})
+	state := fsys.ReadFile("/log/" + stateFile)
+
+	full := func(string) error { return syscall.ENOSPC }
+	fsys.FailWrite = full
+	l, err := Open("/log", opts)
+	if err != nil {
+		t.Fatalf("open on a full disk: %v", err)
+	}
+	if l.LogEndOffset() != acked {
+		t.Fatalf("log end %d after recovery, want %d (the torn batch cut)", l.LogEndOffset(), acked)
+	}
+	if r := l.Recovery(); r.TruncatedBytes == 0 {
+		t.Fatalf("recovery %+v cut nothing; the torn batch should go", r)
+	}
+	checkSeq(t, readRecords(t, l, 0, acked), 0, 0)
+	if got := fsys.ReadFile("/log/" + stateFile); !sameBytes(got, state) {
+		t.Fatal("the state checkpoint changed on a full disk")
+	}
+	names, err := fsys.ReadDir("/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, tmpSuffix) {
+			t.Fatalf("%s left behind by a failed write", n)
+		}
+	}
+	if err := l.Checkpoint(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("checkpoint on a full disk: %v, want ENOSPC", err)
+	}
+
+	fsys.FailWrite = nil
+	if _, err := l.Append(seqBatch(t, int(acked), 3, 0, 120), 0); err != nil {
+		t.Fatalf("append once the disk has room: %v", err)
+	}
+	if err := l.Checkpoint(); err != nil {
+		t.Fatalf("checkpoint once the disk has room: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
+	if l.LogEndOffset() != acked+3 {
+		t.Fatalf("log end %d, want %d", l.LogEndOffset(), acked+3)
+	}
 }

@@ -243,6 +243,11 @@ func (s *segment) sync() error {
 	if err := s.file.Sync(); err != nil {
 		return err
 	}
+	return s.persistIndexes()
+}
+
+// persistIndexes writes and fsyncs both indexes.
+func (s *segment) persistIndexes() error {
 	if err := s.index.persist(true); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,10 +173,10 @@ func TestBadInputMatrix(t *testing.T) {
 		})
 	}
 
-	t.Run("throttled while the disk is short of space", func(t *testing.T) {
+	t.Run("refused while the disk is short of space", func(t *testing.T) {
 		b1.stop(t)
-		// A broker does not start short of space (TestStartRefusesFullDisk):
-		// this one starts with room, then its disk runs short.
+		// This broker starts with room, then its disk runs short
+		// (TestStartsOnAFullDisk starts one short of it).
 		var free atomic.Int64
 		free.Store(1 << 40)
 		b := startBroker(t, b1.cfg, broker.WithFreeSpace(func(string) (int64, error) { return free.Load(), nil }))
@@ -188,8 +189,11 @@ func TestBadInputMatrix(t *testing.T) {
 		})
 		_, err := b.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "good", Batch: batchOf(t, "x")})
 		code, info, retry := errorInfo(err)
-		if code != codes.ResourceExhausted || info == nil || info.Reason != "THROTTLED" || info.Metadata["retriable"] != "true" || retry == nil || retry.RetryDelay.AsDuration() <= 0 {
-			t.Fatalf("got %v, want THROTTLED with a retry delay", err)
+		if code != codes.ResourceExhausted || info == nil || info.Reason != "STORAGE_FULL" || info.Metadata["retriable"] != "true" || retry == nil || retry.RetryDelay.AsDuration() <= 0 {
+			t.Fatalf("got %v, want STORAGE_FULL with a retry delay", err)
+		}
+		if want := fmt.Sprint(b1.cfg.Storage.MinFreeBytes - 1); info.Metadata["free_bytes"] != want || !strings.Contains(err.Error(), "storage.min_free_bytes") {
+			t.Fatalf("got %v (metadata %v), want free_bytes %s and the setting named", err, info.Metadata, want)
 		}
 		after, _ := b.readAll(t, "good", 0, 0)
 		if string(after) != string(before) {

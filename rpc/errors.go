@@ -59,6 +59,8 @@ var codeOf = map[broker.Reason]codes.Code{
 	// What the gRPC codes call an operation "not supported or not
 	// enabled in this service".
 	broker.ReasonTransactionsNotSupported: codes.Unimplemented,
+	// Like THROTTLED: a resource runs short, and the call may be retried.
+	broker.ReasonStorageFull: codes.ResourceExhausted,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

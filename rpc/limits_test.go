@@ -1,13 +1,11 @@
 package rpc
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,32 +310,34 @@ func TestReplicateHalfClose(t *testing.T) {
 	}
 }
 
-// TestStartRefusesFullDisk: a broker whose data dir has less free space
-// than storage.min_free_bytes refuses to start, before it opens its Raft
-// state, with an error naming the dir, the free bytes and the setting.
-func TestStartRefusesFullDisk(t *testing.T) {
+// TestStartsOnAFullDisk: a broker whose data dir has less free space than
+// storage.min_free_bytes starts, serves metadata, and refuses produce with
+// STORAGE_FULL (retriable, naming the setting) until space is freed; then
+// it takes produce without a restart. (e2e's TestRestartOnAFullDisk does
+// it on a file system that is really full.)
+func TestStartsOnAFullDisk(t *testing.T) {
 	cfg := brokerConfig(t, 1, t.TempDir())
 	cfg.Listen = "127.0.0.1:0"
-	cfg.Storage.MinFreeBytes = 1 << 60 // more than any disk has free: this one is "full"
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	b, err := broker.Start(ctx, cfg, quietLogger(), NewPeers(nil, ""))
-	if err == nil {
-		b.Close()
-		t.Fatal("a broker started on a disk below storage.min_free_bytes")
+	var free atomic.Int64
+	free.Store(int64(cfg.Storage.MinFreeBytes) - 1)
+	b := startBroker(t, cfg, broker.WithFreeSpace(func(string) (int64, error) { return free.Load(), nil }))
+	if _, err := b.admin.CreateTopic(testCtx(t), &stratav1.CreateTopicRequest{Name: "t", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatalf("create a topic on a full disk: %v", err)
 	}
-	if !errors.Is(err, broker.ErrLowDiskSpace) || ctx.Err() != nil {
-		t.Fatalf("start: %v (context %v); want ErrLowDiskSpace at once", err, ctx.Err())
+	waitUntil(t, "a leader of t/0", func() bool {
+		md, err := b.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{Topics: []string{"t"}})
+		return err == nil && md.Topics[0].Partitions[0].Leader == cfg.NodeID
+	})
+	_, err := b.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "t", Batch: batchOf(t, "x")})
+	code, info, retry := errorInfo(err)
+	if code != codes.ResourceExhausted || info == nil || info.Reason != "STORAGE_FULL" || info.Metadata["retriable"] != "true" || retry == nil {
+		t.Fatalf("produce on a full disk: %v; want a retriable STORAGE_FULL", err)
 	}
-	for _, want := range []string{cfg.DataDir, "bytes", "free", "storage.min_free_bytes"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("%q does not name %s", err, want)
-		}
+	if !strings.Contains(err.Error(), "storage.min_free_bytes") {
+		t.Fatalf("%v does not name storage.min_free_bytes", err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the Raft state was opened before the check: %v", err)
+	free.Store(int64(cfg.Storage.MinFreeBytes))
+	if _, err := b.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "t", Batch: batchOf(t, "x")}); err != nil {
+		t.Fatalf("produce once space is freed: %v", err)
 	}
-	// The same broker with room starts (and the data dir lock was let go).
-	cfg.Storage.MinFreeBytes = 1
-	startBroker(t, cfg)
 }

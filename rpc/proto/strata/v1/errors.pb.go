@@ -41,6 +41,8 @@ const (
 //	GROUP_NOT_EMPTY: "group", "members"
 //	INVALID_TIMESTAMP for a record's time: "timestamp", and "earliest" or
 //	  "latest" when a topic bound refused it
+//	STORAGE_FULL: "free_bytes", "min_free_bytes"; a google.rpc.RetryInfo
+//	  detail says when to retry
 type ErrorReason int32
 
 const (
@@ -149,6 +151,12 @@ const (
 	// Unimplemented: the batch is transactional, and Strata does not
 	// support transactions. Nothing was written.
 	ErrorReason_ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED ErrorReason = 32
+	// ResourceExhausted, retriable: the file system holding the broker's data
+	// dir has less free space than storage.min_free_bytes (or has none left),
+	// so the broker refuses produce until space is freed there; it goes on
+	// serving reads and metadata. Nothing was acknowledged. Retrying helps
+	// once space is freed, or once another broker leads the partition.
+	ErrorReason_ERROR_REASON_STORAGE_FULL ErrorReason = 33
 )
 
 // Enum value maps for ErrorReason.
@@ -187,6 +195,7 @@ var (
 		30: "ERROR_REASON_INVALID_TIMESTAMP",
 		31: "ERROR_REASON_INVALID_RECORD",
 		32: "ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED",
+		33: "ERROR_REASON_STORAGE_FULL",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                      0,
@@ -222,6 +231,7 @@ var (
 		"ERROR_REASON_INVALID_TIMESTAMP":                30,
 		"ERROR_REASON_INVALID_RECORD":                   31,
 		"ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED":       32,
+		"ERROR_REASON_STORAGE_FULL":                     33,
 	}
 )
 
@@ -256,7 +266,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\x8d\t\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xac\t\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -291,7 +301,8 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"\x1cERROR_REASON_GROUP_NOT_EMPTY\x10\x1d\x12\"\n" +
 	"\x1eERROR_REASON_INVALID_TIMESTAMP\x10\x1e\x12\x1f\n" +
 	"\x1bERROR_REASON_INVALID_RECORD\x10\x1f\x12+\n" +
-	"'ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED\x10 B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"'ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED\x10 \x12\x1d\n" +
+	"\x19ERROR_REASON_STORAGE_FULL\x10!B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once
