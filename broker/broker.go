@@ -163,6 +163,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	checkStartSpace(cfg.DataDir, cfg.Storage.MinFreeBytes, b.freeSpace, logger)
 	b.limits = newLimits(cfg, logger)
 
+	if err := checkStoreIdentity(cfg.DataDir, b.logsDir, cfg.ObjectStore, logger); err != nil {
+		return nil, err
+	}
 	b.storeMetrics = &objstore.Metrics{}
 	if b.store, err = openStore(ctx, cfg, b.storeMetrics); err != nil {
 		return nil, fmt.Errorf("broker: object store: %w", err)
