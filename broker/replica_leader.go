@@ -120,11 +120,9 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 				continue
 			}
 			ps := pushers[tp]
-			var step positionKind
-			if ps == nil {
-				step = positionStep(false, false, 0, pos.LeaderEpoch)
-			} else {
-				step = positionStep(true, ps.p == p, ps.epoch, pos.LeaderEpoch)
+			step := positionStartPusher
+			if ps != nil {
+				step = positionStep(ps.p == p, ps.epoch, pos.LeaderEpoch)
 			}
 			switch step {
 			case positionRestartPusher:

@@ -102,14 +102,13 @@ const (
 	positionAck                               // the pusher's follower moved
 )
 
-// positionStep places a counted position: a new pusher when none serves
-// the partition on this stream, or the one there serves another replica
-// object or epoch; else an acknowledgement.
-func positionStep(have bool, sameReplica bool, pusherEpoch, epoch int32) positionKind {
-	switch {
-	case !have:
-		return positionStartPusher
-	case !sameReplica || pusherEpoch != epoch:
+// positionStep places a counted position in epoch on a stream whose pusher
+// for the partition serves pusherEpoch, on the same replica object or not:
+// a new pusher when the partition was reopened or the follower follows a
+// new epoch, else an acknowledgement. (With no pusher there, a position
+// starts one: positionStartPusher.)
+func positionStep(sameReplica bool, pusherEpoch, epoch int32) positionKind {
+	if !sameReplica || pusherEpoch != epoch {
 		return positionRestartPusher
 	}
 	return positionAck

@@ -81,10 +81,9 @@ func TestChunkStep(t *testing.T) {
 }
 
 func TestPositionSteps(t *testing.T) {
-	if positionStep(false, false, 0, 4) != positionStartPusher ||
-		positionStep(true, true, 4, 4) != positionAck ||
-		positionStep(true, true, 3, 4) != positionRestartPusher ||
-		positionStep(true, false, 4, 4) != positionRestartPusher {
+	if positionStep(true, 4, 4) != positionAck ||
+		positionStep(true, 3, 4) != positionRestartPusher ||
+		positionStep(false, 4, 4) != positionRestartPusher {
 		t.Fatal("positionStep")
 	}
 	now := time.Now()

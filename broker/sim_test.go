@@ -1407,11 +1407,9 @@ func (b *simBroker) position(from int32, f *simFollow, pos int64) {
 		return
 	}
 	i := slices.IndexFunc(b.pushes, func(ps *simPush) bool { return ps.f == f })
-	var step positionKind
-	if i < 0 {
-		step = positionStep(false, false, 0, f.epoch)
-	} else {
-		step = positionStep(true, b.pushes[i].p == p, b.pushes[i].epoch, f.epoch)
+	step := positionStartPusher
+	if i >= 0 {
+		step = positionStep(b.pushes[i].p == p, b.pushes[i].epoch, f.epoch)
 	}
 	switch step {
 	case positionStartPusher:
