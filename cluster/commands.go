@@ -48,6 +48,7 @@ const (
 	cmdAddACLs          = "addACLs"
 	cmdRemoveACLs       = "removeACLs"
 	cmdDeleteGroup      = "deleteGroup"
+	cmdSaveGroup        = "saveGroup"
 )
 
 // header is the tag every command starts with.
@@ -111,6 +112,16 @@ type commitOffsetsCmd struct {
 type deleteGroupCmd struct {
 	header
 	Group string `json:"group"`
+}
+
+// saveGroupCmd replaces a consumer group's membership, written by the
+// group coordinator on the controller whenever it changes; a nil
+// Membership removes it (the group has no members). The whole membership
+// is written each time, so the last command applied is the group's state.
+type saveGroupCmd struct {
+	header
+	Group      string           `json:"group"`
+	Membership *GroupMembership `json:"membership,omitempty"`
 }
 
 // offsetCommitEntry is one partition's position in a commitOffsetsCmd and in
@@ -194,6 +205,7 @@ func (*changeLeaderCmd) typ() string       { return cmdChangeLeader }
 func (*changeISRCmd) typ() string          { return cmdChangeISR }
 func (*allocateProducerIDCmd) typ() string { return cmdAllocateProducer }
 func (*deleteGroupCmd) typ() string        { return cmdDeleteGroup }
+func (*saveGroupCmd) typ() string          { return cmdSaveGroup }
 
 // newCommand returns an empty command of the given type and version, or nil
 // if this build does not know it.
@@ -226,6 +238,8 @@ func newCommand(typ string, v int) command {
 		return &removeACLsCmd{}
 	case cmdDeleteGroup:
 		return &deleteGroupCmd{}
+	case cmdSaveGroup:
+		return &saveGroupCmd{}
 	}
 	return nil
 }
