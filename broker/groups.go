@@ -68,7 +68,7 @@ func (b *Broker) coordinator(ctx context.Context) (*group.Coordinator, error) {
 			MaxTopics:     cluster.MaxGroupTopics,
 			MaxPartitions: cluster.MaxGroupPartitions,
 			Persist: func(ctx context.Context, name string, s *group.State) error {
-				return b.meta.SaveGroupMembership(ctx, name, membershipOf(s))
+				return b.meta.SaveGroupMembership(ctx, term, name, membershipOf(s))
 			},
 			Confirm: func(ctx context.Context) error {
 				_, err := b.meta.VerifyController(ctx)

@@ -118,8 +118,13 @@ type deleteGroupCmd struct {
 // group coordinator on the controller whenever it changes; a nil
 // Membership removes it (the group has no members). The whole membership
 // is written each time, so the last command applied is the group's state.
+// Term is the Raft term of the coordinator that wrote it; the command
+// applies only in a log entry of that term, so a coordinator of an earlier
+// term on a broker that lost the lead and won it back cannot overwrite
+// what its successor resumed from.
 type saveGroupCmd struct {
 	header
+	Term       uint64           `json:"term"`
 	Group      string           `json:"group"`
 	Membership *GroupMembership `json:"membership,omitempty"`
 }

@@ -205,8 +205,11 @@ func (n *Node) DeleteGroup(ctx context.Context, group string) error {
 // resumes the group from it. A membership that breaks a rule
 // (validateGroupMembership) is refused with ErrInvalidGroupState before it
 // enters Raft.
-func (n *Node) SaveGroupMembership(ctx context.Context, group string, m *GroupMembership) error {
-	c := &saveGroupCmd{Group: group, Membership: m}
+//
+// term is the term the coordinator was started in (ControllerTerm): the
+// write applies only in a log entry of that term.
+func (n *Node) SaveGroupMembership(ctx context.Context, term uint64, group string, m *GroupMembership) error {
+	c := &saveGroupCmd{Term: term, Group: group, Membership: m}
 	if err := n.dryRun(c); err != nil {
 		return err
 	}

@@ -68,12 +68,12 @@ type applyResponse struct {
 // because transitions build the next state aside and install it only at the
 // end.
 func (f *fsm) Apply(l *raft.Log) any {
-	resp := f.apply(l.Index, l.Data)
+	resp := f.apply(l.Index, l.Term, l.Data)
 	f.index.Store(l.Index)
 	return resp
 }
 
-func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
+func (f *fsm) apply(index, term uint64, data []byte) (resp *applyResponse) {
 	defer func() {
 		if r := recover(); r != nil {
 			f.log.Error("cluster: panic while applying a command; refused it", "index", index, "panic", r, "stack", string(debug.Stack()))
@@ -84,6 +84,11 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 	if err != nil {
 		f.log.Warn("cluster: undecodable command in the raft log", "index", index, "err", err)
 		return &applyResponse{index: index, err: err}
+	}
+	if c, ok := cmd.(*saveGroupCmd); ok && c.Term != term {
+		// Written by a coordinator of another term (this node lost the lead
+		// and won it back meanwhile): its successor resumed without it.
+		return &applyResponse{index: index, err: errorf(ErrNotController, "a group membership written by the coordinator of term %d, applied in term %d", c.Term, term)}
 	}
 	cur := f.meta.Load()
 	ch, err := transition(cur, f.offsets.groups, f.nextProducerID, cmd)

@@ -23,7 +23,7 @@ func membership() *GroupMembership {
 
 func TestFSMSaveGroup(t *testing.T) {
 	h := threeBrokers(t)
-	h.ok(&saveGroupCmd{Group: "g", Membership: membership()})
+	h.ok(&saveGroupCmd{Term: 1, Group: "g", Membership: membership()})
 	got := h.f.memberships.all()
 	mustEqual(t, "membership", got["g"], membership())
 	held := got["g"]
@@ -31,12 +31,17 @@ func TestFSMSaveGroup(t *testing.T) {
 	// A later write replaces it whole; the value handed out is unchanged.
 	next := membership()
 	next.Members = next.Members[:1]
-	h.ok(&saveGroupCmd{Group: "g", Membership: next})
+	h.ok(&saveGroupCmd{Term: 1, Group: "g", Membership: next})
 	mustEqual(t, "replaced", h.f.memberships.all()["g"], next)
 	mustEqual(t, "held", held, membership())
 
+	// A write of another term (a coordinator that outlived its term) is
+	// refused.
+	h.refused(&saveGroupCmd{Term: 2, Group: "g"}, ErrNotController)
+	mustEqual(t, "after a write of another term", h.f.memberships.all()["g"], next)
+
 	// Nil removes it.
-	h.ok(&saveGroupCmd{Group: "g"})
+	h.ok(&saveGroupCmd{Term: 1, Group: "g"})
 	if _, ok := h.f.memberships.all()["g"]; ok {
 		t.Fatal("membership still there after removal")
 	}
@@ -47,7 +52,7 @@ func TestFSMSaveGroup(t *testing.T) {
 // nothing.
 func TestFSMRefusesBadGroupStates(t *testing.T) {
 	h := threeBrokers(t)
-	h.ok(&saveGroupCmd{Group: "g", Membership: membership()})
+	h.ok(&saveGroupCmd{Term: 1, Group: "g", Membership: membership()})
 	before := h.stateJSON()
 	for what, mut := range map[string]func(m *GroupMembership){
 		"two owners":             func(m *GroupMembership) { m.Members[1].Granted["t"] = [][2]int32{{1, 1}, {2, 1}} },
@@ -70,7 +75,7 @@ func TestFSMRefusesBadGroupStates(t *testing.T) {
 	} {
 		m := membership()
 		mut(m)
-		if err := h.refused(&saveGroupCmd{Group: "g", Membership: m}, ErrInvalidGroupState); err == nil {
+		if err := h.refused(&saveGroupCmd{Term: 1, Group: "g", Membership: m}, ErrInvalidGroupState); err == nil {
 			t.Fatalf("%s: accepted", what)
 		}
 		if !bytes.Equal(h.stateJSON(), before) {
@@ -82,8 +87,8 @@ func TestFSMRefusesBadGroupStates(t *testing.T) {
 		many.Members = append(many.Members, GroupMember{ID: fmt.Sprintf("z%04d", len(many.Members)),
 			Topics: []string{"t"}, SessionTimeoutMs: 1, RebalanceTimeoutMs: 1})
 	}
-	h.refused(&saveGroupCmd{Group: "g", Membership: many}, ErrInvalidGroupState)
-	h.refused(&saveGroupCmd{Group: "", Membership: membership()}, ErrInvalidGroupState)
+	h.refused(&saveGroupCmd{Term: 1, Group: "g", Membership: many}, ErrInvalidGroupState)
+	h.refused(&saveGroupCmd{Term: 1, Group: "", Membership: membership()}, ErrInvalidGroupState)
 }
 
 // TestSnapshotCarriesMemberships: a snapshot restores every group's
@@ -91,14 +96,14 @@ func TestFSMRefusesBadGroupStates(t *testing.T) {
 // a bad membership is refused whole.
 func TestSnapshotCarriesMemberships(t *testing.T) {
 	src := richState(t)
-	src.ok(&saveGroupCmd{Group: "billing", Membership: membership()})
+	src.ok(&saveGroupCmd{Term: 1, Group: "billing", Membership: membership()})
 	other := membership()
 	other.Assignor = "range"
-	src.ok(&saveGroupCmd{Group: "audit", Membership: other})
+	src.ok(&saveGroupCmd{Term: 1, Group: "audit", Membership: other})
 	data := snapshotBytes(t, src.f)
 
 	dst := newFSMHarness(t)
-	dst.ok(&saveGroupCmd{Group: "stale", Membership: membership()})
+	dst.ok(&saveGroupCmd{Term: 1, Group: "stale", Membership: membership()})
 	if err := dst.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
