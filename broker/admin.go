@@ -443,10 +443,24 @@ func (b *Broker) commitOffsets(ctx context.Context, group string, reqs []cluster
 }
 
 // FetchOffsets returns a group's positions: in the partitions named, or in
-// every partition it committed.
-func (b *Broker) FetchOffsets(group string, partitions []TopicPartition) []CommittedOffset {
+// every partition it committed. Only the controller answers, once it has
+// confirmed through Raft that it still is (a deposed one answering from its
+// own state could show positions older than those committed since); any
+// other broker answers not-the-controller and the call is forwarded.
+func (b *Broker) FetchOffsets(ctx context.Context, group string, partitions []TopicPartition) ([]CommittedOffset, error) {
 	if b.replica != nil {
-		return nil // committed offsets live in the writing cluster's metadata
+		return nil, nil // committed offsets live in the writing cluster's metadata
+	}
+	if _, err := b.meta.VerifyController(ctx); err != nil {
+		return nil, clusterError(err)
+	}
+	return b.committedOffsets(group, partitions), nil
+}
+
+// committedOffsets reads a group's positions from this broker's metadata.
+func (b *Broker) committedOffsets(group string, partitions []TopicPartition) []CommittedOffset {
+	if b.replica != nil {
+		return nil
 	}
 	var out []CommittedOffset
 	add := func(tp TopicPartition, c cluster.OffsetCommit) {

@@ -1,9 +1,13 @@
 package broker
 
 // Consumer groups. The controller coordinates every group (package group):
-// membership lives in its memory, under its Raft term, and committed offsets
-// in the Raft state. Any other broker refuses group calls as not the
-// controller, and the rpc layer forwards them there.
+// membership lives in its memory, under its Raft term, and is written to the
+// Raft state whenever it changes (cluster.Node.SaveGroupMembership) before
+// any answer that depends on it leaves; committed offsets live in the Raft
+// state too. A controller starting a term resumes every group from there.
+// Any other broker refuses group calls as not the controller, and the rpc
+// layer forwards them there; a controller answers reads (members, committed
+// offsets) only after confirming through Raft that it still is one.
 
 import (
 	"cmp"
@@ -26,7 +30,8 @@ const (
 )
 
 // groupCoordination holds the coordinator of the term this broker leads the
-// metadata group in; a new term starts a new, empty coordinator.
+// metadata group in; a new term starts a new coordinator, resumed from the
+// memberships in the Raft state.
 type groupCoordination struct {
 	mu   sync.Mutex
 	term uint64
@@ -59,11 +64,43 @@ func (b *Broker) coordinator(ctx context.Context) (*group.Coordinator, error) {
 			},
 			IsCoordinator: b.meta.IsController,
 			MaxGroups:     b.cfg.Limits.MaxGroups,
-			Log:           b.log,
+			MaxMembers:    cluster.MaxGroupMembers,
+			MaxTopics:     cluster.MaxGroupTopics,
+			MaxPartitions: cluster.MaxGroupPartitions,
+			Persist: func(ctx context.Context, name string, s *group.State) error {
+				return b.meta.SaveGroupMembership(ctx, term, name, membershipOf(s))
+			},
+			Confirm: func(ctx context.Context) error {
+				_, err := b.meta.VerifyController(ctx)
+				return err
+			},
+			Log: b.log,
 		})
+		// ControllerTerm waited until this broker applied everything its
+		// predecessors committed, so these are the groups as they left them.
+		if err := gc.c.Resume(groupStates(b.meta.GroupMemberships())); err != nil {
+			b.log.Error("groups: some groups could not be resumed; their members will find themselves unknown and join again", "err", err)
+		}
 		gc.term = term
 	}
 	return gc.c, nil
+}
+
+// verifiedCoordinator is coordinator for reads: it also confirms through
+// Raft that this broker is still the controller and has applied everything
+// committed before the call (cluster.Node.VerifyController), so a deposed
+// controller that does not know it yet never answers from its stale
+// members or offsets; it answers not-the-controller and the call is
+// forwarded.
+func (b *Broker) verifiedCoordinator(ctx context.Context) (*group.Coordinator, error) {
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.meta.VerifyController(ctx); err != nil {
+		return nil, clusterError(err)
+	}
+	return c, nil
 }
 
 // closeGroups ends the coordinator when the broker stops.
@@ -109,6 +146,12 @@ func (b *Broker) groupHeartbeat(ctx context.Context, hb group.Heartbeat) (group.
 	}
 	if len(hb.Topics) > maxGroupTopics {
 		return group.Answer{}, refuse(ReasonInvalidRequest, nil, "a member subscribes to %d topics; at most %d", len(hb.Topics), maxGroupTopics)
+	}
+	if len(hb.ClientID) > cluster.MaxGroupStringLen {
+		return group.Answer{}, refuse(ReasonInvalidRequest, nil, "a client id of %d bytes; at most %d", len(hb.ClientID), cluster.MaxGroupStringLen)
+	}
+	if len(hb.Host) > cluster.MaxGroupStringLen {
+		hb.Host = hb.Host[:cluster.MaxGroupStringLen] // display only
 	}
 	if len(hb.Owned) > maxGroupOwned {
 		return group.Answer{}, refuse(ReasonInvalidRequest, nil, "a member reports %d partitions; at most %d", len(hb.Owned), maxGroupOwned)
@@ -171,7 +214,7 @@ type GroupSummary = group.Summary
 // ListGroups returns every group with members or committed offsets, by
 // name.
 func (b *Broker) ListGroups(ctx context.Context) ([]GroupSummary, error) {
-	c, err := b.coordinator(ctx)
+	c, err := b.verifiedCoordinator(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -201,12 +244,12 @@ func (b *Broker) DescribeGroup(ctx context.Context, name string) (GroupDescripti
 	if err := validGroupName(name); err != nil {
 		return GroupDescription{}, err
 	}
-	c, err := b.coordinator(ctx)
+	c, err := b.verifiedCoordinator(ctx)
 	if err != nil {
 		return GroupDescription{}, err
 	}
 	d, ok := c.Describe(name)
-	offsets := b.FetchOffsets(name, nil)
+	offsets := b.committedOffsets(name, nil)
 	if !ok && len(offsets) == 0 {
 		return GroupDescription{}, refuse(ReasonGroupNotFound, nil, "consumer group %q has no members and no committed offsets", name).with("group", name)
 	}
@@ -236,7 +279,7 @@ func (b *Broker) ResetGroupOffsets(ctx context.Context, name string, offsets []C
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.Clear(name, force, func() error { return b.commitOffsets(ctx, name, reqs) })
+	n, err := c.Clear(ctx, name, force, func() error { return b.commitOffsets(ctx, name, reqs) })
 	if err != nil {
 		return n, b.groupError(ctx, name, "", err)
 	}
@@ -257,7 +300,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, name string, force bool) (int,
 	if members == 0 && len(b.meta.CommittedOffsets(name)) == 0 {
 		return 0, refuse(ReasonGroupNotFound, nil, "consumer group %q has no members and no committed offsets", name).with("group", name)
 	}
-	n, err := c.Clear(name, force, func() error {
+	n, err := c.Clear(ctx, name, force, func() error {
 		err := b.meta.DeleteGroup(ctx, name)
 		if errors.Is(err, cluster.ErrGroupNotFound) {
 			return nil // members only: removing them was the whole job

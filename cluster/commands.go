@@ -48,6 +48,7 @@ const (
 	cmdAddACLs          = "addACLs"
 	cmdRemoveACLs       = "removeACLs"
 	cmdDeleteGroup      = "deleteGroup"
+	cmdSaveGroup        = "saveGroup"
 )
 
 // header is the tag every command starts with.
@@ -111,6 +112,21 @@ type commitOffsetsCmd struct {
 type deleteGroupCmd struct {
 	header
 	Group string `json:"group"`
+}
+
+// saveGroupCmd replaces a consumer group's membership, written by the
+// group coordinator on the controller whenever it changes; a nil
+// Membership removes it (the group has no members). The whole membership
+// is written each time, so the last command applied is the group's state.
+// Term is the Raft term of the coordinator that wrote it; the command
+// applies only in a log entry of that term, so a coordinator of an earlier
+// term on a broker that lost the lead and won it back cannot overwrite
+// what its successor resumed from.
+type saveGroupCmd struct {
+	header
+	Term       uint64           `json:"term"`
+	Group      string           `json:"group"`
+	Membership *GroupMembership `json:"membership,omitempty"`
 }
 
 // offsetCommitEntry is one partition's position in a commitOffsetsCmd and in
@@ -194,6 +210,7 @@ func (*changeLeaderCmd) typ() string       { return cmdChangeLeader }
 func (*changeISRCmd) typ() string          { return cmdChangeISR }
 func (*allocateProducerIDCmd) typ() string { return cmdAllocateProducer }
 func (*deleteGroupCmd) typ() string        { return cmdDeleteGroup }
+func (*saveGroupCmd) typ() string          { return cmdSaveGroup }
 
 // newCommand returns an empty command of the given type and version, or nil
 // if this build does not know it.
@@ -226,6 +243,8 @@ func newCommand(typ string, v int) command {
 		return &removeACLsCmd{}
 	case cmdDeleteGroup:
 		return &deleteGroupCmd{}
+	case cmdSaveGroup:
+		return &saveGroupCmd{}
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/strata-log/strata/security"
 )
@@ -193,6 +196,70 @@ func (n *Node) DeleteGroup(ctx context.Context, group string) error {
 	}
 	_, err := n.propose(ctx, &deleteGroupCmd{Group: group})
 	return err
+}
+
+// SaveGroupMembership writes a consumer group's whole membership, replacing
+// the one written before; nil removes it (the group has no members). Only
+// the group coordinator on the controller calls it, before it answers a
+// member with anything the membership records, so that a new controller
+// resumes the group from it. A membership that breaks a rule
+// (validateGroupMembership) is refused with ErrInvalidGroupState before it
+// enters Raft.
+//
+// term is the term the coordinator was started in (ControllerTerm): the
+// write applies only in a log entry of that term.
+func (n *Node) SaveGroupMembership(ctx context.Context, term uint64, group string, m *GroupMembership) error {
+	c := &saveGroupCmd{Term: term, Group: group, Membership: m}
+	if err := n.dryRun(c); err != nil {
+		return err
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return err
+	}
+	_, err := n.propose(ctx, c)
+	return err
+}
+
+// GroupMemberships returns every consumer group's membership as last
+// written; the map is the caller's, its values shared and read-only.
+func (n *Node) GroupMemberships() map[string]*GroupMembership {
+	m := n.fsm.memberships.all()
+	if m == nil {
+		m = map[string]*GroupMembership{}
+	}
+	return m
+}
+
+// VerifyController returns, like ControllerTerm, the term this node leads
+// the metadata group in, but only after a barrier entry of that term has
+// committed and every entry before it is applied here. A leader that was
+// paused or cut off may still believe it leads while another has been
+// elected and committed more; ControllerTerm alone would let it answer
+// from its stale state. A deposed leader cannot commit an entry, so this
+// fails on it (a *NotControllerError, which callers forward) and on the
+// controller it returns with the local state at least as new as anything
+// committed before the call. Reads that must not go back in time (a
+// group's committed offsets, its members) call it before answering. It
+// costs one Raft round trip.
+func (n *Node) VerifyController(ctx context.Context) (uint64, error) {
+	term, err := n.ControllerTerm(ctx)
+	if err != nil {
+		return 0, err
+	}
+	timeout, err := applyTimeout(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := n.await(ctx, n.raft.Barrier(timeout)); err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) && n.raft.State() != raft.Leader {
+			return 0, n.notController() // deposed: nothing was written, a read can go elsewhere
+		}
+		return 0, err
+	}
+	if n.raft.CurrentTerm() != term || n.raft.State() != raft.Leader {
+		return 0, n.notController()
+	}
+	return term, nil
 }
 
 // ControllerTerm returns the Raft term this node leads the metadata group

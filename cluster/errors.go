@@ -53,6 +53,11 @@ var (
 	// ErrInvalidACL: an ACL that security.ACL.Validate refuses; the error
 	// names the ACL and the rule it breaks.
 	ErrInvalidACL = errors.New("cluster: invalid ACL")
+	// ErrInvalidGroupState: a consumer group's membership, as its
+	// coordinator writes it, breaks a rule (two members granted one
+	// partition, a grant newer than its member's epoch, a bound exceeded);
+	// the error names the rule.
+	ErrInvalidGroupState = errors.New("cluster: invalid consumer group state")
 	// ErrTooManyACLs: the change would store more than MaxACLs ACLs, or one
 	// call names more than that.
 	ErrTooManyACLs = errors.New("cluster: too many ACLs")

@@ -22,6 +22,8 @@ type fsm struct {
 	meta atomic.Pointer[Metadata]
 	// offsets holds committed consumer offsets.
 	offsets offsetTable
+	// memberships holds consumer groups' memberships (groups.go).
+	memberships membershipTable
 	// nextProducerID is the producer id the next allocation hands out.
 	// Only the FSM goroutine touches it (Apply, Snapshot, Restore).
 	nextProducerID int64
@@ -66,12 +68,12 @@ type applyResponse struct {
 // because transitions build the next state aside and install it only at the
 // end.
 func (f *fsm) Apply(l *raft.Log) any {
-	resp := f.apply(l.Index, l.Data)
+	resp := f.apply(l.Index, l.Term, l.Data)
 	f.index.Store(l.Index)
 	return resp
 }
 
-func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
+func (f *fsm) apply(index, term uint64, data []byte) (resp *applyResponse) {
 	defer func() {
 		if r := recover(); r != nil {
 			f.log.Error("cluster: panic while applying a command; refused it", "index", index, "panic", r, "stack", string(debug.Stack()))
@@ -82,6 +84,11 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 	if err != nil {
 		f.log.Warn("cluster: undecodable command in the raft log", "index", index, "err", err)
 		return &applyResponse{index: index, err: err}
+	}
+	if c, ok := cmd.(*saveGroupCmd); ok && c.Term != term {
+		// Written by a coordinator of another term (this node lost the lead
+		// and won it back meanwhile): its successor resumed without it.
+		return &applyResponse{index: index, err: errorf(ErrNotController, "a group membership written by the coordinator of term %d, applied in term %d", c.Term, term)}
 	}
 	cur := f.meta.Load()
 	ch, err := transition(cur, f.offsets.groups, f.nextProducerID, cmd)
@@ -98,6 +105,7 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 	}
 	next.Version = index
 	f.offsets.install(ch.offsets)
+	f.memberships.install(ch.memberships)
 	if ch.producerID != 0 {
 		f.nextProducerID = ch.producerID + 1
 	}
@@ -107,13 +115,15 @@ func (f *fsm) apply(index uint64, data []byte) (resp *applyResponse) {
 }
 
 // Snapshot captures the state in O(groups): Metadata is immutable and the
-// offset table is copied shallowly (its group maps are immutable), so
+// offset and membership tables are copied shallowly (their values are
+// immutable), so
 // Persist can encode it while Apply goes on.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{
 		index:          f.index.Load(),
 		meta:           f.meta.Load(),
 		offsets:        f.offsets.snapshot(),
+		memberships:    f.memberships.snapshot(),
 		nextProducerID: f.nextProducerID,
 	}, nil
 }
@@ -128,6 +138,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("cluster: restore snapshot: %w", err)
 	}
 	f.offsets.replace(s.offsets)
+	f.memberships.replace(s.memberships)
 	f.nextProducerID = s.nextProducerID
 	f.meta.Store(s.meta)
 	f.index.Store(s.index)
@@ -140,12 +151,13 @@ type fsmSnapshot struct {
 	index          uint64
 	meta           *Metadata
 	offsets        map[string]groupOffsets
+	memberships    map[string]*GroupMembership
 	nextProducerID int64
 }
 
 // Persist writes the snapshot as JSON to the sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := encodeSnapshot(sink, s.index, s.meta, s.offsets, s.nextProducerID); err != nil {
+	if err := encodeSnapshot(sink, s.index, s.meta, s.offsets, s.memberships, s.nextProducerID); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("cluster: persist snapshot: %w", err)
 	}

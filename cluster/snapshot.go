@@ -15,8 +15,9 @@ import (
 // added the producer id counter; a version 1 snapshot (written before there
 // was one) restores with the counter at FirstProducerID. Version 3 added
 // the ACLs; a version 1 or 2 snapshot (written before there were any)
-// restores with none.
-const snapshotVersion = 3
+// restores with none. Version 4 added consumer group memberships; an older
+// snapshot restores with none (their coordinators kept them in memory).
+const snapshotVersion = 4
 
 // snapshotFile is the whole state as one JSON document. Lists are sorted
 // (brokers by id, topics by name, groups by name, offsets by topic and
@@ -34,6 +35,15 @@ type snapshotFile struct {
 	NextProducerID int64 `json:"nextProducerId"`
 	// ACLs in the order they were added (version 3 on).
 	ACLs []aclEntry `json:"acls,omitempty"`
+	// Memberships of consumer groups with members, by group (version 4
+	// on).
+	Memberships []membershipSnapshot `json:"memberships,omitempty"`
+}
+
+// membershipSnapshot is one consumer group's membership in a snapshot.
+type membershipSnapshot struct {
+	Group      string           `json:"group"`
+	Membership *GroupMembership `json:"membership"`
 }
 
 // groupSnapshot is one consumer group's offsets in a snapshot.
@@ -43,7 +53,7 @@ type groupSnapshot struct {
 }
 
 // encodeSnapshot writes the state to w.
-func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[string]groupOffsets, nextProducerID int64) error {
+func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[string]groupOffsets, memberships map[string]*GroupMembership, nextProducerID int64) error {
 	s := snapshotFile{
 		V:              snapshotVersion,
 		Index:          index,
@@ -74,6 +84,10 @@ func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[strin
 		s.Groups = append(s.Groups, g)
 	}
 	slices.SortFunc(s.Groups, func(a, b groupSnapshot) int { return cmp.Compare(a.Group, b.Group) })
+	for group, m := range memberships {
+		s.Memberships = append(s.Memberships, membershipSnapshot{Group: group, Membership: m})
+	}
+	slices.SortFunc(s.Memberships, func(a, b membershipSnapshot) int { return cmp.Compare(a.Group, b.Group) })
 
 	bw := bufio.NewWriterSize(w, 64<<10)
 	if err := json.NewEncoder(bw).Encode(&s); err != nil {
@@ -87,6 +101,7 @@ type restoredState struct {
 	index          uint64
 	meta           *Metadata
 	offsets        map[string]groupOffsets
+	memberships    map[string]*GroupMembership
 	nextProducerID int64
 }
 
@@ -107,13 +122,29 @@ func decodeSnapshot(r io.Reader) (*restoredState, error) {
 	switch {
 	case s.V == 1 && s.NextProducerID == 0:
 		s.NextProducerID = FirstProducerID
-	case s.V != 2 && s.V != snapshotVersion:
+	case s.V != 2 && s.V != 3 && s.V != snapshotVersion:
 		return nil, fmt.Errorf("unknown snapshot version %d", s.V)
 	case s.NextProducerID < FirstProducerID:
 		return nil, fmt.Errorf("producer id counter %d is below the first producer id %d", s.NextProducerID, FirstProducerID)
 	}
 	if s.V < 3 && len(s.ACLs) > 0 {
 		return nil, fmt.Errorf("a version %d snapshot has ACLs, which came with version 3", s.V)
+	}
+	if s.V < 4 && len(s.Memberships) > 0 {
+		return nil, fmt.Errorf("a version %d snapshot has group memberships, which came with version 4", s.V)
+	}
+	memberships := make(map[string]*GroupMembership, len(s.Memberships))
+	for _, g := range s.Memberships {
+		if _, dup := memberships[g.Group]; dup {
+			return nil, fmt.Errorf("group %q has two memberships", g.Group)
+		}
+		if g.Membership == nil {
+			return nil, fmt.Errorf("group %q: null membership", g.Group)
+		}
+		if err := validateGroupMembership(g.Group, g.Membership); err != nil {
+			return nil, err
+		}
+		memberships[g.Group] = g.Membership
 	}
 	meta := &Metadata{
 		Version: s.Version,
@@ -171,7 +202,7 @@ func decodeSnapshot(r io.Reader) (*restoredState, error) {
 	if meta.acls, err = snapshotACLs(s.ACLs); err != nil {
 		return nil, err
 	}
-	return &restoredState{index: s.Index, meta: meta, offsets: offsets, nextProducerID: s.NextProducerID}, nil
+	return &restoredState{index: s.Index, meta: meta, offsets: offsets, memberships: memberships, nextProducerID: s.NextProducerID}, nil
 }
 
 // snapshotACLs decodes and checks a snapshot's ACLs: nil for none, as the

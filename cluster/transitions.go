@@ -34,6 +34,8 @@ type change struct {
 	producerID int64
 	// removed is how many ACLs a removeACLs command removed.
 	removed int
+	// memberships are the group memberships to replace; nil removes one.
+	memberships map[string]*GroupMembership
 }
 
 // transition validates c against the state and computes its change.
@@ -72,6 +74,17 @@ func transition(cur *Metadata, offsets map[string]groupOffsets, nextProducerID i
 		}
 		// The counter moves as if Above had been handed out.
 		return change{producerID: c.Above}, nil
+	case *saveGroupCmd:
+		if c.Membership != nil {
+			if err := validateGroupMembership(c.Group, c.Membership); err != nil {
+				return change{}, err
+			}
+		} else if err := ValidateGroupName(c.Group); err != nil {
+			return change{}, errorf(ErrInvalidGroupState, "%v", err)
+		}
+		// The command is the group's whole membership: it replaces the
+		// previous one, which it does not read.
+		return change{memberships: map[string]*GroupMembership{c.Group: c.Membership}}, nil
 	case *addACLsCmd:
 		return applyAddACLs(cur, c)
 	case *removeACLsCmd:

@@ -271,3 +271,141 @@ func validateACLs(acls []security.ACL) error {
 	}
 	return nil
 }
+
+// validateGroupMembership checks a consumer group's membership as a
+// saveGroup command or a snapshot carries it. Beyond the shape and the
+// bounds it holds the coordinator's promise: no partition is granted to
+// two members, and no target gives a partition to two members; a grant
+// is no newer than its member's epoch, and the latest answer (Sent) named
+// only granted partitions.
+func validateGroupMembership(group string, m *GroupMembership) error {
+	if err := ValidateGroupName(group); err != nil {
+		return errorf(ErrInvalidGroupState, "%v", err)
+	}
+	bad := func(format string, args ...any) error {
+		return errorf(ErrInvalidGroupState, "group %q: %s", group, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case m.Assignor == "" || len(m.Assignor) > MaxGroupStringLen:
+		return bad("assignor name of %d bytes: want 1 to %d", len(m.Assignor), MaxGroupStringLen)
+	case m.Epoch < 0:
+		return bad("group epoch %d is negative", m.Epoch)
+	case len(m.Members) == 0 || len(m.Members) > MaxGroupMembers:
+		return bad("%d members: want 1 to %d", len(m.Members), MaxGroupMembers)
+	case len(m.Counts) > MaxGroupTopics:
+		return bad("partition counts of %d topics: at most %d", len(m.Counts), MaxGroupTopics)
+	}
+	total := 0
+	for topic, n := range m.Counts {
+		if err := ValidateTopicName(topic); err != nil {
+			return bad("%v", err)
+		}
+		if n < 0 || n > MaxPartitions {
+			return bad("topic %q has %d partitions: want 0 to %d", topic, n, MaxPartitions)
+		}
+		total += int(n)
+	}
+	if total > MaxGroupPartitions {
+		return bad("its topics have %d partitions: at most %d", total, MaxGroupPartitions)
+	}
+	topics := map[string]bool{}
+	granted := map[TopicPartition]string{}
+	targeted := map[TopicPartition]string{}
+	entries := 0
+	for i, mb := range m.Members {
+		switch {
+		case mb.ID == "" || len(mb.ID) > MaxGroupStringLen:
+			return bad("member id of %d bytes: want 1 to %d", len(mb.ID), MaxGroupStringLen)
+		case i > 0 && m.Members[i-1].ID >= mb.ID:
+			return bad("members not sorted by id, or member %q twice", mb.ID)
+		case len(mb.ClientID) > MaxGroupStringLen || len(mb.Host) > MaxGroupStringLen:
+			return bad("member %q: client id or host longer than %d bytes", mb.ID, MaxGroupStringLen)
+		case len(mb.Topics) == 0:
+			return bad("member %q subscribes to no topic", mb.ID)
+		case mb.SessionTimeoutMs <= 0 || mb.RebalanceTimeoutMs <= 0:
+			return bad("member %q: timeouts must be positive", mb.ID)
+		case mb.Epoch < 0:
+			return bad("member %q: epoch %d is negative", mb.ID, mb.Epoch)
+		}
+		for j, topic := range mb.Topics {
+			if err := ValidateTopicName(topic); err != nil {
+				return bad("member %q: %v", mb.ID, err)
+			}
+			if j > 0 && mb.Topics[j-1] >= topic {
+				return bad("member %q: topics not sorted, or %q twice", mb.ID, topic)
+			}
+			topics[topic] = true
+		}
+		if len(topics) > MaxGroupTopics {
+			return bad("its members subscribe to more than %d topics", MaxGroupTopics)
+		}
+		target, n, err := partitionSet(mb.Target)
+		if err != nil {
+			return bad("member %q target: %v", mb.ID, err)
+		}
+		entries += n
+		for tp := range target {
+			if other, ok := targeted[tp]; ok {
+				return bad("%s/%d is in the targets of members %q and %q", tp.Topic, tp.Partition, other, mb.ID)
+			}
+			targeted[tp] = mb.ID
+		}
+		sent, n, err := partitionSet(mb.Sent)
+		if err != nil {
+			return bad("member %q sent: %v", mb.ID, err)
+		}
+		entries += n
+		own := map[TopicPartition]bool{}
+		for topic, pairs := range mb.Granted {
+			if err := ValidateTopicName(topic); err != nil {
+				return bad("member %q granted: %v", mb.ID, err)
+			}
+			for k, pe := range pairs {
+				p, e := pe[0], pe[1]
+				if p < 0 || p >= MaxPartitions || (k > 0 && pairs[k-1][0] >= p) {
+					return bad("member %q granted: partitions of %q not sorted, out of range or twice", mb.ID, topic)
+				}
+				if e < 1 || e > mb.Epoch {
+					return bad("member %q: %s/%d granted with epoch %d; want 1 to its epoch %d", mb.ID, topic, p, e, mb.Epoch)
+				}
+				tp := TopicPartition{topic, p}
+				if other, ok := granted[tp]; ok {
+					return bad("%s/%d is granted to members %q and %q", topic, p, other, mb.ID)
+				}
+				granted[tp] = mb.ID
+				own[tp] = true
+				entries++
+			}
+		}
+		for tp := range sent {
+			if !own[tp] {
+				return bad("member %q was sent %s/%d, which it was not granted", mb.ID, tp.Topic, tp.Partition)
+			}
+		}
+		if entries > 3*MaxGroupPartitions {
+			return bad("more than %d partition entries", 3*MaxGroupPartitions)
+		}
+	}
+	return nil
+}
+
+// partitionSet checks a PartitionSet and returns its partitions and their
+// number.
+func partitionSet(s PartitionSet) (map[TopicPartition]bool, int, error) {
+	out := map[TopicPartition]bool{}
+	for topic, parts := range s {
+		if err := ValidateTopicName(topic); err != nil {
+			return nil, 0, err
+		}
+		for k, p := range parts {
+			if p < 0 || p >= MaxPartitions || (k > 0 && parts[k-1] >= p) {
+				return nil, 0, fmt.Errorf("partitions of %q not sorted, out of range or twice", topic)
+			}
+			out[TopicPartition{topic, p}] = true
+		}
+		if len(out) > MaxGroupPartitions {
+			return nil, 0, fmt.Errorf("more than %d partitions", MaxGroupPartitions)
+		}
+	}
+	return out, len(out), nil
+}

@@ -49,6 +49,23 @@ type Config struct {
 	IsCoordinator func() bool
 	// MaxMembers bounds the members of one group; 0 means 1000.
 	MaxMembers int
+	// MaxTopics bounds the distinct topics a group's members subscribe
+	// to, and MaxPartitions the partitions of those topics, so that the
+	// state Persist writes stays bounded; 0 means no bound.
+	MaxTopics, MaxPartitions int
+	// Persist makes a group's state durable (nil: it has no members
+	// left); see State. The coordinator calls it, under the group's lock,
+	// whenever the state changed, before any answer leaves: a heartbeat's,
+	// a leave's or a forced removal's. An error fails the call, and the
+	// state is written again with the next one. Nil means nothing is
+	// persisted (tests).
+	Persist func(ctx context.Context, group string, s *State) error
+	// Confirm reports whether this node is still the coordinator, checked
+	// with the other brokers (not from local belief), before a heartbeat
+	// is answered from memory alone, without a Persist that would have
+	// proved it: a deposed controller that does not know it yet must not
+	// tell a member it may go on owning its partitions. Nil means always.
+	Confirm func(ctx context.Context) error
 	// MaxGroups bounds the groups with members; 0 means no bound.
 	MaxGroups int
 	Now       func() time.Time // default time.Now
@@ -106,6 +123,9 @@ type group struct {
 	// a different answer: a new target or a partition given up.
 	changed chan struct{}
 	gone    bool // removed from the coordinator: its last member left
+	// dirty is set when the state Persist writes (State) changed since it
+	// was last written.
+	dirty bool
 }
 
 type member struct {
@@ -210,9 +230,9 @@ func (c *Coordinator) lockGroup(name string, create bool) (*group, error) {
 
 // unlockGroup unlocks g, removing it from the coordinator when it has no
 // members left (committed offsets live elsewhere; an empty group needs no
-// state here).
+// state here) and that is written.
 func (c *Coordinator) unlockGroup(g *group) {
-	if len(g.members) == 0 && !g.gone {
+	if len(g.members) == 0 && !g.gone && !g.dirty {
 		g.gone = true
 		c.mu.Lock()
 		if c.groups[g.name] == g {
@@ -245,23 +265,40 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (Answer, erro
 		return Answer{}, fmt.Errorf("%w: group %q has no member %q", ErrUnknownMember, hb.Group, hb.MemberID)
 	}
 	defer func() { c.unlockGroup(g) }()
+	ans, err, persisted := c.heartbeatLocked(ctx, g, hb)
+	if err := c.flush(ctx, g); err != nil {
+		return Answer{}, err
+	}
+	if err == nil && !persisted && c.cfg.Confirm != nil {
+		if cerr := c.cfg.Confirm(ctx); cerr != nil {
+			return Answer{}, fmt.Errorf("%w: %w", ErrNotCoordinator, cerr)
+		}
+	}
+	return ans, err
+}
+
+// heartbeatLocked is Heartbeat with the group locked; the caller makes the
+// group's state durable before the answer leaves (flush). persisted tells
+// whether the state was written during the call.
+func (c *Coordinator) heartbeatLocked(ctx context.Context, g *group, hb Heartbeat) (_ Answer, _ error, persisted bool) {
 	now := c.cfg.Now()
 	c.expire(g, now)
 
 	var m *member
+	var err error
 	switch hb.MemberEpoch {
 	case LeaveEpoch:
 		if m = g.members[hb.MemberID]; m != nil {
 			c.remove(g, m, "left")
 		}
-		return Answer{MemberID: hb.MemberID, MemberEpoch: LeaveEpoch}, nil
+		return Answer{MemberID: hb.MemberID, MemberEpoch: LeaveEpoch}, nil, false
 	case 0:
 		if m, err = c.join(g, hb, now); err != nil {
-			return Answer{}, err
+			return Answer{}, err, false
 		}
 	default:
 		if m, err = c.beat(g, hb, now); err != nil {
-			return Answer{}, err
+			return Answer{}, err, false
 		}
 	}
 	c.refreshCounts(g)
@@ -277,6 +314,11 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (Answer, erro
 			if wait <= 0 {
 				break
 			}
+			// Whatever changed is written before the wait, so that the
+			// group's other members are not held up by a write due now.
+			if err := c.flush(ctx, g); err != nil {
+				return Answer{}, err, false
+			}
 			changed := g.changed
 			m.held++
 			g.mu.Unlock()
@@ -290,7 +332,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (Answer, erro
 			g.mu.Lock()
 			m.held--
 			if g.members[m.id] != m {
-				return Answer{}, fmt.Errorf("%w: member %q was removed from group %q", ErrUnknownMember, m.id, g.name)
+				return Answer{}, fmt.Errorf("%w: member %q was removed from group %q", ErrUnknownMember, m.id, g.name), false
 			}
 			if ctx.Err() != nil || !c.valid() {
 				break
@@ -301,9 +343,9 @@ func (c *Coordinator) Heartbeat(ctx context.Context, hb Heartbeat) (Answer, erro
 		}
 	}
 	if !c.valid() {
-		return Answer{}, ErrNotCoordinator
+		return Answer{}, ErrNotCoordinator, false
 	}
-	return ans, nil
+	return ans, nil, g.dirty && c.cfg.Persist != nil
 }
 
 func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, error) {
@@ -337,6 +379,9 @@ func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, erro
 	}
 	if len(g.members) >= c.cfg.MaxMembers {
 		return nil, fmt.Errorf("%w: group %q has %d members, the most allowed", ErrInvalid, g.name, len(g.members))
+	}
+	if err := c.checkSubscription(g, "", topics); err != nil {
+		return nil, err
 	}
 	if len(g.members) == 0 {
 		g.assignor = a
@@ -389,11 +434,18 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 		}
 		owned[tp] = true
 	}
-	m.lastSeen = now
-	if hb.ClientID != "" {
-		m.clientID = hb.ClientID
+	topics := distinctSorted(hb.Topics)
+	if len(topics) > 0 && !slices.Equal(topics, m.topics) {
+		if err := c.checkSubscription(g, m.id, topics); err != nil {
+			return nil, err
+		}
 	}
-	if topics := distinctSorted(hb.Topics); len(topics) > 0 && !slices.Equal(topics, m.topics) {
+	m.lastSeen = now
+	if hb.ClientID != "" && hb.ClientID != m.clientID {
+		m.clientID = hb.ClientID
+		g.dirty = true
+	}
+	if len(topics) > 0 && !slices.Equal(topics, m.topics) {
 		m.topics = topics
 		c.rebalance(g)
 	}
@@ -411,6 +463,7 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 		}
 	}
 	if released {
+		g.dirty = true
 		g.notify()
 	}
 	return m, nil
@@ -427,6 +480,7 @@ func (c *Coordinator) reconcile(g *group, m *member, now time.Time) Answer {
 		if g.owner[tp] == "" {
 			g.owner[tp] = m.id
 			m.granted[tp] = 0
+			g.dirty = true
 			continue
 		}
 		pending++
@@ -446,6 +500,7 @@ func (c *Coordinator) reconcile(g *group, m *member, now time.Time) Answer {
 	// Epoch 0 means joining, so a member's first answer moves it to 1 even
 	// when it gets nothing yet.
 	if fresh || m.epoch == 0 || !slices.Equal(assigned, m.sent) {
+		g.dirty = true
 		m.epoch++
 		m.sent = assigned
 		for tp, e := range m.granted {
@@ -530,6 +585,7 @@ func (c *Coordinator) refreshCounts(g *group) {
 // rebalance computes a new target assignment with the group's assignor.
 func (c *Coordinator) rebalance(g *group) {
 	g.epoch++
+	g.dirty = true
 	defer g.notify()
 	if len(g.members) == 0 {
 		g.counts = nil
@@ -620,7 +676,7 @@ func (c *Coordinator) Commit(name, memberID string, epoch int32, tps []TopicPart
 // Clear runs write (a reset or a deletion of the group's offsets) while the
 // group has no members; with force it first removes the members, who then
 // find themselves unknown and join again. It returns how many it removed.
-func (c *Coordinator) Clear(name string, force bool, write func() error) (int, error) {
+func (c *Coordinator) Clear(ctx context.Context, name string, force bool, write func() error) (int, error) {
 	g, err := c.lockGroup(name, false)
 	if err != nil {
 		return 0, err
@@ -636,6 +692,11 @@ func (c *Coordinator) Clear(name string, force bool, write func() error) (int, e
 	}
 	for _, m := range g.sortedMembers() {
 		c.remove(g, m, "removed by force")
+	}
+	// The removal is durable before the write: a coordinator that took
+	// over in between must not let the removed members commit over it.
+	if err := c.flush(ctx, g); err != nil {
+		return 0, err
 	}
 	return n, write()
 }

@@ -309,10 +309,10 @@ func TestClearRefusedWithMembersUnlessForced(t *testing.T) {
 	must(t, a.beat(t, c, "g", []string{"t"}, time.Now()))
 	wrote := 0
 	write := func() error { wrote++; return nil }
-	if _, err := c.Clear("g", false, write); !errors.Is(err, ErrGroupNotEmpty) || wrote != 0 {
+	if _, err := c.Clear(context.Background(), "g", false, write); !errors.Is(err, ErrGroupNotEmpty) || wrote != 0 {
 		t.Fatalf("clear with a member: %v, wrote %d", err, wrote)
 	}
-	n, err := c.Clear("g", true, write)
+	n, err := c.Clear(context.Background(), "g", true, write)
 	if err != nil || n != 1 || wrote != 1 {
 		t.Fatalf("forced clear: removed %d, %v, wrote %d", n, err, wrote)
 	}
@@ -360,9 +360,13 @@ func TestBadHeartbeats(t *testing.T) {
 }
 
 // TestRandomSchedules runs members through seeded random joins, leaves,
-// deaths, pauses and topic changes against a fake clock, and checks at
-// every step that no two members believe they own one partition, and at
-// the end that every partition is owned by exactly one live member.
+// deaths, pauses, topic changes and commits against a fake clock, with
+// the coordinator moving (a new one resumed from what the old one
+// persisted) and its writes failing, before or after they take effect,
+// and checks at every step that no two members believe they own one
+// partition and that a member's commit of what it believes it owns is
+// accepted, and at the end that every partition is owned by exactly one
+// live member.
 func TestRandomSchedules(t *testing.T) {
 	for seed := int64(1); seed <= 300; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runSchedule(t, seed) })
@@ -374,11 +378,37 @@ func runSchedule(t *testing.T, seed int64) {
 	clk := &clock{t: time.Unix(1000, 0)}
 	var tmu sync.Mutex
 	topics := map[string]int32{"a": int32(1 + rng.Intn(6)), "b": int32(rng.Intn(5))}
-	c := NewCoordinator(Config{
-		Partitions: func(t string) int32 { tmu.Lock(); defer tmu.Unlock(); return topics[t] },
-		Now:        clk.now,
-		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	// stored is what the coordinator persisted; a write fails before it
+	// is stored (lost) or after (stored, but the answer never leaves).
+	stored := map[string]State{}
+	failWrites := true
+	errWrite := errors.New("write failed")
+	newCoordinator := func() *Coordinator {
+		return NewCoordinator(Config{
+			Partitions: func(t string) int32 { tmu.Lock(); defer tmu.Unlock(); return topics[t] },
+			Now:        clk.now,
+			Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Persist: func(_ context.Context, group string, st *State) error {
+				r := 100
+				if failWrites {
+					r = rng.Intn(100)
+				}
+				if r < 4 {
+					return errWrite
+				}
+				if st == nil {
+					delete(stored, group)
+				} else {
+					stored[group] = *st
+				}
+				if r < 8 {
+					return errWrite
+				}
+				return nil
+			},
+		})
+	}
+	c := newCoordinator()
 	assignor := AssignorNames()[rng.Intn(len(AssignorNames()))]
 	const session = 3 * time.Second
 	type sim struct {
@@ -397,6 +427,8 @@ func runSchedule(t *testing.T, seed int64) {
 		switch {
 		case errors.Is(err, ErrUnknownMember) || errors.Is(err, ErrFencedMember):
 			m.id, m.epoch, m.owned = "", 0, nil // lost everything; joins again
+		case errors.Is(err, errWrite):
+			// No answer: the member keeps what it has and beats again.
 		case err != nil:
 			t.Fatalf("seed %d: %v", seed, err)
 		default:
@@ -435,7 +467,9 @@ func runSchedule(t *testing.T, seed int64) {
 		case r < 23 && len(members) > 0:
 			m := members[rng.Intn(len(members))]
 			if m.epoch != 0 {
-				must(t, m.leave(c, "g"))
+				if err := m.leave(c, "g"); err != nil && !errors.Is(err, errWrite) {
+					t.Fatal(err)
+				}
 			}
 			m.id, m.epoch, m.owned = "", 0, nil
 		case r < 25:
@@ -444,6 +478,22 @@ func runSchedule(t *testing.T, seed int64) {
 			tmu.Unlock()
 		case r < 40:
 			clk.advance(time.Duration(rng.Intn(1500)) * time.Millisecond)
+		case r < 44: // the controller moves: a new coordinator resumes what was persisted
+			c.Close()
+			c = newCoordinator()
+			resumed := map[string]State{}
+			for g, st := range stored {
+				resumed[g] = st
+			}
+			must(t, c.Resume(resumed))
+		case r < 52 && len(members) > 0: // a member commits what it owns
+			m := members[rng.Intn(len(members))]
+			if m.epoch == 0 || !m.alive || !clk.now().Before(m.lastSent.Add(session)) {
+				break
+			}
+			if err := c.Commit("g", m.id, m.epoch, m.owned, func() error { return nil }); err != nil {
+				t.Fatalf("seed %d step %d: member %s (epoch %d) committing %v, which it owns: %v", seed, step, m.id, m.epoch, m.owned, err)
+			}
 		default:
 			if len(members) > 0 {
 				if m := members[rng.Intn(len(members))]; m.alive {
@@ -454,6 +504,7 @@ func runSchedule(t *testing.T, seed int64) {
 		check(step)
 	}
 	// Settle: the live members beat until nothing changes.
+	failWrites = false
 	for _, m := range members {
 		m.alive = true
 	}

@@ -26,8 +26,22 @@
 // member that lost a partition can never overwrite its new owner's
 // position.
 //
-// Membership is not replicated: when the controller moves, the new
-// coordinator starts empty and members learn they are unknown, drop their
-// partitions without committing, and join again. Committed offsets live in
-// the Raft state and survive.
+// Membership survives a change of controller. The coordinator writes a
+// group's whole state (State: members, their ids, subscriptions, member
+// epochs, targets, grants with the epoch of the answer that made each, the
+// group epoch) through Config.Persist, into the controller's Raft state,
+// whenever it changes (a join, a leave or removal, a new target, a grant, a
+// release, an epoch bump), never on a bare heartbeat, and answers only once
+// the write is committed: every member id, member epoch and grant a member
+// may act on is durable before the member hears of it, and a failed write
+// fails the call. A new coordinator resumes every group from there
+// (Coordinator.Resume) with every session and rebalance deadline started
+// afresh, since it has heard from nobody yet: old members' next heartbeats
+// are recognised, their commits accepted, and no partition is granted
+// elsewhere until its owner has been silent at the new coordinator for its
+// session timeout. So no two members own a partition at once across a
+// failover too. A heartbeat answered from memory alone first confirms
+// that this node still coordinates (Config.Confirm), so a deposed
+// controller that has not noticed tells no member to go on. Committed
+// offsets live in the Raft state as well.
 package group

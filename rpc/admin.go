@@ -156,8 +156,12 @@ func (s *offsetService) FetchOffsets(ctx context.Context, req *stratav1.FetchOff
 	for _, tp := range req.Partitions {
 		tps = append(tps, broker.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
 	}
+	offsets, err := s.b.FetchOffsets(ctx, req.Group, tps)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	resp := &stratav1.FetchOffsetsResponse{}
-	for _, o := range s.b.FetchOffsets(req.Group, tps) {
+	for _, o := range offsets {
 		resp.Offsets = append(resp.Offsets, &stratav1.CommittedOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata, CommitTimeMs: o.CommitTimeMs})
 	}
 	return resp, nil
