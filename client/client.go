@@ -33,6 +33,11 @@ type Client struct {
 		sync.Mutex
 		conns  map[string]*grpc.ClientConn // by address; dialled lazily
 		closed bool
+		// silent holds the brokers that left a group call unanswered;
+		// listeners, a channel per broker that group calls waiting on it
+		// watch, closed when it is found silent (coordinator.go).
+		silent    map[string]silence
+		listeners map[string]chan struct{}
 	}
 }
 
