@@ -33,6 +33,11 @@ type Client struct {
 		sync.Mutex
 		conns  map[string]*grpc.ClientConn // by address; dialled lazily
 		closed bool
+		// silent holds the brokers that left a group call unanswered;
+		// listeners, a channel per broker that group calls waiting on it
+		// watch, closed when it is found silent (coordinator.go).
+		silent    map[string]silence
+		listeners map[string]chan struct{}
 	}
 }
 
@@ -42,8 +47,9 @@ type Client struct {
 const adminAttempts = 4
 
 // New creates a Client and loads the cluster metadata from the first
-// bootstrap broker (host:port) that answers, trying each in turn until ctx
-// ends. Connections are made lazily with grpc.NewClient and insecure
+// bootstrap broker (host:port) that answers: it asks them in turn, the next
+// one at once when one fails and after a fifth of a second when one has not
+// answered yet (a paused broker), until one answers or ctx ends. Connections are made lazily with grpc.NewClient and insecure
 // transport credentials unless WithDialOptions says otherwise.
 func New(ctx context.Context, bootstrap []string, opts ...Option) (*Client, error) {
 	cfg := defaultClientConfig()
@@ -144,44 +150,91 @@ func (c *Client) brokerAddrs() []string {
 	return addrs
 }
 
-// fetchMetadata asks the brokers, one after the other, for the metadata of
-// every topic. It is the metadata cache's source.
+// metadataHedgeAfter is how long a metadata fetch waits for one broker
+// before it asks the next one too: a broker that is paused (SIGSTOP, a long
+// GC, a frozen VM) accepts the connection and never answers, and waiting
+// the request timeout for it would hold New, or a client looking for a new
+// leader or controller, for that long. Well above a healthy answer, so a
+// healthy cluster is asked once.
+const metadataHedgeAfter = 200 * time.Millisecond
+
+// fetchMetadata asks the brokers for the metadata of every topic (see
+// fetchMetadataAvoiding). It is the metadata cache's source.
 func (c *Client) fetchMetadata(ctx context.Context) (*stratav1.GetMetadataResponse, error) {
 	return c.fetchMetadataAvoiding(ctx, "", c.cfg.requestTimeout)
 }
 
-// fetchMetadataAvoiding is fetchMetadata asking the broker at avoid last,
-// each broker for at most timeout.
+// fetchMetadataAvoiding asks the brokers for the metadata of every topic,
+// the broker at avoid last, each for at most timeout, and returns the first
+// answer. It asks one broker at a time, and the next one at once when one
+// fails or after metadataHedgeAfter without an answer, so a silent broker
+// delays it by that much and no more.
 func (c *Client) fetchMetadataAvoiding(ctx context.Context, avoid string, timeout time.Duration) (*stratav1.GetMetadataResponse, error) {
 	addrs := c.brokerAddrs()
 	if i := slices.Index(addrs, avoid); i >= 0 && avoid != "" {
 		addrs = append(slices.Delete(addrs, i, i+1), avoid)
 	}
+	if len(addrs) == 0 {
+		return nil, newError(codes.Unavailable, "", true, "no broker address known")
+	}
+	type answer struct {
+		addr string
+		resp *stratav1.GetMetadataResponse
+		err  error
+	}
+	// The requests still running when one has answered end with fctx; the
+	// buffer lets them finish without a reader.
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan answer, len(addrs))
+	next, running := 0, 0
+	ask := func() {
+		addr := addrs[next]
+		next++
+		running++
+		go func() {
+			cc, err := c.conn(addr)
+			if err != nil {
+				answers <- answer{addr: addr, err: err}
+				return
+			}
+			rctx, rcancel := context.WithTimeout(fctx, min(timeout, c.cfg.requestTimeout))
+			defer rcancel()
+			// All topics: the contract does not say how a missing topic in
+			// the list is answered, and an absent topic is easy to read.
+			resp, err := stratav1.NewMetadataServiceClient(cc).GetMetadata(rctx, &stratav1.GetMetadataRequest{})
+			answers <- answer{addr: addr, resp: resp, err: err}
+		}()
+	}
+	hedge := time.NewTimer(metadataHedgeAfter)
+	defer hedge.Stop()
+	ask()
 	var last error
-	for _, addr := range addrs {
-		cc, err := c.conn(addr)
-		if err != nil {
-			return nil, err
-		}
-		rctx, cancel := context.WithTimeout(ctx, min(timeout, c.cfg.requestTimeout))
-		// All topics: the contract does not say how a missing topic in
-		// the list is answered, and an absent topic is easy to read.
-		resp, err := stratav1.NewMetadataServiceClient(cc).GetMetadata(rctx, &stratav1.GetMetadataRequest{})
-		cancel()
-		if err == nil {
-			return resp, nil
-		}
-		last = toError(err)
-		c.log.Debug("strata: metadata fetch failed", "broker", addr, "err", last)
-		if ctx.Err() != nil {
-			break
+	for running > 0 {
+		select {
+		case a := <-answers:
+			running--
+			if a.err == nil {
+				return a.resp, nil
+			}
+			if errors.Is(a.err, ErrClosed) {
+				return nil, a.err
+			}
+			last = toError(a.err)
+			c.log.Debug("strata: metadata fetch failed", "broker", a.addr, "err", last)
+			if next < len(addrs) && ctx.Err() == nil {
+				ask()
+				hedge.Reset(metadataHedgeAfter)
+			}
+		case <-hedge.C:
+			if next < len(addrs) {
+				ask()
+				hedge.Reset(metadataHedgeAfter)
+			}
 		}
 	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, last)
-	}
-	if last == nil {
-		last = newError(codes.Unavailable, "", true, "no broker address known")
 	}
 	return nil, last
 }

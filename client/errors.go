@@ -206,6 +206,20 @@ var ErrClosed = errors.New("strata: closed")
 // also wraps the last failure seen.
 var ErrDeliveryTimeout = errors.New("strata: delivery timeout")
 
+// ErrCommitOutcomeUnknown is returned by a group member's commit
+// (GroupConsumer.Commit, CommitOffsets, Close) when nobody can tell whether
+// the commit was applied: an attempt got no answer (it timed out, or the
+// connection broke, as when the controller is paused or dies), and neither
+// it nor a retry was answered with success. A refusal of the retry
+// (UNKNOWN_MEMBER from a new controller, say) does not undo an earlier
+// attempt that may have been applied, so the error is this one and not the
+// refusal, whose text it carries. The positions may or may not have been
+// committed: a later commit of the same or newer positions settles it, and
+// whoever resumes the partitions may read again what came after the
+// previous commit (delivery is at least once). It also wraps the failure of
+// the attempt that got no answer.
+var ErrCommitOutcomeUnknown = errors.New("strata: commit outcome unknown")
+
 func sentinel(code codes.Code, reason string, retriable bool) *Error {
 	return &Error{Code: code, Reason: reason, Retriable: retriable,
 		Message: strings.ToLower(strings.ReplaceAll(reason, "_", " "))}

@@ -281,9 +281,14 @@ func (g *GroupConsumer) autoCommit(ctx context.Context) error {
 	}
 	g.lastCommit = time.Now()
 	err := g.Commit(ctx)
-	if errors.Is(err, ErrFencedMember) || errors.Is(err, ErrUnknownMember) {
+	switch {
+	case errors.Is(err, ErrFencedMember) || errors.Is(err, ErrUnknownMember):
 		// A rebalance is under way; the handover commits what it must.
 		g.c.log.Debug("strata: auto-commit refused during a rebalance", "group", g.group, "err", err)
+		return nil
+	case errors.Is(err, ErrCommitOutcomeUnknown):
+		// The coordinator went silent or moved; the next commit settles it.
+		g.c.log.Warn("strata: auto-commit outcome unknown", "group", g.group, "err", err)
 		return nil
 	}
 	return err
@@ -309,26 +314,76 @@ func (g *GroupConsumer) commitPositions(ctx context.Context, tps []TopicPartitio
 // as this member. Only partitions it owns may be committed: the
 // coordinator refuses the others with ErrFencedMember, and nothing is
 // committed then.
+//
+// It gives up after half the session timeout (or two attempts of half a
+// second, for a session under two seconds), however long ctx allows: a coordinator that stops answering is replaced within
+// about a second, and a retry goes to its successor. When an attempt got
+// no answer and no retry succeeded, the commit may have been applied or
+// not, and the error is ErrCommitOutcomeUnknown rather than the retry's
+// refusal (a new coordinator that does not know the member answers
+// ErrUnknownMember to a commit its predecessor may have applied).
 func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
+	op := fmt.Sprintf("commit offsets of group %q", g.group)
 	g.mu.Lock()
 	member, epoch := g.mu.memberID, g.mu.epoch
 	g.mu.Unlock()
 	if member == "" {
-		return wrapOp(fmt.Sprintf("commit offsets of group %q", g.group), newError(codes.FailedPrecondition, "UNKNOWN_MEMBER", false, "the member is still joining the group"))
+		return wrapOp(op, newError(codes.FailedPrecondition, "UNKNOWN_MEMBER", false, "the member is still joining the group"))
 	}
 	req := &stratav1.CommitOffsetsRequest{Group: g.group, MemberId: member, MemberEpoch: epoch, Offsets: committedOffsets(offsets)}
-	return g.c.callAny(ctx, fmt.Sprintf("commit offsets of group %q", g.group), func(ctx context.Context, cc *grpc.ClientConn) error {
-		_, err := stratav1.NewOffsetServiceClient(cc).CommitOffsets(ctx, req)
-		return err
-	})
+	per := g.c.groupCallTimeout(g.cfg.sessionTimeout)
+	cctx, cancel := context.WithTimeout(ctx, g.commitTimeout())
+	defer cancel()
+	var unanswered, last error // the first attempt that may have been applied; the latest failure
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && sleepCtx(cctx, defaultBackoff.delay(attempt-1, retryAfter(last))) != nil {
+			break
+		}
+		addr, err := g.c.groupCall(cctx, per, func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := stratav1.NewOffsetServiceClient(cc).CommitOffsets(ctx, req)
+			return err
+		})
+		if err == nil {
+			return nil
+		}
+		last = err
+		if unanswered == nil && mayHaveApplied(err) {
+			unanswered = err
+		}
+		if cctx.Err() != nil || !IsRetriable(err) {
+			break
+		}
+		if noAnswer(err) {
+			g.c.findCoordinator(cctx, addr, per)
+		}
+		g.c.log.Debug("strata: retrying", "op", op, "attempt", attempt+1, "err", err)
+	}
+	switch {
+	case unanswered != nil:
+		return wrapOp(op, commitOutcomeUnknown(ctx, unanswered, last))
+	case ctx.Err() != nil:
+		return wrapOp(op, ctxError(ctx, last))
+	}
+	return wrapOp(op, last)
+}
+
+// commitTimeout bounds a commit, retries included: half the session
+// timeout, at least two group calls' worth.
+func (g *GroupConsumer) commitTimeout() time.Duration {
+	return max(g.cfg.sessionTimeout/2, 2*g.c.groupCallTimeout(g.cfg.sessionTimeout))
 }
 
 // Close leaves the group: it revokes every partition (OnRevoked), commits
 // their positions (with auto-commit), tells the coordinator it leaves, so
-// its partitions move at once, and stops.
+// its partitions move at once, and stops. A coordinator that does not
+// answer does not hold it: the commit gives up as CommitOffsets does, and
+// the leave after one attempt bounded by a quarter of the session timeout
+// (the coordinator then removes the member when its session expires), so
+// Close returns within about three quarters of the session timeout plus
+// the time OnRevoked takes, however long ctx allows.
 func (g *GroupConsumer) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.mu.closed {
@@ -361,7 +416,9 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 	g.mu.owned = map[TopicPartition]bool{}
 	g.mu.Unlock()
 	if member != "" {
-		_, err := g.heartbeat(ctx, &stratav1.GroupHeartbeatRequest{Group: g.group, MemberId: member, MemberEpoch: -1})
+		// One attempt: a coordinator that does not answer lets the
+		// session expire instead.
+		_, _, err := g.heartbeat(ctx, &stratav1.GroupHeartbeatRequest{Group: g.group, MemberId: member, MemberEpoch: -1}, 0)
 		errs = append(errs, err)
 	}
 	errs = append(errs, g.k.Close())
@@ -370,10 +427,18 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 
 // heartbeatLoop keeps the membership: one heartbeat at a time, each held by
 // the coordinator while nothing changes, so a rebalance arrives at once.
+//
+// A member that has not had a heartbeat answered for its session timeout
+// (counted from when that heartbeat was sent, which is before the
+// coordinator saw it) has been removed by the coordinator, which may have
+// given its partitions to others: it stops them at once (lose) and joins
+// again. No heartbeat waits past that moment, so a coordinator that stops
+// answering cannot keep the member fetching beyond its session.
 func (g *GroupConsumer) heartbeatLoop(ctx context.Context) {
 	defer g.loopWG.Done()
 	lastOK := time.Now() // send time of the latest answered heartbeat
 	failures := 0
+	per := g.c.groupCallTimeout(g.cfg.sessionTimeout)
 	for ctx.Err() == nil {
 		g.mu.Lock()
 		req := &stratav1.GroupHeartbeatRequest{
@@ -381,15 +446,26 @@ func (g *GroupConsumer) heartbeatLoop(ctx context.Context) {
 			SessionTimeoutMs: int32(g.cfg.sessionTimeout / time.Millisecond), RebalanceTimeoutMs: int32(g.cfg.rebalanceTimeout / time.Millisecond),
 			Assignor: g.cfg.assignor, ClientId: g.cfg.clientID, Owned: toProtoTPs(g.mu.owned),
 		}
-		if g.mu.epoch == 0 {
+		joined := g.mu.epoch != 0
+		if !joined {
 			req.Topics = g.topics
 			req.NoWait = true
 		}
 		interval := g.mu.interval
 		g.mu.Unlock()
 
+		// What is left of the session; a member still joining has none
+		// to lose.
+		left := time.Duration(0)
+		if joined {
+			if left = g.cfg.sessionTimeout - time.Since(lastOK); left <= 0 {
+				g.lose(fmt.Errorf("no answer from the group coordinator for %v", time.Since(lastOK).Round(time.Millisecond)))
+				lastOK = time.Now()
+				continue
+			}
+		}
 		sent := time.Now()
-		resp, err := g.heartbeat(ctx, req)
+		addr, resp, err := g.heartbeat(ctx, req, left)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -404,7 +480,7 @@ func (g *GroupConsumer) heartbeatLoop(ctx context.Context) {
 			g.lose(err)
 		default:
 			failures++
-			if time.Since(lastOK) >= g.cfg.sessionTimeout {
+			if joined && time.Since(lastOK) >= g.cfg.sessionTimeout {
 				// The coordinator has removed this member by now: the
 				// partitions may belong to others already.
 				g.lose(fmt.Errorf("no answer from the group coordinator for %v: %w", time.Since(lastOK).Round(time.Millisecond), err))
@@ -412,24 +488,42 @@ func (g *GroupConsumer) heartbeatLoop(ctx context.Context) {
 			} else if !IsRetriable(err) {
 				g.report(err)
 			}
-			_ = sleepCtx(ctx, defaultBackoff.delay(min(failures, 5), retryAfter(err)))
+			if noAnswer(err) {
+				// Ask the rest of the cluster where the coordinator is now;
+				// that took a while, so no backoff on top.
+				g.c.findCoordinator(ctx, addr, per)
+				continue
+			}
+			wait := defaultBackoff.delay(min(failures, 5), retryAfter(err))
+			if joined {
+				wait = min(wait, max(g.cfg.sessionTimeout-time.Since(lastOK), 0))
+			}
+			_ = sleepCtx(ctx, wait)
 		}
 	}
 }
 
-func (g *GroupConsumer) heartbeat(ctx context.Context, req *stratav1.GroupHeartbeatRequest) (*stratav1.GroupHeartbeatResponse, error) {
-	g.mu.Lock()
-	hold := g.mu.interval
-	g.mu.Unlock()
-	// Any broker forwards to the coordinator, which may hold the call for
-	// the heartbeat interval.
+// heartbeat sends one heartbeat to the coordinator, waiting at most for
+// the time the coordinator may hold it plus a group call's bound, and never
+// longer than limit when limit > 0 (what is left of the session). It
+// returns the broker it went to.
+func (g *GroupConsumer) heartbeat(ctx context.Context, req *stratav1.GroupHeartbeatRequest, limit time.Duration) (string, *stratav1.GroupHeartbeatResponse, error) {
+	hold := time.Duration(0)
+	if !req.GetNoWait() && req.GetMemberEpoch() > 0 {
+		g.mu.Lock()
+		hold = g.mu.interval
+		g.mu.Unlock()
+	}
+	timeout := hold + g.c.groupCallTimeout(g.cfg.sessionTimeout)
+	if limit > 0 {
+		timeout = min(timeout, limit)
+	}
 	var resp *stratav1.GroupHeartbeatResponse
-	err := g.c.callAnyTimeout(ctx, fmt.Sprintf("heartbeat to group %q", g.group), hold+g.c.cfg.requestTimeout,
-		func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-			resp, err = stratav1.NewGroupServiceClient(cc).GroupHeartbeat(ctx, req)
-			return err
-		})
-	return resp, err
+	addr, err := g.c.groupCall(ctx, timeout, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewGroupServiceClient(cc).GroupHeartbeat(ctx, req)
+		return err
+	})
+	return addr, resp, wrapOp(fmt.Sprintf("heartbeat to group %q", g.group), err)
 }
 
 // answer takes in a heartbeat answer; it reports whether Poll has a
