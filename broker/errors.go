@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -11,7 +12,8 @@ import (
 // the wire names of the API's ErrorReason (without its ERROR_REASON_ prefix).
 type Reason string
 
-// Reasons, with whether retrying the same request can help.
+// Reasons; the reasons table below says which are retriable, and each
+// front end maps them to its wire.
 const (
 	ReasonTopicNotFound      Reason = "TOPIC_NOT_FOUND"
 	ReasonPartitionNotFound  Reason = "PARTITION_NOT_FOUND"
@@ -77,19 +79,62 @@ const (
 	ReasonStorageFull Reason = "STORAGE_FULL"
 )
 
-var retriable = map[Reason]bool{
-	ReasonNotLeader:          true,
-	ReasonNotEnoughReplicas:  true,
-	ReasonThrottled:          true,
-	ReasonTimeout:            true,
-	ReasonStorageError:       true,
-	ReasonUnavailable:        true,
-	ReasonLeaderNotAvailable: true,
-	ReasonOutOfOrderSequence: true,
-	ReasonStorageFull:        true,
-
-	ReasonNotEnoughReplicasAfterAppend: true,
+// reasons is the one table of reasons: every reason the broker refuses a
+// request with, and whether retrying the same request can help (a client
+// reads it as the "retriable" of the error's metadata). Each front end maps
+// every reason here to its wire, and a test there holds its map to this
+// table and to the wire's own list: rpc/errors.go to gRPC status codes and
+// errors.proto, the Kafka front end to Kafka error codes. A reason missing
+// here is a test failure (TestReasonTable), not a silent "not retriable".
+var reasons = map[Reason]struct{ retriable bool }{
+	ReasonTopicNotFound:                {},
+	ReasonPartitionNotFound:            {},
+	ReasonNotLeader:                    {retriable: true},
+	ReasonOffsetOutOfRange:             {},
+	ReasonRecordTooLarge:               {},
+	ReasonCorruptBatch:                 {},
+	ReasonInvalidConfig:                {},
+	ReasonNotEnoughReplicas:            {retriable: true},
+	ReasonThrottled:                    {retriable: true},
+	ReasonTopicAlreadyExists:           {},
+	ReasonInvalidTopicName:             {},
+	ReasonInvalidRequest:               {},
+	ReasonTimeout:                      {retriable: true},
+	ReasonStorageError:                 {retriable: true},
+	ReasonUnavailable:                  {retriable: true},
+	ReasonFencedEpoch:                  {},
+	ReasonLeaderNotAvailable:           {retriable: true},
+	ReasonCorruptData:                  {},
+	ReasonOutOfOrderSequence:           {retriable: true},
+	ReasonInvalidProducerEpoch:         {},
+	ReasonUnknownProducerID:            {},
+	ReasonNotEnoughReplicasAfterAppend: {retriable: true},
+	ReasonUnauthenticated:              {},
+	ReasonPermissionDenied:             {},
+	ReasonReadReplica:                  {},
+	ReasonGroupNotFound:                {},
+	ReasonUnknownMember:                {},
+	ReasonFencedMember:                 {},
+	ReasonGroupNotEmpty:                {},
+	ReasonInvalidTimestamp:             {},
+	ReasonInvalidRecord:                {},
+	ReasonTransactionsNotSupported:     {},
+	ReasonStorageFull:                  {retriable: true},
 }
+
+// Reasons returns every reason, sorted: what a front end's map must cover.
+func Reasons() []Reason {
+	out := make([]Reason, 0, len(reasons))
+	for r := range reasons {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Retriable reports whether a request refused for r may succeed later, sent
+// again as it was.
+func (r Reason) Retriable() bool { return reasons[r].retriable }
 
 // Error is a refused request: a reason, a message for people, detail for
 // programs (Meta: for NOT_LEADER the leader's id and address, for
@@ -109,7 +154,7 @@ func (e *Error) Error() string { return "broker: " + e.Message }
 func (e *Error) Unwrap() error { return e.cause }
 
 // Retriable reports whether the same request may succeed later.
-func (e *Error) Retriable() bool { return retriable[e.Reason] }
+func (e *Error) Retriable() bool { return e.Reason.Retriable() }
 
 func refuse(reason Reason, cause error, format string, args ...any) *Error {
 	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...), cause: cause}

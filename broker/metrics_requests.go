@@ -153,8 +153,8 @@ func (m *RequestMetrics) stats(byTopic *map[string]*RequestStats, topic string) 
 	return s
 }
 
-// Denied counts a request refused to principal (rpc/auth.go calls it
-// through Auth.OnDenied).
+// Denied counts a request refused to principal (Auth.OnDenied, through
+// which every front end's refusals come).
 func (m *RequestMetrics) Denied(principal string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

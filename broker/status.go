@@ -49,8 +49,8 @@ type ClusterStatus struct {
 	BrokerID        int32
 	ControllerID    int32 // -1 when none is known
 	MetadataVersion uint64
-	// Partitions counts the partitions of each topic; a front end counts
-	// only the topics its caller may see.
+	// Partitions counts the partitions of each topic; VisibleTo keeps
+	// only the topics a caller may see, here and in the lists below.
 	Partitions map[string]int
 	// Brokers are the registered brokers and any others gossip shows
 	// alive (joining, or not yet proven), by id.

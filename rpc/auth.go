@@ -1,22 +1,19 @@
 package rpc
 
-// Authentication and authorization of every call. A caller is who its TLS
-// client certificate says (a broker when it names broker-<id>.<cluster>, else
-// User:<common name>), or who its bearer token belongs to, or anonymous.
-// Every request message is then checked against a rule for its method:
-// ACLs for clients, the broker role for the replication plane, with the
-// broker id a replication message claims held to the certificate's. A
-// method without a rule is refused, so a new RPC is closed until someone
-// writes down who may call it.
+// Authentication and authorization of every call, translated: the rules
+// are the broker's (broker/auth.go, broker/authz.go, broker/visibility.go).
+// Here a call's credentials are read off the wire (the TLS peer
+// certificate, the "authorization: Bearer" header, the principal a broker
+// forwards for) and each request message is translated, by its method,
+// into what it needs (rules, below); listings are then filtered to what
+// the broker says the caller may see.
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -32,7 +29,9 @@ import (
 // the principal of the client it forwards for. Only a broker may send it.
 const principalHeader = "strata-principal"
 
-// Auth authenticates and authorizes a server's callers.
+// Auth authenticates and authorizes a server's callers. Its fields, but
+// Material, configure the broker's rules (broker.Auth), built from them at
+// the first call: set them before serving.
 type Auth struct {
 	// Material is the broker's TLS identity and CA.
 	Material *security.Material
@@ -52,44 +51,44 @@ type Auth struct {
 	// Log's are rate-limited, these are not).
 	OnDenied func(principal string)
 
-	denials denialLog
+	once sync.Once
+	core *broker.Auth
+}
+
+// policy returns the broker's rules, configured by a's fields.
+func (a *Auth) policy() *broker.Auth {
+	a.once.Do(func() {
+		a.core = &broker.Auth{Cluster: a.Cluster, Tokens: a.Tokens, Superusers: a.Superusers,
+			ACLs: a.ACLs, Log: a.Log, OnDenied: a.OnDenied}
+	})
+	return a.core
 }
 
 // principal returns who is calling.
 func (a *Auth) principal(ctx context.Context) (security.Principal, error) {
-	var p security.Principal
+	var c broker.Credentials
 	if pr, ok := peer.FromContext(ctx); ok {
 		if info, ok := pr.AuthInfo.(credentials.TLSInfo); ok && len(info.State.PeerCertificates) > 0 {
 			// The handshake has verified the chain (security.ServerConfig).
-			var err error
-			if p, err = security.PrincipalOf(info.State.PeerCertificates[0], a.Cluster); err != nil {
-				return p, broker.Unauthenticated("%v", err)
-			}
+			c.Cert = info.State.PeerCertificates[0]
 		}
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	if p.Name == "" {
-		if auth := md.Get("authorization"); len(auth) > 0 {
-			token, ok := strings.CutPrefix(auth[0], "Bearer ")
-			if !ok || a.Tokens == nil {
-				return p, broker.Unauthenticated("the authorization header holds no bearer token this broker accepts")
-			}
-			if p, ok = a.Tokens.Principal(token); !ok {
-				return p, broker.Unauthenticated("the bearer token is not known (revoked, or from another cluster)")
-			}
+	if auth := md.Get("authorization"); len(auth) > 0 {
+		// A header that is not "Bearer <token>" holds no token: Token "".
+		token, ok := strings.CutPrefix(auth[0], "Bearer ")
+		c.TokenGiven = true
+		if ok {
+			c.Token = token
 		}
 	}
 	if on := md.Get(principalHeader); len(on) > 0 {
-		if !p.Broker {
-			return p, broker.Unauthenticated("only a broker may call on behalf of another principal")
+		c.OnBehalfOf = on[0]
+		if c.OnBehalfOf == "" {
+			c.OnBehalfOf = security.AnonymousName
 		}
-		p = security.Principal{Name: on[0]}
 	}
-	if p.Name == "" {
-		p.Name = security.AnonymousName
-	}
-	p.Superuser = !p.Broker && slices.Contains(a.Superusers, p.Name)
-	return p, nil
+	return a.policy().Authenticate(c)
 }
 
 // unary authenticates and authorizes a unary call, then filters what the
@@ -117,7 +116,7 @@ func (a *Auth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo
 		return toStatus(err)
 	}
 	if _, ok := rules[info.FullMethod]; !ok && !openMethod(info.FullMethod) {
-		return toStatus(broker.PermissionDenied("%s may not call %s", p.Name, info.FullMethod))
+		return toStatus(a.policy().NoRule(p, info.FullMethod))
 	}
 	return handler(srv, &authorizedStream{ServerStream: ss, a: a, p: p, method: info.FullMethod,
 		ctx: security.WithPrincipal(ss.Context(), p)})
@@ -151,56 +150,50 @@ func openMethod(method string) bool {
 		strings.HasPrefix(method, "/grpc.reflection.")
 }
 
-// need is one permission a request requires.
-type need struct {
-	res  security.ResourceType
-	name string
-	op   security.Operation
-}
+// rule translates a request of one method into what it needs of its
+// caller (broker.Authorize applies it).
+type rule func(req any) broker.Access
 
-// rule says what a request of one method needs; an error refuses it
-// outright (a replication message claiming another broker's id).
-type rule func(p security.Principal, req any) ([]need, error)
-
-// The rules, by full method name.
+// The rules, by full method name: each says what a request needs, in the
+// broker's terms.
 var rules = map[string]rule{
-	"/strata.v1.ProduceService/Produce": func(_ security.Principal, req any) ([]need, error) {
-		return []need{topicNeed(req.(*stratav1.ProduceRequest).GetTopic(), security.OpWrite)}, nil
+	"/strata.v1.ProduceService/Produce": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.ProduceRequest).GetTopic(), security.OpWrite))
 	},
 	// Any authenticated principal may get a producer id: it only numbers
 	// the writes the principal is then allowed, topic by topic.
 	"/strata.v1.ProduceService/InitProducer": authenticated,
-	"/strata.v1.FetchService/Fetch": func(_ security.Principal, req any) ([]need, error) {
-		return []need{topicNeed(req.(*stratav1.FetchRequest).GetTopic(), security.OpRead)}, nil
+	"/strata.v1.FetchService/Fetch": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.FetchRequest).GetTopic(), security.OpRead))
 	},
-	"/strata.v1.FetchService/ListOffsets": func(_ security.Principal, req any) ([]need, error) {
-		return []need{topicNeed(req.(*stratav1.ListOffsetsRequest).GetTopic(), security.OpRead)}, nil
+	"/strata.v1.FetchService/ListOffsets": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.ListOffsetsRequest).GetTopic(), security.OpRead))
 	},
 	// Listings are filtered to what the caller may see (Auth.filter); a
 	// topic asked for by name that the caller may not see is refused, so a
 	// client learns why rather than waiting for it to appear.
-	"/strata.v1.MetadataService/GetMetadata": func(_ security.Principal, req any) ([]need, error) {
-		var needs []need
+	"/strata.v1.MetadataService/GetMetadata": func(req any) broker.Access {
+		var needs []broker.Need
 		for _, t := range req.(*stratav1.GetMetadataRequest).GetTopics() {
-			needs = append(needs, need{security.ResourceTopic, t, opSee})
+			needs = append(needs, broker.TopicNeed(t, broker.OpSee))
 		}
-		return needs, nil
+		return broker.Needs(needs...)
 	},
 	"/strata.v1.AdminService/ListTopics": authenticated,
-	"/strata.v1.AdminService/DescribeTopic": func(_ security.Principal, req any) ([]need, error) {
-		return []need{{security.ResourceTopic, req.(*stratav1.DescribeTopicRequest).GetName(), opSee}}, nil
+	"/strata.v1.AdminService/DescribeTopic": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.DescribeTopicRequest).GetName(), broker.OpSee))
 	},
-	"/strata.v1.AdminService/CreateTopic": func(_ security.Principal, req any) ([]need, error) {
-		return []need{topicNeed(req.(*stratav1.CreateTopicRequest).GetName(), security.OpAdmin)}, nil
+	"/strata.v1.AdminService/CreateTopic": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.CreateTopicRequest).GetName(), security.OpAdmin))
 	},
-	"/strata.v1.AdminService/DeleteTopic": func(_ security.Principal, req any) ([]need, error) {
-		return []need{topicNeed(req.(*stratav1.DeleteTopicRequest).GetName(), security.OpAdmin)}, nil
+	"/strata.v1.AdminService/DeleteTopic": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.DeleteTopicRequest).GetName(), security.OpAdmin))
 	},
-	"/strata.v1.AdminService/AlterTopicConfig": func(_ security.Principal, req any) ([]need, error) {
-		return []need{topicNeed(req.(*stratav1.AlterTopicConfigRequest).GetName(), security.OpAdmin)}, nil
+	"/strata.v1.AdminService/AlterTopicConfig": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.AlterTopicConfigRequest).GetName(), security.OpAdmin))
 	},
-	"/strata.v1.AdminService/RestoreTopic": func(_ security.Principal, req any) ([]need, error) {
-		return []need{topicNeed(req.(*stratav1.RestoreTopicRequest).GetName(), security.OpAdmin)}, nil
+	"/strata.v1.AdminService/RestoreTopic": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.RestoreTopicRequest).GetName(), security.OpAdmin))
 	},
 	"/strata.v1.AdminService/CreateACLs": clusterAdmin,
 	"/strata.v1.AdminService/DeleteACLs": clusterAdmin,
@@ -209,218 +202,101 @@ var rules = map[string]rule{
 	// and partition health, as anyone can see in the metadata, with the
 	// partitions listed filtered to topics it may see (rpc/status.go).
 	"/strata.v1.AdminService/ClusterStatus": authenticated,
-	"/strata.v1.OffsetService/CommitOffsets": func(_ security.Principal, req any) ([]need, error) {
+	"/strata.v1.OffsetService/CommitOffsets": func(req any) broker.Access {
 		r := req.(*stratav1.CommitOffsetsRequest)
-		needs := []need{{security.ResourceGroup, r.GetGroup(), security.OpRead}}
+		needs := []broker.Need{broker.GroupNeed(r.GetGroup(), security.OpRead)}
 		for _, o := range r.GetOffsets() {
-			needs = append(needs, topicNeed(o.GetTopic(), security.OpRead))
+			needs = append(needs, broker.TopicNeed(o.GetTopic(), security.OpRead))
 		}
-		return needs, nil
+		return broker.Needs(needs...)
 	},
-	"/strata.v1.OffsetService/FetchOffsets": func(_ security.Principal, req any) ([]need, error) {
+	"/strata.v1.OffsetService/FetchOffsets": func(req any) broker.Access {
 		r := req.(*stratav1.FetchOffsetsRequest)
-		needs := []need{{security.ResourceGroup, r.GetGroup(), security.OpRead}}
+		needs := []broker.Need{broker.GroupNeed(r.GetGroup(), security.OpRead)}
 		for _, tp := range r.GetPartitions() {
-			needs = append(needs, topicNeed(tp.GetTopic(), security.OpRead))
+			needs = append(needs, broker.TopicNeed(tp.GetTopic(), security.OpRead))
 		}
-		return needs, nil
+		return broker.Needs(needs...)
 	},
 	// Consumer groups: a member needs read on its group and on every topic
 	// it subscribes to; removing a group's members or offsets by force, or
 	// deleting it, needs admin on the group.
-	"/strata.v1.GroupService/GroupHeartbeat": func(_ security.Principal, req any) ([]need, error) {
+	"/strata.v1.GroupService/GroupHeartbeat": func(req any) broker.Access {
 		r := req.(*stratav1.GroupHeartbeatRequest)
-		needs := []need{{security.ResourceGroup, r.GetGroup(), security.OpRead}}
+		needs := []broker.Need{broker.GroupNeed(r.GetGroup(), security.OpRead)}
 		for _, t := range r.GetTopics() {
-			needs = append(needs, topicNeed(t, security.OpRead))
+			needs = append(needs, broker.TopicNeed(t, security.OpRead))
 		}
-		return needs, nil
+		return broker.Needs(needs...)
 	},
 	"/strata.v1.GroupService/ListGroups": authenticated, // filtered to readable groups
-	"/strata.v1.GroupService/DescribeGroup": func(_ security.Principal, req any) ([]need, error) {
-		return []need{{security.ResourceGroup, req.(*stratav1.DescribeGroupRequest).GetGroup(), security.OpRead}}, nil
+	"/strata.v1.GroupService/DescribeGroup": func(req any) broker.Access {
+		return broker.Needs(broker.GroupNeed(req.(*stratav1.DescribeGroupRequest).GetGroup(), security.OpRead))
 	},
-	"/strata.v1.GroupService/ResetGroupOffsets": func(_ security.Principal, req any) ([]need, error) {
+	"/strata.v1.GroupService/ResetGroupOffsets": func(req any) broker.Access {
 		r := req.(*stratav1.ResetGroupOffsetsRequest)
 		op := security.OpRead
 		if r.GetForce() {
 			op = security.OpAdmin
 		}
-		needs := []need{{security.ResourceGroup, r.GetGroup(), op}}
+		needs := []broker.Need{broker.GroupNeed(r.GetGroup(), op)}
 		for _, o := range r.GetOffsets() {
-			needs = append(needs, topicNeed(o.GetTopic(), security.OpRead))
+			needs = append(needs, broker.TopicNeed(o.GetTopic(), security.OpRead))
 		}
-		return needs, nil
+		return broker.Needs(needs...)
 	},
-	"/strata.v1.GroupService/DeleteGroup": func(_ security.Principal, req any) ([]need, error) {
-		return []need{{security.ResourceGroup, req.(*stratav1.DeleteGroupRequest).GetGroup(), security.OpAdmin}}, nil
+	"/strata.v1.GroupService/DeleteGroup": func(req any) broker.Access {
+		return broker.Needs(broker.GroupNeed(req.(*stratav1.DeleteGroupRequest).GetGroup(), security.OpAdmin))
 	},
 	// The replication plane: brokers only, each speaking for itself.
-	"/strata.v1.ReplicationService/Replicate": func(p security.Principal, req any) ([]need, error) {
-		return nil, brokerAs(p, req.(*stratav1.ReplicateRequest).GetFollowerId(), "follower")
+	"/strata.v1.ReplicationService/Replicate": func(req any) broker.Access {
+		return broker.BrokerAs(req.(*stratav1.ReplicateRequest).GetFollowerId(), "follower")
 	},
-	"/strata.v1.ReplicationService/EndOffsetForEpoch": func(p security.Principal, _ any) ([]need, error) {
-		return nil, brokerAs(p, -1, "")
+	"/strata.v1.ReplicationService/EndOffsetForEpoch": anyBroker,
+	"/strata.v1.ReplicationService/AlterISR": func(req any) broker.Access {
+		return broker.BrokerAs(req.(*stratav1.AlterISRRequest).GetLeaderId(), "leader")
 	},
-	"/strata.v1.ReplicationService/AlterISR": func(p security.Principal, req any) ([]need, error) {
-		return nil, brokerAs(p, req.(*stratav1.AlterISRRequest).GetLeaderId(), "leader")
+	"/strata.v1.ReplicationService/NewLeaderEpoch": func(req any) broker.Access {
+		return broker.BrokerAs(req.(*stratav1.NewLeaderEpochRequest).GetLeaderId(), "leader")
 	},
-	"/strata.v1.ReplicationService/NewLeaderEpoch": func(p security.Principal, req any) ([]need, error) {
-		return nil, brokerAs(p, req.(*stratav1.NewLeaderEpochRequest).GetLeaderId(), "leader")
-	},
-	"/strata.v1.ReplicationService/Identify": func(p security.Principal, _ any) ([]need, error) {
-		return nil, brokerAs(p, -1, "")
-	},
+	"/strata.v1.ReplicationService/Identify": anyBroker,
 }
 
-// opSee stands for "any permission at all": enough to learn that a topic
-// exists and how it is set up.
-const opSee security.Operation = "see"
+func authenticated(any) broker.Access { return broker.Access{} }
 
-func topicNeed(name string, op security.Operation) need {
-	return need{security.ResourceTopic, name, op}
-}
+func clusterAdmin(any) broker.Access { return broker.Needs(broker.ClusterAdmin()) }
 
-func authenticated(security.Principal, any) ([]need, error) { return nil, nil }
+func anyBroker(any) broker.Access { return broker.AnyBroker() }
 
-func clusterAdmin(security.Principal, any) ([]need, error) {
-	return []need{{security.ResourceCluster, "", security.OpAdmin}}, nil
-}
-
-// brokerAs refuses a caller that is not a broker, or (id >= 0) that is a
-// broker claiming to be another one.
-func brokerAs(p security.Principal, id int32, role string) error {
-	if !p.Broker {
-		return broker.PermissionDenied("%s may not use the replication service: it is for brokers, which prove their id with their certificate", p.Name).
-			With("principal", p.Name)
-	}
-	if id >= 0 && id != p.BrokerID {
-		return broker.PermissionDenied("broker %d's certificate cannot speak as %s %d", p.BrokerID, role, id).
-			With("principal", p.Name)
-	}
-	return nil
-}
-
-// authorize checks req of method against the rules and ACLs.
+// authorize checks req of method against its rule, with the broker.
 func (a *Auth) authorize(p security.Principal, method string, req any) error {
 	if openMethod(method) {
 		return nil
 	}
 	r, ok := rules[method]
 	if !ok {
-		return broker.PermissionDenied("%s may not call %s", p.Name, method)
+		return a.policy().NoRule(p, method)
 	}
-	if p.Anonymous() {
-		return broker.Unauthenticated("%s needs credentials: a client certificate or a bearer token", method)
-	}
-	needs, err := r(p, req)
-	if err != nil {
-		a.denials.note(a.Log, p, method, "")
-		if a.OnDenied != nil {
-			a.OnDenied(p.Name)
-		}
-		return err
-	}
-	if p.Broker || p.Superuser {
-		return nil
-	}
-	acls := a.ACLs()
-	for _, n := range needs {
-		var ok bool
-		if n.op == opSee {
-			ok = security.AllowedAny(acls, p, n.res, n.name)
-		} else {
-			ok = security.Allowed(acls, p, n.res, n.name, n.op)
-		}
-		if !ok {
-			return a.deny(p, n)
-		}
-	}
-	return nil
+	return a.policy().Authorize(p, method, r(req))
 }
 
-func (a *Auth) deny(p security.Principal, n need) error {
-	resource := string(n.res)
-	if n.name != "" {
-		resource += " " + n.name
-	}
-	op := string(n.op)
-	if n.op == opSee {
-		op = "read, write or admin"
-	}
-	a.denials.note(a.Log, p, op, resource)
-	if a.OnDenied != nil {
-		a.OnDenied(p.Name)
-	}
-	hint := fmt.Sprintf("strata acl add --principal %s --%s %s --operation %s", p.Name, n.res, n.name, n.op)
-	if n.res == security.ResourceCluster {
-		hint = fmt.Sprintf("strata acl add --principal %s --cluster --operation %s", p.Name, n.op)
-	} else if n.op == opSee {
-		hint = fmt.Sprintf("strata acl add --principal %s --%s %s --operation read", p.Name, n.res, n.name)
-	}
-	return broker.PermissionDenied("%s may not %s %s: no ACL grants it (an admin can: %s)", p.Name, op, resource, hint).
-		With("principal", p.Name).With("operation", op).With("resource", resource)
-}
-
-// filter removes from listings what the caller may not see.
+// filter removes from listings what the caller may not see
+// (broker.Visibility).
 func (a *Auth) filter(p security.Principal, resp any) {
-	if p.Broker || p.Superuser {
+	v := a.policy().VisibleTo(p)
+	if v.All() {
 		return
 	}
-	acls := a.ACLs()
-	visible := func(topic string) bool { return security.AllowedAny(acls, p, security.ResourceTopic, topic) }
 	switch r := resp.(type) {
 	case *stratav1.ListTopicsResponse:
-		r.Topics = slices.DeleteFunc(r.Topics, func(t *stratav1.TopicSummary) bool { return !visible(t.GetName()) })
+		r.Topics = slices.DeleteFunc(r.Topics, func(t *stratav1.TopicSummary) bool { return !v.Topic(t.GetName()) })
 	case *stratav1.GetMetadataResponse:
-		r.Topics = slices.DeleteFunc(r.Topics, func(t *stratav1.TopicMetadata) bool { return !visible(t.GetName()) })
+		r.Topics = slices.DeleteFunc(r.Topics, func(t *stratav1.TopicMetadata) bool { return !v.Topic(t.GetName()) })
 	case *stratav1.ListGroupsResponse:
-		r.Groups = slices.DeleteFunc(r.Groups, func(g *stratav1.GroupSummary) bool {
-			return !security.Allowed(acls, p, security.ResourceGroup, g.GetGroup(), security.OpRead)
-		})
+		r.Groups = slices.DeleteFunc(r.Groups, func(g *stratav1.GroupSummary) bool { return !v.Group(g.GetGroup()) })
 	case *stratav1.DescribeGroupResponse:
-		r.Offsets = slices.DeleteFunc(r.Offsets, func(o *stratav1.CommittedOffset) bool {
-			return !security.Allowed(acls, p, security.ResourceTopic, o.GetTopic(), security.OpRead)
-		})
+		r.Offsets = slices.DeleteFunc(r.Offsets, func(o *stratav1.CommittedOffset) bool { return !v.Offset(o.GetTopic()) })
 	case *stratav1.FetchOffsetsResponse:
-		r.Offsets = slices.DeleteFunc(r.Offsets, func(o *stratav1.CommittedOffset) bool {
-			return !security.Allowed(acls, p, security.ResourceTopic, o.GetTopic(), security.OpRead)
-		})
+		r.Offsets = slices.DeleteFunc(r.Offsets, func(o *stratav1.CommittedOffset) bool { return !v.Offset(o.GetTopic()) })
 	}
-}
-
-// denialLog logs a denial once per principal, operation and resource a
-// minute: enough to see who is refused what, without letting a client
-// that retries in a loop flood the log.
-type denialLog struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-const denialLogEvery = time.Minute
-
-func (d *denialLog) note(log *slog.Logger, p security.Principal, op, resource string) {
-	if log == nil {
-		return
-	}
-	key := p.Name + "\x00" + op + "\x00" + resource
-	now := time.Now()
-	d.mu.Lock()
-	if d.last == nil {
-		d.last = map[string]time.Time{}
-	}
-	if now.Sub(d.last[key]) < denialLogEvery {
-		d.mu.Unlock()
-		return
-	}
-	if len(d.last) > 10000 { // many principals: forget the old entries
-		for k, t := range d.last {
-			if now.Sub(t) >= denialLogEvery {
-				delete(d.last, k)
-			}
-		}
-	}
-	d.last[key] = now
-	d.mu.Unlock()
-	log.Warn("request denied", "principal", p.Name, "operation", op, "resource", resource)
 }

@@ -2,49 +2,47 @@ package rpc
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 
-	"github.com/strata-log/strata/security"
+	"github.com/strata-log/strata/broker"
 )
 
 // AdminAllowed reports whether an admin HTTP request (metrics, profiler)
-// may be answered: brokers, superusers and principals with cluster admin
-// may. It returns the HTTP status to answer with when not.
+// may be answered, by the broker's rules (broker.Auth.AdminEndpoint) for
+// the credentials the request shows. It returns the HTTP status to answer
+// with when not.
 func (a *Auth) AdminAllowed(r *http.Request) (int, error) {
-	var p security.Principal
+	var c broker.Credentials
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		var err error
-		if p, err = security.PrincipalOf(r.TLS.PeerCertificates[0], a.Cluster); err != nil {
-			return http.StatusUnauthorized, err
-		}
-	} else if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && a.Tokens != nil {
-		if p, ok = a.Tokens.Principal(token); !ok {
-			return http.StatusUnauthorized, errUnknownToken
-		}
+		c.Cert = r.TLS.PeerCertificates[0] // verified by the handshake
 	}
-	if p.Anonymous() {
-		return http.StatusUnauthorized, errNeedCredentials
+	// Only a bearer token counts here; any other header is no credential.
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		c.TokenGiven, c.Token = true, token
 	}
-	p.Superuser = !p.Broker && slices.Contains(a.Superusers, p.Name)
-	if !security.Allowed(a.ACLs(), p, security.ResourceCluster, "", security.OpAdmin) {
-		a.denials.note(a.Log, p, string(security.OpAdmin), "cluster (admin endpoint)")
-		return http.StatusForbidden, errAdminOnly{p.Name}
+	p, err := a.policy().Authenticate(c)
+	if err == nil {
+		err = a.policy().AdminEndpoint(p)
 	}
-	return 0, nil
+	switch broker.ReasonOf(err) {
+	case "":
+		return 0, nil
+	case broker.ReasonPermissionDenied:
+		return http.StatusForbidden, adminError(err)
+	default:
+		return http.StatusUnauthorized, adminError(err)
+	}
 }
 
-type errAdminOnly struct{ principal string }
-
-func (e errAdminOnly) Error() string {
-	return e.principal + " may not read the admin endpoint: it needs admin on the cluster (strata acl add --principal " + e.principal + " --cluster --operation admin)"
+// adminError is the broker's refusal as the endpoint answers it: its
+// message, for people.
+func adminError(err error) error {
+	if be, ok := err.(*broker.Error); ok {
+		return authError(be.Message)
+	}
+	return err
 }
 
 type authError string
 
 func (e authError) Error() string { return string(e) }
-
-const (
-	errUnknownToken    = authError("the bearer token is not known")
-	errNeedCredentials = authError("the admin endpoint needs a client certificate or a bearer token")
-)

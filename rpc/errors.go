@@ -16,7 +16,10 @@ import (
 // ErrorDomain is the domain of every ErrorInfo Strata sends.
 const ErrorDomain = "strata.dev"
 
-// codeOf is the gRPC status code for each reason; see errors.proto.
+// codeOf is the gRPC status code for each of the broker's reasons
+// (broker.Reasons; whether one is retriable is the broker's to say, and
+// toStatus sends it); see errors.proto. Mapping them is all rpc knows of
+// reasons.
 var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonTopicNotFound:      codes.NotFound,
 	broker.ReasonPartitionNotFound:  codes.NotFound,

@@ -27,3 +27,20 @@ func TestEveryReasonHasACode(t *testing.T) {
 		}
 	}
 }
+
+// TestCodesCoverTheBrokersReasons holds the map to the broker's one table
+// of reasons: every reason the broker may refuse with has a status code
+// and a name in errors.proto, and the map holds no other.
+func TestCodesCoverTheBrokersReasons(t *testing.T) {
+	for _, r := range broker.Reasons() {
+		if _, ok := codeOf[r]; !ok {
+			t.Errorf("broker reason %s has no status code in codeOf", r)
+		}
+		if _, ok := stratav1.ErrorReason_value["ERROR_REASON_"+string(r)]; !ok {
+			t.Errorf("broker reason %s is not in errors.proto", r)
+		}
+	}
+	if len(codeOf) != len(broker.Reasons()) {
+		t.Errorf("codeOf maps %d reasons, the broker has %d", len(codeOf), len(broker.Reasons()))
+	}
+}

@@ -2,5 +2,8 @@
 // they may do: TLS material that follows its files (rotation without a
 // restart), broker identities in certificates (broker-<id>.<cluster>),
 // principals from certificates or bearer tokens, and ACL matching. It
-// imports nothing internal; rpc, cluster and cmd/strata wire it in.
+// imports nothing internal. The rules that use it (who a caller is, what
+// it may do and see) are broker's (broker/auth.go, authz.go,
+// visibility.go); cluster stores the ACLs; the front ends and cmd/strata
+// wire it in.
 package security
