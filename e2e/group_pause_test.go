@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -118,19 +117,10 @@ func TestGroupGoesOnWhileTheControllerIsPaused(t *testing.T) {
 
 	// The longest stretch within the pause in which no member printed
 	// anything, and each member's own.
-	var all []time.Time
 	for _, m := range members {
-		m.mu.Lock()
-		var mine []time.Time
-		for _, r := range m.records {
-			mine = append(mine, r.at)
-		}
-		m.mu.Unlock()
-		t.Logf("figure: member %s: longest stretch without printing during the pause %v", m.name, longestStretch(mine, pausedAt, resumedAt).Round(time.Millisecond))
-		all = append(all, mine...)
+		t.Logf("figure: member %s: longest stretch without printing during the pause %v", m.name, groupStall([]*memberProc{m}, pausedAt, resumedAt).Round(time.Millisecond))
 	}
-	slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
-	gap := longestStretch(all, pausedAt, resumedAt)
+	gap := groupStall(members, pausedAt, resumedAt)
 	t.Logf("figure: controller paused %v (session timeout %v): longest stretch with nothing printed by the group %v", pause, session, gap.Round(time.Millisecond))
 	// The election takes about a second and a member finds the new
 	// controller within a heartbeat or two; the rest is slack for a busy
