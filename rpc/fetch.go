@@ -23,73 +23,52 @@ import (
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
-const defaultMaxWait = 500 * time.Millisecond
-
 type fetchService struct {
 	stratav1.UnimplementedFetchServiceServer
 	b        *broker.Broker
 	stopping context.Context // done when the server shuts down
 }
 
+// Fetch translates: the stream's rules are broker.FetchLoop's.
 func (s *fetchService) Fetch(req *stratav1.FetchRequest, stream stratav1.FetchService_FetchServer) error {
-	if req.Topic == "" {
-		return invalid("topic is required")
-	}
-	if req.MaxBytes < 0 || req.MaxWaitMs < 0 {
-		return invalid("max_bytes and max_wait_ms must not be negative")
-	}
-	wait := time.Duration(req.MaxWaitMs) * time.Millisecond
-	if wait == 0 {
-		wait = defaultMaxWait
-	}
-	if req.StopAtEnd {
-		wait = 0
-	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	defer context.AfterFunc(s.stopping, cancel)()
 	var lent fetchBuffer
-	offset := req.Offset
-	for {
-		res, err := s.b.Fetch(ctx, broker.FetchRequest{
-			Topic:     req.Topic,
-			Partition: req.Partition,
-			Offset:    offset,
-			MaxBytes:  int(req.MaxBytes),
-			MaxWait:   wait,
-			Buffer:    lent.borrow,
-		})
-		if err != nil {
-			return s.endStream(stream, err)
-		}
+	defer lent.giveBack()
+	var sendErr error
+	err := s.b.FetchLoop(ctx, broker.FetchLoopRequest{
+		Topic:     req.Topic,
+		Partition: req.Partition,
+		Offset:    req.Offset,
+		MaxBytes:  int(req.MaxBytes),
+		MaxWait:   time.Duration(req.MaxWaitMs) * time.Millisecond,
+		StopAtEnd: req.StopAtEnd,
+		Decode:    req.Decode,
+		Buffer:    lent.borrow,
+	}, func(res broker.FetchAnswer) error {
 		resp := &stratav1.FetchResponse{
 			HighWatermark:  res.HighWatermark,
 			LogStartOffset: res.LogStartOffset,
 			NextOffset:     res.NextOffset,
 		}
 		if req.Decode {
-			if resp.Records, err = decodeBatches(req.Topic, req.Partition, res.Batches, offset); err != nil {
-				return toStatus(err)
-			}
+			resp.Records = protoRecords(res.Records)
 		} else {
 			resp.Batches = res.Batches
 		}
-		caughtUp := res.NextOffset >= res.HighWatermark
-		if len(res.Batches) > 0 || !req.StopAtEnd {
-			if err := stream.Send(resp); err != nil {
-				return err
-			}
-		}
+		sendErr = stream.Send(resp)
 		// Send has encoded the response: its bytes are free for the next.
 		lent.giveBack()
-		if req.StopAtEnd && caughtUp {
-			return nil
-		}
-		offset = res.NextOffset
-		if ctx.Err() != nil {
-			return s.endStream(stream, ctx.Err())
-		}
+		return sendErr
+	})
+	switch {
+	case err == nil:
+		return nil
+	case sendErr != nil:
+		return sendErr
 	}
+	return s.endStream(stream, err)
 }
 
 // fetchBuffer is what one fetch stream borrowed, from the pool gRPC
@@ -145,35 +124,18 @@ func (s *fetchService) endStream(stream stratav1.FetchService_FetchServer, err e
 	return toStatus(err)
 }
 
-// decodeBatches decodes stored batches of a partition into records at or
-// after from. Batches that fail their checks or do not decode were damaged
-// in storage (the leader refuses such batches on produce): CORRUPT_DATA,
-// naming where, never Internal, which clients would retry forever.
-func decodeBatches(topic string, partition int32, data []byte, from int64) ([]*stratav1.Record, error) {
+// protoRecords is decoded records as the proto carries them; they share
+// their keys, values and headers' values with recs.
+func protoRecords(recs []record.Record) []*stratav1.Record {
 	var out []*stratav1.Record
-	at := from // an offset the next batch holds, for errors
-	for len(data) > 0 {
-		b, rest, err := record.Next(data)
-		if err != nil {
-			return nil, broker.CorruptData(err, at, "%s/%d: the stored batch holding offset %d fails its checks: %v", topic, partition, at, err)
+	for _, r := range recs {
+		pr := &stratav1.Record{Key: r.Key, Value: r.Value, TimestampMs: r.Timestamp, Offset: r.Offset}
+		for _, h := range r.Headers {
+			pr.Headers = append(pr.Headers, &stratav1.Header{Key: h.Key, Value: h.Value})
 		}
-		recs, err := b.Records()
-		if err != nil {
-			return nil, broker.CorruptData(err, b.BaseOffset(), "%s/%d: the stored batch at offset %d does not decode: %v", topic, partition, b.BaseOffset(), err)
-		}
-		for _, r := range recs {
-			if r.Offset < from {
-				continue
-			}
-			pr := &stratav1.Record{Key: r.Key, Value: r.Value, TimestampMs: r.Timestamp, Offset: r.Offset}
-			for _, h := range r.Headers {
-				pr.Headers = append(pr.Headers, &stratav1.Header{Key: h.Key, Value: h.Value})
-			}
-			out = append(out, pr)
-		}
-		data, at = rest, b.NextOffset()
+		out = append(out, pr)
 	}
-	return out, nil
+	return out
 }
 
 func (s *fetchService) ListOffsets(ctx context.Context, req *stratav1.ListOffsetsRequest) (*stratav1.ListOffsetsResponse, error) {
