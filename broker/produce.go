@@ -305,3 +305,27 @@ func appendError(p *partition, err error) error {
 	}
 	return refuse(ReasonStorageError, err, "%s: %v", p.name(), err)
 }
+
+// BatchOf builds one batch from simple records, for a front end whose
+// producers send records rather than encoded batches: keys, values and
+// headers as given (nil stays null), compressed with c, and a timestamp
+// of 0 meaning the broker's clock now (-1, "no timestamp", and any other
+// time stay as sent, for Produce's checks to judge). A batch that cannot
+// be built is INVALID_REQUEST.
+func BatchOf(recs []record.Record, c record.Compression) (record.Batch, error) {
+	opts := record.DefaultBatchOptions()
+	opts.Compression = c
+	bl := record.NewBuilder(opts)
+	now := time.Now().UnixMilli()
+	for _, r := range recs {
+		if r.Timestamp == 0 {
+			r.Timestamp = now
+		}
+		bl.Add(r)
+	}
+	batch, err := bl.Build()
+	if err != nil {
+		return nil, InvalidRequest("%v", err)
+	}
+	return batch, nil
+}

@@ -1,9 +1,9 @@
 package rpc
 
-// Produce: one batch for one partition, sent as simple records (which this
-// handler encodes into one batch with the requested compression; timestamp 0
-// means now) or as one encoded batch, stored as sent. A resend of an
-// idempotent producer's batch is answered with the original offsets and
+// Produce: one batch for one partition, sent as simple records (which
+// broker.BatchOf encodes into one batch with the requested compression;
+// timestamp 0 means now) or as one encoded batch, stored as sent. A resend
+// of an idempotent producer's batch is answered with the original offsets and
 // duplicate set. A caller over its produce quota is refused with THROTTLED
 // and a RetryInfo saying when to try again.
 //
@@ -36,7 +36,7 @@ func (s *produceService) Produce(ctx context.Context, req *stratav1.ProduceReque
 	case len(req.Records) > 0:
 		var err error
 		if batch, err = encodeRecords(req.Records, req.Compression); err != nil {
-			return nil, invalid("%v", err)
+			return nil, err
 		}
 	default:
 		return nil, invalid("no records and no batch")
@@ -93,28 +93,25 @@ var compressionOf = map[stratav1.Compression]record.Compression{
 	stratav1.Compression_COMPRESSION_ZSTD:        record.CompressionZstd,
 }
 
-// encodeRecords builds one batch from simple records.
+// encodeRecords builds one batch from simple records (broker.BatchOf).
 func encodeRecords(recs []*stratav1.Record, c stratav1.Compression) (record.Batch, error) {
 	codec, ok := compressionOf[c]
 	if !ok {
-		return nil, errUnknownCompression(c)
+		return nil, invalid("%v", errUnknownCompression(c))
 	}
-	opts := record.DefaultBatchOptions()
-	opts.Compression = codec
-	bl := record.NewBuilder(opts)
-	now := time.Now().UnixMilli()
+	rs := make([]record.Record, 0, len(recs))
 	for _, r := range recs {
-		ts := r.TimestampMs
-		if ts == 0 {
-			ts = now
-		}
-		rec := record.Record{Timestamp: ts, Key: r.Key, Value: r.Value} // nil stays null
+		rec := record.Record{Timestamp: r.TimestampMs, Key: r.Key, Value: r.Value} // nil stays null
 		for _, h := range r.Headers {
 			rec.Headers = append(rec.Headers, record.Header{Key: h.Key, Value: h.Value})
 		}
-		bl.Add(rec)
+		rs = append(rs, rec)
 	}
-	return bl.Build()
+	batch, err := broker.BatchOf(rs, codec)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return batch, nil
 }
 
 type errUnknownCompression stratav1.Compression
