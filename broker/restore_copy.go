@@ -9,15 +9,43 @@ import (
 )
 
 // RestoreCopy asks for a restore into a copy: under a new name, cut at a
-// point in time or an offset, or both.
+// point in time or an offset.
 type RestoreCopy struct {
 	// As is the name of the new topic; empty restores under the source's
 	// name (which the cluster must no longer have).
 	As string
-	// Cut is where each partition's restored log ends (tiering.RestoreCut:
-	// offsets below ToOffset, or up to and including the records at
-	// ToTime); tiering.NoCut in both restores everything.
-	Cut tiering.RestoreCut
+	// ToOffset, when set, ends each partition's restored log before it
+	// (0 or more); ToTime, when set, after its records at that time (ms
+	// since 1970, 0 or more); at most one of them (tiering.RestoreCut).
+	ToOffset *int64
+	ToTime   *int64
+}
+
+// Copies says whether rc asks for a copy (RestoreTopicCopy) rather than
+// the topic back under its own id (RestoreTopic): a new name or a cut.
+func (rc RestoreCopy) Copies() bool {
+	return rc.As != "" || rc.ToOffset != nil || rc.ToTime != nil
+}
+
+// cut is rc's cut, or INVALID_REQUEST for one that cannot be: both a time
+// and an offset, or either below 0.
+func (rc RestoreCopy) cut() (tiering.RestoreCut, error) {
+	cut := tiering.RestoreCut{ToOffset: tiering.NoCut, ToTime: tiering.NoCut}
+	switch {
+	case rc.ToTime != nil && rc.ToOffset != nil:
+		return cut, InvalidRequest("restore to a time or to an offset, not both")
+	case rc.ToTime != nil && *rc.ToTime < 0:
+		return cut, InvalidRequest("restore to time %d: a time before 1970 holds no record", *rc.ToTime)
+	case rc.ToOffset != nil && *rc.ToOffset < 0:
+		return cut, InvalidRequest("restore to offset %d: an offset is 0 or more", *rc.ToOffset)
+	}
+	if rc.ToTime != nil {
+		cut.ToTime = *rc.ToTime
+	}
+	if rc.ToOffset != nil {
+		cut.ToOffset = *rc.ToOffset
+	}
+	return cut, nil
 }
 
 // RestoreTopicCopy restores a topic from the bucket into a new topic id:
@@ -32,9 +60,15 @@ type RestoreCopy struct {
 // objects stay in the bucket, untouched, under the old id, until an
 // operator deletes them (strata bucket ls shows them).
 //
-// A cut that keeps no record of any partition (a time before the first
-// record, offset 0) is refused: there is nothing to restore.
+// A cut that cannot be (RestoreCopy) is INVALID_REQUEST before anything
+// else is checked. A cut that keeps no record of any partition (a time
+// before the first record, offset 0) is refused: there is nothing to
+// restore.
 func (b *Broker) RestoreTopicCopy(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy) (TopicDescription, error) {
+	cut, err := rc.cut()
+	if err != nil {
+		return TopicDescription{}, err
+	}
 	if b.replica != nil {
 		return TopicDescription{}, errReadReplica("restore topics")
 	}
@@ -52,13 +86,6 @@ func (b *Broker) RestoreTopicCopy(ctx context.Context, name, id string, replicat
 	}
 	if err := checkReplicationFactor(replicationFactor); err != nil {
 		return TopicDescription{}, err
-	}
-	cut := rc.Cut
-	if cut.ToOffset != tiering.NoCut && cut.ToTime != tiering.NoCut {
-		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "restore to a time or to an offset, not both")
-	}
-	if cut.ToOffset < tiering.NoCut {
-		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "restore to offset %d: an offset is 0 or more", cut.ToOffset)
 	}
 	md := b.meta.Metadata()
 	if live, ok := md.Topic(target); ok {

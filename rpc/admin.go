@@ -7,7 +7,6 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
-	"github.com/strata-log/strata/tiering"
 )
 
 type metadataService struct {
@@ -84,22 +83,8 @@ func (s *adminService) RestoreTopic(ctx context.Context, req *stratav1.RestoreTo
 		d   broker.TopicDescription
 		err error
 	)
-	if req.As != "" || req.ToTimeMs != nil || req.ToOffset != nil {
-		rc := broker.RestoreCopy{As: req.As, Cut: tiering.RestoreCut{ToOffset: tiering.NoCut, ToTime: tiering.NoCut}}
-		if req.ToTimeMs != nil {
-			rc.Cut.ToTime = *req.ToTimeMs
-		}
-		if req.ToOffset != nil {
-			rc.Cut.ToOffset = *req.ToOffset
-		}
-		switch {
-		case req.ToTimeMs != nil && req.ToOffset != nil:
-			return nil, toStatus(broker.InvalidRequest("restore to a time or to an offset, not both"))
-		case req.ToTimeMs != nil && *req.ToTimeMs < 0:
-			return nil, toStatus(broker.InvalidRequest("restore to time %d: a time before 1970 holds no record", *req.ToTimeMs))
-		case req.ToOffset != nil && *req.ToOffset < 0:
-			return nil, toStatus(broker.InvalidRequest("restore to offset %d: an offset is 0 or more", *req.ToOffset))
-		}
+	rc := broker.RestoreCopy{As: req.As, ToOffset: req.ToOffset, ToTime: req.ToTimeMs}
+	if rc.Copies() {
 		d, err = s.b.RestoreTopicCopy(ctx, req.Name, req.Id, req.ReplicationFactor, rc)
 	} else {
 		d, err = s.b.RestoreTopic(ctx, req.Name, req.Id, req.ReplicationFactor)
