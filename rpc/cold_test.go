@@ -11,6 +11,8 @@ import (
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // withStore points a broker config at a MinIO bucket.
@@ -47,11 +49,21 @@ func TestColdReadFromAnyBroker(t *testing.T) {
 	b1 := startBroker(t, withStore(brokerConfig(t, 1, dir+"/b1"), m))
 	b2 := joinSecondBroker(t, b1, withStore(brokerConfig(t, 2, dir+"/b2"), m))
 	ctx := testCtx(t)
-	_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "cold", Partitions: 2, Config: map[string]string{
-		"segment.bytes": "16KiB", "local.retention.bytes": "16KiB", "retention.ms": "-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Just after the second broker joined the metadata group, a busy
+	// machine can leave the group without a leader for a moment: the
+	// refusal is retriable, and a client would retry.
+	var err error
+	waitUntil(t, "the topic created", func() bool {
+		_, err = b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "cold", Partitions: 2, Config: map[string]string{
+			"segment.bytes": "16KiB", "local.retention.bytes": "16KiB", "retention.ms": "-1"}})
+		if status.Code(err) == codes.Unavailable {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
 	p := ledBy(t, b1, "cold", 1)
 	var sent []byte
 	for i := range 200 {
