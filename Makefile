@@ -83,8 +83,8 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-run: build ## build and start one broker on loopback, data in ./data
-	$(BIN)/strata serve --data-dir ./data
+run: build ## build and start one broker on loopback, data in ./data, Kafka clients on 127.0.0.1:9092
+	$(BIN)/strata serve --data-dir ./data --kafka-listen 127.0.0.1:9092
 
 proto: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc ## regenerate the gRPC code from rpc/proto (needs protoc: apt-get install protobuf-compiler)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
