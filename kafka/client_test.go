@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +15,10 @@ import (
 	"github.com/strata-log/strata/broker"
 )
 
-// TestClientProduceConsume: kgo produces with acks all, leader and none,
-// and reads every record back unchanged, at the offsets the produces
-// answered; a raw Fetch returns the very bytes the broker stores.
+// TestClientProduceConsume: kgo produces idempotently (acks all, through
+// InitProducerId), and not (acks all, leader and none), and reads every
+// record back unchanged, once, at the offsets the produces answered; a raw
+// Fetch returns the very bytes the broker stores.
 func TestClientProduceConsume(t *testing.T) {
 	tb := startBroker(t)
 	desc := tb.createTopic(t, "orders", 2)
@@ -29,14 +31,18 @@ func TestClientProduceConsume(t *testing.T) {
 		answered  bool // acks=0 answers no offsets
 	}
 	var all []sent
-	for i, acks := range []kgo.Acks{kgo.AllISRAcks(), kgo.LeaderAck(), kgo.NoAck()} {
-		answered := i < 2
-		cl := tb.client(t, kgo.RequiredAcks(acks), kgo.ProducerLinger(0))
+	for round, acks := range []kgo.Acks{kgo.AllISRAcks(), kgo.AllISRAcks(), kgo.LeaderAck(), kgo.NoAck()} {
+		answered := round < 3
+		opts := []kgo.Opt{kgo.RequiredAcks(acks), kgo.ProducerLinger(0)}
+		if round > 0 {
+			opts = append(opts, kgo.DisableIdempotentWrite()) // kgo needs it off for acks other than all
+		}
+		cl := tb.client(t, opts...)
 		for i := range 20 {
 			r := &kgo.Record{
 				Topic:     "orders",
 				Key:       fmt.Appendf(nil, "k%d", i),
-				Value:     fmt.Appendf(nil, "value %d %v", i, acks),
+				Value:     fmt.Appendf(nil, "value %d round %d", i, round),
 				Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte{byte(i), 0, 0xff}}},
 				Timestamp: time.UnixMilli(time.Now().UnixMilli() - 1000 + int64(i)),
 			}
@@ -79,13 +85,16 @@ func TestClientProduceConsume(t *testing.T) {
 	}
 	got := map[string]*kgo.Record{}
 	gotAt := map[at]*kgo.Record{}
-	for len(got) < len(all) {
+	for len(gotAt) < len(all) {
 		fs := cons.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %d of %d records: %v", len(got), len(all), err)
+			t.Fatalf("consumed %d of %d records: %v", len(gotAt), len(all), err)
 		}
 		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
+			if _, dup := got[string(r.Value)]; dup {
+				t.Errorf("record %q consumed twice", r.Value)
+			}
 			got[string(r.Value)] = r
 			gotAt[at{r.Partition, r.Offset}] = r
 		})
@@ -100,9 +109,24 @@ func TestClientProduceConsume(t *testing.T) {
 			r.Timestamp.UnixMilli() != s.r.Timestamp.UnixMilli() {
 			t.Errorf("record %q came back as key %q headers %v time %v", s.r.Value, r.Key, r.Headers, r.Timestamp)
 		}
+		if idem := r.ProducerID >= 0; idem != (strings.HasSuffix(string(r.Value), "round 0")) {
+			t.Errorf("record %q: producer id %d, want one only from the idempotent round", r.Value, r.ProducerID)
+		}
 		if s.answered && gotAt[at{s.partition, s.offset}] != r {
 			t.Errorf("record %q produced at %d/%d, consumed at %d/%d", s.r.Value, s.partition, s.offset, r.Partition, r.Offset)
 		}
+	}
+
+	// A transactional producer is refused at once, saying why.
+	txn := kmsg.NewPtrInitProducerIDRequest()
+	txn.TransactionalID = kmsg.StringPtr("txn")
+	raw := dialRaw(t, tb.addr) // kgo would first look for a transaction coordinator
+	raw.send(frameOf(txn, 5, 9))
+	_, body := raw.recv() // a flexible response header: one byte of tagged fields first
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.Version = 5
+	if err := resp.ReadFrom(body[1:]); err != nil || resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || resp.ProducerID != -1 {
+		t.Errorf("transactional InitProducerId: %+v, %v", resp, err)
 	}
 
 	// A raw Fetch answers the stored batches byte for byte.

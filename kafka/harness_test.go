@@ -85,11 +85,10 @@ func (tb *testBroker) createTopic(t testing.TB, name string, partitions int32) b
 	return d
 }
 
-// client is a kgo client of tb; idempotent writes are off, since
-// InitProducerId is not served yet.
+// client is a kgo client of tb (idempotent unless opts say otherwise).
 func (tb *testBroker) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tb.addr), kgo.DisableIdempotentWrite()}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tb.addr)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
