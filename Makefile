@@ -24,7 +24,7 @@ SIM_FIRST ?= 1
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio clean
+.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio kcat clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -47,7 +47,10 @@ $(TOOLS)/bin/minio:
 
 minio: $(TOOLS)/bin/minio ## install the pinned MinIO server the tests run into .tools/bin
 
-tools: $(TOOLS)/bin/grpcurl minio ## install the tools the tests use into .tools/bin
+tools: $(TOOLS)/bin/grpcurl minio kcat ## install the tools the tests use into .tools/bin (kcat from Debian's package)
+
+kcat: ## kcat (librdkafka), the non-Go Kafka client the tests use: apt-get install -y kcat when missing
+	@command -v kcat >/dev/null || apt-get install -y kcat || { apt-get update && apt-get install -y kcat; }
 
 test: tools build ## vet, every test with -race (fuzz targets over their seed corpus), then the replication simulation over SIM_SEEDS seeds
 	$(GO) vet ./...

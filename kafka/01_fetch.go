@@ -23,8 +23,10 @@ package kafka
 // offset is the high watermark and no aborted transactions are listed;
 // isolation level makes no difference. The current leader epoch of each
 // partition (KIP-320) is not checked yet, and no preferred read replica
-// is named (-1). Errors per partition come from errors.go, offsets -1;
-// over the fetch quota the wait is the response's ThrottleMillis.
+// is named (-1). A partition without records has an empty record set,
+// never a null one (librdkafka refuses null). Errors per partition come
+// from errors.go, offsets -1; over the fetch quota the wait is the
+// response's ThrottleMillis.
 
 import (
 	"context"
@@ -76,6 +78,8 @@ func fetchOnce(ctx context.Context, b *broker.Broker, req *kmsg.FetchRequest, re
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			// Empty, not null: librdkafka refuses a null record set.
+			p.RecordBatches = []byte{}
 			if !known {
 				p.ErrorCode = kerr.UnknownTopicID.Code
 				failed = true
@@ -95,7 +99,7 @@ func fetchOnce(ctx context.Context, b *broker.Broker, req *kmsg.FetchRequest, re
 				continue
 			}
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-			if total == 0 || len(res.Batches) <= left {
+			if len(res.Batches) > 0 && (total == 0 || len(res.Batches) <= left) {
 				p.RecordBatches = res.Batches
 				total += len(res.Batches)
 				left -= len(res.Batches)
