@@ -24,7 +24,7 @@ SIM_FIRST ?= 1
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio clean
+.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio kcat clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -47,7 +47,10 @@ $(TOOLS)/bin/minio:
 
 minio: $(TOOLS)/bin/minio ## install the pinned MinIO server the tests run into .tools/bin
 
-tools: $(TOOLS)/bin/grpcurl minio ## install the tools the tests use into .tools/bin
+tools: $(TOOLS)/bin/grpcurl minio kcat ## install the tools the tests use into .tools/bin (kcat from Debian's package)
+
+kcat: ## kcat (librdkafka), the non-Go Kafka client the tests use: apt-get install -y kcat when missing
+	@command -v kcat >/dev/null || apt-get install -y kcat || { apt-get update && apt-get install -y kcat; }
 
 test: tools build ## vet, every test with -race (fuzz targets over their seed corpus), then the replication simulation over SIM_SEEDS seeds
 	$(GO) vet ./...
@@ -86,8 +89,8 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-run: build ## build and start one broker on loopback, data in ./data
-	$(BIN)/strata serve --data-dir ./data
+run: build ## build and start one broker on loopback, data in ./data, Kafka clients on 127.0.0.1:9092
+	$(BIN)/strata serve --data-dir ./data --kafka-listen 127.0.0.1:9092
 
 proto: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc ## regenerate the gRPC code from rpc/proto (needs protoc: apt-get install protobuf-compiler)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }

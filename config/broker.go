@@ -37,6 +37,8 @@ type Broker struct {
 	Gossip Gossip `yaml:"gossip"`
 	// Admin is the HTTP endpoint for health and metrics.
 	Admin Admin `yaml:"admin"`
+	// Kafka is the Kafka-protocol listener.
+	Kafka Kafka `yaml:"kafka"`
 	// Security is who may reach the broker and what they may do.
 	Security Security `yaml:"security"`
 	// ObjectStore is where the cold tier lives.
@@ -99,6 +101,15 @@ type Admin struct {
 	// profile shows memory contents and costs CPU. With TLS it is behind
 	// the admin endpoint's authentication like /metrics.
 	Pprof bool `yaml:"pprof"`
+}
+
+// Kafka configures the Kafka-protocol front end (package kafka).
+type Kafka struct {
+	// Listen is the Kafka listener's address; empty opens none.
+	Listen string `yaml:"listen"`
+	// Advertise is the address Kafka clients are told in metadata; empty
+	// means Listen.
+	Advertise string `yaml:"advertise"`
 }
 
 // Security says who may reach the broker and what they may do. Without TLS
@@ -359,3 +370,7 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+// AdvertiseAddr is the Kafka address to give Kafka clients: Advertise,
+// else Listen ("" when no Kafka listener is open).
+func (k Kafka) AdvertiseAddr() string { return orDefault(k.Advertise, k.Listen) }

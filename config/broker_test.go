@@ -46,6 +46,8 @@ func TestDefaultBroker(t *testing.T) {
 		{"log.format", b.Log.Format, "text"},
 		{"AdvertiseAddr", b.AdvertiseAddr(), "127.0.0.1:7400"},
 		{"Raft.AdvertiseAddr", b.Raft.AdvertiseAddr(), "127.0.0.1:7401"},
+		{"kafka.listen", b.Kafka.Listen, ""},
+		{"Kafka.AdvertiseAddr", b.Kafka.AdvertiseAddr(), ""},
 		{"ObjectStorePath", b.ObjectStorePath(), filepath.Join("data", "objects")},
 	}
 	for _, c := range checks {
@@ -116,6 +118,24 @@ func TestBrokerValidate(t *testing.T) {
 			b.Listen, b.Raft.Listen, b.Gossip.Listen, b.Admin.Listen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		}, "", ""},
 		{"admin disabled", func(b *Broker) { b.Admin.Listen = "" }, "", ""},
+		{"kafka on loopback", func(b *Broker) { b.Kafka.Listen = "127.0.0.1:9092" }, "", ""},
+		{"kafka plaintext beyond loopback", func(b *Broker) {
+			b.Kafka.Listen = "10.0.0.1:9092"
+		}, "kafka.listen", "set security.tls"},
+		{"kafka beyond loopback, plaintext allowed", func(b *Broker) {
+			b.Kafka.Listen = "10.0.0.1:9092"
+			b.Security.AllowPlaintext = true
+		}, "", ""},
+		{"kafka wildcard without advertise", func(b *Broker) {
+			b.Kafka.Listen = "0.0.0.0:9092"
+			b.Security.AllowPlaintext = true
+		}, "kafka.advertise", "set kafka.advertise"},
+		{"kafka advertise bad", func(b *Broker) {
+			b.Kafka.Listen = "127.0.0.1:9092"
+			b.Kafka.Advertise = "broker1"
+		}, "kafka.advertise", "not host:port"},
+		{"kafka port conflict", func(b *Broker) { b.Kafka.Listen = "127.0.0.1:7400" }, "kafka.listen", "conflicts with listen"},
+		{"kafka listen bad", func(b *Broker) { b.Kafka.Listen = "9092" }, "kafka.listen", "not host:port"},
 		{"raft listen required", func(b *Broker) { b.Raft.Listen = "" }, "raft.listen", "not host:port"},
 		{"join ok", func(b *Broker) { b.Gossip.Join = []string{"broker1:7402", "10.0.0.2:7402"} }, "", ""},
 		{"join without port", func(b *Broker) { b.Gossip.Join = []string{"broker1:7402", "broker2"} }, "gossip.join", "not host:port"},

@@ -85,6 +85,7 @@ func (b Broker) validateAddresses() error {
 		{"raft.listen", b.Raft.Listen, "raft.advertise", b.Raft.Advertise},
 		{"gossip.listen", b.Gossip.Listen, "gossip.advertise", b.Gossip.Advertise},
 		{"admin.listen", b.Admin.Listen, "", ""},
+		{"kafka.listen", b.Kafka.Listen, "kafka.advertise", b.Kafka.Advertise},
 	}
 	if b.ReadReplica {
 		// A read-only replica opens neither Raft nor gossip: their
@@ -96,8 +97,8 @@ func (b Broker) validateAddresses() error {
 		})
 	}
 	for _, l := range listeners {
-		if l.addr == "" && l.key == "admin.listen" {
-			continue // no admin endpoint
+		if l.addr == "" && (l.key == "admin.listen" || l.key == "kafka.listen") {
+			continue // no admin endpoint, no Kafka listener
 		}
 		if err := checkHostPort(l.key, l.addr, allowedListen, false); err != nil {
 			return err
@@ -166,6 +167,7 @@ func (b Broker) validateSecurity() error {
 		}
 		for _, l := range []struct{ key, addr string }{
 			{"listen", b.Listen}, {"raft.listen", b.Raft.Listen}, {"gossip.listen", b.Gossip.Listen}, {"admin.listen", b.Admin.Listen},
+			{"kafka.listen", b.Kafka.Listen},
 		} {
 			if b.ReadReplica && (l.key == "raft.listen" || l.key == "gossip.listen") {
 				continue // not opened by a read-only replica

@@ -117,12 +117,13 @@ log:
   level: warn
 `)
 	env := envMap(map[string]string{
-		"STRATA_NODE_ID":     "3",
-		"STRATA_LISTEN":      "127.0.0.1:9400",
-		"STRATA_GOSSIP_JOIN": "env1:7402, env2:7402",
-		"STRATA_LOG_FORMAT":  "json",
+		"STRATA_NODE_ID":      "3",
+		"STRATA_LISTEN":       "127.0.0.1:9400",
+		"STRATA_GOSSIP_JOIN":  "env1:7402, env2:7402",
+		"STRATA_LOG_FORMAT":   "json",
+		"STRATA_KAFKA_LISTEN": "127.0.0.1:9092",
 	})
-	flags := newFlags(t, "--node-id=4", "--gossip-rack", "flag-rack")
+	flags := newFlags(t, "--node-id=4", "--gossip-rack", "flag-rack", "--kafka-advertise", "localhost:9092")
 	b, err := Load(path, env, flags)
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +136,8 @@ log:
 	want.Gossip.Rack = "flag-rack"                        // file < flag
 	want.Log.Level = "warn"                               // file only
 	want.Log.Format = "json"                              // env only
+	want.Kafka.Listen = "127.0.0.1:9092"                  // env only
+	want.Kafka.Advertise = "localhost:9092"               // flag only
 	if !reflect.DeepEqual(b, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", b, want)
 	}

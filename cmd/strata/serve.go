@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/rpc"
 )
 
@@ -135,6 +137,12 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	if admin != nil {
 		defer admin.Close()
 	}
+	kafkaSrv, kafkaAddr, kafkaAdv, err := serveKafka(cfg, b, sec != nil, logger)
+	if err != nil {
+		srv.Stop()
+		b.Close()
+		return err
+	}
 
 	dataDir, _ := filepath.Abs(cfg.DataDir)
 	mode := "TLS, clients authenticate and are held to ACLs"
@@ -151,6 +159,10 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s (raft %s), data in %s; %s\n",
 			version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
 	}
+	if kafkaSrv != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving Kafka on %s (advertised as %s)\n",
+			version, cfg.NodeID, kafkaAddr, kafkaAdv)
+	}
 
 	for running := true; running; {
 		select {
@@ -158,11 +170,17 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 			logger.Info("shutting down")
 			running = false
 		case err := <-served:
+			if kafkaSrv != nil {
+				kafkaSrv.Close()
+			}
 			b.Close()
 			return fmt.Errorf("gRPC server stopped: %w", err)
 		case <-hup:
 			reload(b, load, logger)
 		}
+	}
+	if kafkaSrv != nil {
+		kafkaSrv.Close() // Kafka clients reconnect and retry; in-flight requests are cut off
 	}
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
@@ -189,6 +207,41 @@ func reload(b *broker.Broker, load func() (config.Broker, error), logger *slog.L
 	}
 	applied, restart := b.Reload(next)
 	logger.Info("SIGHUP: settings reloaded", "applied", applied, "need_restart", restart)
+}
+
+// serveKafka serves the Kafka-protocol front end on cfg.Kafka.Listen,
+// unless it is empty (nil server). With TLS on, it refuses to start: the
+// Kafka listener does not yet speak TLS or authenticate its clients, and a
+// broker that holds its other listeners to certificates must not open one
+// that lets anyone in.
+func serveKafka(cfg config.Broker, b *broker.Broker, tlsOn bool, logger *slog.Logger) (*kafka.Server, net.Addr, string, error) {
+	if cfg.Kafka.Listen == "" {
+		return nil, nil, "", nil
+	}
+	if tlsOn {
+		return nil, nil, "", fmt.Errorf("kafka.listen %s: the Kafka listener does not serve TLS or authentication yet; leave kafka.listen empty on a broker with security.tls.*", cfg.Kafka.Listen)
+	}
+	lis, err := net.Listen("tcp", cfg.Kafka.Listen)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("kafka listen on %s: %w", cfg.Kafka.Listen, err)
+	}
+	adv := cfg.Kafka.AdvertiseAddr()
+	if host, port, _ := net.SplitHostPort(adv); port == "0" {
+		// An ephemeral listen port: tell clients the one the kernel chose.
+		_, chosen, _ := net.SplitHostPort(lis.Addr().String())
+		adv = net.JoinHostPort(host, chosen)
+	}
+	srv, err := kafka.NewServer(b, kafka.Config{Advertise: adv, Logger: logger})
+	if err != nil {
+		lis.Close()
+		return nil, nil, "", err
+	}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, kafka.ErrClosed) {
+			logger.Error("Kafka listener stopped", "err", err)
+		}
+	}()
+	return srv, lis.Addr(), adv, nil
 }
 
 // serveAdmin serves the admin HTTP endpoint on cfg.Listen, unless it is

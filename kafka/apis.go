@@ -1,0 +1,34 @@
+package kafka
+
+// The APIs served, by key, with the versions served: what ApiVersions
+// advertises, and all that conn.go dispatches. A key or version not here
+// closes the connection (ApiVersions aside).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type api struct {
+	min, max int16
+	// handle answers req (nil for no answer); an error closes the
+	// connection.
+	handle func(ctx context.Context, c *conn, req kmsg.Request) (kmsg.Response, error)
+}
+
+const apiVersionsKey = 18
+
+var apis map[int16]api
+
+func init() {
+	// Filled here, not in the declaration: ApiVersions reads the table.
+	apis = map[int16]api{
+		0:              {0, 12, handleProduce},       // 00_produce.go
+		1:              {4, 17, handleFetch},         // 01_fetch.go
+		2:              {1, 6, handleListOffsets},    // 02_list_offsets.go
+		3:              {0, 13, handleMetadata},      // 03_metadata.go
+		apiVersionsKey: {0, 4, handleApiVersions},    // 18_api_versions.go
+		22:             {0, 5, handleInitProducerID}, // 22_init_producer_id.go
+	}
+}

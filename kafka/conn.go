@@ -1,0 +1,191 @@
+package kafka
+
+// A connection: frames in, one request at a time, answers in request
+// order, as Kafka serves a connection (the next request is read once the
+// last is answered, so order holds without bookkeeping).
+//
+// A frame is a 4-byte big-endian size and that many bytes. A size below
+// the smallest request header, or above MaxRequestBytes, closes the
+// connection without reading further (a client cannot make the broker
+// hold more than the limit). Waiting for the next request is bounded by
+// IdleTimeout; once a frame's size has come, its bytes must come within
+// RequestTimeout (a client that sends half a frame and stalls is closed),
+// and so must the response's write.
+//
+// The request header (v1, or v2 with tagged fields for flexible versions)
+// is read with franz-go's kbin and the body with kmsg. An API key not in
+// apis, or a version outside its range, closes the connection, as Kafka
+// does, except for ApiVersions: a version newer than served is answered in
+// ApiVersions v0's format with UNSUPPORTED_VERSION and the supported list,
+// so a client can pick a version it shares. A body that does not decode
+// closes the connection. Response headers are v0, or v1 (tagged fields)
+// for flexible versions, except ApiVersions' which is always v0.
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// minFrame is the smallest request frame: API key, version, correlation
+// id and a client id's length.
+const minFrame = 2 + 2 + 4 + 2
+
+var (
+	errFrameTooLarge   = errors.New("kafka: request frame larger than the limit")
+	errFrameTooSmall   = errors.New("kafka: request frame smaller than a request header")
+	errTruncated       = errors.New("kafka: truncated request header")
+	errUnknownAPI      = errors.New("kafka: unknown API key")
+	errVersion         = errors.New("kafka: unsupported API version")
+	errMalformed       = errors.New("kafka: request does not decode")
+	errCloseConnection = errors.New("kafka: close the connection") // a handler's way to end it (acks=0 errors)
+)
+
+// readFrame reads one frame from r: its size, checked against max, then
+// its bytes.
+func readFrame(r io.Reader, max int) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	switch {
+	case n < minFrame:
+		return nil, fmt.Errorf("%w: %d bytes", errFrameTooSmall, n)
+	case int64(n) > int64(max):
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, n, max)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(r, frame); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
+// request is a decoded request with its header.
+type request struct {
+	key         int16
+	version     int16
+	correlation int32
+	clientID    *string
+	req         kmsg.Request // nil when the version is not served
+}
+
+// parseRequest decodes a frame. An ApiVersions request of a version not
+// served comes back with its header, req nil and errVersion.
+func parseRequest(frame []byte) (request, error) {
+	r := kbin.Reader{Src: frame}
+	rq := request{key: r.Int16(), version: r.Int16(), correlation: r.Int32(), clientID: r.NullableString()}
+	if !r.Ok() {
+		return rq, errTruncated
+	}
+	a, ok := apis[rq.key]
+	if !ok {
+		return rq, fmt.Errorf("%w %d", errUnknownAPI, rq.key)
+	}
+	if rq.version < a.min || rq.version > a.max {
+		return rq, fmt.Errorf("%w: %s v%d (served: v%d to v%d)", errVersion, kmsg.NameForKey(rq.key), rq.version, a.min, a.max)
+	}
+	req := kmsg.RequestForKey(rq.key)
+	req.SetVersion(rq.version)
+	if req.IsFlexible() {
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return rq, errTruncated
+		}
+	}
+	if err := req.ReadFrom(r.Src); err != nil {
+		return rq, fmt.Errorf("%w: %s v%d: %v", errMalformed, kmsg.NameForKey(rq.key), rq.version, err)
+	}
+	rq.req = req
+	return rq, nil
+}
+
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	br  *bufio.Reader
+	out []byte
+}
+
+func (c *conn) serve() {
+	c.br = bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		if _, err := c.br.Peek(1); err != nil {
+			return // gone, idle, or closed by the server
+		}
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.RequestTimeout))
+		frame, err := readFrame(c.br, c.s.cfg.MaxRequestBytes)
+		if err != nil {
+			c.s.log.Debug("kafka: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			return
+		}
+		c.nc.SetReadDeadline(time.Time{})
+		if err := c.handle(frame); err != nil {
+			c.s.log.Debug("kafka: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			return
+		}
+	}
+}
+
+// handle serves one request frame; an error closes the connection.
+func (c *conn) handle(frame []byte) error {
+	rq, err := parseRequest(frame)
+	if errors.Is(err, errVersion) && rq.key == apiVersionsKey {
+		return c.write(rq, false, apiVersionsTooNew())
+	}
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout+requestTime(rq.req))
+	defer cancel()
+	resp, err := apis[rq.key].handle(ctx, c, rq.req)
+	if err != nil {
+		return err
+	}
+	if resp == nil {
+		return nil // acks=0: no answer
+	}
+	return c.write(rq, rq.req.IsFlexible() && rq.key != apiVersionsKey, resp)
+}
+
+// requestTime is how long a request may ask the broker to wait (a
+// produce's timeout, a fetch's max wait).
+func requestTime(req kmsg.Request) time.Duration {
+	switch r := req.(type) {
+	case kmsg.TimeoutRequest:
+		return time.Duration(max(r.Timeout(), 0)) * time.Millisecond
+	case *kmsg.FetchRequest:
+		return time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond
+	}
+	return 0
+}
+
+// write sends resp as the answer to rq, with a v1 response header
+// (tagged fields) when flexible.
+func (c *conn) write(rq request, flexible bool, resp kmsg.Response) error {
+	b := append(c.out[:0], 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(rq.correlation))
+	if flexible {
+		b = append(b, 0) // no tagged fields
+	}
+	b = resp.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.RequestTimeout))
+	_, err := c.nc.Write(b)
+	if cap(b) <= 1<<20 {
+		c.out = b // keep a small buffer for the next answer
+	} else {
+		c.out = nil
+	}
+	return err
+}

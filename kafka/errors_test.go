@@ -1,0 +1,50 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-log/strata/broker"
+)
+
+// TestErrorTable holds codes to the broker's reasons and to Kafka's list:
+// every reason has a code, every code is Kafka's, and a client retries
+// exactly the reasons the broker calls retriable, but for the exceptions
+// below, each with why.
+func TestErrorTable(t *testing.T) {
+	exceptions := map[broker.Reason]string{
+		// Kafka clients retry FENCED_LEADER_EPOCH after refreshing metadata,
+		// which is a new request; resent unchanged it is refused again.
+		broker.ReasonFencedEpoch: "retried by Kafka clients after a metadata refresh",
+		// Kafka clients do not resend a batch refused for a sequence gap
+		// as it is; they handle the code themselves (resending the earlier
+		// batches, or resetting the producer), which is what the broker's
+		// "retriable" promises.
+		broker.ReasonOutOfOrderSequence: "handled by Kafka clients' own idempotence logic",
+		// Kafka retries UNKNOWN_TOPIC_OR_PARTITION (the topic may be being
+		// created); the broker does not, and the outcome is the same.
+		broker.ReasonTopicNotFound:     "Kafka retries a topic that may yet appear",
+		broker.ReasonPartitionNotFound: "Kafka retries a topic that may yet appear",
+		// CORRUPT_MESSAGE is retriable in Kafka (a bit flipped on the
+		// wire); a batch the broker finds corrupt is refused again if
+		// resent as it is, and a client that retries finds that out.
+		broker.ReasonCorruptBatch: "Kafka retries CORRUPT_MESSAGE",
+	}
+	for _, r := range broker.Reasons() {
+		e, ok := codes[r]
+		if !ok {
+			t.Errorf("reason %s has no Kafka error code", r)
+			continue
+		}
+		if kerr.ErrorForCode(e.Code) != e {
+			t.Errorf("reason %s maps to %v, not Kafka's code %d", r, e, e.Code)
+		}
+		if _, ok := exceptions[r]; !ok && e.Retriable != r.Retriable() {
+			t.Errorf("reason %s (retriable %v) maps to %s (retriable %v)", r, r.Retriable(), e.Message, e.Retriable)
+		}
+	}
+	if len(codes) != len(broker.Reasons()) {
+		t.Errorf("codes maps %d reasons, the broker has %d", len(codes), len(broker.Reasons()))
+	}
+}
