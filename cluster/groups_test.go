@@ -171,7 +171,10 @@ func TestVerifyControllerOnACutOffLeader(t *testing.T) {
 		}
 	}
 	if _, err := leader.ControllerTerm(ctx); err != nil {
-		t.Skipf("the cut-off leader stepped down before the test could ask: %v", err)
+		// A busy machine can let the cut-off leader step down first; the
+		// check below must refuse all the same, though this run then does
+		// not tell the barrier from the term check.
+		t.Logf("the cut-off leader stepped down before the test could ask: %v", err)
 	}
 	_, err := leader.VerifyController(ctx)
 	if !errors.Is(err, ErrNotController) {
