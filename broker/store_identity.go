@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/hotlog"
 )
 
 // storeIdentityFile is the record, in the data dir.
@@ -131,36 +132,14 @@ func recordStoreIdentity(dataDir string, cur storeIdentity, logger *slog.Logger)
 	}
 }
 
-// writeStoreIdentity records cur in dataDir: a temporary file, synced,
-// renamed over the record, and the directory synced.
+// writeStoreIdentity records cur in dataDir, durably.
 func writeStoreIdentity(dataDir string, cur storeIdentity) error {
 	data, err := json.MarshalIndent(cur, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dataDir, storeIdentityFile+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("broker: data dir: %w", err)
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dataDir, storeIdentityFile))
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := hotlog.WriteFileAtomic(hotlog.DiskFS{}, dataDir, storeIdentityFile, append(data, '\n')); err != nil {
 		return fmt.Errorf("broker: recording the object store in the data dir: %w", err)
 	}
-	d, err := os.Open(dataDir)
-	if err != nil {
-		return fmt.Errorf("broker: data dir: %w", err)
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }

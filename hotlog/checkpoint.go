@@ -28,8 +28,10 @@ var (
 	crcTable   = crc32.MakeTable(crc32.Castagnoli)
 )
 
-// writeFileAtomic replaces dir/name with data durably.
-func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
+// WriteFileAtomic replaces dir/name with data durably: a temporary file,
+// synced, renamed over it, and the directory synced. The broker writes its
+// own small records in the data dir with it too.
+func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 	path := filepath.Join(dir, name)
 	tmp := path + tmpSuffix
 	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

@@ -611,11 +611,11 @@ func (l *Log) currentState() logState {
 }
 
 func (l *Log) writeState(s logState) error {
-	return writeFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(s))
+	return WriteFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(s))
 }
 
 func (l *Log) writeEpochsLocked() error {
-	return writeFileAtomic(l.opts.FS, l.dir, epochFile, encodeEpochs(l.epochs.snapshot()))
+	return WriteFileAtomic(l.opts.FS, l.dir, epochFile, encodeEpochs(l.epochs.snapshot()))
 }
 
 // Close fsyncs the active segment, writes the checkpoints and closes every

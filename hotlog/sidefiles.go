@@ -47,7 +47,7 @@ func (l *Log) ReadSideFile(name string) (data []byte, ok bool, err error) {
 // fsynced, renamed over the old one and the directory fsynced, so a crash
 // leaves the old contents or the new, never a mix.
 func (l *Log) WriteSideFile(name string, data []byte) error {
-	return writeFileAtomic(l.opts.FS, l.dir, name, data)
+	return WriteFileAtomic(l.opts.FS, l.dir, name, data)
 }
 
 // RemoveSideFiles removes side files (those already gone are no error),
