@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
 
@@ -123,6 +125,19 @@ func fetchRetriable(err error) bool {
 	return false
 }
 
+// largestBatch is the largest batch a broker stores (max.message.bytes
+// tops out at 64 MiB), which a fetch response carries whole even when it is
+// larger than the bytes asked for.
+const largestBatch = 64 << 20
+
+// fetchResponseLimit bounds one fetch response a consumer takes: the bytes
+// it asked for, or one batch beyond them, and room for the framing. Without
+// it gRPC's default of 4 MiB refuses larger responses, and the consumer
+// would retry the same fetch for ever.
+func fetchResponseLimit(fetchMaxBytes int) int {
+	return int(min(int64(fetchMaxBytes)+largestBatch+1<<20, math.MaxInt32))
+}
+
 // stream runs one Fetch stream from *pos and hands what it reads to Poll,
 // advancing *pos. It returns nil when the broker ended the stream at the
 // high watermark as asked (stop_at_end), else the error that ended it;
@@ -145,7 +160,7 @@ func (k *Consumer) stream(ctx context.Context, a *assignment, pos *int64) (progr
 		MaxBytes:  int32(k.cfg.fetchMaxBytes),
 		Decode:    k.cfg.serverDecode,
 		StopAtEnd: k.cfg.stopAtEnd,
-	})
+	}, grpc.MaxCallRecvMsgSize(fetchResponseLimit(k.cfg.fetchMaxBytes)))
 	for err == nil {
 		var resp *stratav1.FetchResponse
 		resp, err = st.Recv()

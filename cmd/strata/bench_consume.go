@@ -19,6 +19,7 @@ type benchConsumeOptions struct {
 	records       int64
 	from          string
 	fetchMaxBytes string
+	kafka         string
 	json          bool
 }
 
@@ -35,7 +36,8 @@ checked, as any consumer does, but not printed.
 
 Ctrl-C stops reading and prints the summary.`,
 		Example: `  strata bench consume --topic bench
-  strata bench consume --topic bench --records 500000 --fetch-max-bytes 4MiB --json`,
+  strata bench consume --topic bench --records 500000 --fetch-max-bytes 4MiB --json
+  strata bench consume --topic bench --kafka 127.0.0.1:9092`,
 		Args: exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return benchConsume(ctx, cmd, f, &o)
@@ -46,6 +48,7 @@ Ctrl-C stops reading and prints the summary.`,
 	fl.Int64Var(&o.records, "records", 0, "stop after this many records (0: read everything to the end)")
 	fl.StringVar(&o.from, "from", "earliest", "where each partition starts: "+fromHelp)
 	fl.StringVar(&o.fetchMaxBytes, "fetch-max-bytes", "1MiB", "bytes of batches the broker puts in one fetch response")
+	fl.StringVar(&o.kafka, "kafka", "", kafkaFlagHelp)
 	fl.BoolVar(&o.json, "json", false, "print the summary as one JSON object on standard output")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
@@ -77,8 +80,11 @@ func benchConsume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 		return err
 	}
 
-	k := c.NewConsumer(client.WithStopAtEnd(true), client.WithFetchMaxBytes(int(fetchMax)))
-	defer k.Close()
+	k, err := o.newConsumer(ctx, c, f, parts, starts, fetchMax)
+	if err != nil {
+		return err
+	}
+	defer k.close()
 	var records, bytes atomic.Int64
 	lat := newLatencies()
 	stopProgress := make(chan struct{})
@@ -89,16 +95,15 @@ func benchConsume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 	}()
 
 	start := time.Now()
-	for i, p := range parts {
-		if err := k.Assign(o.topic, p, starts[i]); err != nil {
-			return err
-		}
-	}
 	end := start
 	var pollErr error
 	for o.records == 0 || records.Load() < o.records {
 		t0 := time.Now()
-		recs, err := k.Poll(ctx)
+		limit := int64(0)
+		if o.records > 0 {
+			limit = o.records - records.Load()
+		}
+		n, b, err := k.poll(ctx, limit)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 				pollErr = err
@@ -107,14 +112,6 @@ func benchConsume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 		}
 		end = time.Now()
 		lat.record(end.Sub(t0))
-		var n, b int64
-		for _, r := range recs {
-			if o.records > 0 && records.Load()+n >= o.records {
-				break
-			}
-			n++
-			b += int64(len(r.Key) + len(r.Value))
-		}
 		bytes.Add(b)
 		records.Add(n)
 	}
@@ -127,6 +124,7 @@ func benchConsume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 		Interrupted: ctx.Err() != nil,
 		Settings: map[string]any{
 			"partitions": len(parts), "from": o.from, "fetch_max_bytes": fetchMax, "records_requested": o.records,
+			"front_end": frontEnd(o.kafka),
 		},
 	}
 	if pollErr != nil {
@@ -138,4 +136,46 @@ func benchConsume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 		return err
 	}
 	return pollErr
+}
+
+// newConsumer is the bench consumer: Strata's, reading every partition from
+// its start to its end, or with --kafka a Kafka client reading the same
+// partitions from the same offsets to the ends they have now.
+func (o *benchConsumeOptions) newConsumer(ctx context.Context, c *client.Client, f *clientFlags, parts []int32, starts []client.OffsetSpec, fetchMax int64) (benchConsumer, error) {
+	if o.kafka == "" {
+		k := c.NewConsumer(client.WithStopAtEnd(true), client.WithFetchMaxBytes(int(fetchMax)))
+		for i, p := range parts {
+			if err := k.Assign(o.topic, p, starts[i]); err != nil {
+				k.Close()
+				return nil, err
+			}
+		}
+		return grpcConsumer{k}, nil
+	}
+	from := make([]int64, len(parts))
+	ends := make([]int64, len(parts))
+	for i, p := range parts {
+		rctx, cancel := f.withTimeout(ctx)
+		off, err := c.ListOffsets(rctx, o.topic, p, starts[i])
+		if err == nil {
+			ends[i], err = c.ListOffsets(rctx, o.topic, p, client.Latest())
+		}
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		from[i] = off
+		if off < 0 { // no record at or after the time asked: nothing to read
+			from[i] = ends[i]
+		}
+	}
+	return newKafkaConsumer(o.kafka, o.topic, parts, from, ends, fetchMax)
+}
+
+// frontEnd names the path records take, for the summary.
+func frontEnd(kafka string) string {
+	if kafka != "" {
+		return "kafka " + kafka
+	}
+	return "grpc"
 }

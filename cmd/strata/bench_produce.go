@@ -33,6 +33,7 @@ type benchProduceOptions struct {
 	compression string
 	duration    time.Duration
 	rate        float64 // records/s, open loop; 0: flood
+	kafka       string  // a Kafka listener to produce through instead of gRPC
 	json        bool
 }
 
@@ -68,7 +69,8 @@ The command exits 1 when records failed.`,
 		Example: `  strata bench produce --topic bench --create --partitions 4
   strata bench produce --topic bench --records 200000 --record-size 100 --acks all
   strata bench produce --topic bench --compression zstd --duration 30s --json
-  strata bench produce --topic bench --rate 51200 --duration 10s --acks all`,
+  strata bench produce --topic bench --rate 51200 --duration 10s --acks all
+  strata bench produce --topic bench --acks all --kafka 127.0.0.1:9092`,
 		Args: exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			return benchProduce(ctx, cmd, f, &o)
@@ -76,6 +78,7 @@ The command exits 1 when records failed.`,
 	}
 	o.registerFlags(cmd, 1_000_000, "leader")
 	cmd.Flags().Float64Var(&o.rate, "rate", 0, "records/s on a fixed schedule, latency from each record's scheduled time (0: as fast as possible)")
+	cmd.Flags().StringVar(&o.kafka, "kafka", "", kafkaFlagHelp)
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
@@ -201,8 +204,14 @@ func benchProduce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 		}
 	}
 	pool := newPayloads(max(o.recordSize, o.keySize))
-	p := o.newProducer(c, f, acks, codec, batchBytes)
-	defer p.Close()
+	var p benchProducer = grpcProducer{p: o.newProducer(c, f, acks, codec, batchBytes), topic: o.topic}
+	if o.kafka != "" {
+		p.close()
+		if p, err = o.newKafkaProducer(f, acks, codec, batchBytes); err != nil {
+			return err
+		}
+	}
+	defer p.close()
 
 	var (
 		acked, ackedBytes, failed atomic.Int64
@@ -238,11 +247,12 @@ produce:
 			break produce
 		default:
 		}
-		r := &client.Record{Topic: o.topic, Partition: client.AnyPartition, Value: pool.next(o.recordSize)}
+		value := pool.next(o.recordSize)
+		var key []byte
 		if o.keySize > 0 {
-			r.Key = pool.next(o.keySize)
+			key = pool.next(o.keySize)
 		}
-		size := int64(len(r.Key) + len(r.Value))
+		size := int64(len(key) + len(value))
 		var t0 time.Time
 		if pace != nil {
 			var ok bool
@@ -252,7 +262,7 @@ produce:
 		} else {
 			t0 = time.Now()
 		}
-		p.Produce(ctx, r, func(_ *client.Record, err error) {
+		p.produce(ctx, key, value, func(err error) {
 			now := time.Now()
 			if err != nil {
 				if !errors.Is(err, context.Canceled) { // Ctrl-C while waiting for buffer space: not sent
@@ -269,7 +279,7 @@ produce:
 	}
 	// Wait for what was sent, Ctrl-C or not.
 	fctx, cancel := f.withTimeout(context.WithoutCancel(ctx))
-	flushErr := p.Flush(fctx)
+	flushErr := p.flush(fctx)
 	cancel()
 	close(stopProgress)
 	<-progressDone
@@ -290,6 +300,7 @@ produce:
 			"partitions": parts, "record_size": o.recordSize, "key_size": o.keySize, "acks": o.acks,
 			"batch_bytes": batchBytes, "linger": o.linger.String(), "in_flight": o.inFlight,
 			"compression": codec.String(), "records_requested": o.records, "records_sent": sent,
+			"front_end": frontEnd(o.kafka),
 		},
 	}
 	if pace != nil {

@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/kafka"
 )
 
 // TestBenchLatenciesError records known samples and checks that every
@@ -137,5 +141,50 @@ func TestBenchBadFlags(t *testing.T) {
 		if out != "" {
 			t.Errorf("bench %s printed %q", strings.Join(tc.args, " "), out)
 		}
+	}
+}
+
+// TestBenchKafka: with --kafka, bench produce and consume move the records
+// through the Kafka listener, and what one front end wrote the other reads.
+func TestBenchKafka(t *testing.T) {
+	cfg := testBrokerConfig(t)
+	cfg.ObjectStore.Type = config.ObjectStoreNone
+	b, srv := startInProcess(t, cfg)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := kafka.NewServer(b, kafka.Config{Advertise: lis.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ks.Serve(lis)
+	t.Cleanup(func() {
+		ks.Close()
+		srv.GracefulStop()
+		if err := b.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	kafkaAddr := lis.Addr().String()
+
+	s := benchJSON(t, "bench", "produce", "--broker", cfg.Listen, "--kafka", kafkaAddr, "--topic", "kb", "--create",
+		"--partitions", "3", "--records", "3000", "--record-size", "100", "--acks", "all")
+	if s.Records != 3000 || s.Errors != 0 || s.Bytes != 300_000 || s.Settings["front_end"] != "kafka "+kafkaAddr {
+		t.Fatalf("kafka produce: %+v", s)
+	}
+	s = benchJSON(t, "bench", "produce", "--broker", cfg.Listen, "--topic", "kb", "--records", "2000", "--record-size", "100")
+	if s.Records != 2000 || s.Settings["front_end"] != "grpc" {
+		t.Fatalf("grpc produce: %+v", s)
+	}
+	for _, args := range [][]string{{"--kafka", kafkaAddr}, {}} {
+		s = benchJSON(t, append([]string{"bench", "consume", "--broker", cfg.Listen, "--topic", "kb"}, args...)...)
+		if s.Records != 5000 || s.Bytes != 500_000 || s.Errors != 0 {
+			t.Errorf("consume %v: %+v, want all 5000 records of both front ends", args, s)
+		}
+	}
+	s = benchJSON(t, "bench", "consume", "--broker", cfg.Listen, "--topic", "kb", "--kafka", kafkaAddr, "--records", "1234")
+	if s.Records != 1234 || s.Bytes != 123_400 {
+		t.Errorf("consume --records 1234 --kafka: %+v", s)
 	}
 }
