@@ -56,6 +56,7 @@ func handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response
 		resp.ThrottleMillis = 0
 		fetchOnce(ctx, c.s.b, req, resp, names)
 	}
+	c.s.fetchLeaderHints(resp, names) // brokers.go
 	return resp, nil
 }
 
