@@ -21,9 +21,9 @@ package kafka
 // to get a record, then reads once more; any bytes (even fewer than
 // MinBytes) are answered at once. With no transactions, the last stable
 // offset is the high watermark and no aborted transactions are listed;
-// isolation level makes no difference. The current leader epoch of each
-// partition (KIP-320) is not checked yet, and no preferred read replica
-// is named (-1). A partition without records has an empty record set,
+// isolation level makes no difference. Leader epochs (KIP-320: the
+// current leader epoch checked, the diverging epoch answered) are in
+// epochs.go. No preferred read replica is named (-1). A partition without records has an empty record set,
 // never a null one (librdkafka refuses null). Errors per partition come
 // from errors.go, offsets -1; over the fetch quota the wait is the
 // response's ThrottleMillis.
@@ -84,6 +84,11 @@ func fetchOnce(ctx context.Context, b *broker.Broker, req *kmsg.FetchRequest, re
 			if !known {
 				p.ErrorCode = kerr.UnknownTopicID.Code
 				failed = true
+				t.Partitions = append(t.Partitions, p)
+				continue
+			}
+			if fetchEpochs(ctx, b, req.Version, name, rp, &p) { // epochs.go
+				failed = true // answered at once: an error or a diverging epoch
 				t.Partitions = append(t.Partitions, p)
 				continue
 			}

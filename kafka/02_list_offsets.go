@@ -11,7 +11,7 @@ package kafka
 // offset -1 and timestamp -1, as Kafka does. Other negative times (-3, max
 // timestamp, needs v7) are UNSUPPORTED_VERSION. The leader epoch of the
 // found offset (v4+) is not known here and is -1; the request's current
-// leader epoch is not checked. A partition led by another broker is
+// leader epoch (v4+) is checked (epochs.go). A partition led by another broker is
 // NOT_LEADER_OR_FOLLOWER; other errors come from errors.go.
 
 import (
@@ -33,6 +33,13 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
+			if req.Version >= 4 {
+				if err := c.s.b.CheckLeaderEpoch(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch); err != nil { // epochs.go
+					p.ErrorCode = codeOf(err)
+					t.Partitions = append(t.Partitions, p)
+					continue
+				}
+			}
 			var q broker.OffsetQuery
 			switch {
 			case rp.Timestamp == -2:

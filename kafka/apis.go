@@ -31,5 +31,8 @@ func init() {
 		apiVersionsKey: {0, 4, handleApiVersions},     // 18_api_versions.go
 		10:             {0, 6, handleFindCoordinator}, // 10_find_coordinator.go
 		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
+
+		// Leader epochs (KIP-320).
+		23: {2, 4, handleOffsetForLeaderEpoch}, // 23_offset_for_leader_epoch.go
 	}
 }
