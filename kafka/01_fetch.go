@@ -1,14 +1,13 @@
 package kafka
 
-// Fetch, v4 to v17, without fetch sessions: each partition's batches as
-// stored (broker.Fetch: the hot tier, or the cold tier below it, bytes
-// never decoded), up to the high watermark.
+// Fetch, v4 to v17: each partition's batches as stored (broker.Fetch: the
+// hot tier, or the cold tier below it, bytes never decoded), up to the
+// high watermark.
 //
-// Sessions (KIP-227) are not kept: every answer has session id 0, which
-// tells the client to send full fetches; a request naming a session (id
-// not 0, or epoch above 0) is FETCH_SESSION_ID_NOT_FOUND, and the client
-// starts over with a full fetch. Topics are named (v4 to v12) or by id
-// (v13+, UNKNOWN_TOPIC_ID when no topic has it).
+// Sessions (KIP-227, v7+) are in fetch_sessions.go: a full fetch opens
+// one, an incremental fetch reads every partition of its session and is
+// answered with those that have something new. Topics are named (v4 to
+// v12) or by id (v13+, UNKNOWN_TOPIC_ID when no topic has it).
 //
 // Sizes: each partition gets at most its PartitionMaxBytes and what is left
 // of the request's MaxBytes (the broker's limits.max_fetch_bytes caps
@@ -41,10 +40,12 @@ import (
 func handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.SessionID != 0 || req.SessionEpoch > 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	fc, code := c.s.sessions.begin(c, req) // fetch_sessions.go
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp, nil
 	}
+	req = fc.req // an incremental fetch reads its whole session
 	var names map[[16]byte]string
 	if req.Version >= 13 {
 		names = topicNames(c.s.b)
@@ -57,6 +58,7 @@ func handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response
 		fetchOnce(ctx, c.s.b, req, resp, names)
 	}
 	c.s.fetchLeaderHints(resp, names) // brokers.go
+	fc.finish(resp)
 	return resp, nil
 }
 

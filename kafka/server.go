@@ -35,6 +35,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives connection errors at debug level; nil logs none.
 	Logger *slog.Logger
+	// MaxFetchSessions bounds the fetch sessions kept (fetch_sessions.go).
+	// 0 means 1000 (Kafka's max.incremental.fetch.session.cache.slots).
+	MaxFetchSessions int
 }
 
 const (
@@ -52,6 +55,8 @@ type Server struct {
 	log    *slog.Logger
 	ctx    context.Context // done once the server closes
 	cancel context.CancelFunc
+	// sessions are the fetch sessions of every connection.
+	sessions *sessionCache
 
 	mu struct {
 		sync.Mutex
@@ -89,6 +94,7 @@ func NewServer(b *broker.Broker, cfg Config) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.sessions = newSessionCache(cfg.MaxFetchSessions)
 	s.mu.conns = map[net.Conn]struct{}{}
 	return s, nil
 }
@@ -130,6 +136,7 @@ func (s *Server) Serve(lis net.Listener) error {
 			defer s.untrack(nc)
 			c := &conn{s: s, nc: nc}
 			c.serve()
+			s.sessions.closeConn(c) // a fetch session ends with its connection
 		}()
 	}
 }
