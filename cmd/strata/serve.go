@@ -154,7 +154,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	if admin != nil {
 		defer admin.Close()
 	}
-	kafkaSrv, err := serveKafka(kafkaLis, kafkaAdv, b, logger)
+	kafkaSrv, err := serveKafka(kafkaLis, kafkaAdv, cfg.Kafka, b, logger)
 	if err != nil {
 		srv.Stop()
 		b.Close()
@@ -253,11 +253,12 @@ func listenKafka(cfg config.Broker, tlsOn bool) (net.Listener, string, error) {
 
 // serveKafka serves the Kafka-protocol front end on lis (listenKafka's),
 // unless it is nil (nil server).
-func serveKafka(lis net.Listener, adv string, b *broker.Broker, logger *slog.Logger) (*kafka.Server, error) {
+func serveKafka(lis net.Listener, adv string, cfg config.Kafka, b *broker.Broker, logger *slog.Logger) (*kafka.Server, error) {
 	if lis == nil {
 		return nil, nil
 	}
-	srv, err := kafka.NewServer(b, kafka.Config{Advertise: adv, Logger: logger})
+	srv, err := kafka.NewServer(b, kafka.Config{Advertise: adv, Logger: logger,
+		MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	if err != nil {
 		lis.Close()
 		return nil, err
