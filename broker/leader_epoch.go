@@ -97,3 +97,27 @@ func (b *Broker) Diverging(topic string, partition int32, offset int64, lastEpoc
 	}
 	return EpochEnd{}, false, nil
 }
+
+// EpochAt is the leader epoch of the record at offset in a partition this
+// broker leads, from its epoch history: the epoch of the latest entry
+// starting at or before offset (for the log end, the latest epoch). -1
+// when the history does not reach back that far (cold data of a log
+// reset to the cold tier), offset is negative, or the partition is not
+// led here.
+func (b *Broker) EpochAt(topic string, partition int32, offset int64) int32 {
+	if offset < 0 || b.replica != nil {
+		return -1
+	}
+	p, err := b.leaderPartition(topic, partition)
+	if err != nil {
+		return -1
+	}
+	epoch := int32(-1)
+	for _, e := range p.log.Epochs() {
+		if e.StartOffset > offset {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
+}

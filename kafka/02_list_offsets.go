@@ -16,9 +16,10 @@ package kafka
 // offset in the cold tier (-1 when it holds none); the last two answer
 // timestamp -1. A special time below its version, or any other negative
 // time, is UNSUPPORTED_VERSION. v10's timeout bounds the request, as a
-// produce's does. The leader epoch of the
-// found offset (v4+) is not known here and is -1; the request's current
-// leader epoch (v4+) is checked (epochs.go). A partition led by another broker is
+// produce's does. The leader epoch of the found offset (v4+) comes from
+// the leader's epoch history (broker.EpochAt; -1 for cold data older than
+// the history); the request's current leader epoch (v4+) is checked
+// (epochs.go). A partition led by another broker is
 // NOT_LEADER_OR_FOLLOWER; other errors come from errors.go.
 
 import (
@@ -54,6 +55,7 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 					p.ErrorCode = codeOf(err)
 				} else {
 					p.Offset, p.Timestamp = ans.Offset, ans.TimestampMs
+					p.LeaderEpoch = c.s.b.EpochAt(rt.Topic, rp.Partition, p.Offset)
 				}
 				t.Partitions = append(t.Partitions, p)
 				continue
@@ -82,6 +84,7 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 				if !q.Earliest && !q.Latest {
 					p.Timestamp = ans.TimestampMs
 				}
+				p.LeaderEpoch = c.s.b.EpochAt(rt.Topic, rp.Partition, p.Offset)
 			}
 			t.Partitions = append(t.Partitions, p)
 		}

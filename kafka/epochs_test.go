@@ -98,16 +98,17 @@ func TestLeaderEpochs(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 		return c.ask(req, 12).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 	}
-	listOffsets := func(current int32) kmsg.ListOffsetsResponseTopicPartition {
+	listOffsetsAt := func(current int32, ts int64) kmsg.ListOffsetsResponseTopicPartition {
 		req := kmsg.NewPtrListOffsetsRequest()
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = topic
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.CurrentLeaderEpoch, rp.Timestamp = current, -1
+		rp.CurrentLeaderEpoch, rp.Timestamp = current, ts
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		return c.ask(req, 6).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+		return c.ask(req, 7).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 	}
+	listOffsets := func(current int32) kmsg.ListOffsetsResponseTopicPartition { return listOffsetsAt(current, -1) }
 	epochEnd := func(current, epoch int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
@@ -152,6 +153,27 @@ func TestLeaderEpochs(t *testing.T) {
 		p := epochEnd(-1, tc.epoch)
 		if p.ErrorCode != 0 || p.LeaderEpoch != tc.wantEpoch || p.EndOffset != tc.wantEnd {
 			t.Errorf("offset for leader epoch %d: error %d, epoch %d, end %d; want epoch %d, end %d", tc.epoch, p.ErrorCode, p.LeaderEpoch, p.EndOffset, tc.wantEpoch, tc.wantEnd)
+		}
+	}
+
+	// The leader epoch of each answer's offset (v4+).
+	for _, tc := range []struct {
+		ts    int64
+		epoch int32
+	}{{-2, e0}, {-1, e2}, {-3, -1}} {
+		p := listOffsetsAt(-1, tc.ts)
+		if tc.epoch < 0 { // the epoch that wrote the offset found
+			switch {
+			case p.Offset < 3:
+				tc.epoch = e0
+			case p.Offset < 5:
+				tc.epoch = e1
+			default:
+				tc.epoch = e2
+			}
+		}
+		if p.ErrorCode != 0 || p.LeaderEpoch != tc.epoch {
+			t.Errorf("list offsets for %d: error %d, offset %d, leader epoch %d; want epoch %d", tc.ts, p.ErrorCode, p.Offset, p.LeaderEpoch, tc.epoch)
 		}
 	}
 
