@@ -22,10 +22,11 @@ package kafka
 // offset is the high watermark and no aborted transactions are listed;
 // isolation level makes no difference. Leader epochs (KIP-320: the
 // current leader epoch checked, the diverging epoch answered) are in
-// epochs.go. No preferred read replica is named (-1). A partition without records has an empty record set,
-// never a null one (librdkafka refuses null). Errors per partition come
-// from errors.go, offsets -1; over the fetch quota the wait is the
-// response's ThrottleMillis.
+// epochs.go; KIP-951's leader hints on NOT_LEADER_OR_FOLLOWER in
+// brokers.go. No preferred read replica is named (-1). A partition
+// without records has an empty record set, never a null one (librdkafka
+// refuses null). Errors per partition come from errors.go, offsets -1;
+// over the fetch quota the wait is the response's ThrottleMillis.
 
 import (
 	"context"
