@@ -190,3 +190,63 @@ func TestKafkaEveryBrokerInMetadata(t *testing.T) {
 		t.Fatalf("fetch v16 node endpoints %+v, want broker 2 at %s", fresp.Brokers, kafkaAddrs[2])
 	}
 }
+
+// TestKafkaBrokerWithoutListener: in a cluster where broker 3 opens no
+// Kafka listener, Metadata lists brokers 1 and 2 only, and a partition
+// broker 3 leads still names it as leader (a Kafka client then waits and
+// refreshes until leadership moves to a broker it can reach).
+func TestKafkaBrokerWithoutListener(t *testing.T) {
+	tc := &testCluster{t: t}
+	for range 3 {
+		tc.gossip = append(tc.gossip, freeport.Loopback(t))
+	}
+	kafkaAddrs := map[int32]string{}
+	for i := range 3 {
+		id := int32(i + 1)
+		var extra []string
+		if id != 3 {
+			kafkaAddrs[id] = freeport.Loopback(t)
+			extra = []string{"--kafka-listen", kafkaAddrs[id]}
+		}
+		tc.brokers = append(tc.brokers, tc.newMember(i+1, tc.gossip[i], extra...))
+	}
+	tc.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, tc.addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const topic, partitions = "kafka-partial", 6
+	if _, err := c.CreateTopic(ctx, topic, partitions, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	part := tc.partitionLedBy(ctx, topic, partitions, 3)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddrs[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, mt)
+	resp, err := req.RequestWith(ctx, cl.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32]string{}
+	for _, b := range resp.Brokers {
+		got[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(kafkaAddrs) {
+		t.Fatalf("Metadata lists brokers %v, want %v (broker 3 has no Kafka listener)", got, kafkaAddrs)
+	}
+	for _, p := range resp.Topics[0].Partitions {
+		if p.Partition == part && (p.Leader != 3 || p.ErrorCode != 0) {
+			t.Fatalf("partition %d led by broker 3: leader %d, error %d; want leader 3", part, p.Leader, p.ErrorCode)
+		}
+	}
+}

@@ -130,6 +130,16 @@ func TestFetchSessions(t *testing.T) {
 	if r := sessionFetch(c, topic, id, 5, nil); r.ErrorCode != 0 || r.SessionID != id {
 		t.Fatalf("incremental 5 after another connection tried: error %d, session %d", r.ErrorCode, r.SessionID)
 	}
+	// A session opened with topic names, used with ids (v13+): refused,
+	// and left as it was.
+	byID := kmsg.NewPtrFetchRequest()
+	byID.MaxBytes, byID.SessionID, byID.SessionEpoch = 1<<20, id, 6
+	if r := c.ask(byID, 13).(*kmsg.FetchResponse); r.ErrorCode != kerr.FetchSessionTopicIDError.Code || r.SessionID != 0 {
+		t.Fatalf("names then ids: error %d, session %d; want FETCH_SESSION_TOPIC_ID_ERROR", r.ErrorCode, r.SessionID)
+	}
+	if r := sessionFetch(c, topic, id, 6, nil); r.ErrorCode != 0 || r.SessionID != id {
+		t.Fatalf("incremental 6 after ids were refused: error %d, session %d", r.ErrorCode, r.SessionID)
+	}
 	// Epoch -1: closes the session, answers without one.
 	if r := sessionFetch(c, topic, id, -1, map[int32]int64{0: 0}); r.ErrorCode != 0 || r.SessionID != 0 || answered(r)[0] == 0 {
 		t.Fatalf("final epoch: error %d, session %d, answered %v", r.ErrorCode, r.SessionID, answered(r))
