@@ -1,8 +1,8 @@
 package broker
 
 // Kafka front end metrics: requests by API and version (count, errors by
-// Kafka error name, a latency histogram) and connections (open, accepted,
-// refused by which limit). Package kafka records them; the broker keeps
+// Kafka error name, a latency histogram), connections (open, accepted,
+// refused by which limit) and fetch sessions (kept, evicted). Package kafka records them; the broker keeps
 // them so that WriteMetrics reports them with everything else, as it does
 // the gRPC requests (metrics_requests.go).
 //
@@ -29,6 +29,9 @@ type KafkaMetrics struct {
 	open     atomic.Int64
 	accepted atomic.Int64
 	refused  sync.Map // limit -> *atomic.Int64
+	// sessions and evictions are the fetch sessions kept and evicted.
+	sessions  atomic.Int64
+	evictions atomic.Int64
 }
 
 type kafkaAPI struct {
@@ -93,6 +96,12 @@ func (m *KafkaMetrics) ConnRefused(limit string) {
 	n.(*atomic.Int64).Add(1)
 }
 
+// FetchSessions adds delta to the fetch sessions kept.
+func (m *KafkaMetrics) FetchSessions(delta int) { m.sessions.Add(int64(delta)) }
+
+// FetchSessionEvicted counts a fetch session evicted from a full cache.
+func (m *KafkaMetrics) FetchSessionEvicted() { m.evictions.Add(1) }
+
 func (m *KafkaMetrics) write(w *metricsWriter) {
 	m.mu.RLock()
 	keys := make([]kafkaAPI, 0, len(m.mu.apis))
@@ -144,6 +153,8 @@ func (m *KafkaMetrics) write(w *metricsWriter) {
 		w.sample(name+"_sum", lbl(k), sum)
 		w.sample(name+"_count", lbl(k), float64(cum[len(cum)-1]))
 	}
+	w.gauge("strata_kafka_fetch_sessions", "Kafka fetch sessions kept (KIP-227).", m.sessions.Load())
+	w.counter("strata_kafka_fetch_session_evictions_total", "Kafka fetch sessions evicted to make room for a new one.", m.evictions.Load())
 	w.gauge("strata_kafka_connections", "Kafka protocol connections open.", m.open.Load())
 	w.counter("strata_kafka_connections_accepted_total", "Kafka protocol connections accepted.", m.accepted.Load())
 	w.family("strata_kafka_connections_refused_total", "counter", "Kafka protocol connections closed at once for a limit: broker (kafka.max_connections) or ip (kafka.max_connections_per_ip).")

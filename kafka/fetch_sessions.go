@@ -35,7 +35,9 @@ package kafka
 // unused for two minutes (Kafka's min.incremental.fetch.session.eviction.ms),
 // else of the smallest session older than two minutes if the new one has
 // at least as many partitions; else the full fetch is answered without a
-// session (id 0), and the client goes on with full fetches.
+// session (id 0), and the client goes on with full fetches. The sessions
+// kept and evicted are in the metrics (strata_kafka_fetch_sessions,
+// strata_kafka_fetch_session_evictions_total).
 
 import (
 	"math/rand/v2"
@@ -44,6 +46,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker"
 )
 
 const (
@@ -83,18 +87,18 @@ type sessionCache struct {
 	max        int
 	evictAfter time.Duration
 	now        func() time.Time
+	metrics    *broker.KafkaMetrics // sessions kept and evicted
 	mu         struct {
 		sync.Mutex
 		sessions map[int32]*fetchSession
-		evicted  int64
 	}
 }
 
-func newSessionCache(max int) *sessionCache {
+func newSessionCache(max int, m *broker.KafkaMetrics) *sessionCache {
 	if max <= 0 {
 		max = defaultMaxFetchSessions
 	}
-	sc := &sessionCache{max: max, evictAfter: sessionEvictAfter, now: time.Now}
+	sc := &sessionCache{max: max, evictAfter: sessionEvictAfter, now: time.Now, metrics: m}
 	sc.mu.sessions = map[int32]*fetchSession{}
 	return sc
 }
@@ -168,7 +172,7 @@ func (sc *sessionCache) begin(c *conn, req *kmsg.FetchRequest) (*fetchContext, i
 		}
 	}
 	if len(s.parts) == 0 {
-		delete(sc.mu.sessions, s.id)
+		sc.removeLocked(s.id)
 		return fc, 0 // sessionless: the request's own (empty) partitions
 	}
 	s.epoch = nextEpoch(s.epoch)
@@ -256,6 +260,7 @@ func (sc *sessionCache) open(c *conn, req *kmsg.FetchRequest, resp *kmsg.FetchRe
 	}
 	s.created, s.lastUsed = now, now
 	sc.mu.sessions[s.id] = s
+	sc.metrics.FetchSessions(1)
 	return s.id
 }
 
@@ -281,8 +286,8 @@ func (sc *sessionCache) evictLocked(size int, now time.Time) bool {
 	default:
 		return false
 	}
-	delete(sc.mu.sessions, victim.id)
-	sc.mu.evicted++
+	sc.removeLocked(victim.id)
+	sc.metrics.FetchSessionEvicted()
 	return true
 }
 
@@ -332,8 +337,13 @@ func (sc *sessionCache) close(c *conn, id int32) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if s, ok := sc.mu.sessions[id]; ok && s.owner == c {
-		delete(sc.mu.sessions, id)
+		sc.removeLocked(id)
 	}
+}
+
+func (sc *sessionCache) removeLocked(id int32) {
+	delete(sc.mu.sessions, id)
+	sc.metrics.FetchSessions(-1)
 }
 
 // closeConn removes every session c opened: it has gone.
@@ -342,7 +352,7 @@ func (sc *sessionCache) closeConn(c *conn) {
 	defer sc.mu.Unlock()
 	for id, s := range sc.mu.sessions {
 		if s.owner == c {
-			delete(sc.mu.sessions, id)
+			sc.removeLocked(id)
 		}
 	}
 }

@@ -194,11 +194,12 @@ func TestFetchSessionEviction(t *testing.T) {
 	if r := sessionFetch(b, topic, rb.SessionID, 2, nil); r.ErrorCode != 0 || r.SessionID != rb.SessionID {
 		t.Fatalf("b after the eviction: error %d, session %d", r.ErrorCode, r.SessionID)
 	}
-	sc.mu.Lock()
-	evicted := sc.mu.evicted
-	sc.mu.Unlock()
-	if evicted != 1 {
-		t.Fatalf("%d evictions counted, want 1", evicted)
+	m := tb.scrape(t)
+	if n := m["strata_kafka_fetch_session_evictions_total"]; n != 1 {
+		t.Errorf("%v evictions counted, want 1", n)
+	}
+	if n := m["strata_kafka_fetch_sessions"]; n != 2 {
+		t.Errorf("%v fetch sessions in the metrics, want 2", n)
 	}
 }
 

@@ -99,7 +99,7 @@ func NewServer(b *broker.Broker, cfg Config) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.sessions = newSessionCache(cfg.MaxFetchSessions)
+	s.sessions = newSessionCache(cfg.MaxFetchSessions, b.KafkaMetrics())
 	s.limits = newConnLimits(cfg.MaxConnections, cfg.MaxConnectionsPerIP)
 	s.mu.conns = map[net.Conn]struct{}{}
 	return s, nil
