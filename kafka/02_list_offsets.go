@@ -18,12 +18,13 @@ package kafka
 // time, is UNSUPPORTED_VERSION. v10's timeout bounds the request, as a
 // produce's does. The leader epoch of the found offset (v4+) comes from
 // the leader's epoch history (broker.EpochAt; -1 for cold data older than
-// the history); the request's current leader epoch (v4+) is checked
+// the history; for -1, latest, the latest epoch, as Kafka answers); the request's current leader epoch (v4+) is checked
 // (epochs.go). A partition led by another broker is
 // NOT_LEADER_OR_FOLLOWER; other errors come from errors.go.
 
 import (
 	"context"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -84,7 +85,11 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 				if !q.Earliest && !q.Latest {
 					p.Timestamp = ans.TimestampMs
 				}
-				p.LeaderEpoch = c.s.b.EpochAt(rt.Topic, rp.Partition, p.Offset)
+				at := p.Offset
+				if q.Latest {
+					at = math.MaxInt64 // the latest epoch, as Kafka answers
+				}
+				p.LeaderEpoch = c.s.b.EpochAt(rt.Topic, rp.Partition, at)
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
