@@ -364,7 +364,7 @@ func (b *Broker) Cluster(topics []string) ClusterView {
 	}
 	for _, id := range m.BrokerIDs() {
 		info, _ := m.Broker(id)
-		v.Brokers = append(v.Brokers, BrokerView{ID: info.ID, Addr: info.Addr, Rack: info.Rack})
+		v.Brokers = append(v.Brokers, BrokerView{ID: info.ID, Addr: info.Addr, Rack: info.Rack, KafkaAddr: info.KafkaAddr})
 	}
 	if len(topics) == 0 {
 		topics = m.TopicNames()

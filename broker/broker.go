@@ -220,7 +220,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 
 // register records this broker's addresses in the cluster metadata.
 func (b *Broker) register(ctx context.Context) error {
-	info := cluster.BrokerInfo{ID: b.id, Addr: b.cfg.AdvertiseAddr(), RaftAddr: b.meta.RaftAddr(), Rack: b.cfg.Gossip.Rack}
+	info := cluster.BrokerInfo{ID: b.id, Addr: b.cfg.AdvertiseAddr(), RaftAddr: b.meta.RaftAddr(), Rack: b.cfg.Gossip.Rack, KafkaAddr: b.cfg.Kafka.AdvertiseAddr()}
 	if cur, ok := b.meta.Metadata().Broker(b.id); ok && cur == info {
 		return nil
 	}

@@ -63,6 +63,7 @@ func (b *Broker) startGossip(version string) error {
 			AdminAddr: b.cfg.Admin.Listen,
 			Rack:      b.cfg.Gossip.Rack,
 			Version:   version,
+			KafkaAddr: b.cfg.Kafka.AdvertiseAddr(),
 		},
 	})
 	return err
@@ -399,7 +400,7 @@ func (b *Broker) reconcileMembership(ctx context.Context, c *controllerState) {
 		if !c.counted[identityOf(m)] {
 			continue // not proven (claims.go), or another member holds the id
 		}
-		info := cluster.BrokerInfo{ID: id, Addr: m.Meta.GRPCAddr, RaftAddr: m.Meta.RaftAddr, Rack: m.Meta.Rack}
+		info := cluster.BrokerInfo{ID: id, Addr: m.Meta.GRPCAddr, RaftAddr: m.Meta.RaftAddr, Rack: m.Meta.Rack, KafkaAddr: m.Meta.KafkaAddr}
 		if cur, ok := md.Broker(id); !ok || cur != info {
 			if err := b.meta.RegisterBroker(ctx, info); err != nil {
 				b.log.Warn("registering a broker failed", "broker", id, "err", err)

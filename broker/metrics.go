@@ -6,8 +6,9 @@ package broker
 // Raft); only events are counted as they happen (metrics_counters.go,
 // metrics_requests.go).
 //
-// Labels are only topic, partition, follower, reason, principal, state and
-// the object store's op, so the number of series grows with the partitions
+// Labels are only topic, partition, follower, reason, principal, state,
+// the object store's op, and the Kafka front end's api, version, error and
+// limit (metrics_kafka.go), so the number of series grows with the partitions
 // a broker holds and the principals it refused, never with what callers
 // send.
 
@@ -48,6 +49,7 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 	mw.gauge("strata_local_bytes", "Bytes of segments on local disk.", localBytes)
 	b.writeClusterMetrics(mw, parts)
 	b.RequestMetrics().write(mw)
+	b.metrics.kafka.write(mw)
 	b.writeTierMetrics(mw, parts)
 }
 

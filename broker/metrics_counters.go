@@ -14,6 +14,8 @@ type brokerMetrics struct {
 	// once gives requests its view of the metadata (RequestMetrics).
 	once     sync.Once
 	requests RequestMetrics
+	// kafka counts the Kafka front end's requests (metrics_kafka.go).
+	kafka KafkaMetrics
 	// leaderElections counts the leaders this broker elected as controller
 	// (membership.go, electLeader).
 	leaderElections atomic.Int64

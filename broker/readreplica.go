@@ -521,7 +521,7 @@ func (b *Broker) replicaView(p *replicaPartition) PartitionView {
 func (b *Broker) replicaCluster(topics []string) ClusterView {
 	all, version := b.replica.catalog()
 	v := ClusterView{
-		Brokers:      []BrokerView{{ID: b.id, Addr: b.cfg.AdvertiseAddr()}},
+		Brokers:      []BrokerView{{ID: b.id, Addr: b.cfg.AdvertiseAddr(), KafkaAddr: b.cfg.Kafka.AdvertiseAddr()}},
 		ControllerID: b.id, // so that admin comes here and is refused, not forwarded
 		Version:      version,
 	}

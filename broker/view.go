@@ -8,6 +8,9 @@ type BrokerView struct {
 	ID   int32
 	Addr string
 	Rack string
+	// KafkaAddr is the broker's Kafka address (host:port), empty when it
+	// opens no Kafka listener.
+	KafkaAddr string
 }
 
 // PartitionView is one partition's assignment and leadership.

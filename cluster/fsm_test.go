@@ -35,6 +35,7 @@ func TestFSMRegisterBroker(t *testing.T) {
 
 	moved := broker(1)
 	moved.Addr = "10.0.0.1:9000"
+	moved.KafkaAddr = "10.0.0.1:9092" // a Kafka listener opened since
 	h.ok(&registerBrokerCmd{Broker: moved})
 	m := h.f.meta.Load()
 	if got, _ := m.Broker(1); got != moved {
@@ -52,6 +53,7 @@ func TestFSMRegisterBroker(t *testing.T) {
 		{ID: 2, Addr: "no-port"},
 		{ID: 2, Addr: ":9000"},
 		{ID: 2, Addr: "h:1", RaftAddr: "bad"},
+		{ID: 2, Addr: "h:1", KafkaAddr: "no-port"},
 	} {
 		h.refused(&registerBrokerCmd{Broker: b}, ErrInvalidBroker)
 	}

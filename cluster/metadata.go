@@ -29,6 +29,10 @@ type BrokerInfo struct {
 	RaftAddr string `json:"raftAddr,omitempty"`
 	// Rack is the broker's rack or zone, or empty.
 	Rack string `json:"rack,omitempty"`
+	// KafkaAddr is the address Kafka clients are told for the broker
+	// (kafka.advertise, or kafka.listen), host:port; empty when it opens
+	// no Kafka listener.
+	KafkaAddr string `json:"kafkaAddr,omitempty"`
 }
 
 // TopicInfo describes one topic. Values handed out by Metadata are shared

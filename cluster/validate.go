@@ -152,6 +152,11 @@ func validateBroker(b BrokerInfo) error {
 			return errorf(ErrInvalidBroker, "broker %d: raft addr %q: %v", b.ID, b.RaftAddr, err)
 		}
 	}
+	if b.KafkaAddr != "" {
+		if err := validateHostPort(b.KafkaAddr); err != nil {
+			return errorf(ErrInvalidBroker, "broker %d: kafka addr %q: %v", b.ID, b.KafkaAddr, err)
+		}
+	}
 	return nil
 }
 

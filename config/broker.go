@@ -110,6 +110,14 @@ type Kafka struct {
 	// Advertise is the address Kafka clients are told in metadata; empty
 	// means Listen.
 	Advertise string `yaml:"advertise"`
+	// MaxConnections bounds the Kafka connections open at once (Kafka's
+	// max.connections); one more is closed as soon as it is accepted. 0
+	// means no bound.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerIP bounds the Kafka connections open at once from
+	// one client address (Kafka's max.connections.per.ip). 0 means no
+	// bound.
+	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
 }
 
 // Security says who may reach the broker and what they may do. Without TLS
@@ -305,6 +313,7 @@ func DefaultBroker() Broker {
 			Profile:         "lan",
 		},
 		Admin:    Admin{Listen: "127.0.0.1:7403"},
+		Kafka:    Kafka{MaxConnections: 10000, MaxConnectionsPerIP: 1000},
 		Security: Security{ClusterName: "strata"},
 		ObjectStore: ObjectStore{
 			Type:      ObjectStoreFS,

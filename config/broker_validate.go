@@ -57,6 +57,9 @@ func (b Broker) Validate() error {
 	if b.Controller.DeadBrokerTimeout <= 0 {
 		return &Error{Key: "controller.dead_broker_timeout", Value: b.Controller.DeadBrokerTimeout.String(), Allowed: "a positive duration such as 5m"}
 	}
+	if err := b.Kafka.validate(); err != nil {
+		return err
+	}
 	if err := b.Limits.validate(); err != nil {
 		return err
 	}
@@ -453,6 +456,18 @@ func (b Broker) validateReadReplica() error {
 	}
 	if b.ReadReplicaRefresh < Duration(100*time.Millisecond) {
 		return &Error{Key: "read_replica_refresh", Value: b.ReadReplicaRefresh.String(), Allowed: "a duration of at least 100ms, such as 3s"}
+	}
+	return nil
+}
+
+// validate checks the Kafka listener's connection limits: not negative (0
+// means no bound).
+func (k Kafka) validate() error {
+	if k.MaxConnections < 0 {
+		return &Error{Key: "kafka.max_connections", Value: strconv.Itoa(k.MaxConnections), Allowed: "a positive integer, or 0 for no bound"}
+	}
+	if k.MaxConnectionsPerIP < 0 {
+		return &Error{Key: "kafka.max_connections_per_ip", Value: strconv.Itoa(k.MaxConnectionsPerIP), Allowed: "a positive integer, or 0 for no bound"}
 	}
 	return nil
 }

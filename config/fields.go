@@ -49,6 +49,8 @@ func brokerFields() []field {
 		stringField("admin.listen", "HTTP address for health and metrics; empty disables it", func(b *Broker) *string { return &b.Admin.Listen }),
 		stringField("kafka.listen", "Kafka protocol listen address (host:port); empty opens no Kafka listener", func(b *Broker) *string { return &b.Kafka.Listen }),
 		stringField("kafka.advertise", "Kafka address given to Kafka clients in metadata; empty means kafka.listen", func(b *Broker) *string { return &b.Kafka.Advertise }),
+		intField("kafka.max_connections", "Kafka connections open at once on this broker; one more is closed at once; 0 means no bound", func(b *Broker) *int { return &b.Kafka.MaxConnections }),
+		intField("kafka.max_connections_per_ip", "Kafka connections open at once from one client address; one more is closed at once; 0 means no bound", func(b *Broker) *int { return &b.Kafka.MaxConnectionsPerIP }),
 		boolField("admin.pprof", "serve Go's profiler under /debug/pprof/ on the admin address", func(b *Broker) *bool { return &b.Admin.Pprof }),
 		stringField("security.tls.ca_file", "PEM file of the CA that vouches for brokers and clients; with cert_file and key_file it turns on TLS and authentication; empty means plaintext", func(b *Broker) *string { return &b.Security.TLS.CAFile }),
 		stringField("security.tls.cert_file", "PEM file of this broker's certificate (DNS name broker-<id>.<cluster_name>), re-read when it changes; empty means plaintext", func(b *Broker) *string { return &b.Security.TLS.CertFile }),

@@ -30,6 +30,9 @@ type Meta struct {
 	Rack string
 	// Version is the broker's software version.
 	Version string
+	// KafkaAddr is the host:port Kafka clients are told for this broker;
+	// empty when it opens no Kafka listener. Sent in layout version 2.
+	KafkaAddr string
 }
 
 // nodeMeta is what travels as memberlist node metadata: the broker's Meta
@@ -55,16 +58,37 @@ type nodeMeta struct {
 // and unknown flags, when the version is newer than its own, so brokers of
 // mixed versions can gossip during a rolling upgrade. Trailing bytes or
 // unknown flags on version 1 are corruption.
-const metaVersion1 = 1
+//
+// Version 2 appends one field after version 1's five:
+//
+//	uvarint length, UTF-8 bytes: the Kafka address
+//
+// A Meta without a Kafka address is still encoded as version 1, so
+// brokers without a Kafka listener gossip exactly what they did before.
+const (
+	metaVersion1 = 1
+	metaVersion2 = 2
+)
 
 const (
 	flagLeaving  = 1 << 0
 	knownFlagsV1 = flagLeaving
+	knownFlagsV2 = knownFlagsV1
 )
 
-// fields lists the string fields in wire order.
+// fields lists the string fields of version 1 in wire order.
 func (m *Meta) fields() [5]*string {
 	return [5]*string{&m.GRPCAddr, &m.RaftAddr, &m.AdminAddr, &m.Rack, &m.Version}
+}
+
+// fieldsOf lists the string fields of layout version v in wire order: a
+// version newer than this decoder knows has at least these.
+func (m *Meta) fieldsOf(v byte) []*string {
+	f := m.fields()
+	if v < metaVersion2 {
+		return f[:]
+	}
+	return append(f[:], &m.KafkaAddr)
 }
 
 // encode returns the wire form of n. It refuses strings that are not UTF-8,
@@ -74,10 +98,14 @@ func (n nodeMeta) encode() ([]byte, error) {
 	if n.Leaving {
 		flags |= flagLeaving
 	}
+	version := byte(metaVersion1)
+	if n.KafkaAddr != "" {
+		version = metaVersion2
+	}
 	b := make([]byte, 0, 64)
-	b = append(b, metaVersion1, flags)
+	b = append(b, version, flags)
 	b = binary.AppendVarint(b, int64(n.BrokerID))
-	for i, f := range n.fields() {
+	for i, f := range n.fieldsOf(version) {
 		if !utf8.ValidString(*f) {
 			return nil, fmt.Errorf("%w: field %d is not UTF-8", ErrBadMeta, i)
 		}
@@ -109,7 +137,7 @@ func decodeNodeMeta(b []byte) (nodeMeta, error) {
 		return n, fmt.Errorf("%w: no flags", ErrBadMeta)
 	}
 	flags := b[1]
-	if version == metaVersion1 && flags&^knownFlagsV1 != 0 {
+	if version <= metaVersion2 && flags&^knownFlagsV2 != 0 {
 		return n, fmt.Errorf("%w: unknown flags %#x", ErrBadMeta, flags)
 	}
 	n.Leaving = flags&flagLeaving != 0
@@ -123,7 +151,7 @@ func decodeNodeMeta(b []byte) (nodeMeta, error) {
 	}
 	n.BrokerID = int32(id)
 	rest = rest[l:]
-	for i, f := range n.fields() {
+	for i, f := range n.fieldsOf(version) {
 		size, l := binary.Uvarint(rest)
 		if l <= 0 {
 			return nodeMeta{}, fmt.Errorf("%w: field %d length", ErrBadMeta, i)
@@ -139,7 +167,7 @@ func decodeNodeMeta(b []byte) (nodeMeta, error) {
 		*f = string(s)
 		rest = rest[size:]
 	}
-	if version == metaVersion1 && len(rest) != 0 {
+	if version <= metaVersion2 && len(rest) != 0 {
 		return nodeMeta{}, fmt.Errorf("%w: %d trailing bytes", ErrBadMeta, len(rest))
 	}
 	return n, nil

@@ -27,6 +27,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		"negative": {Meta: Meta{BrokerID: -5, Rack: "r"}},
 		"extremes": {Meta: Meta{BrokerID: math.MaxInt32, GRPCAddr: "[::1]:1", Version: "ünïcode"}},
 		"min id":   {Meta: Meta{BrokerID: math.MinInt32}},
+		"kafka":    {Meta: Meta{BrokerID: 3, GRPCAddr: "10.0.0.3:7410", KafkaAddr: "10.0.0.3:9092"}, Leaving: true},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -127,16 +128,20 @@ func TestDecodeMetaGarbage(t *testing.T) {
 // knows.
 func TestDecodeMetaNewerVersion(t *testing.T) {
 	want := nodeMeta{Meta: sampleMeta(), Leaving: true}
+	want.KafkaAddr = "10.0.0.7:9095"
 	b, err := want.encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[0] = 2
+	if b[0] != metaVersion2 {
+		t.Fatalf("a Meta with a Kafka address encodes as version %d, want 2", b[0])
+	}
+	b[0] = 3
 	b[1] |= 0x80
 	b = append(b, 3, 'n', 'e', 'w')
 	got, err := decodeNodeMeta(b)
 	if err != nil {
-		t.Fatalf("decode v2: %v", err)
+		t.Fatalf("decode v3: %v", err)
 	}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
@@ -170,4 +175,32 @@ func FuzzDecodeMeta(f *testing.F) {
 			t.Fatalf("re-decode: got %+v, %v; want %+v", m2, err, m)
 		}
 	})
+}
+
+// A broker of version 1's decoder reads a version 2 Meta (with a Kafka
+// address) as a newer one: the five fields it knows, the rest ignored.
+// Here the same holds for this decoder reading a version 1 Meta: no Kafka
+// address, and the trailing-byte rule of version 1 still applies.
+func TestDecodeMetaV1HasNoKafkaAddr(t *testing.T) {
+	m := nodeMeta{Meta: sampleMeta()}
+	b, err := m.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != metaVersion1 {
+		t.Fatalf("a Meta without a Kafka address encodes as version %d, want 1", b[0])
+	}
+	got, err := decodeNodeMeta(b)
+	if err != nil || got != m || got.KafkaAddr != "" {
+		t.Fatalf("got %+v, %v; want %+v", got, err, m)
+	}
+	v2 := append(bytes.Clone(b), 4, 'h', ':', '9', '2')
+	v2[0] = metaVersion2
+	got, err = decodeNodeMeta(v2)
+	if err != nil || got.KafkaAddr != "h:92" {
+		t.Fatalf("version 2: got %+v, %v; want Kafka address h:92", got, err)
+	}
+	if _, err := decodeNodeMeta(append(v2, 0)); !errors.Is(err, ErrBadMeta) {
+		t.Fatalf("version 2 with a trailing byte: got %v, want ErrBadMeta", err)
+	}
 }

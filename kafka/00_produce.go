@@ -79,6 +79,7 @@ func handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Respon
 		resp.Topics = append(resp.Topics, t)
 	}
 	wg.Wait()
+	c.s.produceLeaderHints(resp) // brokers.go
 	if req.Acks == 0 {
 		if failed {
 			return nil, errCloseConnection

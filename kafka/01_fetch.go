@@ -1,14 +1,13 @@
 package kafka
 
-// Fetch, v4 to v17, without fetch sessions: each partition's batches as
-// stored (broker.Fetch: the hot tier, or the cold tier below it, bytes
-// never decoded), up to the high watermark.
+// Fetch, v4 to v17: each partition's batches as stored (broker.Fetch: the
+// hot tier, or the cold tier below it, bytes never decoded), up to the
+// high watermark.
 //
-// Sessions (KIP-227) are not kept: every answer has session id 0, which
-// tells the client to send full fetches; a request naming a session (id
-// not 0, or epoch above 0) is FETCH_SESSION_ID_NOT_FOUND, and the client
-// starts over with a full fetch. Topics are named (v4 to v12) or by id
-// (v13+, UNKNOWN_TOPIC_ID when no topic has it).
+// Sessions (KIP-227, v7+) are in fetch_sessions.go: a full fetch opens
+// one, an incremental fetch reads every partition of its session and is
+// answered with those that have something new. Topics are named (v4 to
+// v12) or by id (v13+, UNKNOWN_TOPIC_ID when no topic has it).
 //
 // Sizes: each partition gets at most its PartitionMaxBytes and what is left
 // of the request's MaxBytes (the broker's limits.max_fetch_bytes caps
@@ -21,12 +20,13 @@ package kafka
 // to get a record, then reads once more; any bytes (even fewer than
 // MinBytes) are answered at once. With no transactions, the last stable
 // offset is the high watermark and no aborted transactions are listed;
-// isolation level makes no difference. The current leader epoch of each
-// partition (KIP-320) is not checked yet, and no preferred read replica
-// is named (-1). A partition without records has an empty record set,
-// never a null one (librdkafka refuses null). Errors per partition come
-// from errors.go, offsets -1; over the fetch quota the wait is the
-// response's ThrottleMillis.
+// isolation level makes no difference. Leader epochs (KIP-320: the
+// current leader epoch checked, the diverging epoch answered) are in
+// epochs.go; KIP-951's leader hints on NOT_LEADER_OR_FOLLOWER in
+// brokers.go. No preferred read replica is named (-1). A partition
+// without records has an empty record set, never a null one (librdkafka
+// refuses null). Errors per partition come from errors.go, offsets -1;
+// over the fetch quota the wait is the response's ThrottleMillis.
 
 import (
 	"context"
@@ -41,10 +41,12 @@ import (
 func handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.SessionID != 0 || req.SessionEpoch > 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	fc, code := c.s.sessions.begin(c, req) // fetch_sessions.go
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp, nil
 	}
+	req = fc.req // an incremental fetch reads its whole session
 	var names map[[16]byte]string
 	if req.Version >= 13 {
 		names = topicNames(c.s.b)
@@ -56,6 +58,8 @@ func handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response
 		resp.ThrottleMillis = 0
 		fetchOnce(ctx, c.s.b, req, resp, names)
 	}
+	c.s.fetchLeaderHints(resp, names) // brokers.go
+	fc.finish(resp)
 	return resp, nil
 }
 
@@ -83,6 +87,11 @@ func fetchOnce(ctx context.Context, b *broker.Broker, req *kmsg.FetchRequest, re
 			if !known {
 				p.ErrorCode = kerr.UnknownTopicID.Code
 				failed = true
+				t.Partitions = append(t.Partitions, p)
+				continue
+			}
+			if fetchEpochs(ctx, b, req.Version, name, rp, &p) { // epochs.go
+				failed = true // answered at once: an error or a diverging epoch
 				t.Partitions = append(t.Partitions, p)
 				continue
 			}

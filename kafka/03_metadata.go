@@ -13,11 +13,11 @@ package kafka
 // topic's life and never zero (an id that is not 32 hex characters, or is
 // zero, is replaced by a hash of it, still stable).
 //
-// Brokers: only this one, at its Kafka advertise address. Brokers do not
-// yet publish their Kafka addresses in the cluster metadata, so in a
-// cluster a partition led by another broker names a leader the client
-// cannot reach; clients then retry against this broker, which answers
-// NOT_LEADER_OR_FOLLOWER. Authorized operations (v8+) are not computed
+// Brokers: every live broker with a Kafka listener, at the Kafka address
+// it published in the cluster metadata, this one at its own (brokers.go).
+// A partition led by a broker without a Kafka listener names that leader
+// all the same; the client finds no address for it and waits and
+// refreshes until leadership moves. Authorized operations (v8+) are not computed
 // (left at Kafka's "not asked" value); no cluster id is given.
 
 import (
@@ -38,15 +38,11 @@ func handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Respons
 	view := c.s.b.Cluster(nil)
 	resp.ControllerID = view.ControllerID
 
-	self := kmsg.NewMetadataResponseBroker()
-	self.NodeID, self.Host, self.Port = c.s.b.ID(), c.s.host, c.s.port
-	for _, bv := range view.Brokers {
-		if bv.ID == self.NodeID && bv.Rack != "" {
-			rack := bv.Rack
-			self.Rack = &rack
-		}
+	for _, e := range c.s.kafkaBrokers(view) {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = e.id, e.host, e.port, e.rack
+		resp.Brokers = append(resp.Brokers, mb)
 	}
-	resp.Brokers = []kmsg.MetadataResponseBroker{self}
 
 	byName := map[string]broker.TopicView{}
 	byID := map[[16]byte]broker.TopicView{}

@@ -26,10 +26,13 @@ func init() {
 	apis = map[int16]api{
 		0:              {0, 12, handleProduce},        // 00_produce.go
 		1:              {4, 17, handleFetch},          // 01_fetch.go
-		2:              {1, 6, handleListOffsets},     // 02_list_offsets.go
+		2:              {1, 10, handleListOffsets},    // 02_list_offsets.go
 		3:              {0, 13, handleMetadata},       // 03_metadata.go
 		apiVersionsKey: {0, 4, handleApiVersions},     // 18_api_versions.go
 		10:             {0, 6, handleFindCoordinator}, // 10_find_coordinator.go
 		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
+
+		// Leader epochs (KIP-320).
+		23: {2, 4, handleOffsetForLeaderEpoch}, // 23_offset_for_leader_epoch.go
 	}
 }

@@ -148,7 +148,9 @@ func (c *conn) handle(frame []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout+requestTime(rq.req))
 	defer cancel()
+	start := time.Now()
 	resp, err := apis[rq.key].handle(ctx, c, rq.req)
+	c.s.record(rq, resp, err, time.Since(start)) // metrics.go
 	if err != nil {
 		return err
 	}

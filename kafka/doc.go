@@ -12,4 +12,8 @@
 // the broker's reasons to Kafka error codes, and each API has its own file
 // named by its key (00_produce.go, 01_fetch.go, ...), headed by its
 // behaviour and edge cases.
+//
+// Beside them: brokers.go (the brokers clients are told, KIP-951 leader
+// hints), epochs.go (leader epochs, KIP-320), fetch_sessions.go (KIP-227),
+// limits.go (connection limits) and metrics.go (requests by API).
 package kafka

@@ -50,6 +50,17 @@ var codes = map[broker.Reason]*kerr.Error{
 	broker.ReasonStorageFull:                  kerr.KafkaStorageError,
 }
 
+// causes are errors the broker wraps under a reason that Kafka tells
+// apart by a code of its own; each is checked before the reason, and its
+// code is as retriable as the reason it comes under (TestErrorTable).
+var causes = []struct {
+	err    error
+	reason broker.Reason
+	code   *kerr.Error
+}{
+	{broker.ErrUnknownLeaderEpoch, broker.ReasonLeaderNotAvailable, kerr.UnknownLeaderEpoch},
+}
+
 // codeOf is the Kafka error code for err: its reason's, REQUEST_TIMED_OUT
 // for a request that ran out of time here, UNKNOWN_SERVER_ERROR for
 // anything else. nil is 0.
@@ -62,6 +73,11 @@ var noError = &kerr.Error{Message: "NONE"}
 func kerrOf(err error) *kerr.Error {
 	if err == nil {
 		return noError
+	}
+	for _, c := range causes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
 	}
 	if e, ok := codes[broker.ReasonOf(err)]; ok {
 		return e

@@ -44,6 +44,11 @@ func TestErrorTable(t *testing.T) {
 			t.Errorf("reason %s (retriable %v) maps to %s (retriable %v)", r, r.Retriable(), e.Message, e.Retriable)
 		}
 	}
+	for _, c := range causes {
+		if kerr.ErrorForCode(c.code.Code) != c.code || c.code.Retriable != c.reason.Retriable() {
+			t.Errorf("cause %v maps to %v (retriable %v), under reason %s (retriable %v)", c.err, c.code, c.code.Retriable, c.reason, c.reason.Retriable())
+		}
+	}
 	if len(codes) != len(broker.Reasons()) {
 		t.Errorf("codes maps %d reasons, the broker has %d", len(codes), len(broker.Reasons()))
 	}

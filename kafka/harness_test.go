@@ -38,6 +38,13 @@ func testCtx(t testing.TB) context.Context {
 // a loopback port, and stops both when the test ends.
 func startBroker(t testing.TB, cfgs ...func(*Config)) *testBroker {
 	t.Helper()
+	return startBrokerWith(t, nil, cfgs...)
+}
+
+// startBrokerWith is startBroker with the broker's settings changed by
+// bcfg (nil for none) after the defaults.
+func startBrokerWith(t testing.TB, bcfg func(*config.Broker), cfgs ...func(*Config)) *testBroker {
+	t.Helper()
 	cfg := config.DefaultBroker()
 	cfg.NodeID = 1
 	cfg.DataDir = t.TempDir()
@@ -47,6 +54,9 @@ func startBroker(t testing.TB, cfgs ...func(*Config)) *testBroker {
 	cfg.Gossip.Profile = "local"
 	cfg.Admin.Listen = ""
 	cfg.ObjectStore.Type = config.ObjectStoreNone
+	if bcfg != nil {
+		bcfg(&cfg)
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := broker.Start(testCtx(t), cfg, logger, noPeers{})
 	if err != nil {

@@ -35,6 +35,13 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives connection errors at debug level; nil logs none.
 	Logger *slog.Logger
+	// MaxConnections and MaxConnectionsPerIP bound the connections open at
+	// once, on the server and from one client address (limits.go); 0 means
+	// no bound.
+	MaxConnections, MaxConnectionsPerIP int
+	// MaxFetchSessions bounds the fetch sessions kept (fetch_sessions.go).
+	// 0 means 1000 (Kafka's max.incremental.fetch.session.cache.slots).
+	MaxFetchSessions int
 }
 
 const (
@@ -52,6 +59,9 @@ type Server struct {
 	log    *slog.Logger
 	ctx    context.Context // done once the server closes
 	cancel context.CancelFunc
+	// sessions are the fetch sessions of every connection.
+	sessions *sessionCache
+	limits   *connLimits
 
 	mu struct {
 		sync.Mutex
@@ -89,6 +99,8 @@ func NewServer(b *broker.Broker, cfg Config) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.sessions = newSessionCache(cfg.MaxFetchSessions, b.KafkaMetrics())
+	s.limits = newConnLimits(cfg.MaxConnections, cfg.MaxConnectionsPerIP)
 	s.mu.conns = map[net.Conn]struct{}{}
 	return s, nil
 }
@@ -120,16 +132,28 @@ func (s *Server) Serve(lis net.Listener) error {
 			return err
 		}
 		delay = 0
+		release, refused := s.limits.admit(nc.RemoteAddr()) // limits.go
+		if refused != "" {
+			s.b.KafkaMetrics().ConnRefused(refused)
+			s.log.Debug("kafka: connection over the limit closed", "remote", nc.RemoteAddr(), "limit", refused)
+			nc.Close()
+			continue
+		}
 		if !s.track(nc) {
+			release()
 			nc.Close()
 			return ErrClosed
 		}
 		s.wg.Add(1)
+		s.b.KafkaMetrics().ConnOpened()
 		go func() {
 			defer s.wg.Done()
+			defer s.b.KafkaMetrics().ConnClosed()
+			defer release()
 			defer s.untrack(nc)
 			c := &conn{s: s, nc: nc}
 			c.serve()
+			s.sessions.closeConn(c) // a fetch session ends with its connection
 		}()
 	}
 }

@@ -111,6 +111,17 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 		lis.Close()
 		return err
 	}
+	// The Kafka listener opens before the broker starts, so the broker
+	// publishes the address clients are told (an ephemeral port resolved)
+	// in the cluster metadata for every broker's Metadata answers.
+	kafkaLis, kafkaAdv, err := listenKafka(cfg, sec != nil)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	if kafkaLis != nil {
+		cfg.Kafka.Advertise = kafkaAdv
+	}
 	var opts []broker.Option
 	if sec != nil {
 		opts = append(opts, broker.WithRaftTLS(sec.raftTLS()), broker.WithProducerIDKey(sec.producerIDKey(cfg.Gossip)))
@@ -118,6 +129,9 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	b, err := broker.Start(ctx, cfg, logger, rpc.NewPeers(sec.material(), cfg.Security.ClusterName), opts...)
 	if err != nil {
 		lis.Close()
+		if kafkaLis != nil {
+			kafkaLis.Close()
+		}
 		return err
 	}
 	auth := sec.auth(b, logger)
@@ -130,6 +144,9 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 
 	admin, err := serveAdmin(cfg.Admin, b, auth, logger)
 	if err != nil {
+		if kafkaLis != nil {
+			kafkaLis.Close()
+		}
 		srv.Stop()
 		b.Close()
 		return err
@@ -137,7 +154,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	if admin != nil {
 		defer admin.Close()
 	}
-	kafkaSrv, kafkaAddr, kafkaAdv, err := serveKafka(cfg, b, sec != nil, logger)
+	kafkaSrv, err := serveKafka(kafkaLis, kafkaAdv, cfg.Kafka, b, logger)
 	if err != nil {
 		srv.Stop()
 		b.Close()
@@ -161,7 +178,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	}
 	if kafkaSrv != nil {
 		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving Kafka on %s (advertised as %s)\n",
-			version, cfg.NodeID, kafkaAddr, kafkaAdv)
+			version, cfg.NodeID, kafkaLis.Addr(), kafkaAdv)
 	}
 
 	for running := true; running; {
@@ -209,21 +226,21 @@ func reload(b *broker.Broker, load func() (config.Broker, error), logger *slog.L
 	logger.Info("SIGHUP: settings reloaded", "applied", applied, "need_restart", restart)
 }
 
-// serveKafka serves the Kafka-protocol front end on cfg.Kafka.Listen,
-// unless it is empty (nil server). With TLS on, it refuses to start: the
-// Kafka listener does not yet speak TLS or authenticate its clients, and a
-// broker that holds its other listeners to certificates must not open one
-// that lets anyone in.
-func serveKafka(cfg config.Broker, b *broker.Broker, tlsOn bool, logger *slog.Logger) (*kafka.Server, net.Addr, string, error) {
+// listenKafka opens the Kafka listener on cfg.Kafka.Listen, unless it is
+// empty (nil listener), and returns it with the address clients are to be
+// told. With TLS on, it refuses: the Kafka listener does not yet speak TLS
+// or authenticate its clients, and a broker that holds its other listeners
+// to certificates must not open one that lets anyone in.
+func listenKafka(cfg config.Broker, tlsOn bool) (net.Listener, string, error) {
 	if cfg.Kafka.Listen == "" {
-		return nil, nil, "", nil
+		return nil, "", nil
 	}
 	if tlsOn {
-		return nil, nil, "", fmt.Errorf("kafka.listen %s: the Kafka listener does not serve TLS or authentication yet; leave kafka.listen empty on a broker with security.tls.*", cfg.Kafka.Listen)
+		return nil, "", fmt.Errorf("kafka.listen %s: the Kafka listener does not serve TLS or authentication yet; leave kafka.listen empty on a broker with security.tls.*", cfg.Kafka.Listen)
 	}
 	lis, err := net.Listen("tcp", cfg.Kafka.Listen)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("kafka listen on %s: %w", cfg.Kafka.Listen, err)
+		return nil, "", fmt.Errorf("kafka listen on %s: %w", cfg.Kafka.Listen, err)
 	}
 	adv := cfg.Kafka.AdvertiseAddr()
 	if host, port, _ := net.SplitHostPort(adv); port == "0" {
@@ -231,17 +248,27 @@ func serveKafka(cfg config.Broker, b *broker.Broker, tlsOn bool, logger *slog.Lo
 		_, chosen, _ := net.SplitHostPort(lis.Addr().String())
 		adv = net.JoinHostPort(host, chosen)
 	}
-	srv, err := kafka.NewServer(b, kafka.Config{Advertise: adv, Logger: logger})
+	return lis, adv, nil
+}
+
+// serveKafka serves the Kafka-protocol front end on lis (listenKafka's),
+// unless it is nil (nil server).
+func serveKafka(lis net.Listener, adv string, cfg config.Kafka, b *broker.Broker, logger *slog.Logger) (*kafka.Server, error) {
+	if lis == nil {
+		return nil, nil
+	}
+	srv, err := kafka.NewServer(b, kafka.Config{Advertise: adv, Logger: logger,
+		MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	if err != nil {
 		lis.Close()
-		return nil, nil, "", err
+		return nil, err
 	}
 	go func() {
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, kafka.ErrClosed) {
 			logger.Error("Kafka listener stopped", "err", err)
 		}
 	}()
-	return srv, lis.Addr(), adv, nil
+	return srv, nil
 }
 
 // serveAdmin serves the admin HTTP endpoint on cfg.Listen, unless it is
