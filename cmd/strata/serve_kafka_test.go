@@ -154,3 +154,67 @@ func TestServeKafka(t *testing.T) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }
+
+// TestKcatEnablesItsFeatures: librdkafka (kcat) turns each of its protocol
+// features on or off by the API versions a broker advertises; against
+// Strata every feature a Kafka 4 broker gives it is on. MsgVer1 and
+// ThrottleTime stay off, as against Kafka 4, which no longer serves the
+// Fetch v1-v3 they look for (KIP-896).
+func TestKcatEnablesItsFeatures(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Fatalf("kcat not found (apt-get install -y kcat; make tools does it): %v", err)
+	}
+	bin := strataBinary(t)
+	kafkaAddr := freeport.Loopback(t)
+	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--listen", freeport.Loopback(t),
+		"--raft-listen", freeport.Loopback(t), "--gossip-listen", freeport.Loopback(t), "--gossip-profile", "local",
+		"--admin-listen=", "--object-store-type", "none", "--kafka-listen", kafkaAddr)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	var debug string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		b, err := exec.CommandContext(ctx, kcat, "-b", kafkaAddr, "-L", "-d", "feature").CombinedOutput()
+		cancel()
+		if err == nil {
+			debug = string(b)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kcat -L: %v\n%s\nbroker:\n%s", err, b, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	enabled, disabled := map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(debug, "\n") {
+		if _, f, ok := strings.Cut(line, "Enabling feature "); ok {
+			enabled[strings.TrimSpace(f)] = true
+		}
+		if _, f, ok := strings.Cut(line, "Disabling feature "); ok {
+			disabled[strings.TrimSpace(f)] = true
+		}
+	}
+	for _, f := range []string{"MsgVer2", "ApiVersion", "BrokerGroupCoordinator", "BrokerBalancedConsumer",
+		"IdempotentProducer", "LZ4", "ZSTD", "OffsetTime", "SaslHandshake", "SaslAuthReq"} {
+		if !enabled[f] || disabled[f] {
+			t.Errorf("librdkafka did not enable %s", f)
+		}
+	}
+	for f := range disabled {
+		if f != "MsgVer1" && f != "ThrottleTime" {
+			t.Errorf("librdkafka disabled %s", f)
+		}
+	}
+	if t.Failed() {
+		t.Logf("kcat -d feature:\n%s", debug)
+	}
+}
