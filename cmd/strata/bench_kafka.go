@@ -152,7 +152,10 @@ func newKafkaConsumer(addr, topic string, parts []int32, starts, ends []int64, f
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(addr),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
-		kgo.FetchMaxBytes(int32(min(fetchMax, 1<<30))),
+		// --fetch-max-bytes bounds each partition's share, as it bounds
+		// each partition's stream over gRPC; a request as a whole may
+		// carry Kafka's default 50 MiB.
+		kgo.FetchMaxBytes(int32(min(max(fetchMax, 50<<20), 1<<30))),
 		kgo.FetchMaxPartitionBytes(int32(min(fetchMax, 1<<30))),
 	)
 	if err != nil {
