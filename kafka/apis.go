@@ -31,5 +31,7 @@ func init() {
 		apiVersionsKey: {0, 4, handleApiVersions},     // 18_api_versions.go
 		10:             {0, 6, handleFindCoordinator}, // 10_find_coordinator.go
 		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
+		8:              {2, 10, handleOffsetCommit},   // 08_offset_commit.go
+		9:              {1, 10, handleOffsetFetch},    // 09_offset_fetch.go
 	}
 }
