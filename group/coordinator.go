@@ -84,8 +84,12 @@ type Heartbeat struct {
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
 	Owned            []TopicPartition
-	ClientID, Host   string
-	NoWait           bool
+	// OwnedUnchanged says Owned is not reported: the member owns what it
+	// did at its last heartbeat (Kafka's null owned partitions), so
+	// nothing it holds is taken as given up.
+	OwnedUnchanged bool
+	ClientID, Host string
+	NoWait         bool
 }
 
 // Answer is the coordinator's reply to a heartbeat.
@@ -422,6 +426,13 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 			ErrFencedMember, m.id, g.name, hb.MemberEpoch, m.epoch)
 	}
 	owned := make(map[TopicPartition]bool, len(hb.Owned))
+	if hb.OwnedUnchanged {
+		// Not reported: it still holds whatever it was granted and has not
+		// reported given up, so nothing is released.
+		for tp := range m.granted {
+			owned[tp] = true
+		}
+	}
 	for _, tp := range hb.Owned {
 		if _, ok := m.granted[tp]; !ok {
 			// Answers come one at a time and the coordinator forgets a
