@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -224,5 +225,174 @@ func TestKgoConsumerGroupKIP848(t *testing.T) {
 	}
 	if del["cg"].Err != kerr.NonEmptyGroup {
 		t.Fatalf("delete of a group with members: %v, want NON_EMPTY_GROUP", del["cg"].Err)
+	}
+}
+
+// heartbeat sends one ConsumerGroupHeartbeat as a client would.
+func heartbeat(t *testing.T, cl *kgo.Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	t.Helper()
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func cgh(group, member string, epoch int32) *kmsg.ConsumerGroupHeartbeatRequest {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = group, member, epoch
+	return req
+}
+
+// partitionsOf lists an answer's assigned partitions of topic id.
+func partitionsOf(resp *kmsg.ConsumerGroupHeartbeatResponse, id [16]byte) []int32 {
+	if resp.Assignment == nil {
+		return nil
+	}
+	var out []int32
+	for _, t := range resp.Assignment.Topics {
+		if t.TopicID == id {
+			out = append(out, t.Partitions...)
+		}
+	}
+	return out
+}
+
+func owned(id [16]byte, ps []int32) []kmsg.ConsumerGroupHeartbeatRequestTopic {
+	t := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+	t.TopicID, t.Partitions = id, ps
+	return []kmsg.ConsumerGroupHeartbeatRequestTopic{t}
+}
+
+// TestConsumerGroupHeartbeatRaw drives the KIP-848 protocol with kmsg
+// requests as a client would: joins with the topic ids of Metadata,
+// a handover that waits for the old owner to report the partition gone
+// (a short heartbeat with null owned partitions gives nothing up), the
+// errors Kafka's spec lists, and a member whose session expires.
+func TestConsumerGroupHeartbeatRaw(t *testing.T) {
+	tb := startBroker(t)
+	id := topicID(tb.createTopic(t, "orders", 2).ID)
+	cl := tb.client(t)
+
+	join := cgh("g", "client-made-id", 0)
+	join.SubscribedTopicNames, join.ServerAssignor, join.RebalanceTimeoutMillis = []string{"orders"}, strp("uniform"), 5000
+	join.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	a := heartbeat(t, cl, join)
+	if a.ErrorCode != 0 || a.MemberID == nil || a.MemberEpoch < 1 || len(partitionsOf(a, id)) != 2 {
+		t.Fatalf("join: %+v", a)
+	}
+	if a.HeartbeatIntervalMillis <= 0 || a.HeartbeatIntervalMillis > 5000 {
+		t.Errorf("heartbeat interval %d ms", a.HeartbeatIntervalMillis)
+	}
+	aID, aEpoch := *a.MemberID, a.MemberEpoch
+
+	join.MemberID = "another-client-id"
+	b := heartbeat(t, cl, join)
+	if b.ErrorCode != 0 || len(partitionsOf(b, id)) != 0 {
+		t.Fatalf("second join: %+v, want nothing while the first owns both", b)
+	}
+	bID := *b.MemberID
+
+	// a is asked to give one up.
+	beat := cgh("g", aID, aEpoch)
+	beat.Topics = owned(id, []int32{0, 1})
+	a = heartbeat(t, cl, beat)
+	keep := partitionsOf(a, id)
+	if a.ErrorCode != 0 || len(keep) != 1 {
+		t.Fatalf("a's answer: %+v, want one partition to keep", a)
+	}
+	aEpoch = a.MemberEpoch
+	// A short heartbeat (owned null) gives nothing up: b still waits.
+	if r := heartbeat(t, cl, cgh("g", aID, aEpoch)); r.ErrorCode != 0 {
+		t.Fatalf("short heartbeat: %+v", r)
+	}
+	if r := heartbeat(t, cl, cgh("g", bID, b.MemberEpoch)); r.ErrorCode != 0 || len(partitionsOf(r, id)) != 0 {
+		t.Fatalf("b got %v before a reported the partition gone", partitionsOf(r, id))
+	}
+	beat = cgh("g", aID, aEpoch)
+	beat.Topics = owned(id, keep)
+	if r := heartbeat(t, cl, beat); r.ErrorCode != 0 {
+		t.Fatalf("a reports giving up: %+v", r)
+	}
+	b = heartbeat(t, cl, cgh("g", bID, b.MemberEpoch))
+	if got := partitionsOf(b, id); len(got) != 1 || got[0] == keep[0] {
+		t.Fatalf("b got %v, a keeps %v", got, keep)
+	}
+
+	// ConsumerGroupDescribe agrees.
+	dreq := kmsg.NewPtrConsumerGroupDescribeRequest()
+	dreq.Groups = []string{"g", "nobody"}
+	d, err := dreq.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Groups[0]; g.ErrorCode != 0 || g.State != "Stable" || g.AssignorName != "sticky" || len(g.Members) != 2 {
+		t.Fatalf("describe: %+v", g)
+	}
+	for _, m := range d.Groups[0].Members {
+		if len(m.Assignment.TopicPartitions) != 1 || m.Assignment.TopicPartitions[0].TopicID != id || m.MemberType != 1 {
+			t.Errorf("member %s: %+v", m.MemberID, m)
+		}
+	}
+	if g := d.Groups[1]; g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("describe of a group without members or offsets: code %d", g.ErrorCode)
+	}
+
+	// Errors, each changing nothing.
+	for _, c := range []struct {
+		name string
+		req  *kmsg.ConsumerGroupHeartbeatRequest
+		code int16
+	}{
+		{"unknown member", cgh("g", "nobody", 3), kerr.UnknownMemberID.Code},
+		{"member of a group that does not exist", cgh("other", "x", 5), kerr.UnknownMemberID.Code},
+		{"unknown assignor", func() *kmsg.ConsumerGroupHeartbeatRequest {
+			r := cgh("g2", "", 0)
+			r.SubscribedTopicNames, r.ServerAssignor = []string{"orders"}, strp("fancy")
+			return r
+		}(), kerr.UnsupportedAssignor.Code},
+		{"regex", func() *kmsg.ConsumerGroupHeartbeatRequest {
+			r := cgh("g2", "", 0)
+			r.SubscribedTopicRegex = strp("ord.*")
+			return r
+		}(), kerr.InvalidRequest.Code},
+		{"static leave", cgh("g", bID, -2), kerr.InvalidRequest.Code},
+		{"join without topics", cgh("g2", "", 0), kerr.InvalidRequest.Code},
+	} {
+		if r := heartbeat(t, cl, c.req); r.ErrorCode != c.code || r.ErrorMessage == nil {
+			t.Errorf("%s: code %d (%v), want %d with a message", c.name, r.ErrorCode, r.ErrorMessage, c.code)
+		}
+	}
+	// An epoch from the future fences the member: it must join again.
+	if r := heartbeat(t, cl, cgh("g", aID, aEpoch+10)); r.ErrorCode != kerr.FencedMemberEpoch.Code {
+		t.Fatalf("future epoch: code %d, want FENCED_MEMBER_EPOCH", r.ErrorCode)
+	}
+	if r := heartbeat(t, cl, cgh("g", aID, aEpoch)); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("fenced member beats again: code %d, want UNKNOWN_MEMBER_ID", r.ErrorCode)
+	}
+
+	// b stops heartbeating: after its session (10 s, the coordinator's
+	// default) it is removed, and a new member gets both partitions.
+	join.MemberID = ""
+	c := heartbeat(t, cl, join)
+	cID, cEpoch := *c.MemberID, c.MemberEpoch
+	waitFor(t, 30*time.Second, "the silent member's partitions moving", func() bool {
+		beat := cgh("g", cID, cEpoch)
+		beat.Topics = owned(id, partitionsOf(c, id))
+		c = heartbeat(t, cl, beat)
+		if c.ErrorCode != 0 {
+			t.Fatalf("live member: %+v", c)
+		}
+		cEpoch = c.MemberEpoch
+		time.Sleep(time.Duration(c.HeartbeatIntervalMillis) * time.Millisecond / 4)
+		return len(partitionsOf(c, id)) == 2
+	})
+	if r := heartbeat(t, cl, cgh("g", bID, b.MemberEpoch)); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("expired member: code %d, want UNKNOWN_MEMBER_ID", r.ErrorCode)
+	}
+
+	// Leave: epoch -1 answers -1; the group is then empty.
+	if r := heartbeat(t, cl, cgh("g", cID, -1)); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("leave: %+v", r)
 	}
 }
