@@ -313,6 +313,57 @@ func (b *Broker) DeleteGroup(ctx context.Context, name string, force bool) (int,
 	return n, nil
 }
 
+// DeleteOffsets removes a group's committed offsets of the partitions
+// named, except those of topics one of its members subscribes to now,
+// which it returns, sorted, and leaves alone (Kafka's
+// GROUP_SUBSCRIBED_TO_TOPIC). Partitions never committed are no error.
+// GROUP_NOT_FOUND when the group has neither members nor committed
+// offsets.
+func (b *Broker) DeleteOffsets(ctx context.Context, name string, partitions []TopicPartition) ([]string, error) {
+	if b.replica != nil {
+		return nil, errReadReplica("delete consumer offsets (they live in the writing cluster's metadata)")
+	}
+	if err := validGroupName(name); err != nil {
+		return nil, err
+	}
+	if len(partitions) > cluster.MaxGroupPartitions {
+		return nil, refuse(ReasonInvalidRequest, nil, "an offset delete names %d partitions; at most %d", len(partitions), cluster.MaxGroupPartitions)
+	}
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var inUse []string
+	err = c.Subscribed(name, func(subscribed map[string]bool) error {
+		if subscribed == nil && len(b.meta.CommittedOffsets(name)) == 0 {
+			return refuse(ReasonGroupNotFound, nil, "consumer group %q has no members and no committed offsets", name).with("group", name)
+		}
+		var del []cluster.TopicPartition
+		for _, tp := range partitions {
+			if subscribed[tp.Topic] {
+				if !slices.Contains(inUse, tp.Topic) {
+					inUse = append(inUse, tp.Topic)
+				}
+				continue
+			}
+			del = append(del, cluster.TopicPartition(tp))
+		}
+		if len(del) == 0 || len(b.meta.CommittedOffsets(name)) == 0 {
+			return nil
+		}
+		err := b.meta.DeleteOffsets(ctx, name, del)
+		if errors.Is(err, cluster.ErrGroupNotFound) {
+			return nil // nothing was committed: nothing to delete
+		}
+		return err
+	})
+	if err != nil {
+		return nil, b.groupError(ctx, name, "", err)
+	}
+	slices.Sort(inUse)
+	return inUse, nil
+}
+
 // writeGroupMembers reports each group's members; only the controller,
 // which coordinates the groups, knows them.
 func (b *Broker) writeGroupMembers(mw *metricsWriter, controller bool) {

@@ -712,6 +712,32 @@ func (c *Coordinator) Clear(ctx context.Context, name string, force bool, write 
 	return n, write()
 }
 
+// Subscribed runs write with the topics the group's members subscribe to
+// now (nil for a group without members), under the group's lock, so that
+// no member subscribes to a topic between the check and the write: an
+// offset deletion that must spare the topics in use (Kafka's OffsetDelete).
+func (c *Coordinator) Subscribed(name string, write func(subscribed map[string]bool) error) error {
+	g, err := c.lockGroup(name, false)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return write(nil)
+	}
+	defer c.unlockGroup(g)
+	c.expire(g, c.cfg.Now())
+	subscribed := map[string]bool{}
+	for _, m := range g.members {
+		for _, t := range m.topics {
+			subscribed[t] = true
+		}
+	}
+	if !c.valid() {
+		return ErrNotCoordinator
+	}
+	return write(subscribed)
+}
+
 // Members returns how many members a group has now.
 func (c *Coordinator) Members(name string) int {
 	g, err := c.lockGroup(name, false)

@@ -38,6 +38,7 @@ func init() {
 		15: {0, 6, handleDescribeGroups},         // 15_describe_groups.go
 		16: {0, 5, handleListGroups},             // 16_list_groups.go
 		42: {0, 2, handleDeleteGroups},           // 42_delete_groups.go
+		47: {0, 0, handleOffsetDelete},           // 47_offset_delete.go
 		68: {0, 1, handleConsumerGroupHeartbeat}, // 68_consumer_group_heartbeat.go
 		69: {0, 1, handleConsumerGroupDescribe},  // 69_consumer_group_describe.go
 	}
