@@ -182,6 +182,10 @@ func validGroupName(name string) error {
 	return nil
 }
 
+// LimitGroupMembers is the "limit_reached" detail of an INVALID_REQUEST
+// refusing a join to a group that has as many members as allowed.
+const LimitGroupMembers = "group_members"
+
 // groupError maps the coordinator's errors to reasons.
 func (b *Broker) groupError(ctx context.Context, name, member string, err error) error {
 	switch {
@@ -191,6 +195,10 @@ func (b *Broker) groupError(ctx context.Context, name, member string, err error)
 		return refuse(ReasonFencedMember, err, "%v", err).with("group", name).with("member_id", member)
 	case errors.Is(err, group.ErrGroupNotEmpty):
 		return refuse(ReasonGroupNotEmpty, err, "%v", err).with("group", name)
+	case errors.Is(err, group.ErrGroupFull):
+		// Meta names the limit, so a front end whose wire has a code of
+		// its own for it (Kafka's GROUP_MAX_SIZE_REACHED) can tell.
+		return refuse(ReasonInvalidRequest, err, "%v", err).with("group", name).with("limit_reached", LimitGroupMembers)
 	case errors.Is(err, group.ErrInvalid):
 		return refuse(ReasonInvalidRequest, err, "%v", err)
 	case errors.Is(err, group.ErrNotCoordinator):

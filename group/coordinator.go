@@ -36,6 +36,9 @@ var (
 	ErrGroupNotEmpty  = errors.New("group has members")
 	ErrInvalid        = errors.New("invalid group request")
 	ErrNotCoordinator = errors.New("not the coordinator")
+	// ErrGroupFull refines ErrInvalid: a join refused because the group has
+	// MaxMembers members already.
+	ErrGroupFull = errors.New("group full")
 )
 
 // Config is what a Coordinator needs from the broker around it.
@@ -382,7 +385,7 @@ func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, erro
 			ErrInvalid, g.name, g.assignor.Name(), a.Name())
 	}
 	if len(g.members) >= c.cfg.MaxMembers {
-		return nil, fmt.Errorf("%w: group %q has %d members, the most allowed", ErrInvalid, g.name, len(g.members))
+		return nil, fmt.Errorf("%w: %w: group %q has %d members, the most allowed", ErrInvalid, ErrGroupFull, g.name, len(g.members))
 	}
 	if err := c.checkSubscription(g, "", topics); err != nil {
 		return nil, err

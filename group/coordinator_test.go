@@ -592,3 +592,18 @@ func TestOwnedUnchangedReleasesNothing(t *testing.T) {
 		t.Fatalf("b got %v (%v) after a gave it up", b.owned, err)
 	}
 }
+
+// A join beyond MaxMembers is ErrGroupFull, which is also ErrInvalid.
+func TestJoinFullGroup(t *testing.T) {
+	c := newTestCoordinator(map[string]int32{"t": 1}, nil)
+	c.cfg.MaxMembers = 2
+	for range 2 {
+		if err := (&testMember{}).beat(t, c, "g", []string{"t"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := (&testMember{}).beat(t, c, "g", []string{"t"}, time.Now())
+	if !errors.Is(err, ErrGroupFull) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("third member: %v, want ErrGroupFull and ErrInvalid", err)
+	}
+}

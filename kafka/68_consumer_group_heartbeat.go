@@ -37,10 +37,10 @@ package kafka
 // Errors come from errors.go: UNKNOWN_MEMBER_ID (a member the group does
 // not have: expired, removed, or never joined), FENCED_MEMBER_EPOCH (an
 // epoch the member was never given, or a claim to a partition it was not
-// granted: it must rejoin), INVALID_REQUEST (bad fields, a group too large
-// or too many groups, which Kafka would call GROUP_MAX_SIZE_REACHED: the
-// coordinator does not tell these apart yet), BROKER_NOT_AVAILABLE while
-// the controller moves.
+// granted: it must rejoin), GROUP_MAX_SIZE_REACHED (a join to a group with
+// as many members as allowed, cluster.MaxGroupMembers), INVALID_REQUEST
+// (bad fields, or a new group beyond limits.max_groups),
+// BROKER_NOT_AVAILABLE while the controller moves.
 
 import (
 	"context"
@@ -118,7 +118,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, c *conn, kreq kmsg.Reques
 
 	ans, err := c.s.b.GroupHeartbeat(ctx, hb)
 	if err != nil {
-		e := kerrOf(err)
+		e := heartbeatCode(err)
 		resp.ErrorCode, resp.ErrorMessage = e.Code, messageOf(err)
 		return resp, nil
 	}

@@ -102,3 +102,14 @@ func offsetCommitCode(version int16, err error) *kerr.Error {
 	}
 	return kerrOf(err)
 }
+
+// heartbeatCode is ConsumerGroupHeartbeat's code for err: a join refused
+// because the group is full is INVALID_REQUEST to the broker, with the
+// limit named in its detail, and GROUP_MAX_SIZE_REACHED to Kafka clients.
+func heartbeatCode(err error) *kerr.Error {
+	var be *broker.Error
+	if asBrokerError(err, &be) && be.Reason == broker.ReasonInvalidRequest && be.Meta["limit_reached"] == broker.LimitGroupMembers {
+		return kerr.GroupMaxSizeReached
+	}
+	return kerrOf(err)
+}
