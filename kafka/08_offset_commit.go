@@ -48,8 +48,8 @@ func handleOffsetCommit(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 
-	// Every partition gets an answer, in the order asked; code[i] is the
-	// answer of the partition offsets[i] commits.
+	// Every partition gets an answer, in the order asked; slots[i] is
+	// where the answer of offsets[i] goes (topic, partition index).
 	type slot struct{ t, p int }
 	var (
 		offsets []broker.CommittedOffset
