@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -31,11 +32,15 @@ type ownership struct {
 	t     *testing.T
 	mu    sync.Mutex
 	owner map[int32]string
+	dead  string // a member cut off: its callbacks no longer count
 }
 
 func (o *ownership) assigned(who string, ps map[string][]int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if who == o.dead {
+		return
+	}
 	for _, list := range ps {
 		for _, p := range list {
 			if prev, ok := o.owner[p]; ok && prev != who {
@@ -49,6 +54,9 @@ func (o *ownership) assigned(who string, ps map[string][]int32) {
 func (o *ownership) released(who string, ps map[string][]int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if who == o.dead {
+		return
+	}
 	for _, list := range ps {
 		for _, p := range list {
 			if o.owner[p] == who {
@@ -78,6 +86,18 @@ func (c *consumed) count() int {
 // consumed. Autocommit commits through OffsetCommit as members, and the
 // group's positions reach the end of every partition.
 func TestKgoConsumerGroupKIP848(t *testing.T) {
+	testKgoGroup(t, false)
+}
+
+// TestKgoConsumerGroupKIP848Crash: as above, but the third member does
+// not leave: the listener it talks to goes away (its connections cut, as
+// when its machine dies), so the coordinator hears nothing more from it
+// and moves its partitions once its session (10 s) expires.
+func TestKgoConsumerGroupKIP848Crash(t *testing.T) {
+	testKgoGroup(t, true)
+}
+
+func testKgoGroup(t *testing.T, crash bool) {
 	tb := startBroker(t)
 	tb.createTopic(t, "events", 6)
 	ctx := testCtx(t)
@@ -96,10 +116,26 @@ func TestKgoConsumerGroupKIP848(t *testing.T) {
 	got := &consumed{seen: map[[2]int64]bool{}}
 	members := make([]*kgo.Client, 3)
 	var wg sync.WaitGroup
+	// The third member talks to a listener of its own, so that it alone
+	// can be cut off.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own3, err := NewServer(tb.Broker, Config{Advertise: lis.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go own3.Serve(lis)
+	t.Cleanup(func() { own3.Close() })
 	for i := range members {
 		who := fmt.Sprintf("member-%d", i)
+		seed := tb.addr
+		if i == 2 {
+			seed = lis.Addr().String()
+		}
 		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(tb.addr),
+			kgo.SeedBrokers(seed),
 			kgo.ClientID(who),
 			kgo.ConsumerGroup("cg"),
 			kgo.ConsumeTopics("events"),
@@ -174,10 +210,24 @@ func TestKgoConsumerGroupKIP848(t *testing.T) {
 	waitFor(t, 30*time.Second, "three members sharing six partitions", func() bool { return spread(3) })
 	waitFor(t, 30*time.Second, "the first 300 records consumed", func() bool { return got.count() == 300 })
 
-	// One member leaves (Close leaves the group): its partitions go to the
-	// other two.
-	members[2].Close()
-	members[2] = nil
+	// One member leaves (Close leaves the group) or is cut off: its
+	// partitions go to the other two.
+	if crash {
+		own3.Close()
+		// It can read nothing more; what it still believes it owns does
+		// not count.
+		own.mu.Lock()
+		for p, who := range own.owner {
+			if who == "member-2" {
+				delete(own.owner, p)
+			}
+		}
+		own.dead = "member-2"
+		own.mu.Unlock()
+	} else {
+		members[2].Close()
+		members[2] = nil
+	}
 	waitFor(t, 30*time.Second, "two members sharing six partitions", func() bool { return spread(2) })
 	produce(300, 600)
 	waitFor(t, 30*time.Second, "all 600 records consumed", func() bool { return got.count() == 600 })
