@@ -413,6 +413,12 @@ func TestConsumerGroupHeartbeatRaw(t *testing.T) {
 			t.Errorf("%s: code %d (%v), want %d with a message", c.name, r.ErrorCode, r.ErrorMessage, c.code)
 		}
 	}
+	if gs, err := tb.ListGroups(testCtx(t)); err != nil || len(gs) != 1 || gs[0].Group != "g" {
+		t.Fatalf("groups after refused heartbeats: %+v %v, want only g", gs, err)
+	}
+	if d, err := tb.DescribeGroup(testCtx(t), "g"); err != nil || len(d.Members) != 2 {
+		t.Fatalf("g after refused heartbeats: %+v %v, want its two members", d, err)
+	}
 	// An epoch from the future fences the member: it must join again.
 	if r := heartbeat(t, cl, cgh("g", aID, aEpoch+10)); r.ErrorCode != kerr.FencedMemberEpoch.Code {
 		t.Fatalf("future epoch: code %d, want FENCED_MEMBER_EPOCH", r.ErrorCode)
