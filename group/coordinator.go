@@ -36,6 +36,9 @@ var (
 	ErrGroupNotEmpty  = errors.New("group has members")
 	ErrInvalid        = errors.New("invalid group request")
 	ErrNotCoordinator = errors.New("not the coordinator")
+	// ErrGroupFull refines ErrInvalid: a join refused because the group has
+	// MaxMembers members already.
+	ErrGroupFull = errors.New("group full")
 )
 
 // Config is what a Coordinator needs from the broker around it.
@@ -84,8 +87,18 @@ type Heartbeat struct {
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
 	Owned            []TopicPartition
-	ClientID, Host   string
-	NoWait           bool
+	// OwnedUnchanged says Owned is not reported: the member owns what it
+	// did at its last heartbeat (Kafka's null owned partitions), so
+	// nothing it holds is taken as given up.
+	OwnedUnchanged bool
+	// KeepMemberID makes a join (epoch 0) keep MemberID as the member's id
+	// instead of the coordinator naming it (Kafka's KIP-1082: the client
+	// names itself once, for its life). Joining again under an id the
+	// group has replaces that member, and the new one's epochs continue
+	// from the old one's, so nothing the old one sent passes for the new.
+	KeepMemberID   bool
+	ClientID, Host string
+	NoWait         bool
 }
 
 // Answer is the coordinator's reply to a heartbeat.
@@ -145,6 +158,9 @@ type member struct {
 	// revokeSince is when the member was first asked to give up a
 	// partition it still holds; zero when it holds none.
 	revokeSince time.Time
+	// joining is set until the member's first answer, which always moves
+	// its epoch (from 0, or from its previous incarnation's).
+	joining bool
 }
 
 // NewCoordinator returns a Coordinator with no groups.
@@ -370,7 +386,11 @@ func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, erro
 		return nil, err
 	}
 	// A member joining again under its old id has lost what it owned.
+	var epoch int32
 	if old := g.members[hb.MemberID]; old != nil && hb.MemberID != "" {
+		if hb.KeepMemberID {
+			epoch = old.epoch // the same id: its epochs go on rising
+		}
 		c.remove(g, old, "joined again")
 	}
 	if len(g.members) > 0 && g.assignor.Name() != a.Name() {
@@ -378,7 +398,7 @@ func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, erro
 			ErrInvalid, g.name, g.assignor.Name(), a.Name())
 	}
 	if len(g.members) >= c.cfg.MaxMembers {
-		return nil, fmt.Errorf("%w: group %q has %d members, the most allowed", ErrInvalid, g.name, len(g.members))
+		return nil, fmt.Errorf("%w: %w: group %q has %d members, the most allowed", ErrInvalid, ErrGroupFull, g.name, len(g.members))
 	}
 	if err := c.checkSubscription(g, "", topics); err != nil {
 		return nil, err
@@ -386,11 +406,14 @@ func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, erro
 	if len(g.members) == 0 {
 		g.assignor = a
 	}
-	m := &member{id: c.cfg.NewMemberID(), clientID: hb.ClientID, host: hb.Host, topics: topics,
-		sessionTimeout: session, rebalanceTimeout: rebalance, lastSeen: now,
+	m := &member{id: hb.MemberID, clientID: hb.ClientID, host: hb.Host, topics: topics,
+		sessionTimeout: session, rebalanceTimeout: rebalance, lastSeen: now, epoch: epoch, joining: true,
 		target: map[TopicPartition]bool{}, granted: map[TopicPartition]int32{}}
-	for g.members[m.id] != nil {
+	if !hb.KeepMemberID || m.id == "" {
 		m.id = c.cfg.NewMemberID()
+		for g.members[m.id] != nil {
+			m.id = c.cfg.NewMemberID()
+		}
 	}
 	g.members[m.id] = m
 	c.cfg.Log.Info("group member joined", "group", g.name, "member", m.id, "client", m.clientID, "topics", topics)
@@ -422,6 +445,13 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 			ErrFencedMember, m.id, g.name, hb.MemberEpoch, m.epoch)
 	}
 	owned := make(map[TopicPartition]bool, len(hb.Owned))
+	if hb.OwnedUnchanged {
+		// Not reported: it still holds whatever it was granted and has not
+		// reported given up, so nothing is released.
+		for tp := range m.granted {
+			owned[tp] = true
+		}
+	}
 	for _, tp := range hb.Owned {
 		if _, ok := m.granted[tp]; !ok {
 			// Answers come one at a time and the coordinator forgets a
@@ -497,10 +527,11 @@ func (c *Coordinator) reconcile(g *group, m *member, now time.Time) Answer {
 		}
 	}
 	SortPartitions(assigned)
-	// Epoch 0 means joining, so a member's first answer moves it to 1 even
+	// A joining member's first answer moves its epoch (to 1 from 0) even
 	// when it gets nothing yet.
-	if fresh || m.epoch == 0 || !slices.Equal(assigned, m.sent) {
+	if fresh || m.joining || !slices.Equal(assigned, m.sent) {
 		g.dirty = true
+		m.joining = false
 		m.epoch++
 		m.sent = assigned
 		for tp, e := range m.granted {
@@ -699,6 +730,32 @@ func (c *Coordinator) Clear(ctx context.Context, name string, force bool, write 
 		return 0, err
 	}
 	return n, write()
+}
+
+// Subscribed runs write with the topics the group's members subscribe to
+// now (nil for a group without members), under the group's lock, so that
+// no member subscribes to a topic between the check and the write: an
+// offset deletion that must spare the topics in use (Kafka's OffsetDelete).
+func (c *Coordinator) Subscribed(name string, write func(subscribed map[string]bool) error) error {
+	g, err := c.lockGroup(name, false)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return write(nil)
+	}
+	defer c.unlockGroup(g)
+	c.expire(g, c.cfg.Now())
+	subscribed := map[string]bool{}
+	for _, m := range g.members {
+		for _, t := range m.topics {
+			subscribed[t] = true
+		}
+	}
+	if !c.valid() {
+		return ErrNotCoordinator
+	}
+	return write(subscribed)
 }
 
 // Members returns how many members a group has now.

@@ -34,5 +34,15 @@ func init() {
 
 		// Leader epochs (KIP-320).
 		23: {2, 4, handleOffsetForLeaderEpoch}, // 23_offset_for_leader_epoch.go
+
+		// Consumer groups (KIP-848) and their offsets.
+		8:  {2, 10, handleOffsetCommit},          // 08_offset_commit.go
+		9:  {1, 10, handleOffsetFetch},           // 09_offset_fetch.go
+		15: {0, 6, handleDescribeGroups},         // 15_describe_groups.go
+		16: {0, 5, handleListGroups},             // 16_list_groups.go
+		42: {0, 2, handleDeleteGroups},           // 42_delete_groups.go
+		47: {0, 0, handleOffsetDelete},           // 47_offset_delete.go
+		68: {0, 1, handleConsumerGroupHeartbeat}, // 68_consumer_group_heartbeat.go
+		69: {0, 1, handleConsumerGroupDescribe},  // 69_consumer_group_describe.go
 	}
 }

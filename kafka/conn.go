@@ -114,6 +114,8 @@ type conn struct {
 	nc  net.Conn
 	br  *bufio.Reader
 	out []byte
+	// clientID is the client id of the request being served (its header's).
+	clientID string
 }
 
 func (c *conn) serve() {
@@ -145,6 +147,10 @@ func (c *conn) handle(frame []byte) error {
 	}
 	if err != nil {
 		return err
+	}
+	c.clientID = ""
+	if rq.clientID != nil {
+		c.clientID = *rq.clientID
 	}
 	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout+requestTime(rq.req))
 	defer cancel()

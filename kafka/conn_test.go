@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"testing"
@@ -75,14 +76,7 @@ func (c *rawConn) closed(within time.Duration) {
 func wantKeys(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 	t.Helper()
 	want := []kmsg.ApiVersionsResponseApiKey{}
-	// Every key of the table, in order: the table is what is served, so
-	// the list follows it as engineers add rows.
-	var served []int16
-	for k := range apis {
-		served = append(served, k)
-	}
-	slices.Sort(served)
-	for _, k := range served {
+	for _, k := range slices.Sorted(maps.Keys(apis)) { // the table is the truth; ApiVersions must match it
 		want = append(want, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: apis[k].min, MaxVersion: apis[k].max})
 	}
 	if !slices.EqualFunc(keys, want, func(a, b kmsg.ApiVersionsResponseApiKey) bool {
