@@ -49,6 +49,8 @@ const (
 	cmdRemoveACLs       = "removeACLs"
 	cmdDeleteGroup      = "deleteGroup"
 	cmdSaveGroup        = "saveGroup"
+	cmdSetSCRAM         = "setSCRAM"    // scram.go
+	cmdDeleteSCRAM      = "deleteSCRAM" // scram.go
 )
 
 // header is the tag every command starts with.
@@ -245,6 +247,10 @@ func newCommand(typ string, v int) command {
 		return &deleteGroupCmd{}
 	case cmdSaveGroup:
 		return &saveGroupCmd{}
+	case cmdSetSCRAM:
+		return &setSCRAMCmd{}
+	case cmdDeleteSCRAM:
+		return &deleteSCRAMCmd{}
 	}
 	return nil
 }

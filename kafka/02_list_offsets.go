@@ -12,7 +12,9 @@ package kafka
 // timestamp, needs v7) are UNSUPPORTED_VERSION. The leader epoch of the
 // found offset (v4+) is not known here and is -1; the request's current
 // leader epoch is not checked. A partition led by another broker is
-// NOT_LEADER_OR_FOLLOWER; other errors come from errors.go.
+// NOT_LEADER_OR_FOLLOWER; other errors come from errors.go. With
+// authentication each topic needs read, as gRPC's ListOffsets does
+// (TOPIC_AUTHORIZATION_FAILED otherwise).
 
 import (
 	"context"
@@ -21,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/security"
 )
 
 func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -29,12 +32,17 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 	for _, rt := range req.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
+		denied := c.allowTopic("ListOffsets", rt.Topic, security.OpRead) // auth.go
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
 			var q broker.OffsetQuery
 			switch {
+			case denied != nil:
+				p.ErrorCode = codeOf(denied)
+				t.Partitions = append(t.Partitions, p)
+				continue
 			case rp.Timestamp == -2:
 				q.Earliest = true
 			case rp.Timestamp == -1:

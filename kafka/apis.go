@@ -31,5 +31,7 @@ func init() {
 		apiVersionsKey: {0, 4, handleApiVersions},     // 18_api_versions.go
 		10:             {0, 6, handleFindCoordinator}, // 10_find_coordinator.go
 		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
+		17:             {0, 1, handleSaslHandshake},   // 17_sasl_handshake.go
+		36:             {0, 2, handleSASLAuth},        // 36_sasl_authenticate.go
 	}
 }

@@ -9,6 +9,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -33,8 +34,24 @@ type Config struct {
 	// RequestTimeout bounds reading one request's frame once its size has
 	// come, and writing its response. 0 means 30 seconds.
 	RequestTimeout time.Duration
-	// Logger receives connection errors at debug level; nil logs none.
+	// Logger receives connection errors at debug level, and failed
+	// authentications and refusals as warnings; nil logs none.
 	Logger *slog.Logger
+
+	// Auth, when set, authenticates every connection and authorizes every
+	// request (auth.go); nil serves every client everything, as the gRPC
+	// listener without TLS. It needs TLS.
+	Auth *broker.Auth
+	// TLS is the listener's TLS configuration (security.Material's
+	// ServerConfig), required with Auth. Without SASL it should require a
+	// client certificate.
+	TLS *tls.Config
+	// SASL are the SASL mechanisms offered (of Mechanisms); none means a
+	// connection authenticates by its client certificate only. Needs Auth.
+	SASL []string
+	// MaxPreAuthBytes bounds a frame before the connection is
+	// authenticated. 0 means 512 KiB.
+	MaxPreAuthBytes int
 }
 
 const (
@@ -75,6 +92,9 @@ func NewServer(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = defaultRequestTimeout
+	}
+	if err := checkSecurity(&cfg); err != nil {
+		return nil, err
 	}
 	host, port, err := net.SplitHostPort(cfg.Advertise)
 	if err != nil {
@@ -123,6 +143,9 @@ func (s *Server) Serve(lis net.Listener) error {
 		if !s.track(nc) {
 			nc.Close()
 			return ErrClosed
+		}
+		if s.cfg.TLS != nil {
+			nc = tls.Server(nc, s.cfg.TLS) // the handshake runs on the connection's goroutine
 		}
 		s.wg.Add(1)
 		go func() {
