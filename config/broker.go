@@ -110,6 +110,11 @@ type Kafka struct {
 	// Advertise is the address Kafka clients are told in metadata; empty
 	// means Listen.
 	Advertise string `yaml:"advertise"`
+	// SASLMechanisms are the SASL mechanisms the Kafka listener offers
+	// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), TLS only. Empty: clients
+	// authenticate with a client certificate, which the TLS handshake then
+	// requires (kafka_validate.go).
+	SASLMechanisms []string `yaml:"sasl_mechanisms"`
 }
 
 // Security says who may reach the broker and what they may do. Without TLS

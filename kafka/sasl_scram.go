@@ -13,7 +13,8 @@ package kafka
 // accepted, as TLS is not offered as a binding), an authorization id other
 // than the user, a mandatory extension (m=), Kafka's delegation-token
 // extension (tokenauth=true: Strata has no delegation tokens), a user
-// without a credential for the mechanism, a nonce that is not ours, and a
+// without a credential for the mechanism, a nonce that does not end with
+// ours (librdkafka repeats its own half before it, as Kafka allows), and a
 // proof that does not check out. User names are decoded from SCRAM's
 // saslname (=2C is ",", =3D is "="; any other "=" is malformed).
 
@@ -101,7 +102,12 @@ func (e *scramExchange) final(msg []byte) ([]byte, bool, error) {
 	if cf.binding != base64.StdEncoding.EncodeToString([]byte(e.gs2)) {
 		return nil, false, errors.New("the channel binding does not repeat the client-first message's gs2 header")
 	}
-	if cf.nonce != e.nonce {
+	// The RFC's client repeats the server's nonce; librdkafka sends its
+	// own nonce before it again (client + client + server), which Kafka
+	// accepts by checking only that the nonce ends with the server's. So
+	// do we: the server's random part is still there, and the proof signs
+	// the message as sent.
+	if !strings.HasSuffix(cf.nonce, e.nonce) {
 		return nil, false, errors.New("the nonce is not the one the server sent")
 	}
 	authMessage := []byte(e.clientFirstBare + "," + e.serverFirst + "," + cf.withoutProof)

@@ -137,7 +137,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	if admin != nil {
 		defer admin.Close()
 	}
-	kafkaSrv, kafkaAddr, kafkaAdv, err := serveKafka(cfg, b, sec != nil, logger)
+	kafkaSrv, kafkaAddr, kafkaAdv, err := serveKafka(cfg, b, auth, logger)
 	if err != nil {
 		srv.Stop()
 		b.Close()
@@ -160,8 +160,8 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 			version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
 	}
 	if kafkaSrv != nil {
-		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving Kafka on %s (advertised as %s)\n",
-			version, cfg.NodeID, kafkaAddr, kafkaAdv)
+		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving Kafka on %s (advertised as %s); %s\n",
+			version, cfg.NodeID, kafkaAddr, kafkaAdv, kafkaMode(cfg, auth))
 	}
 
 	for running := true; running; {
@@ -210,16 +210,13 @@ func reload(b *broker.Broker, load func() (config.Broker, error), logger *slog.L
 }
 
 // serveKafka serves the Kafka-protocol front end on cfg.Kafka.Listen,
-// unless it is empty (nil server). With TLS on, it refuses to start: the
-// Kafka listener does not yet speak TLS or authenticate its clients, and a
-// broker that holds its other listeners to certificates must not open one
-// that lets anyone in.
-func serveKafka(cfg config.Broker, b *broker.Broker, tlsOn bool, logger *slog.Logger) (*kafka.Server, net.Addr, string, error) {
+// unless it is empty (nil server). With auth (TLS on) it speaks TLS with
+// the broker's certificate and holds clients to the same rules as gRPC
+// (auth.Policy): a client authenticates with a client certificate, which
+// the handshake requires unless kafka.sasl_mechanisms offers SASL.
+func serveKafka(cfg config.Broker, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) (*kafka.Server, net.Addr, string, error) {
 	if cfg.Kafka.Listen == "" {
 		return nil, nil, "", nil
-	}
-	if tlsOn {
-		return nil, nil, "", fmt.Errorf("kafka.listen %s: the Kafka listener does not serve TLS or authentication yet; leave kafka.listen empty on a broker with security.tls.*", cfg.Kafka.Listen)
 	}
 	lis, err := net.Listen("tcp", cfg.Kafka.Listen)
 	if err != nil {
@@ -231,7 +228,12 @@ func serveKafka(cfg config.Broker, b *broker.Broker, tlsOn bool, logger *slog.Lo
 		_, chosen, _ := net.SplitHostPort(lis.Addr().String())
 		adv = net.JoinHostPort(host, chosen)
 	}
-	srv, err := kafka.NewServer(b, kafka.Config{Advertise: adv, Logger: logger})
+	kc := kafka.Config{Advertise: adv, Logger: logger}
+	if auth != nil {
+		kc.Auth, kc.SASL = auth.Policy(), cfg.Kafka.SASLMechanisms
+		kc.TLS = auth.Material.ServerConfig(len(kc.SASL) == 0, nil)
+	}
+	srv, err := kafka.NewServer(b, kc)
 	if err != nil {
 		lis.Close()
 		return nil, nil, "", err
@@ -242,6 +244,18 @@ func serveKafka(cfg config.Broker, b *broker.Broker, tlsOn bool, logger *slog.Lo
 		}
 	}()
 	return srv, lis.Addr(), adv, nil
+}
+
+// kafkaMode says how the Kafka listener authenticates, for the start-up
+// line.
+func kafkaMode(cfg config.Broker, auth *rpc.Auth) string {
+	switch {
+	case auth == nil:
+		return "plaintext without authentication"
+	case len(cfg.Kafka.SASLMechanisms) == 0:
+		return "TLS, clients authenticate with a client certificate"
+	}
+	return "TLS, clients authenticate with a client certificate or SASL " + strings.Join(cfg.Kafka.SASLMechanisms, ", ")
 }
 
 // serveAdmin serves the admin HTTP endpoint on cfg.Listen, unless it is
