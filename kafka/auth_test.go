@@ -478,4 +478,3 @@ func TestNoAuthenticationWithoutTLS(t *testing.T) {
 		t.Fatal("an unknown mechanism accepted")
 	}
 }
-
