@@ -33,5 +33,7 @@ func init() {
 		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
 		17:             {0, 1, handleSaslHandshake},   // 17_sasl_handshake.go
 		36:             {0, 2, handleSASLAuth},        // 36_sasl_authenticate.go
+		50:             {0, 0, handleDescribeSCRAM},   // 50_describe_user_scram_credentials.go
+		51:             {0, 0, handleAlterSCRAM},      // 51_alter_user_scram_credentials.go
 	}
 }

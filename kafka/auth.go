@@ -58,6 +58,8 @@ var authorization = map[int16]string{
 	17:             "anyone, before authentication (17_sasl_handshake.go)",
 	22:             "an authenticated caller (producer ids number writes, which are checked topic by topic)",
 	36:             "anyone, before authentication (36_sasl_authenticate.go)",
+	50:             "admin on the cluster; CLUSTER_AUTHORIZATION_FAILED otherwise (50_describe_user_scram_credentials.go)",
+	51:             "admin on the cluster; CLUSTER_AUTHORIZATION_FAILED for every user otherwise (51_alter_user_scram_credentials.go)",
 }
 
 // preAuth are the APIs served before a connection is authenticated.
