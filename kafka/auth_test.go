@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/rpc"
 	"github.com/strata-log/strata/security"
 )
 
@@ -49,9 +52,10 @@ func (s *syncBuffer) String() string {
 // admin), authenticates, and holds clients to the ACLs.
 type secureBroker struct {
 	*testBroker
-	dir    string
-	log    *syncBuffer
-	tokens map[string]string // principal -> token
+	dir      string
+	grpcAddr string // the broker's gRPC listener, with the same rules
+	log      *syncBuffer
+	tokens   map[string]string // principal -> token
 }
 
 // startSecureBroker starts one; sasl are the mechanisms offered (none:
@@ -86,14 +90,38 @@ func startSecureBroker(t *testing.T, mechanisms ...string) *secureBroker {
 	}
 	logger := slog.New(slog.NewTextHandler(sb.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var b atomic.Pointer[broker.Broker] // set before any client connects
-	auth := &broker.Auth{Cluster: security.DefaultCluster, Tokens: tokens, Superusers: []string{"User:admin"},
+	// As strata serve wires it: the gRPC listener's rules, shared.
+	rpcAuth := &rpc.Auth{Material: m, Tokens: tokens, Cluster: security.DefaultCluster, Superusers: []string{"User:admin"},
 		ACLs: func() []security.ACL { return b.Load().ACLsInForce() }, Log: logger}
 	sb.testBroker = startBroker(t, func(c *Config) {
-		c.Auth, c.SASL, c.Logger = auth, mechanisms, logger
+		c.Auth, c.SASL, c.Logger = rpcAuth.Policy(), mechanisms, logger
 		c.TLS = m.ServerConfig(len(mechanisms) == 0, nil)
 	})
 	b.Store(sb.Broker)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcSrv := rpc.NewServer(sb.Broker, rpcAuth)
+	go grpcSrv.Serve(lis)
+	t.Cleanup(grpcSrv.Stop) // runs before the broker closes (cleanups run last first)
+	sb.grpcAddr = lis.Addr().String()
 	return sb
+}
+
+// grpcClient is a gRPC client of sb with the client certificate of name.
+func (sb *secureBroker) grpcClient(t *testing.T, name string) *client.Client {
+	t.Helper()
+	cfg, err := client.TLSConfig(filepath.Join(sb.dir, "ca.pem"), filepath.Join(sb.dir, "client-"+name+".pem"), filepath.Join(sb.dir, "client-"+name+"-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(testCtx(t), []string{sb.grpcAddr}, client.WithTLS(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // tlsConfig is a client's TLS configuration, with the client certificate
@@ -253,6 +281,14 @@ func TestKafkaACLDenial(t *testing.T) {
 	}
 	if got := names(bob); strings.Join(got, ",") != "open" {
 		t.Fatalf("bob's metadata lists %v, want only open", got)
+	}
+	// gRPC shows bob the same: one rule for both front ends.
+	md, err := sb.grpcClient(t, "bob").Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.GetTopics()) != 1 || md.GetTopics()[0].GetName() != "open" {
+		t.Fatalf("bob's gRPC metadata lists %v, want only open", md.GetTopics())
 	}
 	if got := names(sb.tlsClient(t, "admin")); len(got) != 2 {
 		t.Fatalf("the superuser's metadata lists %v, want both topics", got)
@@ -462,6 +498,40 @@ func TestSASLStates(t *testing.T) {
 	bad := []byte("\x00alice\x00wrong")
 	c.send(append([]byte{0, 0, 0, byte(len(bad))}, bad...))
 	c.closed(5 * time.Second)
+
+	// v1: a wrong token is SASL_AUTHENTICATION_FAILED, then the
+	// connection closes.
+	c = sb.tlsRaw(t)
+	c.send(frameOf(hs, 1, 8))
+	c.recv()
+	au.SASLAuthBytes = bad
+	c.send(frameOf(au, 2, 9))
+	_, body = c.recv()
+	ar.Version = 2
+	// Flexible: past the response header's tags.
+	if err := ar.ReadFrom(body[1:]); err != nil || ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil || strings.Contains(*ar.ErrorMessage, "wrong") {
+		t.Fatalf("SaslAuthenticate with a wrong token: %+v %v", ar, err)
+	}
+	c.closed(5 * time.Second)
+
+	// Each refused connection is logged once, as a warning with its
+	// remote address: the request before authentication, the mechanism not
+	// offered, the authenticate without a handshake, the wrong raw token,
+	// the wrong v1 token.
+	var failures []string
+	for _, line := range strings.Split(sb.log.String(), "\n") {
+		if strings.Contains(line, `msg="kafka: authentication failed"`) {
+			failures = append(failures, line)
+		}
+	}
+	if len(failures) != 5 {
+		t.Fatalf("%d failures logged, want 5:\n%s", len(failures), strings.Join(failures, "\n"))
+	}
+	for _, line := range failures {
+		if !strings.Contains(line, "level=WARN") || !strings.Contains(line, "remote=127.0.0.1:") || strings.Contains(line, "wrong") {
+			t.Errorf("failure logged as %s", line)
+		}
+	}
 }
 
 // TestNoAuthenticationWithoutTLS: a Config with Auth needs TLS, and SASL
