@@ -548,3 +548,30 @@ func TestNoAuthenticationWithoutTLS(t *testing.T) {
 		t.Fatal("an unknown mechanism accepted")
 	}
 }
+
+// TestTLSConnectionsForgotten: a TLS connection that ends is forgotten by
+// the server like a plaintext one (the server tracks the connection under
+// the TLS layer, and must untrack that one).
+func TestTLSConnectionsForgotten(t *testing.T) {
+	sb := startSecureBroker(t)
+	cl := sb.tlsClient(t, "admin")
+	if err := cl.Ping(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	c := sb.tlsRaw(t) // no certificate: refused at the handshake
+	c.closed(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sb.srv.mu.Lock()
+		n := len(sb.srv.mu.conns)
+		sb.srv.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still tracked after every client left", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -144,14 +144,16 @@ func (s *Server) Serve(lis net.Listener) error {
 			nc.Close()
 			return ErrClosed
 		}
-		if s.cfg.TLS != nil {
-			nc = tls.Server(nc, s.cfg.TLS) // the handshake runs on the connection's goroutine
-		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer s.untrack(nc)
 			c := &conn{s: s, nc: nc}
+			if s.cfg.TLS != nil {
+				// The handshake runs in c.start; Close closes the raw
+				// connection under it.
+				c.nc = tls.Server(nc, s.cfg.TLS)
+			}
 			c.serve()
 		}()
 	}
