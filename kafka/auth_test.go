@@ -575,3 +575,24 @@ func TestTLSConnectionsForgotten(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestEveryAPIHasARule: every API served says how it is authorized
+// (auth.go), and the table names nothing that is not served; an API
+// without a rule would be refused on a listener that authenticates.
+func TestEveryAPIHasARule(t *testing.T) {
+	for key := range apis {
+		if _, ok := authorization[key]; !ok {
+			t.Errorf("%s (%d) is served but has no rule in authorization", kmsg.NameForKey(key), key)
+		}
+	}
+	for key := range authorization {
+		if _, ok := apis[key]; !ok {
+			t.Errorf("authorization has a rule for %s (%d), which is not served", kmsg.NameForKey(key), key)
+		}
+	}
+	for key := range preAuth {
+		if _, ok := apis[key]; !ok {
+			t.Errorf("%d is served before authentication but not at all", key)
+		}
+	}
+}
