@@ -132,9 +132,9 @@ func (c *conn) admit(key int16) error {
 		return fmt.Errorf("%w: %s", errNotAuthenticated, kmsg.NameForKey(key))
 	}
 	if _, ok := authorization[key]; !ok {
-		err := c.s.cfg.Auth.NoRule(c.auth.p, "Kafka "+kmsg.NameForKey(key))
-		c.s.log.Warn("request denied", "principal", c.auth.p.Name, "operation", "Kafka "+kmsg.NameForKey(key), "resource", "no rule")
-		return err
+		// Refused as gRPC refuses a method without a rule (not logged as
+		// a denial there either); the connection closes.
+		return c.s.cfg.Auth.NoRule(c.auth.p, "Kafka "+kmsg.NameForKey(key))
 	}
 	return nil
 }
