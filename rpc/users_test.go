@@ -1,8 +1,11 @@
 package rpc
 
 import (
+	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -14,9 +17,11 @@ import (
 
 // TestUserService: SCRAM credentials set, listed and deleted over gRPC
 // land in the cluster metadata; bad ones are INVALID_ARGUMENT and change
-// nothing; a delete of what is not stored is refused.
+// nothing; they outlive a restart; a delete of what is not stored is
+// refused.
 func TestUserService(t *testing.T) {
-	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	cfg := brokerConfig(t, 1, t.TempDir())
+	tb := startBroker(t, cfg)
 	ctx := testCtx(t)
 	users := stratav1.NewUserServiceClient(tb.conn)
 	salt := security.NewSCRAMSalt()
@@ -43,6 +48,10 @@ func TestUserService(t *testing.T) {
 			t.Errorf("set %+v: %v, want INVALID_ARGUMENT", bad, err)
 		}
 	}
+	// The credential outlives a restart (the metadata's Raft log).
+	tb.stop(t)
+	tb = startBroker(t, cfg)
+	users = stratav1.NewUserServiceClient(tb.conn)
 	list, err := users.ListSCRAMUsers(ctx, &stratav1.ListSCRAMUsersRequest{})
 	if err != nil || len(list.GetUsers()) != 1 || list.GetUsers()[0].GetUser() != "carol" || !slices.Equal(list.GetUsers()[0].GetMechanisms(), []string{"SCRAM-SHA-512"}) {
 		t.Fatalf("list: %v %v", list, err)
@@ -72,5 +81,46 @@ func TestUserServiceRules(t *testing.T) {
 		if err := a.authorize(security.UserPrincipal("ops"), method, nil); err != nil {
 			t.Errorf("ops %s: %v", m, err)
 		}
+	}
+}
+
+// TestSCRAMWritesReachTheController: a broker that is not the controller
+// refuses credential writes naming the controller, and its API forwards
+// them there; every broker then verifies the same credential.
+func TestSCRAMWritesReachTheController(t *testing.T) {
+	dir := t.TempDir()
+	b1 := startBroker(t, brokerConfig(t, 1, filepath.Join(dir, "b1")))
+	b2 := joinSecondBroker(t, b1, brokerConfig(t, 2, filepath.Join(dir, "b2")))
+	ctx := testCtx(t)
+	salt := security.NewSCRAMSalt()
+	salted, _ := security.SCRAMSaltedPassword("SCRAM-SHA-256", "pw", salt, 4096)
+
+	err := b2.SetSCRAMCredential(ctx, "carol", "SCRAM-SHA-256", salt, 4096, salted)
+	var be *broker.Error
+	if !errors.As(err, &be) || be.Reason != broker.ReasonUnavailable || be.Meta["controller_address"] != b1.addr {
+		t.Fatalf("SetSCRAMCredential on broker 2: %v; want UNAVAILABLE naming the controller at %s", err, b1.addr)
+	}
+	users := stratav1.NewUserServiceClient(b2.conn)
+	if _, err := users.SetSCRAMCredential(ctx, &stratav1.SetSCRAMCredentialRequest{User: "carol", Mechanism: "SCRAM-SHA-256", Salt: salt, Iterations: 4096, SaltedPassword: salted}); err != nil {
+		t.Fatalf("set through broker 2: %v", err)
+	}
+	if _, ok := b1.SCRAMCredential("carol", "SCRAM-SHA-256"); !ok {
+		t.Fatal("the controller does not have the credential when the call returns")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := b2.SCRAMCredential("carol", "SCRAM-SHA-256"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("broker 2 never learned the credential")
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+	if _, err := users.DeleteSCRAMCredential(ctx, &stratav1.DeleteSCRAMCredentialRequest{User: "carol", Mechanism: "SCRAM-SHA-256"}); err != nil {
+		t.Fatalf("delete through broker 2: %v", err)
+	}
+	if _, ok := b1.SCRAMCredential("carol", "SCRAM-SHA-256"); ok {
+		t.Fatal("the controller still has the credential after the delete")
 	}
 }
