@@ -596,3 +596,21 @@ func TestEveryAPIHasARule(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSASLOnPlaintext: a listener without authentication (a plaintext
+// development broker) offers no SASL mechanism: a handshake is answered
+// UNSUPPORTED_SASL_MECHANISM with an empty list and the connection closes.
+func TestNoSASLOnPlaintext(t *testing.T) {
+	tb := startBroker(t)
+	c := dialRaw(t, tb.addr)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = "PLAIN"
+	c.send(frameOf(hs, 1, 1))
+	_, body := c.recv()
+	hr := kmsg.NewPtrSASLHandshakeResponse()
+	hr.Version = 1
+	if err := hr.ReadFrom(body); err != nil || hr.ErrorCode != kerr.UnsupportedSaslMechanism.Code || len(hr.SupportedMechanisms) != 0 {
+		t.Fatalf("handshake on a plaintext listener: %+v %v", hr, err)
+	}
+	c.closed(5 * time.Second)
+}
