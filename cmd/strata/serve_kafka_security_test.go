@@ -24,7 +24,8 @@ import (
 // TestServeKafkaSCRAM: a broker with TLS serves Kafka with SASL/SCRAM;
 // `strata user create` (over gRPC, as the admin's certificate) makes a
 // credential that kgo (SHA-256 and SHA-512) and kcat (librdkafka,
-// SASL_SSL with SCRAM-SHA-512, -L) log in with; it survives a restart of
+// SASL_SSL with SCRAM-SHA-512, -L) log in with, and kcat with the admin's
+// client certificate (SSL) is let in too; it survives a restart of
 // the broker (it is in the Raft metadata); `strata user delete` makes the
 // same login fail with SASL_AUTHENTICATION_FAILED.
 func TestServeKafkaSCRAM(t *testing.T) {
@@ -134,6 +135,16 @@ func TestServeKafkaSCRAM(t *testing.T) {
 		if err := login(mech, "wrong"); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 			t.Fatalf("SCRAM login %v with a wrong password: %v", mech, err)
 		}
+	}
+	// librdkafka with the admin's client certificate instead (mTLS).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	mtls, err := exec.CommandContext(ctx, kcat, "-b", kafkaAddr, "-L", "-t", "orders", "-X", "security.protocol=SSL",
+		"-X", "ssl.ca.location="+filepath.Join(certs, "ca.pem"), "-X", "ssl.endpoint.identification.algorithm=none",
+		"-X", "ssl.certificate.location="+filepath.Join(certs, "client-admin.pem"),
+		"-X", "ssl.key.location="+filepath.Join(certs, "client-admin-key.pem")).CombinedOutput()
+	if err != nil || !strings.Contains(string(mtls), `topic "orders" with 1 partitions`) {
+		t.Fatalf("kcat -L over SSL with a client certificate: %v\n%s", err, mtls)
 	}
 	if list, err := kcatList(); err != nil || !strings.Contains(list, `topic "orders" with 1 partitions`) {
 		t.Fatalf("kcat -L over SASL_SSL/SCRAM-SHA-512: %v\n%s\nbroker:\n%s", err, list, out.String())
