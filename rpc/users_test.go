@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/cluster"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
 )
@@ -99,6 +100,12 @@ func TestSCRAMWritesReachTheController(t *testing.T) {
 	var be *broker.Error
 	if !errors.As(err, &be) || be.Reason != broker.ReasonUnavailable || be.Meta["controller_address"] != b1.addr {
 		t.Fatalf("SetSCRAMCredential on broker 2: %v; want UNAVAILABLE naming the controller at %s", err, b1.addr)
+	}
+	// The Kafka front end answers NOT_CONTROLLER from this cause
+	// (kafka/51_alter_user_scram_credentials.go).
+	var nc *cluster.NotControllerError
+	if !errors.As(err, &nc) || nc.ControllerID != 1 {
+		t.Fatalf("SetSCRAMCredential on broker 2: %v does not carry the cluster's NotControllerError", err)
 	}
 	users := stratav1.NewUserServiceClient(b2.conn)
 	if _, err := users.SetSCRAMCredential(ctx, &stratav1.SetSCRAMCredentialRequest{User: "carol", Mechanism: "SCRAM-SHA-256", Salt: salt, Iterations: 4096, SaltedPassword: salted}); err != nil {
