@@ -54,10 +54,12 @@ func handleDescribeSCRAM(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 	for _, n := range names {
 		seen[n]++
 	}
-	for i, name := range names {
-		if slices.Index(names, name) < i {
+	answered := map[string]bool{}
+	for _, name := range names {
+		if answered[name] {
 			continue // answered once, as a duplicate
 		}
+		answered[name] = true
 		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
 		r.User = name
 		switch mechs, ok := all[name]; {

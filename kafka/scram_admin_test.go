@@ -50,6 +50,20 @@ func TestSCRAMAdminAPIs(t *testing.T) {
 		t.Fatalf("describe of a user without credentials: %+v %v", described, err)
 	}
 
+	dup := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	for range 2 {
+		u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
+		u.Name = "carol"
+		dup.Users = append(dup.Users, u)
+	}
+	dresp, err := admCl.Request(ctx, dup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := dresp.(*kmsg.DescribeUserSCRAMCredentialsResponse).Results; len(rs) != 1 || rs[0].ErrorCode != kerr.DuplicateResource.Code {
+		t.Fatalf("describe naming carol twice: %+v", rs)
+	}
+
 	// Raw, past kadm's own checks.
 	alter := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 	up := func(user string, mech int8, iterations int32) {
