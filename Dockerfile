@@ -26,7 +26,7 @@ COPY --from=build --chown=65532:65532 /out/certs /certs
 VOLUME /data
 ENV STRATA_DATA_DIR=/data
 # gRPC, Raft, gossip (TCP and UDP), admin (health and metrics)
-EXPOSE 7400 7401 7402 7402/udp 7403
+EXPOSE 7400 7401 7402 7402/udp 7403 9092
 USER 65532:65532
 ENTRYPOINT ["strata"]
 CMD ["serve"]

@@ -13,6 +13,7 @@ package broker
 //   - Else a token decides: the principal the tokens file gives it. A token
 //     that is not known is refused; so is one offered to a broker that takes
 //     no tokens.
+//   - Else a user proved by SASL/SCRAM (Kafka) is User:<name>.
 //   - Else the caller is anonymous (security.AnonymousName). Authorize
 //     refuses an anonymous caller every call it has a rule for.
 //   - A broker, and only a broker, may call on behalf of another principal
@@ -70,6 +71,11 @@ type Credentials struct {
 	// OnBehalfOf, when not "", names the principal a broker calls for
 	// (security.AnonymousName for an anonymous one).
 	OnBehalfOf string
+	// SCRAMUser, when not "", is a user the front end proved with
+	// SASL/SCRAM against the credentials the cluster stores (Broker's
+	// SCRAMCredential): the caller is User:<SCRAMUser>, unless a
+	// certificate decides.
+	SCRAMUser string
 }
 
 // Authenticate returns who presents c. An error (UNAUTHENTICATED) says why
@@ -91,6 +97,9 @@ func (a *Auth) Authenticate(c Credentials) (security.Principal, error) {
 		if p, ok = a.Tokens.Principal(c.Token); !ok {
 			return p, Unauthenticated("the bearer token is not known (revoked, or from another cluster)")
 		}
+	}
+	if p.Name == "" && c.SCRAMUser != "" {
+		p = security.UserPrincipal(c.SCRAMUser)
 	}
 	if c.OnBehalfOf != "" {
 		if !p.Broker {

@@ -50,6 +50,8 @@ const (
 	cmdDeleteGroup      = "deleteGroup"
 	cmdSaveGroup        = "saveGroup"
 	cmdDeleteOffsets    = "deleteOffsets"
+	cmdSetSCRAM         = "setSCRAM"    // scram.go
+	cmdDeleteSCRAM      = "deleteSCRAM" // scram.go
 )
 
 // header is the tag every command starts with.
@@ -264,6 +266,10 @@ func newCommand(typ string, v int) command {
 		return &saveGroupCmd{}
 	case cmdDeleteOffsets:
 		return &deleteOffsetsCmd{}
+	case cmdSetSCRAM:
+		return &setSCRAMCmd{}
+	case cmdDeleteSCRAM:
+		return &deleteSCRAMCmd{}
 	}
 	return nil
 }

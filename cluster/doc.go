@@ -1,7 +1,8 @@
 // Package cluster holds Strata's cluster metadata in a Raft group: the
 // registered brokers, the topics with their partition assignment, leaders,
 // leader epochs and ISRs, the committed consumer offsets, the counter that
-// hands out idempotent producers' ids, and the ACLs.
+// hands out idempotent producers' ids, the ACLs, and the SCRAM credentials
+// Kafka clients log in with (scram.go).
 //
 // The metadata is a replicated state machine (hashicorp/raft, with the log
 // in raft-boltdb), so every broker that is a member of the group, as a voter

@@ -24,6 +24,8 @@ type fsm struct {
 	offsets offsetTable
 	// memberships holds consumer groups' memberships (groups.go).
 	memberships membershipTable
+	// scram holds the SCRAM credentials (scram.go).
+	scram scramTable
 	// nextProducerID is the producer id the next allocation hands out.
 	// Only the FSM goroutine touches it (Apply, Snapshot, Restore).
 	nextProducerID int64
@@ -106,6 +108,7 @@ func (f *fsm) apply(index, term uint64, data []byte) (resp *applyResponse) {
 	next.Version = index
 	f.offsets.install(ch.offsets)
 	f.memberships.install(ch.memberships)
+	f.scram.install(ch.scram)
 	if ch.producerID != 0 {
 		f.nextProducerID = ch.producerID + 1
 	}
@@ -125,6 +128,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		offsets:        f.offsets.snapshot(),
 		memberships:    f.memberships.snapshot(),
 		nextProducerID: f.nextProducerID,
+		scram:          f.scram.load(),
 	}, nil
 }
 
@@ -139,6 +143,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.offsets.replace(s.offsets)
 	f.memberships.replace(s.memberships)
+	f.scram.replace(s.scram)
 	f.nextProducerID = s.nextProducerID
 	f.meta.Store(s.meta)
 	f.index.Store(s.index)
@@ -153,11 +158,12 @@ type fsmSnapshot struct {
 	offsets        map[string]groupOffsets
 	memberships    map[string]*GroupMembership
 	nextProducerID int64
+	scram          map[scramKey]SCRAMCredential
 }
 
 // Persist writes the snapshot as JSON to the sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := encodeSnapshot(sink, s.index, s.meta, s.offsets, s.memberships, s.nextProducerID); err != nil {
+	if err := encodeSnapshot(sink, s.index, s.meta, s.offsets, s.memberships, s.nextProducerID, s.scram); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("cluster: persist snapshot: %w", err)
 	}

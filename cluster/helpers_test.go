@@ -109,7 +109,7 @@ func (h *fsmHarness) refusedRaw(data []byte, want error) error {
 func (h *fsmHarness) stateJSON() []byte {
 	h.t.Helper()
 	var buf bytes.Buffer
-	if err := encodeSnapshot(&buf, 0, h.f.meta.Load(), h.f.offsets.snapshot(), h.f.memberships.snapshot(), h.f.nextProducerID); err != nil {
+	if err := encodeSnapshot(&buf, 0, h.f.meta.Load(), h.f.offsets.snapshot(), h.f.memberships.snapshot(), h.f.nextProducerID, h.f.scram.load()); err != nil {
 		h.t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -38,6 +38,9 @@ type snapshotFile struct {
 	// Memberships of consumer groups with members, by group (version 4
 	// on).
 	Memberships []membershipSnapshot `json:"memberships,omitempty"`
+	// SCRAM credentials, by user and mechanism (scram.go); absent when
+	// there are none, so the version did not change with them.
+	SCRAM []scramEntry `json:"scram,omitempty"`
 }
 
 // membershipSnapshot is one consumer group's membership in a snapshot.
@@ -53,7 +56,7 @@ type groupSnapshot struct {
 }
 
 // encodeSnapshot writes the state to w.
-func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[string]groupOffsets, memberships map[string]*GroupMembership, nextProducerID int64) error {
+func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[string]groupOffsets, memberships map[string]*GroupMembership, nextProducerID int64, scram map[scramKey]SCRAMCredential) error {
 	s := snapshotFile{
 		V:              snapshotVersion,
 		Index:          index,
@@ -63,6 +66,7 @@ func encodeSnapshot(w io.Writer, index uint64, meta *Metadata, offsets map[strin
 		Groups:         make([]groupSnapshot, 0, len(offsets)),
 		NextProducerID: nextProducerID,
 		ACLs:           aclEntries(meta.acls),
+		SCRAM:          scramEntries(scram),
 	}
 	for _, id := range meta.BrokerIDs() {
 		s.Brokers = append(s.Brokers, meta.Brokers[id])
@@ -103,6 +107,7 @@ type restoredState struct {
 	offsets        map[string]groupOffsets
 	memberships    map[string]*GroupMembership
 	nextProducerID int64
+	scram          map[scramKey]SCRAMCredential
 }
 
 // decodeSnapshot reads and checks a snapshot. It refuses unknown versions and
@@ -202,7 +207,11 @@ func decodeSnapshot(r io.Reader) (*restoredState, error) {
 	if meta.acls, err = snapshotACLs(s.ACLs); err != nil {
 		return nil, err
 	}
-	return &restoredState{index: s.Index, meta: meta, offsets: offsets, memberships: memberships, nextProducerID: s.NextProducerID}, nil
+	scram, err := snapshotSCRAM(s.SCRAM)
+	if err != nil {
+		return nil, err
+	}
+	return &restoredState{index: s.Index, meta: meta, offsets: offsets, memberships: memberships, nextProducerID: s.NextProducerID, scram: scram}, nil
 }
 
 // snapshotACLs decodes and checks a snapshot's ACLs: nil for none, as the

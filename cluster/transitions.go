@@ -36,6 +36,8 @@ type change struct {
 	removed int
 	// memberships are the group memberships to replace; nil removes one.
 	memberships map[string]*GroupMembership
+	// scram is a SCRAM credential to set or delete (scram.go).
+	scram *scramChange
 }
 
 // transition validates c against the state and computes its change.
@@ -91,6 +93,10 @@ func transition(cur *Metadata, offsets map[string]groupOffsets, nextProducerID i
 		return applyAddACLs(cur, c)
 	case *removeACLsCmd:
 		return applyRemoveACLs(cur, c)
+	case *setSCRAMCmd:
+		return applySetSCRAM(c)
+	case *deleteSCRAMCmd:
+		return applyDeleteSCRAM(c)
 	}
 	return change{}, errorf(ErrInvalidCommand, "no transition for %T", c)
 }

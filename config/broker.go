@@ -118,6 +118,11 @@ type Kafka struct {
 	// one client address (Kafka's max.connections.per.ip). 0 means no
 	// bound.
 	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
+	// SASLMechanisms are the SASL mechanisms the Kafka listener offers
+	// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), TLS only. Empty: clients
+	// authenticate with a client certificate, which the TLS handshake then
+	// requires (kafka_validate.go).
+	SASLMechanisms []string `yaml:"sasl_mechanisms"`
 }
 
 // Security says who may reach the broker and what they may do. Without TLS

@@ -326,3 +326,41 @@ func TestReadReplicaValidate(t *testing.T) {
 		t.Fatal("a normal broker without raft.listen validated")
 	}
 }
+
+// TestKafkaSASLMechanisms: kafka.sasl_mechanisms takes known mechanisms
+// once each, only with TLS, and PLAIN only with a tokens file.
+func TestKafkaSASLMechanisms(t *testing.T) {
+	withTLS := func(b *Broker) {
+		b.Security.TLS = TLSFiles{CAFile: "ca.pem", CertFile: "b.pem", KeyFile: "b-key.pem"}
+		b.Gossip.SecretKey = "AAAAAAAAAAAAAAAAAAAAAA=="
+	}
+	for _, tc := range []struct {
+		name  string
+		mechs []string
+		tls   bool
+		token bool
+		ok    bool
+	}{
+		{"none without TLS", nil, false, false, true},
+		{"scram with TLS", []string{"SCRAM-SHA-256", "SCRAM-SHA-512"}, true, false, true},
+		{"plain with tokens", []string{"PLAIN"}, true, true, true},
+		{"plain without tokens", []string{"PLAIN"}, true, false, false},
+		{"scram without TLS", []string{"SCRAM-SHA-512"}, false, false, false},
+		{"unknown", []string{"GSSAPI"}, true, false, false},
+		{"twice", []string{"SCRAM-SHA-512", "SCRAM-SHA-512"}, true, false, false},
+	} {
+		b := DefaultBroker()
+		if tc.tls {
+			withTLS(&b)
+		}
+		if tc.token {
+			b.Security.TokensFile = "tokens"
+		}
+		b.Kafka.SASLMechanisms = tc.mechs
+		err := b.Validate()
+		var ce *Error
+		if tc.ok != (err == nil) || (err != nil && (!errors.As(err, &ce) || ce.Key != "kafka.sasl_mechanisms")) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -30,6 +30,9 @@ func (b Broker) Validate() error {
 	if err := b.validateSecurity(); err != nil {
 		return err
 	}
+	if err := b.validateKafkaSASL(); err != nil {
+		return err
+	}
 	if err := b.ObjectStore.validate(); err != nil {
 		return err
 	}

@@ -48,6 +48,7 @@ func brokerFields() []field {
 		stringField("gossip.rack", "failure domain label for replica placement; empty means none", func(b *Broker) *string { return &b.Gossip.Rack }),
 		stringField("admin.listen", "HTTP address for health and metrics; empty disables it", func(b *Broker) *string { return &b.Admin.Listen }),
 		stringField("kafka.listen", "Kafka protocol listen address (host:port); empty opens no Kafka listener", func(b *Broker) *string { return &b.Kafka.Listen }),
+		listField("kafka.sasl_mechanisms", "SASL mechanisms the Kafka listener offers with TLS, comma-separated: PLAIN (the password is a token of security.tokens_file), SCRAM-SHA-256, SCRAM-SHA-512 (strata user); empty means clients authenticate with a client certificate only", func(b *Broker) *[]string { return &b.Kafka.SASLMechanisms }),
 		stringField("kafka.advertise", "Kafka address given to Kafka clients in metadata; empty means kafka.listen", func(b *Broker) *string { return &b.Kafka.Advertise }),
 		intField("kafka.max_connections", "Kafka connections open at once on this broker; one more is closed at once; 0 means no bound", func(b *Broker) *int { return &b.Kafka.MaxConnections }),
 		intField("kafka.max_connections_per_ip", "Kafka connections open at once from one client address; one more is closed at once; 0 means no bound", func(b *Broker) *int { return &b.Kafka.MaxConnectionsPerIP }),

@@ -140,7 +140,7 @@ func sampleBroker() Broker {
 			Rack:            "eu-west-1a",
 		},
 		Admin: Admin{Listen: "0.0.0.0:9403", Pprof: true},
-		Kafka: Kafka{Listen: "0.0.0.0:9092", Advertise: "broker9:9092"},
+		Kafka: Kafka{Listen: "0.0.0.0:9092", Advertise: "broker9:9092", SASLMechanisms: []string{"SCRAM-SHA-512", "PLAIN"}},
 		Security: Security{
 			TLS:            TLSFiles{CAFile: "/etc/strata/ca.pem", CertFile: "/etc/strata/broker-7.pem", KeyFile: "/etc/strata/broker-7-key.pem"},
 			ClusterName:    "prod",

@@ -445,6 +445,20 @@ func TestComposeServices(t *testing.T) {
 		if cfg.Admin.Listen != "" {
 			listeners = append(listeners, cfg.Admin.Listen)
 		}
+		// Kafka: every broker serves it, advertised by its service name on
+		// its Kafka port, with the same TLS and a way in for clients without
+		// a certificate of their own (SCRAM users).
+		if cfg.Kafka.Listen == "" {
+			t.Errorf("%s: no Kafka listener (STRATA_KAFKA_LISTEN)", name)
+		} else {
+			listeners = append(listeners, cfg.Kafka.Listen)
+			if want := net.JoinHostPort(name, strconv.Itoa(portOf(t, cfg.Kafka.Listen))); cfg.Kafka.AdvertiseAddr() != want {
+				t.Errorf("%s: Kafka advertise %q, want %q", name, cfg.Kafka.AdvertiseAddr(), want)
+			}
+			if !cfg.Security.Enabled() || !slices.Contains(cfg.Kafka.SASLMechanisms, "SCRAM-SHA-512") {
+				t.Errorf("%s: Kafka without TLS or SCRAM (security.tls.*, kafka.sasl_mechanisms %q)", name, cfg.Kafka.SASLMechanisms)
+			}
+		}
 		for _, l := range listeners {
 			if p := portOf(t, l); !df.expose[p] {
 				t.Errorf("%s: listens on %s, but the Dockerfile does not EXPOSE %d", name, l, p)
@@ -763,7 +777,7 @@ func TestComposeRunClusterScript(t *testing.T) {
 		}
 		serve++
 		for _, want := range []string{"--node-id", "--gossip-join", "--gossip-bootstrap-expect", "--object-store-create-bucket", "--object-store-type",
-			"--security-tls-cert-file", "--gossip-secret-key"} {
+			"--security-tls-cert-file", "--gossip-secret-key", "--kafka-listen", "--kafka-advertise", "--kafka-sasl-mechanisms"} {
 			if !slices.Contains(c.args, want) {
 				t.Errorf("run-cluster.sh: strata serve without %s", want)
 			}

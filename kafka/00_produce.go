@@ -19,7 +19,9 @@ package kafka
 // v0 to v2 carry old message formats, which the broker refuses as corrupt
 // (CORRUPT_MESSAGE); they are advertised because older clients look for
 // v0. v13 (topics by id) is not served. Transactional produce is refused
-// by the broker (TRANSACTIONS_NOT_SUPPORTED).
+// by the broker (TRANSACTIONS_NOT_SUPPORTED). With authentication, each
+// topic needs write (auth.go): TOPIC_AUTHORIZATION_FAILED for its
+// partitions otherwise, nothing written.
 
 import (
 	"context"
@@ -31,6 +33,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/security"
 )
 
 func handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -44,12 +47,16 @@ func handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Respon
 		t := kmsg.NewProduceResponseTopic()
 		t.Topic = rt.Topic
 		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		denied := c.allowTopic("Produce", rt.Topic, security.OpWrite) // auth.go
 		for i, rp := range rt.Partitions {
 			p := &t.Partitions[i]
 			*p = kmsg.NewProduceResponseTopicPartition()
 			p.Partition = rp.Partition
-			if !acksOK {
+			if !acksOK || denied != nil {
 				p.ErrorCode = kerr.InvalidRequiredAcks.Code
+				if denied != nil {
+					p.ErrorCode, p.ErrorMessage = codeOf(denied), messageOf(denied)
+				}
 				p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
 				failed = true
 				continue

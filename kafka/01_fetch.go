@@ -27,6 +27,8 @@ package kafka
 // without records has an empty record set, never a null one (librdkafka
 // refuses null). Errors per partition come from errors.go, offsets -1;
 // over the fetch quota the wait is the response's ThrottleMillis.
+// With authentication each topic needs read (auth.go):
+// TOPIC_AUTHORIZATION_FAILED for its partitions otherwise.
 
 import (
 	"context"
@@ -36,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/security"
 )
 
 func handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -51,12 +54,12 @@ func handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response
 	if req.Version >= 13 {
 		names = topicNames(c.s.b)
 	}
-	found, failed := fetchOnce(ctx, c.s.b, req, resp, names)
+	found, failed := fetchOnce(ctx, c, req, resp, names)
 	if found == 0 && !failed && req.MaxWaitMillis > 0 {
 		waitAny(ctx, c.s.b, req, resp, names, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 		resp.Topics = nil
 		resp.ThrottleMillis = 0
-		fetchOnce(ctx, c.s.b, req, resp, names)
+		fetchOnce(ctx, c, req, resp, names)
 	}
 	c.s.fetchLeaderHints(resp, names) // brokers.go
 	fc.finish(resp)
@@ -65,7 +68,8 @@ func handleFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response
 
 // fetchOnce reads every partition of req without waiting into resp, and
 // returns the bytes found and whether any partition failed.
-func fetchOnce(ctx context.Context, b *broker.Broker, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, names map[[16]byte]string) (int, bool) {
+func fetchOnce(ctx context.Context, c *conn, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, names map[[16]byte]string) (int, bool) {
+	b := c.s.b
 	left := int(req.MaxBytes)
 	if left <= 0 {
 		left = 1 << 31 / 2
@@ -78,6 +82,10 @@ func fetchOnce(ctx context.Context, b *broker.Broker, req *kmsg.FetchRequest, re
 		if req.Version >= 13 {
 			name, known = names[rt.TopicID]
 		}
+		var denied error
+		if known {
+			denied = c.allowTopic("Fetch", name, security.OpRead) // auth.go
+		}
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition = rp.Partition
@@ -86,6 +94,12 @@ func fetchOnce(ctx context.Context, b *broker.Broker, req *kmsg.FetchRequest, re
 			p.RecordBatches = []byte{}
 			if !known {
 				p.ErrorCode = kerr.UnknownTopicID.Code
+				failed = true
+				t.Partitions = append(t.Partitions, p)
+				continue
+			}
+			if denied != nil {
+				p.ErrorCode = codeOf(denied)
 				failed = true
 				t.Partitions = append(t.Partitions, p)
 				continue

@@ -21,6 +21,8 @@ package kafka
 // the history; for -1, latest, the latest epoch, as Kafka answers); the request's current leader epoch (v4+) is checked
 // (epochs.go). A partition led by another broker is
 // NOT_LEADER_OR_FOLLOWER; other errors come from errors.go.
+// With authentication each topic needs read, as gRPC's ListOffsets does
+// (TOPIC_AUTHORIZATION_FAILED otherwise).
 
 import (
 	"context"
@@ -30,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/security"
 )
 
 func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -38,6 +41,7 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 	for _, rt := range req.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
+		denied := c.allowTopic("ListOffsets", rt.Topic, security.OpRead) // auth.go
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
@@ -63,6 +67,10 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 			}
 			var q broker.OffsetQuery
 			switch {
+			case denied != nil:
+				p.ErrorCode = codeOf(denied)
+				t.Partitions = append(t.Partitions, p)
+				continue
 			case rp.Timestamp == -2:
 				q.Earliest = true
 			case rp.Timestamp == -1:

@@ -19,6 +19,11 @@ package kafka
 // all the same; the client finds no address for it and waits and
 // refreshes until leadership moves. Authorized operations (v8+) are not computed
 // (left at Kafka's "not asked" value); no cluster id is given.
+//
+// With authentication (auth.go) a principal sees what gRPC's metadata
+// shows it (broker.Visibility): every topic lists only those it has some
+// permission on, and a topic asked for by name or id that it may not see
+// is TOPIC_AUTHORIZATION_FAILED, whether it exists or not.
 
 import (
 	"context"
@@ -31,7 +36,7 @@ import (
 	"github.com/strata-log/strata/broker"
 )
 
-func handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleMetadata(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
@@ -51,18 +56,30 @@ func handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Respons
 		byID[topicID(t.ID)] = t
 	}
 	if all {
+		visible := c.s.b.Visibility(ctx) // the principal's, as gRPC filters (broker/visibility.go)
 		for _, t := range view.Topics {
-			resp.Topics = append(resp.Topics, metadataTopic(t))
+			if visible.Topic(t.Name) {
+				resp.Topics = append(resp.Topics, metadataTopic(t))
+			}
 		}
 		return resp, nil
 	}
 	for _, rt := range req.Topics {
 		var t broker.TopicView
 		var ok bool
+		var denied error
 		if rt.Topic != nil {
+			denied = c.allowTopic("Metadata", *rt.Topic, broker.OpSee) // before existence: a name it may not see tells nothing
 			t, ok = byName[*rt.Topic]
-		} else {
-			t, ok = byID[rt.TopicID]
+		} else if t, ok = byID[rt.TopicID]; ok {
+			denied = c.allowTopic("Metadata", t.Name, broker.OpSee)
+		}
+		if denied != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+			mt.ErrorCode = codeOf(denied)
+			resp.Topics = append(resp.Topics, mt)
+			continue
 		}
 		if ok {
 			resp.Topics = append(resp.Topics, metadataTopic(t))

@@ -42,6 +42,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/security"
 )
 
 func handleOffsetCommit(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -62,6 +63,8 @@ func handleOffsetCommit(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 	groupCode := int16(0)
 	if err := cluster.ValidateGroupName(req.Group); err != nil || req.Group == "" {
 		groupCode = kerr.InvalidGroupID.Code
+	} else if err := c.allowGroup("OffsetCommit", req.Group, security.OpRead); err != nil { // auth.go
+		groupCode = groupCodeOf(err)
 	}
 	for ti, rt := range req.Topics {
 		t := kmsg.NewOffsetCommitResponseTopic()
@@ -69,6 +72,10 @@ func handleOffsetCommit(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 		name, known := rt.Topic, true
 		if req.Version >= 10 {
 			name, known = names[rt.TopicID]
+		}
+		var denied error
+		if known && groupCode == 0 {
+			denied = c.allowTopic("OffsetCommit", name, security.OpRead) // auth.go
 		}
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetCommitResponseTopicPartition()
@@ -78,6 +85,8 @@ func handleOffsetCommit(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 				p.ErrorCode = groupCode
 			case !known:
 				p.ErrorCode = kerr.UnknownTopicID.Code
+			case denied != nil:
+				p.ErrorCode = codeOf(denied)
 			case rp.Metadata != nil && len(*rp.Metadata) > cluster.MaxOffsetMetadata:
 				// The metadata layer would refuse the whole write; Kafka
 				// refuses only this partition.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/security"
 )
 
 func handleOffsetFetch(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -73,6 +74,10 @@ func offsetFetchGroup(ctx context.Context, c *conn, version int16, rg kmsg.Offse
 	g.Group = rg.Group
 	if err := cluster.ValidateGroupName(rg.Group); err != nil || rg.Group == "" {
 		g.ErrorCode = kerr.InvalidGroupID.Code
+		return g
+	}
+	if err := c.allowGroup("OffsetFetch", rg.Group, security.OpRead); err != nil { // auth.go
+		g.ErrorCode = groupCodeOf(err)
 		return g
 	}
 	var names map[[16]byte]string
@@ -124,9 +129,13 @@ func offsetFetchGroup(ctx context.Context, c *conn, version int16, rg kmsg.Offse
 		return gp
 	}
 	if rg.Topics == nil {
-		// Every committed partition, grouped by topic in the order found.
+		// Every committed partition the caller may read, grouped by topic
+		// in the order found.
 		at := map[string]int{}
 		for _, o := range got {
+			if c.allowTopic("OffsetFetch", o.Topic, security.OpRead) != nil {
+				continue
+			}
 			i, ok := at[o.Topic]
 			if !ok {
 				i = len(g.Topics)
@@ -146,8 +155,13 @@ func offsetFetchGroup(ctx context.Context, c *conn, version int16, rg kmsg.Offse
 		if version >= 10 {
 			name = names[rt.TopicID]
 		}
+		denied := c.allowTopic("OffsetFetch", name, security.OpRead) // auth.go
 		for _, p := range rt.Partitions {
 			gp := partition(name, p)
+			if denied != nil {
+				gp = kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				gp.Partition, gp.Offset, gp.LeaderEpoch, gp.ErrorCode = p, -1, -1, codeOf(denied)
+			}
 			if name == "" && version >= 10 {
 				gp.ErrorCode = kerr.UnknownTopicID.Code
 			}

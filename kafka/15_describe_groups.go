@@ -28,6 +28,7 @@ import (
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/security"
 )
 
 // authorizedOperationsNotAsked is Kafka's value for "not computed".
@@ -41,6 +42,11 @@ func handleDescribeGroups(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg
 		g.Group, g.AuthorizedOperations = name, authorizedOperationsNotAsked
 		if err := cluster.ValidateGroupName(name); err != nil || name == "" {
 			g.ErrorCode = kerr.InvalidGroupID.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		if err := c.allowGroup("DescribeGroups", name, security.OpRead); err != nil { // auth.go
+			g.ErrorCode = groupCodeOf(err)
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/security"
 )
 
 // groupType is the Kafka group type of every Strata group.
@@ -45,7 +46,7 @@ func handleListGroups(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Res
 	}
 	for _, g := range groups {
 		state := groupState(g.State)
-		if !matches(req.StatesFilter, state) {
+		if !matches(req.StatesFilter, state) || c.allowGroup("ListGroups", g.Group, security.OpRead) != nil {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()

@@ -22,6 +22,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/security"
 )
 
 func handleOffsetForLeaderEpoch(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -30,9 +32,15 @@ func handleOffsetForLeaderEpoch(_ context.Context, c *conn, kreq kmsg.Request) (
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic
+		denied := c.allowTopic("OffsetForLeaderEpoch", rt.Topic, security.OpRead) // auth.go
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			p.Partition, p.LeaderEpoch, p.EndOffset = rp.Partition, -1, -1
+			if denied != nil {
+				p.ErrorCode = codeOf(denied)
+				t.Partitions = append(t.Partitions, p)
+				continue
+			}
 			if err := c.s.b.CheckLeaderEpoch(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch); err != nil {
 				p.ErrorCode = codeOf(err)
 				t.Partitions = append(t.Partitions, p)

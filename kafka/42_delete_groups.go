@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/security"
 )
 
 func handleDeleteGroups(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -23,6 +24,8 @@ func handleDeleteGroups(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 		g.Group = name
 		if err := cluster.ValidateGroupName(name); err != nil || name == "" {
 			g.ErrorCode = kerr.InvalidGroupID.Code
+		} else if err := c.allowGroup("DeleteGroups", name, security.OpAdmin); err != nil { // auth.go
+			g.ErrorCode = groupCodeOf(err)
 		} else if _, err := c.s.b.DeleteGroup(ctx, name, false); err != nil {
 			g.ErrorCode = codeOf(err)
 		}

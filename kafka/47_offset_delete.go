@@ -23,6 +23,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/security"
 )
 
 func handleOffsetDelete(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -31,6 +32,16 @@ func handleOffsetDelete(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 	if err := cluster.ValidateGroupName(req.Group); err != nil || req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
+	}
+	if err := c.allowGroup("OffsetDelete", req.Group, security.OpAdmin); err != nil { // auth.go
+		resp.ErrorCode = groupCodeOf(err)
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		if err := c.allowTopic("OffsetDelete", rt.Topic, security.OpRead); err != nil {
+			resp.ErrorCode = codeOf(err)
+			return resp, nil
+		}
 	}
 	var tps []broker.TopicPartition
 	for _, rt := range req.Topics {

@@ -52,6 +52,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/security"
 )
 
 // staticLeaveEpoch is the member epoch of a static member's leave.
@@ -72,6 +73,14 @@ func handleConsumerGroupHeartbeat(ctx context.Context, c *conn, kreq kmsg.Reques
 		return fail(kerr.InvalidRequest, "static membership (group.instance.id, member epoch -2) is not supported by Strata")
 	case req.SubscribedTopicRegex != nil:
 		return fail(kerr.InvalidRequest, "a subscribed topic regex is not supported by Strata; subscribe by topic names")
+	}
+	if err := c.allowGroup("ConsumerGroupHeartbeat", req.Group, security.OpRead); err != nil { // auth.go
+		return fail(kerr.GroupAuthorizationFailed, err.Error())
+	}
+	for _, t := range req.SubscribedTopicNames {
+		if err := c.allowTopic("ConsumerGroupHeartbeat", t, security.OpRead); err != nil {
+			return fail(kerr.TopicAuthorizationFailed, err.Error())
+		}
 	}
 	hb := group.Heartbeat{
 		Group:       req.Group,

@@ -28,6 +28,7 @@ import (
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/security"
 )
 
 // consumerMemberType is ConsumerGroupDescribe's member type of a KIP-848
@@ -43,6 +44,11 @@ func handleConsumerGroupDescribe(ctx context.Context, c *conn, kreq kmsg.Request
 		g.Group = name
 		if err := cluster.ValidateGroupName(name); err != nil || name == "" {
 			g.ErrorCode = kerr.InvalidGroupID.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		if err := c.allowGroup("ConsumerGroupDescribe", name, security.OpRead); err != nil { // auth.go
+			g.ErrorCode, g.ErrorMessage = groupCodeOf(err), messageOf(err)
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}

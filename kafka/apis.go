@@ -44,5 +44,11 @@ func init() {
 		47: {0, 0, handleOffsetDelete},           // 47_offset_delete.go
 		68: {0, 1, handleConsumerGroupHeartbeat}, // 68_consumer_group_heartbeat.go
 		69: {0, 1, handleConsumerGroupDescribe},  // 69_consumer_group_describe.go
+
+		// Authentication (SASL) and SCRAM credentials.
+		17: {0, 1, handleSaslHandshake}, // 17_sasl_handshake.go
+		36: {0, 2, handleSASLAuth},      // 36_sasl_authenticate.go
+		50: {0, 0, handleDescribeSCRAM}, // 50_describe_user_scram_credentials.go
+		51: {0, 0, handleAlterSCRAM},    // 51_alter_user_scram_credentials.go
 	}
 }

@@ -52,13 +52,18 @@ var (
 // readFrame reads one frame from r: its size, checked against max, then
 // its bytes.
 func readFrame(r io.Reader, max int) ([]byte, error) {
+	return readSizedFrame(r, minFrame, max)
+}
+
+// readSizedFrame reads a frame of min to max bytes.
+func readSizedFrame(r io.Reader, min, max int) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	switch {
-	case n < minFrame:
+	case n < int32(min):
 		return nil, fmt.Errorf("%w: %d bytes", errFrameTooSmall, n)
 	case int64(n) > int64(max):
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, n, max)
@@ -116,17 +121,22 @@ type conn struct {
 	out []byte
 	// clientID is the client id of the request being served (its header's).
 	clientID string
+	// auth is what the connection has proved (auth.go).
+	auth connAuth
 }
 
 func (c *conn) serve() {
 	c.br = bufio.NewReaderSize(c.nc, 64<<10)
+	if !c.start() { // TLS and authentication (auth.go)
+		return
+	}
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		if _, err := c.br.Peek(1); err != nil {
 			return // gone, idle, or closed by the server
 		}
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.RequestTimeout))
-		frame, err := readFrame(c.br, c.s.cfg.MaxRequestBytes)
+		frame, err := c.readFrame()
 		if err != nil {
 			c.s.log.Debug("kafka: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 			return
@@ -141,11 +151,17 @@ func (c *conn) serve() {
 
 // handle serves one request frame; an error closes the connection.
 func (c *conn) handle(frame []byte) error {
+	if c.rawTokenNext() { // a SASL token after a v0 handshake (sasl.go)
+		return c.rawToken(frame)
+	}
 	rq, err := parseRequest(frame)
 	if errors.Is(err, errVersion) && rq.key == apiVersionsKey {
 		return c.write(rq, false, apiVersionsTooNew())
 	}
 	if err != nil {
+		return err
+	}
+	if err := c.admit(rq.key); err != nil { // auth.go
 		return err
 	}
 	c.clientID = ""
@@ -155,7 +171,7 @@ func (c *conn) handle(frame []byte) error {
 	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout+requestTime(rq.req))
 	defer cancel()
 	start := time.Now()
-	resp, err := apis[rq.key].handle(ctx, c, rq.req)
+	resp, err := apis[rq.key].handle(c.withPrincipal(ctx), c, rq.req)
 	c.s.record(rq, resp, err, time.Since(start)) // metrics.go
 	if err != nil {
 		return err
@@ -163,7 +179,13 @@ func (c *conn) handle(frame []byte) error {
 	if resp == nil {
 		return nil // acks=0: no answer
 	}
-	return c.write(rq, rq.req.IsFlexible() && rq.key != apiVersionsKey, resp)
+	if err := c.write(rq, rq.req.IsFlexible() && rq.key != apiVersionsKey, resp); err != nil {
+		return err
+	}
+	if c.auth.hangUp {
+		return errCloseConnection
+	}
+	return nil
 }
 
 // requestTime is how long a request may ask the broker to wait (a

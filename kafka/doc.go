@@ -11,7 +11,9 @@
 // served and their versions (what ApiVersions advertises), errors.go maps
 // the broker's reasons to Kafka error codes, and each API has its own file
 // named by its key (00_produce.go, 01_fetch.go, ...), headed by its
-// behaviour and edge cases.
+// behaviour and edge cases. auth.go authenticates connections (TLS client
+// certificates; SASL in sasl.go and sasl_scram.go) and says how each API is
+// authorized; the rules themselves are the broker's (broker.Auth).
 //
 // Beside them: brokers.go (the brokers clients are told, KIP-951 leader
 // hints), epochs.go (leader epochs, KIP-320), fetch_sessions.go (KIP-227),

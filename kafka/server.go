@@ -9,6 +9,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -33,7 +34,8 @@ type Config struct {
 	// RequestTimeout bounds reading one request's frame once its size has
 	// come, and writing its response. 0 means 30 seconds.
 	RequestTimeout time.Duration
-	// Logger receives connection errors at debug level; nil logs none.
+	// Logger receives connection errors at debug level, and failed
+	// authentications and refusals as warnings; nil logs none.
 	Logger *slog.Logger
 	// MaxConnections and MaxConnectionsPerIP bound the connections open at
 	// once, on the server and from one client address (limits.go); 0 means
@@ -42,6 +44,21 @@ type Config struct {
 	// MaxFetchSessions bounds the fetch sessions kept (fetch_sessions.go).
 	// 0 means 1000 (Kafka's max.incremental.fetch.session.cache.slots).
 	MaxFetchSessions int
+
+	// Auth, when set, authenticates every connection and authorizes every
+	// request (auth.go); nil serves every client everything, as the gRPC
+	// listener without TLS. It needs TLS.
+	Auth *broker.Auth
+	// TLS is the listener's TLS configuration (security.Material's
+	// ServerConfig), required with Auth. Without SASL it should require a
+	// client certificate.
+	TLS *tls.Config
+	// SASL are the SASL mechanisms offered (of Mechanisms); none means a
+	// connection authenticates by its client certificate only. Needs Auth.
+	SASL []string
+	// MaxPreAuthBytes bounds a frame before the connection is
+	// authenticated. 0 means 512 KiB.
+	MaxPreAuthBytes int
 }
 
 const (
@@ -85,6 +102,9 @@ func NewServer(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = defaultRequestTimeout
+	}
+	if err := checkSecurity(&cfg); err != nil {
+		return nil, err
 	}
 	host, port, err := net.SplitHostPort(cfg.Advertise)
 	if err != nil {
@@ -152,6 +172,11 @@ func (s *Server) Serve(lis net.Listener) error {
 			defer release()
 			defer s.untrack(nc)
 			c := &conn{s: s, nc: nc}
+			if s.cfg.TLS != nil {
+				// The handshake runs in c.start; Close closes the raw
+				// connection under it.
+				c.nc = tls.Server(nc, s.cfg.TLS)
+			}
 			c.serve()
 			s.sessions.closeConn(c) // a fetch session ends with its connection
 		}()

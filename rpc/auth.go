@@ -64,6 +64,11 @@ func (a *Auth) policy() *broker.Auth {
 	return a.core
 }
 
+// Policy is the broker's rules as this Auth configures them, for the
+// other front ends of the same broker (the Kafka listener), so that every
+// listener is held to one copy: one denial log, one count.
+func (a *Auth) Policy() *broker.Auth { return a.policy() }
+
 // principal returns who is calling.
 func (a *Auth) principal(ctx context.Context) (security.Principal, error) {
 	var c broker.Credentials
@@ -198,6 +203,11 @@ var rules = map[string]rule{
 	"/strata.v1.AdminService/CreateACLs": clusterAdmin,
 	"/strata.v1.AdminService/DeleteACLs": clusterAdmin,
 	"/strata.v1.AdminService/ListACLs":   clusterAdmin,
+	// SCRAM credentials for Kafka logins (users.go): cluster admin, like
+	// ACLs, since a credential makes a principal.
+	"/strata.v1.UserService/SetSCRAMCredential":    clusterAdmin,
+	"/strata.v1.UserService/DeleteSCRAMCredential": clusterAdmin,
+	"/strata.v1.UserService/ListSCRAMUsers":        clusterAdmin,
 	// Any authenticated principal may read the cluster's status: brokers
 	// and partition health, as anyone can see in the metadata, with the
 	// partitions listed filtered to topics it may see (rpc/status.go).

@@ -66,6 +66,7 @@ func NewServer(b *broker.Broker, auth *Auth) *Server {
 	stratav1.RegisterAdminServiceServer(g, &adminService{b: b})
 	stratav1.RegisterOffsetServiceServer(g, &offsetService{b: b})
 	stratav1.RegisterGroupServiceServer(g, &groupService{b: b})
+	stratav1.RegisterUserServiceServer(g, &userService{b: b}) // users.go
 	stratav1.RegisterReplicationServiceServer(g, &replicationService{b: b, stopping: s.stopping})
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)

@@ -3,8 +3,10 @@
 # themselves through gossip, all on loopback; data and logs under ./.cluster.
 # The brokers run with TLS, authenticated clients and ACLs, from a
 # development CA and certificates in ./.cluster/certs (strata dev certs);
-# User:admin is a superuser. Ctrl-C (or any exit) stops exactly the
-# processes started here, by pid.
+# User:admin is a superuser. Each broker also serves Kafka with TLS on
+# 127.0.0.1:9092+N-1: a client certificate (mTLS) or SASL/SCRAM (users from
+# strata user create). Ctrl-C (or any exit) stops exactly the processes
+# started here, by pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=./.cluster
@@ -17,8 +19,10 @@ export MINIO_ROOT_USER=strata MINIO_ROOT_PASSWORD=strata-dev-secret
 export MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off MINIO_BROWSER=off
 
 CERTS=$DIR/certs
-# Broker N listens on 7400+10(N-1): gRPC there, Raft +1, gossip +2, admin +3.
+# Broker N listens on 7400+10(N-1): gRPC there, Raft +1, gossip +2, admin +3;
+# Kafka on 9092+N-1.
 base() { echo $((7390 + 10 * $1)); }
+kafka_port() { echo $((9091 + $1)); }
 
 # http_status HOST:PORT PATH: the status code of a GET, or nothing.
 http_status() {
@@ -35,7 +39,7 @@ for f in ./bin/strata ./.tools/bin/minio; do
 done
 for id in $IDS; do
   b=$(base "$id")
-  for addr in "127.0.0.1:$b" "127.0.0.1:$((b + 1))" "127.0.0.1:$((b + 2))" "127.0.0.1:$((b + 3))"; do
+  for addr in "127.0.0.1:$b" "127.0.0.1:$((b + 1))" "127.0.0.1:$((b + 2))" "127.0.0.1:$((b + 3))" "127.0.0.1:$(kafka_port "$id")"; do
     if listening "$addr"; then echo "$addr is in use: is a cluster or make run already running?" >&2; exit 1; fi
   done
 done
@@ -111,6 +115,8 @@ start_broker() {
     --security-tls-ca-file "$CERTS/ca.pem" --security-tls-cert-file "$CERTS/broker-$id.pem" \
     --security-tls-key-file "$CERTS/broker-$id-key.pem" --gossip-secret-key "$GOSSIP_KEY" \
     --security-superusers User:admin \
+    --kafka-listen "127.0.0.1:$(kafka_port "$id")" --kafka-advertise "127.0.0.1:$(kafka_port "$id")" \
+    --kafka-sasl-mechanisms SCRAM-SHA-256,SCRAM-SHA-512 \
     >"$DIR/broker-$id.log" 2>&1 &
   disown
   printf -v "BROKER_PID_$id" %s "$!"
@@ -155,13 +161,22 @@ superuser. The cold tier is bucket $BUCKET in MinIO on http://$MINIO_ADDR
   strata topic create bench --partitions 3 --replication-factor 3
   strata bench produce --topic bench --records 200000 --acks all
 
+Kafka clients (TLS, with the admin's certificate or a SCRAM user):
+
+  kcat -b 127.0.0.1:9092 -L -X security.protocol=ssl -X ssl.ca.location=$CERTS/ca.pem \\
+    -X ssl.certificate.location=$CERTS/client-admin.pem -X ssl.key.location=$CERTS/client-admin-key.pem
+  printf 'app-secret\n' | strata user create app --password-file -
+  strata acl add --principal User:app --topic orders -o read
+  kcat -b 127.0.0.1:9092 -L -X security.protocol=sasl_ssl -X sasl.mechanisms=SCRAM-SHA-512 \\
+    -X sasl.username=app -X sasl.password=app-secret -X ssl.ca.location=$CERTS/ca.pem
+
 Failover: kill -9 one broker's pid, then strata topic describe orders shows
 other leaders and a smaller ISR; produce and consume go on.
 
 EOF
 for id in $IDS; do
   b=$(base "$id")
-  echo "  broker $id: pid $(pid_of "$id"), gRPC 127.0.0.1:$b, metrics https://127.0.0.1:$((b + 3))/metrics (as admin), log $DIR/broker-$id.log"
+  echo "  broker $id: pid $(pid_of "$id"), gRPC 127.0.0.1:$b, Kafka 127.0.0.1:$(kafka_port "$id"), metrics https://127.0.0.1:$((b + 3))/metrics (as admin), log $DIR/broker-$id.log"
 done
 echo "  MinIO: pid $MINIO_PID, log $DIR/minio.log"
 echo

@@ -114,7 +114,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	// The Kafka listener opens before the broker starts, so the broker
 	// publishes the address clients are told (an ephemeral port resolved)
 	// in the cluster metadata for every broker's Metadata answers.
-	kafkaLis, kafkaAdv, err := listenKafka(cfg, sec != nil)
+	kafkaLis, kafkaAdv, err := listenKafka(cfg)
 	if err != nil {
 		lis.Close()
 		return err
@@ -154,7 +154,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	if admin != nil {
 		defer admin.Close()
 	}
-	kafkaSrv, err := serveKafka(kafkaLis, kafkaAdv, cfg.Kafka, b, logger)
+	kafkaSrv, err := serveKafka(kafkaLis, kafkaAdv, cfg, b, auth, logger)
 	if err != nil {
 		srv.Stop()
 		b.Close()
@@ -177,8 +177,8 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 			version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
 	}
 	if kafkaSrv != nil {
-		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving Kafka on %s (advertised as %s)\n",
-			version, cfg.NodeID, kafkaLis.Addr(), kafkaAdv)
+		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving Kafka on %s (advertised as %s); %s\n",
+			version, cfg.NodeID, kafkaLis.Addr(), kafkaAdv, kafkaMode(cfg, auth))
 	}
 
 	for running := true; running; {
@@ -228,15 +228,10 @@ func reload(b *broker.Broker, load func() (config.Broker, error), logger *slog.L
 
 // listenKafka opens the Kafka listener on cfg.Kafka.Listen, unless it is
 // empty (nil listener), and returns it with the address clients are to be
-// told. With TLS on, it refuses: the Kafka listener does not yet speak TLS
-// or authenticate its clients, and a broker that holds its other listeners
-// to certificates must not open one that lets anyone in.
-func listenKafka(cfg config.Broker, tlsOn bool) (net.Listener, string, error) {
+// told.
+func listenKafka(cfg config.Broker) (net.Listener, string, error) {
 	if cfg.Kafka.Listen == "" {
 		return nil, "", nil
-	}
-	if tlsOn {
-		return nil, "", fmt.Errorf("kafka.listen %s: the Kafka listener does not serve TLS or authentication yet; leave kafka.listen empty on a broker with security.tls.*", cfg.Kafka.Listen)
 	}
 	lis, err := net.Listen("tcp", cfg.Kafka.Listen)
 	if err != nil {
@@ -252,13 +247,21 @@ func listenKafka(cfg config.Broker, tlsOn bool) (net.Listener, string, error) {
 }
 
 // serveKafka serves the Kafka-protocol front end on lis (listenKafka's),
-// unless it is nil (nil server).
-func serveKafka(lis net.Listener, adv string, cfg config.Kafka, b *broker.Broker, logger *slog.Logger) (*kafka.Server, error) {
+// unless it is nil (nil server). With auth (TLS on) it speaks TLS with
+// the broker's certificate and holds clients to the same rules as gRPC
+// (auth.Policy): a client authenticates with a client certificate, which
+// the handshake requires unless kafka.sasl_mechanisms offers SASL.
+func serveKafka(lis net.Listener, adv string, cfg config.Broker, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) (*kafka.Server, error) {
 	if lis == nil {
 		return nil, nil
 	}
-	srv, err := kafka.NewServer(b, kafka.Config{Advertise: adv, Logger: logger,
-		MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
+	kc := kafka.Config{Advertise: adv, Logger: logger,
+		MaxConnections: cfg.Kafka.MaxConnections, MaxConnectionsPerIP: cfg.Kafka.MaxConnectionsPerIP}
+	if auth != nil {
+		kc.Auth, kc.SASL = auth.Policy(), cfg.Kafka.SASLMechanisms
+		kc.TLS = auth.Material.ServerConfig(len(kc.SASL) == 0, nil)
+	}
+	srv, err := kafka.NewServer(b, kc)
 	if err != nil {
 		lis.Close()
 		return nil, err
@@ -269,6 +272,18 @@ func serveKafka(lis net.Listener, adv string, cfg config.Kafka, b *broker.Broker
 		}
 	}()
 	return srv, nil
+}
+
+// kafkaMode says how the Kafka listener authenticates, for the start-up
+// line.
+func kafkaMode(cfg config.Broker, auth *rpc.Auth) string {
+	switch {
+	case auth == nil:
+		return "plaintext without authentication"
+	case len(cfg.Kafka.SASLMechanisms) == 0:
+		return "TLS, clients authenticate with a client certificate"
+	}
+	return "TLS, clients authenticate with a client certificate or SASL " + strings.Join(cfg.Kafka.SASLMechanisms, ", ")
 }
 
 // serveAdmin serves the admin HTTP endpoint on cfg.Listen, unless it is
