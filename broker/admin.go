@@ -27,6 +27,18 @@ import (
 // that would put more partition replicas on a broker than the limit allows
 // (limits.go) is refused.
 func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error) {
+	return forward(b, ctx, func() (TopicDescription, error) {
+		return b.createTopic(ctx, name, partitions, replicationFactor, overrides)
+	}, func(c ControllerClient) (TopicDescription, error) {
+		d, err := c.CreateTopic(ctx, name, partitions, replicationFactor, overrides)
+		if err != nil {
+			return d, err
+		}
+		return b.describeApplied(ctx, d), nil
+	})
+}
+
+func (b *Broker) createTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error) {
 	if b.replica != nil {
 		return TopicDescription{}, errReadReplica("create topics")
 	}
@@ -116,7 +128,18 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	}
 	t, ok := b.meta.Metadata().Topic(name)
 	if err := b.meta.DeleteTopic(ctx, name); err != nil {
-		return clusterError(err)
+		c := b.controllerFor(ctx, err)
+		if c == nil {
+			return clusterError(err)
+		}
+		if err := c.DeleteTopic(ctx, name); err != nil {
+			return err
+		}
+		b.awaitApplied(ctx, func(m *cluster.Metadata) bool {
+			now, there := m.Topic(name)
+			return !there || !ok || now.ID != t.ID
+		})
+		return nil
 	}
 	if ok && b.store != nil {
 		b.goLoop(func() {
@@ -142,6 +165,18 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 // empty), with the partitions and settings its manifests recorded; its
 // leaders then continue the log where the cold tier ends.
 func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error) {
+	return forward(b, ctx, func() (TopicDescription, error) {
+		return b.restoreTopic(ctx, name, id, replicationFactor)
+	}, func(c ControllerClient) (TopicDescription, error) {
+		d, err := c.RestoreTopic(ctx, name, id, replicationFactor, RestoreCopy{})
+		if err != nil {
+			return d, err
+		}
+		return b.describeApplied(ctx, d), nil
+	})
+}
+
+func (b *Broker) restoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error) {
 	if b.replica != nil {
 		return TopicDescription{}, errReadReplica("restore topics")
 	}
@@ -224,6 +259,18 @@ func (b *Broker) restoreLiveError(ctx context.Context, t *cluster.TopicInfo) err
 // answers TIMEOUT (retriable) naming the partitions whose manifests lack
 // them; the change itself is made and in force.
 func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
+	return forward(b, ctx, func() (TopicDescription, error) {
+		return b.alterTopicConfig(ctx, name, set, del)
+	}, func(c ControllerClient) (TopicDescription, error) {
+		d, err := c.AlterTopicConfig(ctx, name, set, del)
+		if err != nil {
+			return d, err
+		}
+		return b.describeApplied(ctx, d), nil
+	})
+}
+
+func (b *Broker) alterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
 	if b.replica != nil {
 		return TopicDescription{}, errReadReplica("alter topic settings")
 	}
@@ -390,6 +437,15 @@ func (b *Broker) Cluster(topics []string) ClusterView {
 // name breaking the rules (cluster.ValidateGroupName) is INVALID_REQUEST,
 // and so is a commit that would create a group beyond limits.max_groups.
 func (b *Broker) CommitOffsets(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error {
+	_, err := forward(b, ctx, func() (struct{}, error) {
+		return struct{}{}, b.commitOffsetsCall(ctx, group, memberID, memberEpoch, offsets)
+	}, func(c ControllerClient) (struct{}, error) {
+		return struct{}{}, c.CommitOffsets(ctx, group, memberID, memberEpoch, offsets)
+	})
+	return err
+}
+
+func (b *Broker) commitOffsetsCall(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error {
 	if b.replica != nil {
 		return errReadReplica("commit consumer offsets (they live in the writing cluster's metadata)")
 	}
@@ -448,6 +504,14 @@ func (b *Broker) commitOffsets(ctx context.Context, group string, reqs []cluster
 // own state could show positions older than those committed since); any
 // other broker answers not-the-controller and the call is forwarded.
 func (b *Broker) FetchOffsets(ctx context.Context, group string, partitions []TopicPartition) ([]CommittedOffset, error) {
+	return forward(b, ctx, func() ([]CommittedOffset, error) {
+		return b.fetchOffsets(ctx, group, partitions)
+	}, func(c ControllerClient) ([]CommittedOffset, error) {
+		return c.FetchOffsets(ctx, group, partitions)
+	})
+}
+
+func (b *Broker) fetchOffsets(ctx context.Context, group string, partitions []TopicPartition) ([]CommittedOffset, error) {
 	if b.replica != nil {
 		return nil, nil // committed offsets live in the writing cluster's metadata
 	}

@@ -1,0 +1,143 @@
+package kafka
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/rpc"
+)
+
+// startClusterBroker starts broker id of a cluster in process: gRPC (which
+// brokers speak to each other) and Kafka listeners on loopback, joining the
+// cluster of join (nil for the first broker). It returns once the
+// controller has registered it.
+func startClusterBroker(t *testing.T, id int32, dir string, join *testBroker) *testBroker {
+	t.Helper()
+	cfg := config.DefaultBroker()
+	cfg.NodeID = id
+	cfg.DataDir = filepath.Join(dir, "b"+string(rune('0'+id)))
+	cfg.Raft.Listen = freeport.Loopback(t)
+	cfg.Gossip.Listen = freeport.Loopback(t)
+	cfg.Gossip.Profile = "local"
+	cfg.Admin.Listen = ""
+	cfg.ObjectStore.Type = config.ObjectStoreNone
+	if join != nil {
+		cfg.Gossip.Join = []string{join.gossip}
+	}
+	glis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = glis.Addr().String()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := broker.Start(testCtx(t), cfg, logger, rpc.NewPeers(nil, ""))
+	if err != nil {
+		glis.Close()
+		t.Fatal(err)
+	}
+	gsrv := rpc.NewServer(b, nil)
+	go gsrv.Serve(glis)
+	klis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(b, Config{Advertise: klis.Addr().String(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(klis)
+	tb := &testBroker{Broker: b, srv: srv, addr: klis.Addr().String(), gossip: cfg.Gossip.Listen}
+	t.Cleanup(func() {
+		srv.Close()
+		gsrv.Stop()
+		if err := b.Close(); err != nil {
+			t.Errorf("close broker %d: %v", id, err)
+		}
+	})
+	if join != nil {
+		waitFor(t, "the controller to register the new broker", func() bool {
+			return slices.ContainsFunc(join.Cluster(nil).Brokers, func(v broker.BrokerView) bool { return v.ID == id })
+		})
+	}
+	return tb
+}
+
+// threeBrokers starts a cluster of three; broker 1 is the controller.
+func threeBrokers(t *testing.T) []*testBroker {
+	dir := t.TempDir()
+	b1 := startClusterBroker(t, 1, dir, nil)
+	b2 := startClusterBroker(t, 2, dir, b1)
+	b3 := startClusterBroker(t, 3, dir, b1)
+	if c := b2.Cluster(nil).ControllerID; c != 1 {
+		t.Fatalf("controller is broker %d, want 1", c)
+	}
+	return []*testBroker{b1, b2, b3}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+}
+
+// ledBy returns a partition of topic that broker id leads, as b sees it.
+func ledBy(t *testing.T, b *testBroker, topic string, id int32) int32 {
+	t.Helper()
+	for _, tv := range b.Cluster([]string{topic}).Topics {
+		for _, p := range tv.Partitions {
+			if p.Leader == id {
+				return p.Partition
+			}
+		}
+	}
+	t.Fatalf("broker %d leads no partition of %s", id, topic)
+	return -1
+}
+
+// TestInitProducerIDOnAnyBroker: a broker that is not the controller hands
+// out producer ids too (it passes the call on to the controller), so an
+// idempotent producer works against any broker: ids from brokers 2 and 3
+// are fresh, and an idempotent kgo producer connected to broker 2 alone
+// writes to the partition broker 2 leads.
+func TestInitProducerIDOnAnyBroker(t *testing.T) {
+	bs := threeBrokers(t)
+	ctx := testCtx(t)
+	if _, err := bs[1].CreateTopic(ctx, "fwd", 3, 1, nil); err != nil {
+		t.Fatalf("create through broker 2: %v", err)
+	}
+	seen := map[int64]bool{}
+	for _, b := range bs {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionTimeoutMillis = 60000
+		resp, err := req.RequestWith(ctx, b.client(t))
+		if err != nil || resp.ErrorCode != 0 || resp.ProducerID < 0 || seen[resp.ProducerID] {
+			t.Fatalf("InitProducerId on broker %d: %+v, %v", b.ID(), resp, err)
+		}
+		seen[resp.ProducerID] = true
+	}
+
+	p := ledBy(t, bs[1], "fwd", 2)
+	cl := bs[1].client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	for i := range 3 {
+		r := &kgo.Record{Topic: "fwd", Partition: p, Value: []byte{byte(i)}}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil || r.Offset != int64(i) || r.ProducerID < 0 {
+			t.Fatalf("idempotent produce through broker 2: offset %d, producer %d, %v", r.Offset, r.ProducerID, err)
+		}
+	}
+}
