@@ -39,20 +39,57 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, repli
 }
 
 func (b *Broker) createTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error) {
+	nt, err := b.newTopic(name, partitions, replicationFactor, overrides)
+	if err != nil {
+		return TopicDescription{}, err
+	}
+	t, err := b.meta.CreateTopic(ctx, name, nt.partitions, nt.cfg.ReplicationFactor, nt.overrides)
+	if err != nil {
+		return TopicDescription{}, clusterError(err)
+	}
+	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
+		return TopicDescription{}, err
+	}
+	b.awaitTierLoaded(ctx, t.ID, time.Second)
+	return b.describe(t), nil
+}
+
+// ValidateCreateTopic answers as CreateTopic would, creating nothing: nil
+// for a topic CreateTopic would create now (as this broker's metadata has
+// it), else CreateTopic's refusal, TOPIC_ALREADY_EXISTS included.
+func (b *Broker) ValidateCreateTopic(name string, partitions, replicationFactor int32, overrides map[string]string) error {
+	if _, err := b.newTopic(name, partitions, replicationFactor, overrides); err != nil {
+		return err
+	}
+	if t, ok := b.meta.Metadata().Topic(name); ok {
+		return refuse(ReasonTopicAlreadyExists, nil, "topic %q already exists (id %s)", name, t.ID).with("topic_id", t.ID)
+	}
+	return nil
+}
+
+// newTopic is a topic CreateTopic is asked for, checked: its partition
+// count, settings and overrides in canonical form.
+type newTopic struct {
+	partitions int32
+	cfg        config.Topic
+	overrides  map[string]string
+}
+
+func (b *Broker) newTopic(name string, partitions, replicationFactor int32, overrides map[string]string) (newTopic, error) {
 	if b.replica != nil {
-		return TopicDescription{}, errReadReplica("create topics")
+		return newTopic{}, errReadReplica("create topics")
 	}
 	if err := cluster.ValidateTopicName(name); err != nil {
-		return TopicDescription{}, refuse(ReasonInvalidTopicName, err, "%v", err)
+		return newTopic{}, refuse(ReasonInvalidTopicName, err, "%v", err)
 	}
 	if partitions == 0 {
 		partitions = 1
 	}
 	if partitions < 0 || partitions > cluster.MaxPartitions {
-		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "partitions %d: want 1 to %d (cluster.MaxPartitions), or 0 for 1", partitions, cluster.MaxPartitions)
+		return newTopic{}, refuse(ReasonInvalidRequest, nil, "partitions %d: want 1 to %d (cluster.MaxPartitions), or 0 for 1", partitions, cluster.MaxPartitions)
 	}
 	if err := checkReplicationFactor(replicationFactor); err != nil {
-		return TopicDescription{}, err
+		return newTopic{}, err
 	}
 	overrides = maps.Clone(overrides)
 	if overrides == nil {
@@ -62,10 +99,10 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions, repli
 		if v, ok := overrides["replication.factor"]; ok {
 			given := config.DefaultTopic()
 			if err := given.Set("replication.factor", v); err != nil {
-				return TopicDescription{}, configError(err)
+				return newTopic{}, configError(err)
 			}
 			if given.ReplicationFactor != int(replicationFactor) {
-				return TopicDescription{}, refuse(ReasonInvalidRequest, nil,
+				return newTopic{}, refuse(ReasonInvalidRequest, nil,
 					"replication_factor %d and the setting replication.factor=%s disagree: give one of them, or the same value in both", replicationFactor, v).
 					with("replication_factor", itoa(int64(replicationFactor))).with("key", "replication.factor").with("value", v)
 			}
@@ -74,24 +111,16 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions, repli
 	}
 	cfg, err := b.defaults.With(overrides)
 	if err != nil {
-		return TopicDescription{}, configError(err)
+		return newTopic{}, configError(err)
 	}
 	canonical, err := canonicalOverrides(cfg, overrides)
 	if err != nil {
-		return TopicDescription{}, configError(err)
+		return newTopic{}, configError(err)
 	}
 	if err := b.checkReplicaBudget(name, partitions, cfg.ReplicationFactor); err != nil {
-		return TopicDescription{}, err
+		return newTopic{}, err
 	}
-	t, err := b.meta.CreateTopic(ctx, name, partitions, cfg.ReplicationFactor, canonical)
-	if err != nil {
-		return TopicDescription{}, clusterError(err)
-	}
-	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
-		return TopicDescription{}, err
-	}
-	b.awaitTierLoaded(ctx, t.ID, time.Second)
-	return b.describe(t), nil
+	return newTopic{partitions: partitions, cfg: cfg, overrides: canonical}, nil
 }
 
 // checkReplicationFactor refuses a negative replication factor: 0 asks for
@@ -271,37 +300,11 @@ func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[stri
 }
 
 func (b *Broker) alterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
-	if b.replica != nil {
-		return TopicDescription{}, errReadReplica("alter topic settings")
-	}
-	t, ok := b.topicMetadata(name).Topic(name)
-	if !ok {
-		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
-	}
-	next := maps.Clone(t.Config)
-	maps.Copy(next, set)
-	for _, k := range del {
-		if _, err := config.DefaultTopic().Get(k); err != nil {
-			return TopicDescription{}, configError(err)
-		}
-		delete(next, k)
-	}
-	if rf, ok := next["replication.factor"]; ok && rf != t.Config["replication.factor"] {
-		return TopicDescription{}, refuse(ReasonInvalidConfig, nil, "replication.factor of an existing topic cannot be changed by altering its settings").
-			with("key", "replication.factor").with("value", rf).with("allowed", t.Config["replication.factor"])
-	}
-	cfg, err := b.defaults.With(next)
+	canonical, err := b.topicConfigChange(ctx, name, set, del)
 	if err != nil {
-		return TopicDescription{}, configError(err)
-	}
-	if err := b.checkRemoteDisable(ctx, t, cfg); err != nil {
 		return TopicDescription{}, err
 	}
-	canonical, err := canonicalOverrides(cfg, set)
-	if err != nil {
-		return TopicDescription{}, configError(err)
-	}
-	t, err = b.meta.AlterTopicConfig(ctx, name, canonical, del)
+	t, err := b.meta.AlterTopicConfig(ctx, name, canonical, del)
 	if err != nil {
 		return TopicDescription{}, clusterError(err)
 	}
@@ -312,6 +315,49 @@ func (b *Broker) alterTopicConfig(ctx context.Context, name string, set map[stri
 		return TopicDescription{}, err
 	}
 	return b.describe(t), nil
+}
+
+// ValidateTopicConfig answers as AlterTopicConfig would, changing
+// nothing: nil for a change it would make now, else its refusal.
+func (b *Broker) ValidateTopicConfig(ctx context.Context, name string, set map[string]string, del []string) error {
+	_, err := b.topicConfigChange(ctx, name, set, del)
+	return err
+}
+
+// topicConfigChange checks a change of a topic's settings and returns the
+// settings to set, in canonical form.
+func (b *Broker) topicConfigChange(ctx context.Context, name string, set map[string]string, del []string) (map[string]string, error) {
+	if b.replica != nil {
+		return nil, errReadReplica("alter topic settings")
+	}
+	t, ok := b.topicMetadata(name).Topic(name)
+	if !ok {
+		return nil, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
+	}
+	next := maps.Clone(t.Config)
+	maps.Copy(next, set)
+	for _, k := range del {
+		if _, err := config.DefaultTopic().Get(k); err != nil {
+			return nil, configError(err)
+		}
+		delete(next, k)
+	}
+	if rf, ok := next["replication.factor"]; ok && rf != t.Config["replication.factor"] {
+		return nil, refuse(ReasonInvalidConfig, nil, "replication.factor of an existing topic cannot be changed by altering its settings").
+			with("key", "replication.factor").with("value", rf).with("allowed", t.Config["replication.factor"])
+	}
+	cfg, err := b.defaults.With(next)
+	if err != nil {
+		return nil, configError(err)
+	}
+	if err := b.checkRemoteDisable(ctx, t, cfg); err != nil {
+		return nil, err
+	}
+	canonical, err := canonicalOverrides(cfg, set)
+	if err != nil {
+		return nil, configError(err)
+	}
+	return canonical, nil
 }
 
 // ListTopics lists every topic.

@@ -17,7 +17,10 @@ package kafka
 // yet publish their Kafka addresses in the cluster metadata, so in a
 // cluster a partition led by another broker names a leader the client
 // cannot reach; clients then retry against this broker, which answers
-// NOT_LEADER_OR_FOLLOWER. Authorized operations (v8+) are not computed
+// NOT_LEADER_OR_FOLLOWER. The controller named is this broker, since it
+// passes controller work (topic admin, producer ids) on to the
+// controller, so admin clients, which send it there, can reach it.
+// Authorized operations (v8+) are not computed
 // (left at Kafka's "not asked" value); no cluster id is given.
 
 import (
@@ -36,7 +39,9 @@ func handleMetadata(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Respons
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	view := c.s.b.Cluster(nil)
-	resp.ControllerID = view.ControllerID
+	// The controller is this broker: it passes controller work on to the
+	// real one (broker/controller.go), as a KRaft broker names any broker.
+	resp.ControllerID = c.s.b.ID()
 
 	self := kmsg.NewMetadataResponseBroker()
 	self.NodeID, self.Host, self.Port = c.s.b.ID(), c.s.host, c.s.port

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -73,16 +74,21 @@ func startClusterBroker(t *testing.T, id int32, dir string, join *testBroker) *t
 	return tb
 }
 
-// threeBrokers starts a cluster of three; broker 1 is the controller.
+// threeBrokers starts a cluster of three, and returns the controller
+// first (the metadata group may elect any of them).
 func threeBrokers(t *testing.T) []*testBroker {
 	dir := t.TempDir()
 	b1 := startClusterBroker(t, 1, dir, nil)
 	b2 := startClusterBroker(t, 2, dir, b1)
 	b3 := startClusterBroker(t, 3, dir, b1)
-	if c := b2.Cluster(nil).ControllerID; c != 1 {
-		t.Fatalf("controller is broker %d, want 1", c)
+	bs := []*testBroker{b1, b2, b3}
+	c := b1.Cluster(nil).ControllerID
+	i := slices.IndexFunc(bs, func(b *testBroker) bool { return b.ID() == c })
+	if i < 0 {
+		t.Fatalf("the controller is broker %d", c)
 	}
-	return []*testBroker{b1, b2, b3}
+	bs[0], bs[i] = bs[i], bs[0]
+	return bs
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -110,16 +116,26 @@ func ledBy(t *testing.T, b *testBroker, topic string, id int32) int32 {
 	return -1
 }
 
-// TestInitProducerIDOnAnyBroker: a broker that is not the controller hands
-// out producer ids too (it passes the call on to the controller), so an
-// idempotent producer works against any broker: ids from brokers 2 and 3
-// are fresh, and an idempotent kgo producer connected to broker 2 alone
-// writes to the partition broker 2 leads.
-func TestInitProducerIDOnAnyBroker(t *testing.T) {
+// TestAdminOnAnyBroker: a broker that is not the controller passes
+// controller work on to it (broker/controller.go): kadm creates a topic
+// through a non-controller broker, which has it when the answer comes; it hands out
+// producer ids too, so an idempotent producer works against any broker:
+// ids from brokers 2 and 3 are fresh, and an idempotent kgo producer
+// connected to a non-controller broker alone writes to the partition a non-controller broker leads.
+func TestAdminOnAnyBroker(t *testing.T) {
 	bs := threeBrokers(t)
 	ctx := testCtx(t)
-	if _, err := bs[1].CreateTopic(ctx, "fwd", 3, 1, nil); err != nil {
-		t.Fatalf("create through broker 2: %v", err)
+	adm := kadm.NewClient(bs[1].client(t))
+	res, err := adm.CreateTopics(ctx, 3, 1, map[string]*string{"retention.ms": strp("172800000")}, "fwd")
+	if err != nil || res["fwd"].Err != nil {
+		t.Fatalf("create through a non-controller broker: %v %+v", err, res)
+	}
+	d, err := bs[1].DescribeTopic("fwd")
+	if err != nil || kadm.TopicID(topicID(d.ID)) != res["fwd"].ID || d.Overrides["retention.ms"] != "172800000" {
+		t.Fatalf("a non-controller broker has %+v, %v; created %+v", d, err, res["fwd"])
+	}
+	if _, err := bs[0].DescribeTopic("fwd"); err != nil {
+		t.Fatalf("the controller: %v", err)
 	}
 	seen := map[int64]bool{}
 	for _, b := range bs {
@@ -132,12 +148,12 @@ func TestInitProducerIDOnAnyBroker(t *testing.T) {
 		seen[resp.ProducerID] = true
 	}
 
-	p := ledBy(t, bs[1], "fwd", 2)
+	p := ledBy(t, bs[1], "fwd", bs[1].ID())
 	cl := bs[1].client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	for i := range 3 {
 		r := &kgo.Record{Topic: "fwd", Partition: p, Value: []byte{byte(i)}}
 		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil || r.Offset != int64(i) || r.ProducerID < 0 {
-			t.Fatalf("idempotent produce through broker 2: offset %d, producer %d, %v", r.Offset, r.ProducerID, err)
+			t.Fatalf("idempotent produce through a non-controller broker: offset %d, producer %d, %v", r.Offset, r.ProducerID, err)
 		}
 	}
 }

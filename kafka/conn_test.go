@@ -75,7 +75,7 @@ func (c *rawConn) closed(within time.Duration) {
 func wantKeys(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 	t.Helper()
 	want := []kmsg.ApiVersionsResponseApiKey{}
-	for _, k := range []int16{0, 1, 2, 3, 18, 22} {
+	for _, k := range []int16{0, 1, 2, 3, 10, 18, 19, 20, 22, 37} {
 		want = append(want, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: apis[k].min, MaxVersion: apis[k].max})
 	}
 	if !slices.EqualFunc(keys, want, func(a, b kmsg.ApiVersionsResponseApiKey) bool {
@@ -126,7 +126,7 @@ func TestConnectionRules(t *testing.T) {
 	})
 	metadata := frameOf(kmsg.NewPtrMetadataRequest(), 12, 1)
 	cases := map[string][]byte{
-		"unknown API key":       frameOf(kmsg.NewPtrCreateTopicsRequest(), 7, 1),
+		"unknown API key":       frameOf(kmsg.NewPtrEnvelopeRequest(), 0, 1), // brokers-only: never served
 		"version below served":  frameOf(kmsg.NewPtrFetchRequest(), 3, 1),
 		"version above served":  frameOf(kmsg.NewPtrProduceRequest(), 13, 1),
 		"frame over the limit":  binary.BigEndian.AppendUint32(nil, 4097),

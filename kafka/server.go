@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/security"
 )
 
 // Config configures a Server. Zero values take the defaults noted.
@@ -35,6 +36,14 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives connection errors at debug level; nil logs none.
 	Logger *slog.Logger
+	// Auth, when set, authorizes the admin APIs (auth.go) for the
+	// principal Principal names; nil lets every caller do everything, as
+	// the gRPC front end does without TLS.
+	Auth *broker.Auth
+	// Principal is who the client of a connection is, for Auth. The
+	// listener has no TLS or SASL of its own yet, so whoever serves it
+	// says; nil is anonymous.
+	Principal func(net.Conn) security.Principal
 }
 
 const (
