@@ -74,7 +74,7 @@ func handleCreateTopics(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 			for _, e := range topicConfigs(c.s.b.TopicDefaults(), d) {
 				tc := kmsg.NewCreateTopicsResponseTopicConfig()
 				v := e.value
-				tc.Name, tc.Value, tc.ReadOnly, tc.Source = e.name, &v, e.readOnly, e.source
+				tc.Name, tc.Value, tc.ReadOnly, tc.Source = e.name, &v, e.readOnly, int8(e.source)
 				t.Configs = append(t.Configs, tc)
 			}
 		}

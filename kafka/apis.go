@@ -24,15 +24,20 @@ var apis map[int16]api
 func init() {
 	// Filled here, not in the declaration: ApiVersions reads the table.
 	apis = map[int16]api{
-		0:              {0, 12, handleProduce},         // 00_produce.go
-		1:              {4, 17, handleFetch},           // 01_fetch.go
-		2:              {1, 6, handleListOffsets},      // 02_list_offsets.go
-		3:              {0, 13, handleMetadata},        // 03_metadata.go
-		apiVersionsKey: {0, 4, handleApiVersions},      // 18_api_versions.go
-		10:             {0, 6, handleFindCoordinator},  // 10_find_coordinator.go
-		22:             {0, 5, handleInitProducerID},   // 22_init_producer_id.go
-		19:             {2, 7, handleCreateTopics},     // 19_create_topics.go
-		20:             {1, 6, handleDeleteTopics},     // 20_delete_topics.go
-		37:             {0, 3, handleCreatePartitions}, // 37_create_partitions.go
+		0:              {0, 12, handleProduce},        // 00_produce.go
+		1:              {4, 17, handleFetch},          // 01_fetch.go
+		2:              {1, 6, handleListOffsets},     // 02_list_offsets.go
+		3:              {0, 13, handleMetadata},       // 03_metadata.go
+		apiVersionsKey: {0, 4, handleApiVersions},     // 18_api_versions.go
+		10:             {0, 6, handleFindCoordinator}, // 10_find_coordinator.go
+		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
+
+		// Admin.
+		19: {2, 7, handleCreateTopics},            // 19_create_topics.go
+		20: {1, 6, handleDeleteTopics},            // 20_delete_topics.go
+		32: {1, 4, handleDescribeConfigs},         // 32_describe_configs.go
+		33: {0, 2, handleAlterConfigs},            // 33_alter_configs.go
+		37: {0, 3, handleCreatePartitions},        // 37_create_partitions.go
+		44: {0, 1, handleIncrementalAlterConfigs}, // 44_incremental_alter_configs.go
 	}
 }

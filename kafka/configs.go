@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
@@ -36,16 +37,13 @@ import (
 
 // Kafka's config sources and types (DescribeConfigs).
 const (
-	sourceTopic          int8 = 1 // DYNAMIC_TOPIC_CONFIG
-	sourceStaticBroker   int8 = 4 // STATIC_BROKER_CONFIG
-	sourceDefault        int8 = 5 // DEFAULT_CONFIG
-	typeBoolean          int8 = 1
-	typeString           int8 = 2
-	typeInt              int8 = 3
-	typeLong             int8 = 5
-	resourceTopic        int8 = 2
-	resourceBroker       int8 = 4
-	resourceBrokerLogger int8 = 8
+	sourceTopic        = kmsg.ConfigSourceDynamicTopicConfig
+	sourceStaticBroker = kmsg.ConfigSourceStaticBrokerConfig
+	sourceDefault      = kmsg.ConfigSourceDefaultConfig
+	typeBoolean        = kmsg.ConfigTypeBoolean
+	typeString         = kmsg.ConfigTypeString
+	typeInt            = kmsg.ConfigTypeInt
+	typeLong           = kmsg.ConfigTypeLong
 )
 
 // fixedTopicSettings are Kafka topic settings Strata has no key for
@@ -79,19 +77,19 @@ var readOnlyTopicKeys = map[string]bool{"replication.factor": true}
 // configEntry is one setting as DescribeConfigs shows it.
 type configEntry struct {
 	name, value string
-	source      int8
+	source      kmsg.ConfigSource
 	readOnly    bool
-	typ         int8
+	typ         kmsg.ConfigType
 	doc         string
 	synonyms    []configSynonym
 }
 
 type configSynonym struct {
 	name, value string
-	source      int8
+	source      kmsg.ConfigSource
 }
 
-func kafkaType(t string) int8 {
+func kafkaType(t string) kmsg.ConfigType {
 	switch t {
 	case "ms", "bytes":
 		return typeLong
@@ -156,7 +154,7 @@ func brokerConfigs(b *broker.Broker, kc Config) []configEntry {
 			doc: "The default of topic setting " + k.Name + ": " + k.Doc})
 	}
 	s := b.Settings()
-	static := func(name, value string, typ int8, doc string) {
+	static := func(name, value string, typ kmsg.ConfigType, doc string) {
 		out = append(out, configEntry{name: name, value: value, source: sourceStaticBroker, readOnly: true, typ: typ, doc: doc})
 	}
 	id := strconv.Itoa(int(b.ID()))
