@@ -5,6 +5,8 @@ package broker
 // DescribeConfigs and DescribeProducers).
 
 import (
+	"syscall"
+
 	"github.com/strata-log/strata/config"
 )
 
@@ -54,4 +56,16 @@ func (b *Broker) Producers(topic string, partition int32) ([]ProducerView, error
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// DataDirSpace returns the size of the file system holding the data dir
+// and the space on it available to the broker (what it checks produce
+// against: WithFreeSpace's function where a test sets one).
+func (b *Broker) DataDirSpace() (total, usable int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(b.cfg.DataDir, &st); err != nil {
+		return 0, 0, err
+	}
+	usable, err = b.freeSpace(b.cfg.DataDir)
+	return int64(st.Blocks) * st.Bsize, usable, err
 }

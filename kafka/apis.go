@@ -38,6 +38,12 @@ func init() {
 		32: {1, 4, handleDescribeConfigs},         // 32_describe_configs.go
 		33: {0, 2, handleAlterConfigs},            // 33_alter_configs.go
 		37: {0, 3, handleCreatePartitions},        // 37_create_partitions.go
+		29: {1, 3, handleDescribeACLs},            // 29_describe_acls.go
+		30: {1, 3, handleCreateACLs},              // 30_create_acls.go
+		31: {1, 3, handleDeleteACLs},              // 31_delete_acls.go
+		35: {1, 4, handleDescribeLogDirs},         // 35_describe_log_dirs.go
 		44: {0, 1, handleIncrementalAlterConfigs}, // 44_incremental_alter_configs.go
+		60: {0, 2, handleDescribeCluster},         // 60_describe_cluster.go
+		61: {0, 0, handleDescribeProducers},       // 61_describe_producers.go
 	}
 }

@@ -75,7 +75,7 @@ func (c *rawConn) closed(within time.Duration) {
 func wantKeys(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 	t.Helper()
 	want := []kmsg.ApiVersionsResponseApiKey{}
-	for _, k := range []int16{0, 1, 2, 3, 10, 18, 19, 20, 22, 32, 33, 37, 44} {
+	for _, k := range []int16{0, 1, 2, 3, 10, 18, 19, 20, 22, 29, 30, 31, 32, 33, 35, 37, 44, 60, 61} {
 		want = append(want, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: apis[k].min, MaxVersion: apis[k].max})
 	}
 	if !slices.EqualFunc(keys, want, func(a, b kmsg.ApiVersionsResponseApiKey) bool {
