@@ -137,6 +137,20 @@ func TestAdminOnAnyBroker(t *testing.T) {
 	if _, err := bs[0].DescribeTopic("fwd"); err != nil {
 		t.Fatalf("the controller: %v", err)
 	}
+	// Settings change through it too, in force on it when the answer
+	// comes; ACLs likewise.
+	alters, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.ms", Value: strp("60000")}}, "fwd")
+	if err != nil || alters[0].Err != nil {
+		t.Fatalf("alter through a non-controller broker: %v %+v", err, alters)
+	}
+	if d, _ := bs[1].DescribeTopic("fwd"); d.Overrides["segment.ms"] != "60000" {
+		t.Fatalf("after the alter the broker asked has %v", d.Overrides)
+	}
+	acls, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("fwd").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || acls[0].Err != nil || len(bs[1].ACLs("User:alice")) != 1 || len(bs[0].ACLs("User:alice")) != 1 {
+		t.Fatalf("create ACLs through a non-controller broker: %v %+v", err, acls)
+	}
+
 	seen := map[int64]bool{}
 	for _, b := range bs {
 		req := kmsg.NewPtrInitProducerIDRequest()
@@ -155,5 +169,14 @@ func TestAdminOnAnyBroker(t *testing.T) {
 		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil || r.Offset != int64(i) || r.ProducerID < 0 {
 			t.Fatalf("idempotent produce through a non-controller broker: offset %d, producer %d, %v", r.Offset, r.ProducerID, err)
 		}
+	}
+
+	// And deletion: gone from the broker asked when the answer comes.
+	dres, err := adm.DeleteTopics(ctx, "fwd")
+	if err != nil || dres["fwd"].Err != nil {
+		t.Fatalf("delete through a non-controller broker: %v %+v", err, dres)
+	}
+	if _, err := bs[1].DescribeTopic("fwd"); err == nil {
+		t.Fatal("the broker asked still has the deleted topic")
 	}
 }
