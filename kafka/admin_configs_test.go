@@ -3,6 +3,10 @@ package kafka
 import (
 	"bytes"
 	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/freeport"
 )
 
 // configOf finds key among a described resource's settings.
@@ -179,5 +187,85 @@ func TestBrokerConfigs(t *testing.T) {
 	resp, _ := raw.(*kmsg.DescribeConfigsResponse)
 	if err != nil || resp.Resources[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("describe broker 7 at broker 1: %+v %v", resp, err)
+	}
+}
+
+// startTieredBroker is startBroker with a directory object store, so
+// topics tier.
+func startTieredBroker(t *testing.T) *testBroker {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := config.DefaultBroker()
+	cfg.NodeID = 1
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.Listen = freeport.Loopback(t)
+	cfg.Raft.Listen = freeport.Loopback(t)
+	cfg.Gossip.Listen = freeport.Loopback(t)
+	cfg.Gossip.Profile = "local"
+	cfg.Admin.Listen = ""
+	cfg.ObjectStore.Type = config.ObjectStoreFS
+	cfg.ObjectStore.Path = filepath.Join(dir, "objects")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := broker.Start(testCtx(t), cfg, logger, noPeers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	srv, err := NewServer(b, Config{Advertise: lis.Addr().String(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(func() {
+		srv.Close()
+		b.Close()
+	})
+	return &testBroker{Broker: b, srv: srv, addr: lis.Addr().String()}
+}
+
+// TestRemoteStorageRefusalThroughKafka: switching remote.storage.enable
+// off on a topic whose history is in the bucket is refused by the broker;
+// through IncrementalAlterConfigs and AlterConfigs, validate-only or not,
+// the refusal is INVALID_CONFIG with the broker's message, and the topic
+// keeps remote storage.
+func TestRemoteStorageRefusalThroughKafka(t *testing.T) {
+	tb := startTieredBroker(t)
+	ctx := testCtx(t)
+	if _, err := tb.CreateTopic(ctx, "cold", 1, 1, map[string]string{"segment.bytes": "16KiB", "local.retention.bytes": "16KiB", "retention.ms": "-1"}); err != nil {
+		t.Fatal(err)
+	}
+	cl := tb.client(t, kgo.DefaultProduceTopic("cold"), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for i := range 200 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: bytes.Repeat([]byte{byte(i)}, 500)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "history in the cold tier and gone from local disk", func() bool {
+		d, err := tb.DescribeTopic("cold")
+		return err == nil && d.Partitions[0].LocalStartOffset > 50 && d.Partitions[0].ColdSegments > 2
+	})
+	adm := kadm.NewClient(cl)
+	off := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "remote.storage.enable", Value: strp("false")}}
+	for what, alter := range map[string]func() (kadm.AlterConfigsResponses, error){
+		"incremental":               func() (kadm.AlterConfigsResponses, error) { return adm.AlterTopicConfigs(ctx, off, "cold") },
+		"incremental validate-only": func() (kadm.AlterConfigsResponses, error) { return adm.ValidateAlterTopicConfigs(ctx, off, "cold") },
+		"replacing": func() (kadm.AlterConfigsResponses, error) {
+			all := append([]kadm.AlterConfig{{Name: "segment.bytes", Value: strp("16384")}, {Name: "local.retention.bytes", Value: strp("16384")},
+				{Name: "retention.ms", Value: strp("-1")}}, off...)
+			return adm.AlterTopicConfigsState(ctx, all, "cold")
+		},
+	} {
+		res, err := alter()
+		if err != nil || !errors.Is(res[0].Err, kerr.InvalidConfig) || !strings.Contains(res[0].ErrMessage, "remote.storage.enable") ||
+			!strings.Contains(res[0].ErrMessage, "partition 0") {
+			t.Errorf("%s: %v %+v; want INVALID_CONFIG with the broker's message", what, err, res)
+		}
+	}
+	if d, _ := tb.DescribeTopic("cold"); d.Config["remote.storage.enable"] != "true" {
+		t.Fatalf("after the refusals remote.storage.enable = %q", d.Config["remote.storage.enable"])
 	}
 }
