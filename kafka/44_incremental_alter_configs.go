@@ -8,7 +8,8 @@ package kafka
 // bucket holds the topic's data: INVALID_CONFIG with the broker's
 // message). A topic's settings change together or not at all.
 //
-// APPEND and SUBTRACT are INVALID_CONFIG: no Strata setting is a list. A
+// APPEND and SUBTRACT are INVALID_CONFIG: no Strata setting is a list;
+// so is DELETE of replication.factor, which is fixed at creation. A
 // name given twice for one resource, or an unknown operation, is
 // INVALID_REQUEST. validate_only checks as the change would
 // (broker.ValidateTopicConfig) and changes nothing. Broker settings are
@@ -58,6 +59,9 @@ func incrementalAlter(ctx context.Context, c *conn, rr kmsg.IncrementalAlterConf
 		case kmsg.IncrementalAlterConfigOpSet:
 			names, values = append(names, rc.Name), append(values, rc.Value)
 		case kmsg.IncrementalAlterConfigOpDelete:
+			if readOnlyTopicKeys[rc.Name] {
+				return kerr.InvalidConfig.Code, fmt.Sprintf("%s is read-only: it is fixed when the topic is created", rc.Name)
+			}
 			if _, fixed := fixedTopicSettings[rc.Name]; !fixed {
 				del = append(del, rc.Name)
 			}

@@ -116,6 +116,7 @@ func TestTopicConfigs(t *testing.T) {
 		{"unknown key", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "compression.type", Value: strp("zstd")}}, kerr.InvalidConfig, "compression.type"},
 		{"compaction", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: strp("compact")}}, kerr.InvalidConfig, "cleanup.policy"},
 		{"replication factor", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "replication.factor", Value: strp("3")}}, kerr.InvalidConfig, "replication.factor"},
+		{"replication factor deleted", []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "replication.factor"}}, kerr.InvalidConfig, "replication.factor"},
 		{"twice", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.ms", Value: strp("60000")}, {Op: kadm.SetConfig, Name: "segment.ms", Value: strp("70000")}}, kerr.InvalidRequest, "segment.ms"},
 	}
 	for _, r := range refusals {
