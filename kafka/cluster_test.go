@@ -1,15 +1,18 @@
 package kafka
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -137,6 +140,12 @@ func TestAdminOnAnyBroker(t *testing.T) {
 	if _, err := bs[0].DescribeTopic("fwd"); err != nil {
 		t.Fatalf("the controller: %v", err)
 	}
+	// The controller's refusals come back as they are.
+	again, err := adm.CreateTopics(ctx, 1, 1, nil, "fwd")
+	if err != nil || !errors.Is(again["fwd"].Err, kerr.TopicAlreadyExists) || !strings.Contains(again["fwd"].ErrMessage, "fwd") {
+		t.Fatalf("create fwd again through a non-controller broker: %v %+v", err, again)
+	}
+
 	// Settings change through it too, in force on it when the answer
 	// comes; ACLs likewise.
 	alters, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.ms", Value: strp("60000")}}, "fwd")
