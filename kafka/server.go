@@ -36,7 +36,7 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives connection errors at debug level; nil logs none.
 	Logger *slog.Logger
-	// Auth, when set, authorizes the admin APIs (auth.go) for the
+	// Auth, when set, authorizes the admin APIs (admin_auth.go) for the
 	// principal Principal names; nil lets every caller do everything, as
 	// the gRPC front end does without TLS.
 	Auth *broker.Auth
