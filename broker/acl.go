@@ -1,9 +1,9 @@
 package broker
 
 // ACL admin. ACLs live in the cluster metadata, so writes go through the
-// controller like topic admin; a broker that is not the controller answers
-// UNAVAILABLE naming it (clusterError), which the API forwards. Reads are
-// local: every broker holds the whole metadata.
+// controller like topic admin; a broker that is not the controller passes
+// them on to it (controller.go) and returns once it has applied them too.
+// Reads are local: every broker holds the whole metadata.
 
 import (
 	"context"
@@ -20,6 +20,19 @@ import (
 // call with INVALID_REQUEST. On success the ACLs are in force on the
 // controller; the other brokers apply them as the metadata reaches them.
 func (b *Broker) AddACLs(ctx context.Context, acls []security.ACL) error {
+	_, err := forward(b, ctx, func() (struct{}, error) {
+		return struct{}{}, b.addACLs(ctx, acls)
+	}, func(c ControllerClient) (struct{}, error) {
+		if err := c.AddACLs(ctx, acls); err != nil {
+			return struct{}{}, err
+		}
+		b.aclsApplied(ctx, acls, true)
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (b *Broker) addACLs(ctx context.Context, acls []security.ACL) error {
 	if b.replica != nil {
 		return errReadReplica("change ACLs")
 	}
@@ -36,6 +49,18 @@ func (b *Broker) AddACLs(ctx context.Context, acls []security.ACL) error {
 // many it removed; one that is not stored is not an error. An invalid ACL
 // refuses the call with INVALID_REQUEST and removes nothing.
 func (b *Broker) RemoveACLs(ctx context.Context, acls []security.ACL) (int, error) {
+	return forward(b, ctx, func() (int, error) {
+		return b.removeACLs(ctx, acls)
+	}, func(c ControllerClient) (int, error) {
+		n, err := c.RemoveACLs(ctx, acls)
+		if err == nil {
+			b.aclsApplied(ctx, acls, false)
+		}
+		return n, err
+	})
+}
+
+func (b *Broker) removeACLs(ctx context.Context, acls []security.ACL) (int, error) {
 	if b.replica != nil {
 		return 0, errReadReplica("change ACLs")
 	}

@@ -27,20 +27,69 @@ import (
 // that would put more partition replicas on a broker than the limit allows
 // (limits.go) is refused.
 func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error) {
+	return forward(b, ctx, func() (TopicDescription, error) {
+		return b.createTopic(ctx, name, partitions, replicationFactor, overrides)
+	}, func(c ControllerClient) (TopicDescription, error) {
+		d, err := c.CreateTopic(ctx, name, partitions, replicationFactor, overrides)
+		if err != nil {
+			return d, err
+		}
+		return b.describeApplied(ctx, d), nil
+	})
+}
+
+func (b *Broker) createTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error) {
+	nt, err := b.newTopic(name, partitions, replicationFactor, overrides)
+	if err != nil {
+		return TopicDescription{}, err
+	}
+	t, err := b.meta.CreateTopic(ctx, name, nt.partitions, nt.cfg.ReplicationFactor, nt.overrides)
+	if err != nil {
+		return TopicDescription{}, clusterError(err)
+	}
+	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
+		return TopicDescription{}, err
+	}
+	b.awaitTierLoaded(ctx, t.ID, time.Second)
+	return b.describe(t), nil
+}
+
+// ValidateCreateTopic answers as CreateTopic would, creating nothing: nil
+// for a topic CreateTopic would create now (as this broker's metadata has
+// it), else CreateTopic's refusal, TOPIC_ALREADY_EXISTS included.
+func (b *Broker) ValidateCreateTopic(name string, partitions, replicationFactor int32, overrides map[string]string) error {
+	if _, err := b.newTopic(name, partitions, replicationFactor, overrides); err != nil {
+		return err
+	}
+	if t, ok := b.meta.Metadata().Topic(name); ok {
+		return refuse(ReasonTopicAlreadyExists, nil, "topic %q already exists (id %s)", name, t.ID).with("topic_id", t.ID)
+	}
+	return nil
+}
+
+// newTopic is a topic CreateTopic is asked for, checked: its partition
+// count, settings and overrides in canonical form.
+type newTopic struct {
+	partitions int32
+	cfg        config.Topic
+	overrides  map[string]string
+}
+
+func (b *Broker) newTopic(name string, partitions, replicationFactor int32, overrides map[string]string) (newTopic, error) {
 	if b.replica != nil {
-		return TopicDescription{}, errReadReplica("create topics")
+		return newTopic{}, errReadReplica("create topics")
 	}
 	if err := cluster.ValidateTopicName(name); err != nil {
-		return TopicDescription{}, refuse(ReasonInvalidTopicName, err, "%v", err)
+		return newTopic{}, refuse(ReasonInvalidTopicName, err, "%v", err)
 	}
 	if partitions == 0 {
 		partitions = 1
 	}
 	if partitions < 0 || partitions > cluster.MaxPartitions {
-		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "partitions %d: want 1 to %d (cluster.MaxPartitions), or 0 for 1", partitions, cluster.MaxPartitions)
+		return newTopic{}, refuse(ReasonInvalidRequest, nil, "partitions %d: want 1 to %d (cluster.MaxPartitions), or 0 for 1", partitions, cluster.MaxPartitions)
 	}
 	if err := checkReplicationFactor(replicationFactor); err != nil {
-		return TopicDescription{}, err
+		return newTopic{}, err
 	}
 	overrides = maps.Clone(overrides)
 	if overrides == nil {
@@ -50,10 +99,10 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, repli
 		if v, ok := overrides["replication.factor"]; ok {
 			given := config.DefaultTopic()
 			if err := given.Set("replication.factor", v); err != nil {
-				return TopicDescription{}, configError(err)
+				return newTopic{}, configError(err)
 			}
 			if given.ReplicationFactor != int(replicationFactor) {
-				return TopicDescription{}, refuse(ReasonInvalidRequest, nil,
+				return newTopic{}, refuse(ReasonInvalidRequest, nil,
 					"replication_factor %d and the setting replication.factor=%s disagree: give one of them, or the same value in both", replicationFactor, v).
 					with("replication_factor", itoa(int64(replicationFactor))).with("key", "replication.factor").with("value", v)
 			}
@@ -62,24 +111,16 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions, repli
 	}
 	cfg, err := b.defaults.With(overrides)
 	if err != nil {
-		return TopicDescription{}, configError(err)
+		return newTopic{}, configError(err)
 	}
 	canonical, err := canonicalOverrides(cfg, overrides)
 	if err != nil {
-		return TopicDescription{}, configError(err)
+		return newTopic{}, configError(err)
 	}
 	if err := b.checkReplicaBudget(name, partitions, cfg.ReplicationFactor); err != nil {
-		return TopicDescription{}, err
+		return newTopic{}, err
 	}
-	t, err := b.meta.CreateTopic(ctx, name, partitions, cfg.ReplicationFactor, canonical)
-	if err != nil {
-		return TopicDescription{}, clusterError(err)
-	}
-	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
-		return TopicDescription{}, err
-	}
-	b.awaitTierLoaded(ctx, t.ID, time.Second)
-	return b.describe(t), nil
+	return newTopic{partitions: partitions, cfg: cfg, overrides: canonical}, nil
 }
 
 // checkReplicationFactor refuses a negative replication factor: 0 asks for
@@ -116,7 +157,18 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	}
 	t, ok := b.meta.Metadata().Topic(name)
 	if err := b.meta.DeleteTopic(ctx, name); err != nil {
-		return clusterError(err)
+		c := b.controllerFor(ctx, err)
+		if c == nil {
+			return clusterError(err)
+		}
+		if err := c.DeleteTopic(ctx, name); err != nil {
+			return err
+		}
+		b.awaitApplied(ctx, func(m *cluster.Metadata) bool {
+			now, there := m.Topic(name)
+			return !there || !ok || now.ID != t.ID
+		})
+		return nil
 	}
 	if ok && b.store != nil {
 		b.goLoop(func() {
@@ -142,6 +194,18 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 // empty), with the partitions and settings its manifests recorded; its
 // leaders then continue the log where the cold tier ends.
 func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error) {
+	return forward(b, ctx, func() (TopicDescription, error) {
+		return b.restoreTopic(ctx, name, id, replicationFactor)
+	}, func(c ControllerClient) (TopicDescription, error) {
+		d, err := c.RestoreTopic(ctx, name, id, replicationFactor, RestoreCopy{})
+		if err != nil {
+			return d, err
+		}
+		return b.describeApplied(ctx, d), nil
+	})
+}
+
+func (b *Broker) restoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error) {
 	if b.replica != nil {
 		return TopicDescription{}, errReadReplica("restore topics")
 	}
@@ -224,37 +288,23 @@ func (b *Broker) restoreLiveError(ctx context.Context, t *cluster.TopicInfo) err
 // answers TIMEOUT (retriable) naming the partitions whose manifests lack
 // them; the change itself is made and in force.
 func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
-	if b.replica != nil {
-		return TopicDescription{}, errReadReplica("alter topic settings")
-	}
-	t, ok := b.topicMetadata(name).Topic(name)
-	if !ok {
-		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
-	}
-	next := maps.Clone(t.Config)
-	maps.Copy(next, set)
-	for _, k := range del {
-		if _, err := config.DefaultTopic().Get(k); err != nil {
-			return TopicDescription{}, configError(err)
+	return forward(b, ctx, func() (TopicDescription, error) {
+		return b.alterTopicConfig(ctx, name, set, del)
+	}, func(c ControllerClient) (TopicDescription, error) {
+		d, err := c.AlterTopicConfig(ctx, name, set, del)
+		if err != nil {
+			return d, err
 		}
-		delete(next, k)
-	}
-	if rf, ok := next["replication.factor"]; ok && rf != t.Config["replication.factor"] {
-		return TopicDescription{}, refuse(ReasonInvalidConfig, nil, "replication.factor of an existing topic cannot be changed by altering its settings").
-			with("key", "replication.factor").with("value", rf).with("allowed", t.Config["replication.factor"])
-	}
-	cfg, err := b.defaults.With(next)
+		return b.describeApplied(ctx, d), nil
+	})
+}
+
+func (b *Broker) alterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error) {
+	canonical, err := b.topicConfigChange(ctx, name, set, del)
 	if err != nil {
-		return TopicDescription{}, configError(err)
-	}
-	if err := b.checkRemoteDisable(ctx, t, cfg); err != nil {
 		return TopicDescription{}, err
 	}
-	canonical, err := canonicalOverrides(cfg, set)
-	if err != nil {
-		return TopicDescription{}, configError(err)
-	}
-	t, err = b.meta.AlterTopicConfig(ctx, name, canonical, del)
+	t, err := b.meta.AlterTopicConfig(ctx, name, canonical, del)
 	if err != nil {
 		return TopicDescription{}, clusterError(err)
 	}
@@ -265,6 +315,49 @@ func (b *Broker) AlterTopicConfig(ctx context.Context, name string, set map[stri
 		return TopicDescription{}, err
 	}
 	return b.describe(t), nil
+}
+
+// ValidateTopicConfig answers as AlterTopicConfig would, changing
+// nothing: nil for a change it would make now, else its refusal.
+func (b *Broker) ValidateTopicConfig(ctx context.Context, name string, set map[string]string, del []string) error {
+	_, err := b.topicConfigChange(ctx, name, set, del)
+	return err
+}
+
+// topicConfigChange checks a change of a topic's settings and returns the
+// settings to set, in canonical form.
+func (b *Broker) topicConfigChange(ctx context.Context, name string, set map[string]string, del []string) (map[string]string, error) {
+	if b.replica != nil {
+		return nil, errReadReplica("alter topic settings")
+	}
+	t, ok := b.topicMetadata(name).Topic(name)
+	if !ok {
+		return nil, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
+	}
+	next := maps.Clone(t.Config)
+	maps.Copy(next, set)
+	for _, k := range del {
+		if _, err := config.DefaultTopic().Get(k); err != nil {
+			return nil, configError(err)
+		}
+		delete(next, k)
+	}
+	if rf, ok := next["replication.factor"]; ok && rf != t.Config["replication.factor"] {
+		return nil, refuse(ReasonInvalidConfig, nil, "replication.factor of an existing topic cannot be changed by altering its settings").
+			with("key", "replication.factor").with("value", rf).with("allowed", t.Config["replication.factor"])
+	}
+	cfg, err := b.defaults.With(next)
+	if err != nil {
+		return nil, configError(err)
+	}
+	if err := b.checkRemoteDisable(ctx, t, cfg); err != nil {
+		return nil, err
+	}
+	canonical, err := canonicalOverrides(cfg, set)
+	if err != nil {
+		return nil, configError(err)
+	}
+	return canonical, nil
 }
 
 // ListTopics lists every topic.
@@ -390,6 +483,15 @@ func (b *Broker) Cluster(topics []string) ClusterView {
 // name breaking the rules (cluster.ValidateGroupName) is INVALID_REQUEST,
 // and so is a commit that would create a group beyond limits.max_groups.
 func (b *Broker) CommitOffsets(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error {
+	_, err := forward(b, ctx, func() (struct{}, error) {
+		return struct{}{}, b.commitOffsetsCall(ctx, group, memberID, memberEpoch, offsets)
+	}, func(c ControllerClient) (struct{}, error) {
+		return struct{}{}, c.CommitOffsets(ctx, group, memberID, memberEpoch, offsets)
+	})
+	return err
+}
+
+func (b *Broker) commitOffsetsCall(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error {
 	if b.replica != nil {
 		return errReadReplica("commit consumer offsets (they live in the writing cluster's metadata)")
 	}
@@ -448,6 +550,14 @@ func (b *Broker) commitOffsets(ctx context.Context, group string, reqs []cluster
 // own state could show positions older than those committed since); any
 // other broker answers not-the-controller and the call is forwarded.
 func (b *Broker) FetchOffsets(ctx context.Context, group string, partitions []TopicPartition) ([]CommittedOffset, error) {
+	return forward(b, ctx, func() ([]CommittedOffset, error) {
+		return b.fetchOffsets(ctx, group, partitions)
+	}, func(c ControllerClient) ([]CommittedOffset, error) {
+		return c.FetchOffsets(ctx, group, partitions)
+	})
+}
+
+func (b *Broker) fetchOffsets(ctx context.Context, group string, partitions []TopicPartition) ([]CommittedOffset, error) {
 	if b.replica != nil {
 		return nil, nil // committed offsets live in the writing cluster's metadata
 	}

@@ -5,8 +5,8 @@ package broker
 // Raft state whenever it changes (cluster.Node.SaveGroupMembership) before
 // any answer that depends on it leaves; committed offsets live in the Raft
 // state too. A controller starting a term resumes every group from there.
-// Any other broker refuses group calls as not the controller, and the rpc
-// layer forwards them there; a controller answers reads (members, committed
+// Any other broker passes group calls on to the controller (controller.go);
+// a controller answers reads (members, committed
 // offsets) only after confirming through Raft that it still is one.
 
 import (
@@ -39,7 +39,7 @@ type groupCoordination struct {
 }
 
 // coordinator returns the group coordinator, or the not-the-controller
-// error the rpc layer forwards.
+// error on which the call is passed on to the controller (controller.go).
 func (b *Broker) coordinator(ctx context.Context) (*group.Coordinator, error) {
 	if b.replica != nil {
 		return nil, errReadReplica("coordinate consumer groups (they live in the writing cluster)")
@@ -126,6 +126,14 @@ type GroupAnswer struct {
 // applied before it returns, so a partition's previous owner's last commit
 // is there by the time the partition is granted.
 func (b *Broker) GroupHeartbeat(ctx context.Context, hb group.Heartbeat) (GroupAnswer, error) {
+	return forward(b, ctx, func() (GroupAnswer, error) {
+		return b.groupHeartbeatAnswer(ctx, hb)
+	}, func(c ControllerClient) (GroupAnswer, error) {
+		return c.GroupHeartbeat(ctx, hb)
+	})
+}
+
+func (b *Broker) groupHeartbeatAnswer(ctx context.Context, hb group.Heartbeat) (GroupAnswer, error) {
 	ans, err := b.groupHeartbeat(ctx, hb)
 	if err != nil {
 		return GroupAnswer{}, err
@@ -225,6 +233,14 @@ type GroupSummary = group.Summary
 // ListGroups returns every group with members or committed offsets, by
 // name.
 func (b *Broker) ListGroups(ctx context.Context) ([]GroupSummary, error) {
+	return forward(b, ctx, func() ([]GroupSummary, error) {
+		return b.listGroups(ctx)
+	}, func(c ControllerClient) ([]GroupSummary, error) {
+		return c.ListGroups(ctx)
+	})
+}
+
+func (b *Broker) listGroups(ctx context.Context) ([]GroupSummary, error) {
 	c, err := b.verifiedCoordinator(ctx)
 	if err != nil {
 		return nil, err
@@ -252,6 +268,14 @@ type GroupDescription struct {
 // DescribeGroup returns a group's members and committed offsets;
 // GROUP_NOT_FOUND when it has neither.
 func (b *Broker) DescribeGroup(ctx context.Context, name string) (GroupDescription, error) {
+	return forward(b, ctx, func() (GroupDescription, error) {
+		return b.describeGroup(ctx, name)
+	}, func(c ControllerClient) (GroupDescription, error) {
+		return c.DescribeGroup(ctx, name)
+	})
+}
+
+func (b *Broker) describeGroup(ctx context.Context, name string) (GroupDescription, error) {
 	if err := validGroupName(name); err != nil {
 		return GroupDescription{}, err
 	}
@@ -276,6 +300,14 @@ func (b *Broker) DescribeGroup(ctx context.Context, name string) (GroupDescripti
 // ResetGroupOffsets commits positions for a group while it has no members;
 // force removes its members first. It returns how many were removed.
 func (b *Broker) ResetGroupOffsets(ctx context.Context, name string, offsets []CommittedOffset, force bool) (int, error) {
+	return forward(b, ctx, func() (int, error) {
+		return b.resetGroupOffsets(ctx, name, offsets, force)
+	}, func(c ControllerClient) (int, error) {
+		return c.ResetGroupOffsets(ctx, name, offsets, force)
+	})
+}
+
+func (b *Broker) resetGroupOffsets(ctx context.Context, name string, offsets []CommittedOffset, force bool) (int, error) {
 	if err := validGroupName(name); err != nil {
 		return 0, err
 	}
@@ -300,6 +332,14 @@ func (b *Broker) ResetGroupOffsets(ctx context.Context, name string, offsets []C
 // DeleteGroup removes a group's committed offsets while it has no members;
 // force removes its members first.
 func (b *Broker) DeleteGroup(ctx context.Context, name string, force bool) (int, error) {
+	return forward(b, ctx, func() (int, error) {
+		return b.deleteGroup(ctx, name, force)
+	}, func(c ControllerClient) (int, error) {
+		return c.DeleteGroup(ctx, name, force)
+	})
+}
+
+func (b *Broker) deleteGroup(ctx context.Context, name string, force bool) (int, error) {
 	if err := validGroupName(name); err != nil {
 		return 0, err
 	}

@@ -36,6 +36,11 @@ type Peers interface {
 	// broker, and the controller registers its addresses or gives it a
 	// vote, only once its claim is proven.
 	VerifyBroker(ctx context.Context, claim BrokerIdentity) error
+	// Controller returns a client of the controller, broker to, to pass
+	// on a call only the controller can answer (controller.go): it names
+	// the principal of ctx on each call and marks the call forwarded, so
+	// the controller checks that principal and does not pass it on again.
+	Controller(to Peer) (ControllerClient, error)
 	// Close ends every connection.
 	Close() error
 }

@@ -79,8 +79,23 @@ const (
 
 // InitProducer gives an idempotent producer its identity: an id no other
 // producer of the cluster has had, and epoch 0. Only the controller hands
-// out ids; another broker answers UNAVAILABLE naming it.
+// out ids; another broker passes the call on to it (controller.go).
 func (b *Broker) InitProducer(ctx context.Context) (id int64, epoch int16, err error) {
+	type ide struct {
+		id    int64
+		epoch int16
+	}
+	v, err := forward(b, ctx, func() (ide, error) {
+		id, epoch, err := b.initProducer(ctx)
+		return ide{id, epoch}, err
+	}, func(c ControllerClient) (ide, error) {
+		id, epoch, err := c.InitProducer(ctx)
+		return ide{id, epoch}, err
+	})
+	return v.id, v.epoch, err
+}
+
+func (b *Broker) initProducer(ctx context.Context) (id int64, epoch int16, err error) {
 	if b.replica != nil {
 		return 0, 0, errReadReplica("assign producer ids")
 	}

@@ -65,6 +65,18 @@ func (rc RestoreCopy) cut() (tiering.RestoreCut, error) {
 // before the first record, offset 0) is refused: there is nothing to
 // restore.
 func (b *Broker) RestoreTopicCopy(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy) (TopicDescription, error) {
+	return forward(b, ctx, func() (TopicDescription, error) {
+		return b.restoreTopicCopy(ctx, name, id, replicationFactor, rc)
+	}, func(c ControllerClient) (TopicDescription, error) {
+		d, err := c.RestoreTopic(ctx, name, id, replicationFactor, rc)
+		if err != nil {
+			return d, err
+		}
+		return b.describeApplied(ctx, d), nil
+	})
+}
+
+func (b *Broker) restoreTopicCopy(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy) (TopicDescription, error) {
 	cut, err := rc.cut()
 	if err != nil {
 		return TopicDescription{}, err

@@ -32,7 +32,12 @@ func (b *Broker) SetSCRAMCredential(ctx context.Context, user, mechanism string,
 		return refuse(ReasonInvalidRequest, err, "%v", err)
 	}
 	cred := cluster.SCRAMCredential{Salt: salt, Iterations: iterations, StoredKey: stored, ServerKey: server}
-	return scramError(b.meta.SetSCRAMCredential(ctx, user, mechanism, cred))
+	_, err = forward(b, ctx, func() (struct{}, error) {
+		return struct{}{}, scramError(b.meta.SetSCRAMCredential(ctx, user, mechanism, cred))
+	}, func(c ControllerClient) (struct{}, error) {
+		return struct{}{}, c.SetSCRAMCredential(ctx, user, mechanism, salt, iterations, saltedPassword)
+	})
+	return err
 }
 
 // DeleteSCRAMCredential removes user's credential for mechanism. One that
@@ -41,7 +46,12 @@ func (b *Broker) DeleteSCRAMCredential(ctx context.Context, user, mechanism stri
 	if b.replica != nil {
 		return errReadReplica("change SCRAM credentials")
 	}
-	return scramError(b.meta.DeleteSCRAMCredential(ctx, user, mechanism))
+	_, err := forward(b, ctx, func() (struct{}, error) {
+		return struct{}{}, scramError(b.meta.DeleteSCRAMCredential(ctx, user, mechanism))
+	}, func(c ControllerClient) (struct{}, error) {
+		return struct{}{}, c.DeleteSCRAMCredential(ctx, user, mechanism)
+	})
+	return err
 }
 
 // SCRAMCredential returns user's credential for mechanism as this broker

@@ -83,8 +83,8 @@ var (
 )
 
 // NotControllerError is returned for writes sent to a broker that is not the
-// controller. It matches ErrNotController with errors.Is. Forwarding to the
-// controller arrives later; until then the caller retries there.
+// controller. It matches ErrNotController with errors.Is. The broker passes
+// such a call on to the controller it names (broker/controller.go).
 type NotControllerError struct {
 	// ControllerID is the broker id of the controller, or -1 when no
 	// controller is known (an election is under way).

@@ -17,8 +17,12 @@ package kafka
 // it published in the cluster metadata, this one at its own (brokers.go).
 // A partition led by a broker without a Kafka listener names that leader
 // all the same; the client finds no address for it and waits and
-// refreshes until leadership moves. Authorized operations (v8+) are not computed
-// (left at Kafka's "not asked" value); no cluster id is given.
+// refreshes until leadership moves. The controller named is this broker:
+// it passes controller work (topic admin, producer ids) on to the real one
+// (broker/controller.go), so admin clients, which send such work to the
+// controller, need no address but this one. Authorized operations (v8+)
+// are not computed (left at Kafka's "not asked" value); no cluster id is
+// given.
 //
 // With authentication (auth.go) a principal sees what gRPC's metadata
 // shows it (broker.Visibility): every topic lists only those it has some
@@ -41,7 +45,9 @@ func handleMetadata(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Respo
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	view := c.s.b.Cluster(nil)
-	resp.ControllerID = view.ControllerID
+	// The controller is this broker: it passes controller work on to the
+	// real one (broker/controller.go), as a KRaft broker names any broker.
+	resp.ControllerID = c.s.b.ID()
 
 	for _, e := range c.s.kafkaBrokers(view) {
 		mb := kmsg.NewMetadataResponseBroker()

@@ -10,9 +10,10 @@ package kafka
 // Transactions are not served: a request with a transactional id is
 // refused at once with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and its
 // message says Strata has no transactions, so a transactional producer
-// fails clearly instead of waiting. Only the controller hands out ids:
-// another broker answers BROKER_NOT_AVAILABLE (the gRPC front end forwards
-// to the controller; this one does not yet).
+// fails clearly instead of waiting. Only the controller hands out ids, and
+// any other broker passes the call on to it (broker/controller.go), so
+// every broker answers. Should the controller move while the call is on
+// its way, the answer is BROKER_NOT_AVAILABLE (retriable).
 
 import (
 	"context"

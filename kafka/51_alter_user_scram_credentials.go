@@ -17,9 +17,10 @@ package kafka
 //     DUPLICATE_RESOURCE;
 //   - deleting a credential that is not stored: RESOURCE_NOT_FOUND.
 //
-// Deletions are made before upsertions. Credentials are controller writes:
-// another broker answers NOT_CONTROLLER (forwarding comes with the broker
-// core's, as for the other controller writes on this listener).
+// Deletions are made before upsertions. Credentials are controller writes,
+// which any broker passes on to the controller (broker/controller.go);
+// NOT_CONTROLLER is left for a change the controller could not be reached
+// for.
 
 import (
 	"context"
@@ -107,8 +108,8 @@ func handleAlterSCRAM(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Res
 }
 
 // alterSCRAMCode is the Kafka code of a broker's refusal of a credential
-// change: NOT_CONTROLLER when this broker is not the controller (a Kafka
-// admin client then finds the controller in Metadata), and
+// change: NOT_CONTROLLER when this broker is not the controller and could
+// not pass the change on (a Kafka admin client retries), and
 // UNACCEPTABLE_CREDENTIAL for a credential the broker refuses as invalid.
 func alterSCRAMCode(err error) int16 {
 	var nc *cluster.NotControllerError

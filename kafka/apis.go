@@ -50,5 +50,19 @@ func init() {
 		36: {0, 2, handleSASLAuth},      // 36_sasl_authenticate.go
 		50: {0, 0, handleDescribeSCRAM}, // 50_describe_user_scram_credentials.go
 		51: {0, 0, handleAlterSCRAM},    // 51_alter_user_scram_credentials.go
+
+		// Admin.
+		19: {2, 7, handleCreateTopics},            // 19_create_topics.go
+		20: {1, 6, handleDeleteTopics},            // 20_delete_topics.go
+		32: {1, 4, handleDescribeConfigs},         // 32_describe_configs.go
+		33: {0, 2, handleAlterConfigs},            // 33_alter_configs.go
+		37: {0, 3, handleCreatePartitions},        // 37_create_partitions.go
+		29: {1, 3, handleDescribeACLs},            // 29_describe_acls.go
+		30: {1, 3, handleCreateACLs},              // 30_create_acls.go
+		31: {1, 3, handleDeleteACLs},              // 31_delete_acls.go
+		35: {1, 4, handleDescribeLogDirs},         // 35_describe_log_dirs.go
+		44: {0, 1, handleIncrementalAlterConfigs}, // 44_incremental_alter_configs.go
+		60: {0, 2, handleDescribeCluster},         // 60_describe_cluster.go
+		61: {0, 0, handleDescribeProducers},       // 61_describe_producers.go
 	}
 }

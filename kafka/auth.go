@@ -68,6 +68,22 @@ var authorization = map[int16]string{
 	47: "admin on the group, read on each topic (47_offset_delete.go)",
 	68: "read on the group and on every topic subscribed (68_consumer_group_heartbeat.go)",
 	69: "read on each group; GROUP_AUTHORIZATION_FAILED for it otherwise (69_consumer_group_describe.go)",
+	// Admin, as the gRPC admin calls (admin_auth.go): admin on a topic to
+	// create, delete or alter it; any permission on it to describe its
+	// settings; read on it for its producers; admin on the cluster for
+	// ACLs, broker settings and log dirs.
+	19: "admin on each topic created (19_create_topics.go)",
+	20: "admin on each topic deleted (20_delete_topics.go)",
+	29: "admin on the cluster (29_describe_acls.go)",
+	30: "admin on the cluster (30_create_acls.go)",
+	31: "admin on the cluster (31_delete_acls.go)",
+	32: "any permission on each topic; admin on the cluster for broker settings (32_describe_configs.go)",
+	33: "admin on each topic altered (33_alter_configs.go)",
+	35: "admin on the cluster (35_describe_log_dirs.go)",
+	37: "admin on each topic (37_create_partitions.go)",
+	44: "admin on each topic altered (44_incremental_alter_configs.go)",
+	60: "an authenticated caller, as ClusterStatus (60_describe_cluster.go)",
+	61: "read on each topic (61_describe_producers.go)",
 	36: "anyone, before authentication (36_sasl_authenticate.go)",
 	50: "admin on the cluster; CLUSTER_AUTHORIZATION_FAILED otherwise (50_describe_user_scram_credentials.go)",
 	51: "admin on the cluster; CLUSTER_AUTHORIZATION_FAILED for every user otherwise (51_alter_user_scram_credentials.go)",

@@ -127,7 +127,7 @@ func TestConnectionRules(t *testing.T) {
 	})
 	metadata := frameOf(kmsg.NewPtrMetadataRequest(), 12, 1)
 	cases := map[string][]byte{
-		"unknown API key":       frameOf(kmsg.NewPtrCreateTopicsRequest(), 7, 1),
+		"unknown API key":       frameOf(kmsg.NewPtrEnvelopeRequest(), 0, 1), // brokers-only: never served
 		"version below served":  frameOf(kmsg.NewPtrFetchRequest(), 3, 1),
 		"version above served":  frameOf(kmsg.NewPtrProduceRequest(), 13, 1),
 		"frame over the limit":  binary.BigEndian.AppendUint32(nil, 4097),

@@ -24,8 +24,9 @@ func (noPeers) Close() error                                               { ret
 
 type testBroker struct {
 	*broker.Broker
-	srv  *Server
-	addr string // the Kafka listener's
+	srv    *Server
+	addr   string // the Kafka listener's
+	gossip string // the gossip listener's, for brokers joining (cluster_test.go)
 }
 
 func testCtx(t testing.TB) context.Context {

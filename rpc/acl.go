@@ -1,9 +1,8 @@
 package rpc
 
 // ACL admin: straight translations, like the topic admin in admin.go. A
-// create or delete that reaches a broker other than the controller comes
-// back from the broker as UNAVAILABLE naming the controller, and the
-// forwarding interceptor re-issues it there.
+// create or delete that reaches a broker other than the controller is
+// passed on to the controller by the broker (broker/controller.go).
 
 import (
 	"context"

@@ -279,22 +279,28 @@ func TestIdempotentLogAppendTime(t *testing.T) {
 	}
 }
 
-// TestInitProducerNeedsTheController: a broker that is not the controller
-// refuses to hand out producer ids and names the controller; its API
-// forwards the call there.
+// TestInitProducerNeedsTheController: only the controller hands out
+// producer ids; a broker that is not the controller passes the call on to
+// it, from its own method (any front end) as from its API.
 func TestInitProducerNeedsTheController(t *testing.T) {
 	dir := t.TempDir()
 	b1 := startBroker(t, brokerConfig(t, 1, filepath.Join(dir, "b1")))
 	b2 := joinSecondBroker(t, b1, brokerConfig(t, 2, filepath.Join(dir, "b2")))
 	first := initProducer(t, b1)
 
-	_, _, err := b2.InitProducer(testCtx(t))
+	second, _, err := b2.InitProducer(testCtx(t))
+	if err != nil || second <= first {
+		t.Fatalf("InitProducer on broker 2: %d, %v; want an id after %d", second, err, first)
+	}
+	// Marked as passed on already, the call is not passed on again: the
+	// refusal names the controller.
+	_, _, err = b2.InitProducer(broker.Forwarded(testCtx(t)))
 	var be *broker.Error
 	if !errors.As(err, &be) || be.Reason != broker.ReasonUnavailable || !be.Retriable() || be.Meta["controller_address"] != b1.addr {
-		t.Fatalf("InitProducer on a follower: %v", err)
+		t.Fatalf("a forwarded InitProducer on broker 2: %v; want UNAVAILABLE naming the controller", err)
 	}
-	if id := initProducer(t, b2); id <= first {
-		t.Fatalf("producer id %d through broker 2, after %d", id, first)
+	if id := initProducer(t, b2); id <= second {
+		t.Fatalf("producer id %d through broker 2's API, after %d", id, second)
 	}
 }
 

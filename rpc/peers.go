@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -237,9 +238,24 @@ func fromStatus(err error) error {
 		return err
 	}
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
-			return &broker.Error{Reason: broker.Reason(info.Reason), Message: st.Message()}
+		info, ok := d.(*errdetails.ErrorInfo)
+		if !ok || info.Domain != ErrorDomain {
+			continue
 		}
+		// The message, metadata and retry time as the peer's broker gave
+		// them ("retriable" is the reason's own, toStatus adds it).
+		be := &broker.Error{Reason: broker.Reason(info.Reason), Message: strings.TrimPrefix(st.Message(), "broker: ")}
+		for k, v := range info.Metadata {
+			if k != "retriable" {
+				be = be.With(k, v)
+			}
+		}
+		for _, d := range st.Details() {
+			if ri, ok := d.(*errdetails.RetryInfo); ok {
+				be.RetryAfter = ri.GetRetryDelay().AsDuration()
+			}
+		}
+		return be
 	}
 	return err
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/rpc/grpcmem"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
-	"github.com/strata-log/strata/security"
 )
 
 // maxMessageBytes bounds a request: the largest batch a topic may accept
@@ -31,9 +30,8 @@ type Server struct {
 	// stopping ends open fetch streams when the server shuts down: they
 	// would otherwise hold a graceful stop open for as long as consumers
 	// stay connected.
-	stopping  context.Context
-	stop      context.CancelFunc
-	forwarder *forwarder
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // NewServer registers every service over b. With auth nil it serves
@@ -41,24 +39,23 @@ type Server struct {
 // development); otherwise it serves TLS and authenticates and authorizes
 // every call (auth.go).
 func NewServer(b *broker.Broker, auth *Auth) *Server {
-	fwd := &forwarder{}
 	// Request metrics come first, so that refused calls count too
 	// (metrics.go).
 	rm := requestMetrics{b.RequestMetrics()}
 	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes)}, grpcmem.ServerOptions()...)
 	if auth == nil {
-		opts = append(opts, grpc.ChainUnaryInterceptor(rm.unary, fwd.interceptor), grpc.ChainStreamInterceptor(rm.stream))
+		opts = append(opts, grpc.ChainUnaryInterceptor(rm.unary, markForwarded), grpc.ChainStreamInterceptor(rm.stream))
 	} else {
-		fwd.creds = grpc.WithTransportCredentials(credentials.NewTLS(auth.Material.ClientConfig(security.RequireBroker(-1, auth.Cluster))))
 		opts = append(opts,
 			grpc.Creds(credentials.NewTLS(auth.Material.ServerConfig(false, nil))),
-			// Authorization before forwarding: a call is forwarded only once
-			// this broker has checked it, and the controller checks it again.
-			grpc.ChainUnaryInterceptor(rm.unary, auth.unary, fwd.interceptor),
+			// A call the broker passes on to the controller
+			// (broker/controller.go) is checked here first, and again
+			// there as the principal it names (controller.go).
+			grpc.ChainUnaryInterceptor(rm.unary, auth.unary, markForwarded),
 			grpc.ChainStreamInterceptor(rm.stream, auth.stream))
 	}
 	g := grpc.NewServer(opts...)
-	s := &Server{grpc: g, health: health.NewServer(), forwarder: fwd}
+	s := &Server{grpc: g, health: health.NewServer()}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	stratav1.RegisterProduceServiceServer(g, &produceService{b: b})
 	stratav1.RegisterFetchServiceServer(g, &fetchService{b: b, stopping: s.stopping})
@@ -86,7 +83,6 @@ func (s *Server) GracefulStop() {
 	s.health.Shutdown()
 	s.stop()
 	s.grpc.GracefulStop()
-	s.forwarder.close()
 }
 
 // Stop closes every connection at once.
@@ -94,5 +90,4 @@ func (s *Server) Stop() {
 	s.health.Shutdown()
 	s.stop()
 	s.grpc.Stop()
-	s.forwarder.close()
 }

@@ -86,8 +86,10 @@ func TestUserServiceRules(t *testing.T) {
 }
 
 // TestSCRAMWritesReachTheController: a broker that is not the controller
-// refuses credential writes naming the controller, and its API forwards
-// them there; every broker then verifies the same credential.
+// passes credential writes on to it (broker/controller.go), so both the
+// broker core and the gRPC API take them anywhere; a call already passed
+// on once is refused naming the controller. Every broker then verifies the
+// same credential.
 func TestSCRAMWritesReachTheController(t *testing.T) {
 	dir := t.TempDir()
 	b1 := startBroker(t, brokerConfig(t, 1, filepath.Join(dir, "b1")))
@@ -96,16 +98,22 @@ func TestSCRAMWritesReachTheController(t *testing.T) {
 	salt := security.NewSCRAMSalt()
 	salted, _ := security.SCRAMSaltedPassword("SCRAM-SHA-256", "pw", salt, 4096)
 
-	err := b2.SetSCRAMCredential(ctx, "carol", "SCRAM-SHA-256", salt, 4096, salted)
+	err := b2.SetSCRAMCredential(broker.Forwarded(ctx), "dave", "SCRAM-SHA-256", salt, 4096, salted)
 	var be *broker.Error
 	if !errors.As(err, &be) || be.Reason != broker.ReasonUnavailable || be.Meta["controller_address"] != b1.addr {
-		t.Fatalf("SetSCRAMCredential on broker 2: %v; want UNAVAILABLE naming the controller at %s", err, b1.addr)
+		t.Fatalf("SetSCRAMCredential passed on to broker 2: %v; want UNAVAILABLE naming the controller at %s", err, b1.addr)
 	}
 	// The Kafka front end answers NOT_CONTROLLER from this cause
 	// (kafka/51_alter_user_scram_credentials.go).
 	var nc *cluster.NotControllerError
 	if !errors.As(err, &nc) || nc.ControllerID != 1 {
 		t.Fatalf("SetSCRAMCredential on broker 2: %v does not carry the cluster's NotControllerError", err)
+	}
+	if err := b2.SetSCRAMCredential(ctx, "dave", "SCRAM-SHA-256", salt, 4096, salted); err != nil {
+		t.Fatalf("SetSCRAMCredential on broker 2: %v", err)
+	}
+	if _, ok := b1.SCRAMCredential("dave", "SCRAM-SHA-256"); !ok {
+		t.Fatal("the controller does not have the credential broker 2 passed on")
 	}
 	users := stratav1.NewUserServiceClient(b2.conn)
 	if _, err := users.SetSCRAMCredential(ctx, &stratav1.SetSCRAMCredentialRequest{User: "carol", Mechanism: "SCRAM-SHA-256", Salt: salt, Iterations: 4096, SaltedPassword: salted}); err != nil {
