@@ -145,6 +145,8 @@ type member struct {
 	// revokeSince is when the member was first asked to give up a
 	// partition it still holds; zero when it holds none.
 	revokeSince time.Time
+	// classic is set for a member of the classic protocol (classic.go).
+	classic *Classic
 }
 
 // NewCoordinator returns a Coordinator with no groups.
@@ -415,6 +417,9 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 	if m == nil {
 		return nil, fmt.Errorf("%w: group %q has no member %q (its session expired, it was removed, or the coordinator moved); join again",
 			ErrUnknownMember, g.name, hb.MemberID)
+	}
+	if m.classic != nil {
+		return nil, fmt.Errorf("%w: member %q of group %q uses the classic protocol (JoinGroup), not heartbeats", ErrUnknownMember, m.id, g.name)
 	}
 	if hb.MemberEpoch > m.epoch {
 		c.remove(g, m, "epoch from the future")

@@ -114,6 +114,9 @@ type conn struct {
 	nc  net.Conn
 	br  *bufio.Reader
 	out []byte
+	// clientID is the client id of the request being served ("" for
+	// none), for the handlers that record it (JoinGroup).
+	clientID string
 }
 
 func (c *conn) serve() {
@@ -148,6 +151,10 @@ func (c *conn) handle(frame []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout+requestTime(rq.req))
 	defer cancel()
+	c.clientID = ""
+	if rq.clientID != nil {
+		c.clientID = *rq.clientID
+	}
 	resp, err := apis[rq.key].handle(ctx, c, rq.req)
 	if err != nil {
 		return err

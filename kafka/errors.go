@@ -48,6 +48,10 @@ var codes = map[broker.Reason]*kerr.Error{
 	broker.ReasonInvalidRecord:                kerr.InvalidRecord,
 	broker.ReasonTransactionsNotSupported:     kerr.InvalidTxnState,
 	broker.ReasonStorageFull:                  kerr.KafkaStorageError,
+	broker.ReasonRebalanceInProgress:          kerr.RebalanceInProgress,
+	broker.ReasonIllegalGeneration:            kerr.IllegalGeneration,
+	broker.ReasonInconsistentGroupProtocol:    kerr.InconsistentGroupProtocol,
+	broker.ReasonGroupFull:                    kerr.GroupMaxSizeReached,
 }
 
 // codeOf is the Kafka error code for err: its reason's, REQUEST_TIMED_OUT

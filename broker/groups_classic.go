@@ -1,0 +1,115 @@
+package broker
+
+// Kafka's classic group protocol (JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup with protocol type "consumer"): its members are members of the
+// same groups as heartbeat members, coordinated on the controller by the
+// same coordinator (group/classic.go), their state written through the same
+// Persist. These methods check the request's bounds, as GroupHeartbeat
+// does, and map the coordinator's errors to reasons (groupError).
+
+import (
+	"context"
+
+	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/group"
+)
+
+// JoinClassicGroup is a classic member's JoinGroup.
+func (b *Broker) JoinClassicGroup(ctx context.Context, j group.ClassicJoin) (group.ClassicJoinAnswer, error) {
+	if err := validGroupName(j.Group); err != nil {
+		return group.ClassicJoinAnswer{}, err
+	}
+	if err := validMemberID(j.MemberID); err != nil {
+		return group.ClassicJoinAnswer{}, err
+	}
+	switch {
+	case len(j.Topics) > maxGroupTopics:
+		return group.ClassicJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "a member subscribes to %d topics; at most %d", len(j.Topics), maxGroupTopics)
+	case len(j.Owned) > maxGroupOwned:
+		return group.ClassicJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "a member reports %d partitions; at most %d", len(j.Owned), maxGroupOwned)
+	case len(j.ClientID) > cluster.MaxGroupStringLen:
+		return group.ClassicJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "a client id of %d bytes; at most %d", len(j.ClientID), cluster.MaxGroupStringLen)
+	case len(j.Protocols) > cluster.MaxGroupClassicProtocols:
+		return group.ClassicJoinAnswer{}, refuse(ReasonInconsistentGroupProtocol, nil, "a member offers %d protocols; at most %d", len(j.Protocols), cluster.MaxGroupClassicProtocols)
+	case j.Version < 0:
+		return group.ClassicJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "consumer protocol version %d", j.Version)
+	}
+	for _, p := range j.Protocols {
+		if len(p) > cluster.MaxGroupStringLen {
+			return group.ClassicJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "a protocol name of %d bytes; at most %d", len(p), cluster.MaxGroupStringLen)
+		}
+	}
+	if len(j.Host) > cluster.MaxGroupStringLen {
+		j.Host = j.Host[:cluster.MaxGroupStringLen] // display only
+	}
+	for _, t := range j.Topics {
+		if err := cluster.ValidateTopicName(t); err != nil {
+			return group.ClassicJoinAnswer{}, refuse(ReasonInvalidTopicName, err, "subscription: %v", err)
+		}
+	}
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return group.ClassicJoinAnswer{}, err
+	}
+	ans, err := c.JoinClassic(ctx, j)
+	if err != nil {
+		return group.ClassicJoinAnswer{}, b.groupError(ctx, j.Group, j.MemberID, err)
+	}
+	return ans, nil
+}
+
+// SyncClassicGroup is a classic member's SyncGroup: the assignment its
+// join was answered.
+func (b *Broker) SyncClassicGroup(ctx context.Context, name, member string, generation int32, protocol *string) (group.ClassicAssignment, error) {
+	c, err := b.classicCoordinator(ctx, name, member)
+	if err != nil {
+		return group.ClassicAssignment{}, err
+	}
+	a, err := c.SyncClassic(ctx, name, member, generation, protocol)
+	if err != nil {
+		return group.ClassicAssignment{}, b.groupError(ctx, name, member, err)
+	}
+	return a, nil
+}
+
+// HeartbeatClassicGroup is a classic member's Heartbeat: nil, or
+// REBALANCE_IN_PROGRESS when it must join again.
+func (b *Broker) HeartbeatClassicGroup(ctx context.Context, name, member string, generation int32) error {
+	c, err := b.classicCoordinator(ctx, name, member)
+	if err != nil {
+		return err
+	}
+	if err := c.HeartbeatClassic(ctx, name, member, generation); err != nil {
+		return b.groupError(ctx, name, member, err)
+	}
+	return nil
+}
+
+// LeaveClassicGroup removes a classic member.
+func (b *Broker) LeaveClassicGroup(ctx context.Context, name, member string) error {
+	c, err := b.classicCoordinator(ctx, name, member)
+	if err != nil {
+		return err
+	}
+	if err := c.LeaveClassic(ctx, name, member); err != nil {
+		return b.groupError(ctx, name, member, err)
+	}
+	return nil
+}
+
+func (b *Broker) classicCoordinator(ctx context.Context, name, member string) (*group.Coordinator, error) {
+	if err := validGroupName(name); err != nil {
+		return nil, err
+	}
+	if err := validMemberID(member); err != nil {
+		return nil, err
+	}
+	return b.coordinator(ctx)
+}
+
+func validMemberID(id string) error {
+	if len(id) > cluster.MaxGroupStringLen {
+		return refuse(ReasonInvalidRequest, nil, "a member id of %d bytes; at most %d", len(id), cluster.MaxGroupStringLen)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package kafka
+
+// SyncGroup, v0 to v5. For a classic member of a consumer group
+// (11_join_group.go): the assignment its join was answered, encoded as a
+// consumer protocol assignment (kmsg.ConsumerMemberAssignment) of the
+// member's subscription version. Assignments the request carries are
+// ignored, as the coordinator assigns. The generation must be the member's
+// (ILLEGAL_GENERATION), the member known and a classic one
+// (UNKNOWN_MEMBER_ID), and v5's protocol type and name those it joined
+// with (INCONSISTENT_GROUP_PROTOCOL). Static membership
+// (group.instance.id) is not supported: INVALID_REQUEST.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/group"
+)
+
+func handleSyncGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.SyncGroupRequest)
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	resp.MemberAssignment = []byte{}
+	if req.InstanceID != nil {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	if req.ProtocolType != nil && *req.ProtocolType != consumerProtocolType {
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+		return resp, nil
+	}
+	a, err := c.s.b.SyncClassicGroup(ctx, req.Group, req.MemberID, req.Generation, req.Protocol)
+	if err != nil {
+		resp.ErrorCode = codeOf(err)
+		return resp, nil
+	}
+	protocolType := consumerProtocolType
+	resp.ProtocolType, resp.Protocol = &protocolType, &a.Protocol
+	resp.MemberAssignment = consumerAssignment(a)
+	return resp, nil
+}
+
+// consumerAssignment encodes a classic member's assignment in the consumer
+// protocol, at the version of its subscription (the fields are the same in
+// every version).
+func consumerAssignment(a group.ClassicAssignment) []byte {
+	ca := kmsg.NewConsumerMemberAssignment()
+	ca.Version = a.Version
+	for _, tp := range a.Assigned {
+		if n := len(ca.Topics); n == 0 || ca.Topics[n-1].Topic != tp.Topic {
+			t := kmsg.NewConsumerMemberAssignmentTopic()
+			t.Topic = tp.Topic
+			ca.Topics = append(ca.Topics, t)
+		}
+		t := &ca.Topics[len(ca.Topics)-1]
+		t.Partitions = append(t.Partitions, tp.Partition)
+	}
+	return ca.AppendTo(nil)
+}
