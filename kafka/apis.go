@@ -35,5 +35,7 @@ func init() {
 		13:             {0, 5, handleLeaveGroup},      // 13_leave_group.go
 		14:             {0, 5, handleSyncGroup},       // 14_sync_group.go
 		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
+		8:              {2, 10, handleOffsetCommit},   // 08_offset_commit.go
+		9:              {1, 10, handleOffsetFetch},    // 09_offset_fetch.go
 	}
 }

@@ -87,3 +87,22 @@ func messageOf(err error) *string {
 }
 
 func asBrokerError(err error, e **broker.Error) bool { return errors.As(err, e) }
+
+// offsetCommitCode is OffsetCommit's code for err. A refused commit names
+// the same refusals differently from the table: a member that lost a
+// partition (FENCED_MEMBER) is STALE_MEMBER_EPOCH from v9, the versions
+// KIP-848 members commit with, and ILLEGAL_GENERATION before (the classic
+// protocol's name); a commit from outside a group with members
+// (GROUP_NOT_EMPTY) is UNKNOWN_MEMBER_ID, as Kafka answers it.
+func offsetCommitCode(version int16, err error) *kerr.Error {
+	switch broker.ReasonOf(err) {
+	case broker.ReasonFencedMember:
+		if version >= 9 {
+			return kerr.StaleMemberEpoch
+		}
+		return kerr.IllegalGeneration
+	case broker.ReasonGroupNotEmpty:
+		return kerr.UnknownMemberID
+	}
+	return kerrOf(err)
+}
