@@ -102,6 +102,16 @@ func (c *Coordinator) JoinClassic(ctx context.Context, j ClassicJoin) (ClassicJo
 	if len(j.Protocols) == 0 || len(j.Protocols) > MaxClassicProtocols {
 		return ClassicJoinAnswer{}, fmt.Errorf("%w: a member offers %d protocols; want 1 to %d", ErrInconsistentProtocol, len(j.Protocols), MaxClassicProtocols)
 	}
+	// A join that would be refused is refused before it is given an id.
+	if len(distinctSorted(j.Topics)) == 0 {
+		return ClassicJoinAnswer{}, fmt.Errorf("%w: a member joining group %q must subscribe to at least one topic", ErrInvalid, j.Group)
+	}
+	if _, err := timeout("session timeout", j.SessionTimeout, DefaultSessionTimeout, MinSessionTimeout, MaxSessionTimeout); err != nil {
+		return ClassicJoinAnswer{}, err
+	}
+	if _, err := timeout("rebalance timeout", j.RebalanceTimeout, DefaultRebalanceTimeout, MinSessionTimeout, MaxRebalanceTimeout); err != nil {
+		return ClassicJoinAnswer{}, err
+	}
 	if j.MemberID == "" && j.RequireKnownID {
 		return ClassicJoinAnswer{MemberID: c.cfg.NewMemberID(), MemberIDRequired: true}, nil
 	}

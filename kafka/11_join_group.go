@@ -60,37 +60,10 @@ func handleJoinGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Resp
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		return resp, nil
 	}
-	if len(req.Protocols) == 0 {
-		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+	j, code := consumerJoin(req, c.clientID, remoteHost(c.nc))
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp, nil
-	}
-	var meta kmsg.ConsumerMemberMetadata
-	if err := meta.ReadFrom(req.Protocols[0].Metadata); err != nil {
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		return resp, nil
-	}
-	rebalance := req.RebalanceTimeoutMillis
-	if req.Version == 0 {
-		rebalance = req.SessionTimeoutMillis
-	}
-	j := group.ClassicJoin{
-		Group:            req.Group,
-		MemberID:         req.MemberID,
-		RequireKnownID:   req.Version >= 4,
-		Version:          meta.Version,
-		Topics:           meta.Topics,
-		SessionTimeout:   millis(req.SessionTimeoutMillis),
-		RebalanceTimeout: millis(rebalance),
-		ClientID:         c.clientID,
-		Host:             remoteHost(c.nc),
-	}
-	for _, p := range req.Protocols {
-		j.Protocols = append(j.Protocols, p.Name)
-	}
-	for _, o := range meta.OwnedPartitions {
-		for _, p := range o.Partitions {
-			j.Owned = append(j.Owned, group.TopicPartition{Topic: o.Topic, Partition: p})
-		}
 	}
 	ans, err := c.s.b.JoinClassicGroup(ctx, j)
 	if err != nil {
@@ -108,6 +81,42 @@ func handleJoinGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Resp
 	resp.Generation = ans.Generation
 	resp.LeaderID = "" // no leader: the coordinator assigns
 	return resp, nil
+}
+
+// consumerJoin reads a consumer-type JoinGroup: its first protocol's
+// metadata is the member's subscription. A code other than 0 refuses it.
+func consumerJoin(req *kmsg.JoinGroupRequest, clientID, host string) (group.ClassicJoin, int16) {
+	if len(req.Protocols) == 0 {
+		return group.ClassicJoin{}, kerr.InconsistentGroupProtocol.Code
+	}
+	var meta kmsg.ConsumerMemberMetadata
+	if err := meta.ReadFrom(req.Protocols[0].Metadata); err != nil {
+		return group.ClassicJoin{}, kerr.InvalidRequest.Code
+	}
+	rebalance := req.RebalanceTimeoutMillis
+	if req.Version == 0 {
+		rebalance = req.SessionTimeoutMillis
+	}
+	j := group.ClassicJoin{
+		Group:            req.Group,
+		MemberID:         req.MemberID,
+		RequireKnownID:   req.Version >= 4,
+		Version:          meta.Version,
+		Topics:           meta.Topics,
+		SessionTimeout:   millis(req.SessionTimeoutMillis),
+		RebalanceTimeout: millis(rebalance),
+		ClientID:         clientID,
+		Host:             host,
+	}
+	for _, p := range req.Protocols {
+		j.Protocols = append(j.Protocols, p.Name)
+	}
+	for _, o := range meta.OwnedPartitions {
+		for _, p := range o.Partitions {
+			j.Owned = append(j.Owned, group.TopicPartition{Topic: o.Topic, Partition: p})
+		}
+	}
+	return j, 0
 }
 
 // millis is a request's milliseconds; a negative value is 0, the
