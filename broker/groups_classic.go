@@ -58,18 +58,60 @@ func (b *Broker) JoinClassicGroup(ctx context.Context, j group.ClassicJoin) (gro
 	return ans, nil
 }
 
-// SyncClassicGroup is a classic member's SyncGroup: the assignment its
-// join was answered.
-func (b *Broker) SyncClassicGroup(ctx context.Context, name, member string, generation int32, protocol *string) (group.ClassicAssignment, error) {
-	c, err := b.classicCoordinator(ctx, name, member)
+// SyncClassicGroup is a SyncGroup: a consumer group's classic member gets
+// the assignment its join was answered; a classic group proper's member
+// the one its leader sent.
+func (b *Broker) SyncClassicGroup(ctx context.Context, s group.ClassicSync) (group.ClassicSyncAnswer, error) {
+	c, err := b.classicCoordinator(ctx, s.Group, s.MemberID)
 	if err != nil {
-		return group.ClassicAssignment{}, err
+		return group.ClassicSyncAnswer{}, err
 	}
-	a, err := c.SyncClassic(ctx, name, member, generation, protocol)
+	if len(s.Assignments) > cluster.MaxGroupMembers {
+		return group.ClassicSyncAnswer{}, refuse(ReasonInvalidRequest, nil, "%d assignments; a group has at most %d members", len(s.Assignments), cluster.MaxGroupMembers)
+	}
+	a, err := c.SyncClassic(ctx, s)
 	if err != nil {
-		return group.ClassicAssignment{}, b.groupError(ctx, name, member, err)
+		return group.ClassicSyncAnswer{}, b.groupError(ctx, s.Group, s.MemberID, err)
 	}
 	return a, nil
+}
+
+// JoinClassicProtocolGroup is a JoinGroup of a protocol type other than
+// "consumer" (Kafka Connect's "connect", or any custom one): a classic
+// group proper, whose leader assigns (group/classic_group.go). It returns
+// once the group's join phase is complete.
+func (b *Broker) JoinClassicProtocolGroup(ctx context.Context, j group.ClassicGroupJoin) (group.ClassicGroupJoinAnswer, error) {
+	if err := validGroupName(j.Group); err != nil {
+		return group.ClassicGroupJoinAnswer{}, err
+	}
+	if err := validMemberID(j.MemberID); err != nil {
+		return group.ClassicGroupJoinAnswer{}, err
+	}
+	switch {
+	case len(j.ClientID) > cluster.MaxGroupStringLen:
+		return group.ClassicGroupJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "a client id of %d bytes; at most %d", len(j.ClientID), cluster.MaxGroupStringLen)
+	case len(j.ProtocolType) > cluster.MaxGroupStringLen:
+		return group.ClassicGroupJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "a protocol type of %d bytes; at most %d", len(j.ProtocolType), cluster.MaxGroupStringLen)
+	case len(j.Protocols) > cluster.MaxGroupClassicProtocols:
+		return group.ClassicGroupJoinAnswer{}, refuse(ReasonInconsistentGroupProtocol, nil, "a member offers %d protocols; at most %d", len(j.Protocols), cluster.MaxGroupClassicProtocols)
+	}
+	for _, p := range j.Protocols {
+		if len(p.Name) > cluster.MaxGroupStringLen {
+			return group.ClassicGroupJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "a protocol name of %d bytes; at most %d", len(p.Name), cluster.MaxGroupStringLen)
+		}
+	}
+	if len(j.Host) > cluster.MaxGroupStringLen {
+		j.Host = j.Host[:cluster.MaxGroupStringLen] // display only
+	}
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return group.ClassicGroupJoinAnswer{}, err
+	}
+	ans, err := c.JoinClassicGroup(ctx, j)
+	if err != nil {
+		return group.ClassicGroupJoinAnswer{}, b.groupError(ctx, j.Group, j.MemberID, err)
+	}
+	return ans, nil
 }
 
 // HeartbeatClassicGroup is a classic member's Heartbeat: nil, or

@@ -49,6 +49,11 @@ var (
 	ErrGroupFull = errors.New("group is full")
 )
 
+// ConsumerProtocolType is the protocol type of classic consumers, whose
+// members join consumer groups; any other makes a classic group proper
+// (classic_group.go).
+const ConsumerProtocolType = "consumer"
+
 // MaxClassicProtocols bounds the protocols a classic member may offer.
 const MaxClassicProtocols = 32
 
@@ -112,9 +117,6 @@ func (c *Coordinator) JoinClassic(ctx context.Context, j ClassicJoin) (ClassicJo
 	if _, err := timeout("rebalance timeout", j.RebalanceTimeout, DefaultRebalanceTimeout, MinSessionTimeout, MaxRebalanceTimeout); err != nil {
 		return ClassicJoinAnswer{}, err
 	}
-	if j.MemberID == "" && j.RequireKnownID {
-		return ClassicJoinAnswer{MemberID: c.cfg.NewMemberID(), MemberIDRequired: true}, nil
-	}
 	g, err := c.lockGroup(j.Group, true)
 	if err != nil {
 		return ClassicJoinAnswer{}, err
@@ -122,6 +124,12 @@ func (c *Coordinator) JoinClassic(ctx context.Context, j ClassicJoin) (ClassicJo
 	defer func() { c.unlockGroup(g) }()
 	now := c.cfg.Now()
 	c.expire(g, now)
+	if j.MemberID == "" && j.RequireKnownID {
+		if _, ok := sharedProtocol(g, nil, j.Protocols); !ok {
+			return ClassicJoinAnswer{}, fmt.Errorf("%w: group %q: member offers %v, which its other classic members do not all offer", ErrInconsistentProtocol, g.name, j.Protocols)
+		}
+		return ClassicJoinAnswer{MemberID: c.cfg.NewMemberID(), MemberIDRequired: true}, nil
+	}
 	m, err := c.joinClassic(g, j, now)
 	if err != nil {
 		return ClassicJoinAnswer{}, err
@@ -289,27 +297,52 @@ func (c *Coordinator) answered(ctx context.Context, g *group) error {
 	return nil
 }
 
-// SyncClassic hands a classic member the assignment of its join's answer.
-// protocol, when given (SyncGroup v5+), must be the one it was answered.
-func (c *Coordinator) SyncClassic(ctx context.Context, name, memberID string, generation int32, protocol *string) (ClassicAssignment, error) {
-	g, err := c.lockClassic(name, memberID)
+// ClassicSync is a SyncGroup.
+type ClassicSync struct {
+	Group, MemberID        string
+	Generation             int32
+	ProtocolType, Protocol *string           // v5+; nil when not sent
+	Assignments            map[string][]byte // the leader's, of a classic group proper
+}
+
+// ClassicSyncAnswer answers a ClassicSync: for a consumer group's member,
+// Consumer; for a classic group proper's, Assignment as its leader sent it.
+type ClassicSyncAnswer struct {
+	ProtocolType, Protocol string
+	Consumer               *ClassicAssignment
+	Assignment             []byte
+}
+
+// SyncClassic handles a SyncGroup: a classic group proper's
+// (SyncClassicGroup), or a consumer group classic member's, which gets the
+// assignment of its join's answer. protocol, when given (SyncGroup v5+),
+// must be the one it was answered.
+func (c *Coordinator) SyncClassic(ctx context.Context, s ClassicSync) (ClassicSyncAnswer, error) {
+	if c.hasProtocolGroup(s.Group) {
+		return c.SyncClassicGroup(ctx, s)
+	}
+	if s.ProtocolType != nil && *s.ProtocolType != ConsumerProtocolType {
+		return ClassicSyncAnswer{}, fmt.Errorf("%w: group %q has protocol type %q", ErrInconsistentProtocol, s.Group, ConsumerProtocolType)
+	}
+	g, err := c.lockClassic(s.Group, s.MemberID)
 	if err != nil {
-		return ClassicAssignment{}, err
+		return ClassicSyncAnswer{}, err
 	}
 	defer func() { c.unlockGroup(g) }()
-	m, err := c.classicMember(g, memberID, generation, c.cfg.Now())
+	m, err := c.classicMember(g, s.MemberID, s.Generation, c.cfg.Now())
 	if err != nil {
-		return ClassicAssignment{}, c.failed(ctx, g, err)
+		return ClassicSyncAnswer{}, c.failed(ctx, g, err)
 	}
-	if protocol != nil && *protocol != m.classic.Protocol {
-		return ClassicAssignment{}, fmt.Errorf("%w: member %q of group %q syncs protocol %q; it was answered %q",
-			ErrInconsistentProtocol, memberID, name, *protocol, m.classic.Protocol)
+	if s.Protocol != nil && *s.Protocol != m.classic.Protocol {
+		return ClassicSyncAnswer{}, fmt.Errorf("%w: member %q of group %q syncs protocol %q; it was answered %q",
+			ErrInconsistentProtocol, s.MemberID, s.Group, *s.Protocol, m.classic.Protocol)
 	}
 	// Sent is exactly what the join answered, every partition of it
 	// granted (and written) before that answer left.
-	a := ClassicAssignment{Protocol: m.classic.Protocol, Version: m.classic.Version, Assigned: slices.Clone(m.sent)}
+	a := ClassicSyncAnswer{ProtocolType: ConsumerProtocolType, Protocol: m.classic.Protocol,
+		Consumer: &ClassicAssignment{Protocol: m.classic.Protocol, Version: m.classic.Version, Assigned: slices.Clone(m.sent)}}
 	if err := c.answered(ctx, g); err != nil {
-		return ClassicAssignment{}, err
+		return ClassicSyncAnswer{}, err
 	}
 	return a, nil
 }
@@ -327,6 +360,9 @@ func (c *Coordinator) failed(ctx context.Context, g *group, err error) error {
 // (ErrRebalanceInProgress) to join again when its answer would change: it
 // holds a partition it must give up, or may be granted one it lacks.
 func (c *Coordinator) HeartbeatClassic(ctx context.Context, name, memberID string, generation int32) error {
+	if c.hasProtocolGroup(name) {
+		return c.HeartbeatClassicGroup(name, memberID, generation)
+	}
 	g, err := c.lockClassic(name, memberID)
 	if err != nil {
 		return err
@@ -370,6 +406,9 @@ func (c *Coordinator) HeartbeatClassic(ctx context.Context, name, memberID strin
 
 // LeaveClassic removes a classic member; its partitions are free at once.
 func (c *Coordinator) LeaveClassic(ctx context.Context, name, memberID string) error {
+	if c.hasProtocolGroup(name) {
+		return c.LeaveClassicGroup(name, memberID)
+	}
 	g, err := c.lockClassic(name, memberID)
 	if err != nil {
 		return err

@@ -32,11 +32,11 @@ func (m *classicTestMember) join(t *testing.T, c *Coordinator, owned []TopicPart
 
 func (m *classicTestMember) sync(t *testing.T, c *Coordinator) []TopicPartition {
 	t.Helper()
-	a, err := c.SyncClassic(context.Background(), "g", m.id, m.generation, nil)
+	a, err := c.SyncClassic(context.Background(), ClassicSync{Group: "g", MemberID: m.id, Generation: m.generation})
 	if err != nil {
 		t.Fatalf("sync %s: %v", m.id, err)
 	}
-	return a.Assigned
+	return a.Consumer.Assigned
 }
 
 // TestClassicHandover: a classic member that must give partitions up hears
@@ -133,11 +133,11 @@ func TestClassicErrors(t *testing.T) {
 	if err := b.join(t, c, nil, "roundrobin"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SyncClassic(ctx, "g", a.id, a.generation+5, nil); !errors.Is(err, ErrIllegalGeneration) {
+	if _, err := c.SyncClassic(ctx, ClassicSync{Group: "g", MemberID: a.id, Generation: a.generation + 5}); !errors.Is(err, ErrIllegalGeneration) {
 		t.Fatalf("sync at a wrong generation: %v", err)
 	}
 	other := "roundrobin"
-	if _, err := c.SyncClassic(ctx, "g", a.id, a.generation, &other); !errors.Is(err, ErrInconsistentProtocol) {
+	if _, err := c.SyncClassic(ctx, ClassicSync{Group: "g", MemberID: a.id, Generation: a.generation, Protocol: &other}); !errors.Is(err, ErrInconsistentProtocol) {
 		t.Fatalf("sync naming another protocol: %v", err)
 	}
 	if err := c.HeartbeatClassic(ctx, "g", "nobody", 1); !errors.Is(err, ErrUnknownMember) {
@@ -188,8 +188,11 @@ func TestClassicMemberSurvivesResume(t *testing.T) {
 	if err := c2.Resume(states); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c2.SyncClassic(ctx, "g", a.id, a.generation, nil)
-	if err != nil || !slices.Equal(got.Assigned, want) || got.Protocol != "range" || got.Version != 3 {
+	ans, err := c2.SyncClassic(ctx, ClassicSync{Group: "g", MemberID: a.id, Generation: a.generation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ans.Consumer; !slices.Equal(got.Assigned, want) || got.Protocol != "range" || got.Version != 3 {
 		t.Fatalf("after resume: %+v, %v; want %v of range v3", got, err, want)
 	}
 	if err := c2.HeartbeatClassic(ctx, "g", a.id, a.generation); err != nil {

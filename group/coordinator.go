@@ -107,7 +107,10 @@ type Coordinator struct {
 
 	mu     sync.Mutex
 	groups map[string]*group
-	closed bool
+	// protocolGroups are the classic groups of protocol types other than
+	// "consumer" (classic_group.go), by name; no name is in both maps.
+	protocolGroups map[string]*protocolGroup
+	closed         bool
 }
 
 type group struct {
@@ -163,7 +166,7 @@ func NewCoordinator(cfg Config) *Coordinator {
 	if cfg.NewMemberID == nil {
 		cfg.NewMemberID = randomMemberID
 	}
-	return &Coordinator{cfg: cfg, groups: make(map[string]*group)}
+	return &Coordinator{cfg: cfg, groups: make(map[string]*group), protocolGroups: make(map[string]*protocolGroup)}
 }
 
 func randomMemberID() string {
@@ -182,11 +185,20 @@ func (c *Coordinator) Close() {
 	for _, g := range c.groups {
 		groups = append(groups, g)
 	}
+	pgs := make([]*protocolGroup, 0, len(c.protocolGroups))
+	for _, pg := range c.protocolGroups {
+		pgs = append(pgs, pg)
+	}
 	c.mu.Unlock()
 	for _, g := range groups {
 		g.mu.Lock()
 		g.notify()
 		g.mu.Unlock()
+	}
+	for _, pg := range pgs {
+		pg.mu.Lock()
+		pg.notify()
+		pg.mu.Unlock()
 	}
 }
 
@@ -211,6 +223,10 @@ func (c *Coordinator) lockGroup(name string, create bool) (*group, error) {
 			if !create {
 				c.mu.Unlock()
 				return nil, nil
+			}
+			if c.protocolGroups[name] != nil {
+				c.mu.Unlock()
+				return nil, fmt.Errorf("%w: group %q is a classic group of another protocol type than consumer", ErrInconsistentProtocol, name)
 			}
 			if c.cfg.MaxGroups > 0 && len(c.groups) >= c.cfg.MaxGroups {
 				c.mu.Unlock()
@@ -641,7 +657,13 @@ func (c *Coordinator) Commit(name, memberID string, epoch int32, tps []TopicPart
 	}
 	if g == nil {
 		if memberID != "" {
+			if handled, err := c.commitProtocolGroup(name, memberID, epoch, commit); handled {
+				return err
+			}
 			return fmt.Errorf("%w: group %q has no member %q; join again", ErrUnknownMember, name, memberID)
+		}
+		if n := c.protocolGroupMembers(name); n > 0 {
+			return fmt.Errorf("%w: group %q has %d members; commit as one of them, or stop them first", ErrGroupNotEmpty, name, n)
 		}
 		return commit()
 	}
@@ -710,7 +732,7 @@ func (c *Coordinator) Clear(ctx context.Context, name string, force bool, write 
 func (c *Coordinator) Members(name string) int {
 	g, err := c.lockGroup(name, false)
 	if err != nil || g == nil {
-		return 0
+		return c.protocolGroupMembers(name)
 	}
 	defer c.unlockGroup(g)
 	c.expire(g, c.cfg.Now())

@@ -30,7 +30,18 @@ package kafka
 // coordinator's bounds (INVALID_REQUEST otherwise). Static membership
 // (group.instance.id, v5+) is not supported: INVALID_REQUEST. A
 // subscription that does not decode is INVALID_REQUEST; nothing changes.
-// Other protocol types: see classic_group.go.
+//
+// Other protocol types (Kafka Connect's "connect", or any custom one): a
+// classic group proper (group/classic_group.go), as Kafka runs one. The
+// join waits for the group's join phase: every member joins again, or
+// the longest rebalance timeout passes. The answer names the protocol
+// every member offers that most members prefer, the generation, and the
+// leader; the leader's answer lists every member with its metadata, and
+// its SyncGroup carries the assignments. A member whose protocol type or
+// protocols do not match the group's, or a consumer member of such a
+// group (and the reverse), is INCONSISTENT_GROUP_PROTOCOL. These groups
+// are not written to the Raft state: after a change of controller their
+// members join again.
 
 import (
 	"context"
@@ -43,7 +54,7 @@ import (
 	"github.com/strata-log/strata/group"
 )
 
-const consumerProtocolType = "consumer"
+const consumerProtocolType = group.ConsumerProtocolType
 
 func handleJoinGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
@@ -56,9 +67,8 @@ func handleJoinGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Resp
 		resp.ErrorCode = kerr.InvalidRequest.Code // static membership
 		return resp, nil
 	}
-	if req.ProtocolType != consumerProtocolType {
-		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
-		return resp, nil
+	if req.ProtocolType != group.ConsumerProtocolType {
+		return joinProtocolGroup(ctx, c, req, resp)
 	}
 	j, code := consumerJoin(req, c.clientID, remoteHost(c.nc))
 	if code != 0 {
@@ -80,6 +90,38 @@ func handleJoinGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Resp
 	resp.Protocol = &ans.Protocol
 	resp.Generation = ans.Generation
 	resp.LeaderID = "" // no leader: the coordinator assigns
+	return resp, nil
+}
+
+// joinProtocolGroup serves a join of a classic group proper.
+func joinProtocolGroup(ctx context.Context, c *conn, req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse) (kmsg.Response, error) {
+	rebalance := req.RebalanceTimeoutMillis
+	if req.Version == 0 {
+		rebalance = req.SessionTimeoutMillis
+	}
+	j := group.ClassicGroupJoin{Group: req.Group, MemberID: req.MemberID, RequireKnownID: req.Version >= 4,
+		ProtocolType: req.ProtocolType, SessionTimeout: millis(req.SessionTimeoutMillis), RebalanceTimeout: millis(rebalance),
+		ClientID: c.clientID, Host: remoteHost(c.nc)}
+	for _, p := range req.Protocols {
+		j.Protocols = append(j.Protocols, group.ClassicProtocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	ans, err := c.s.b.JoinClassicProtocolGroup(ctx, j)
+	if err != nil {
+		resp.ErrorCode = codeOf(err)
+		return resp, nil
+	}
+	resp.MemberID = ans.MemberID
+	if ans.MemberIDRequired {
+		resp.ErrorCode = kerr.MemberIDRequired.Code
+		return resp, nil
+	}
+	resp.Generation, resp.LeaderID = ans.Generation, ans.Leader
+	resp.ProtocolType, resp.Protocol = &ans.ProtocolType, &ans.Protocol
+	for _, m := range ans.Members {
+		rm := kmsg.NewJoinGroupResponseMember()
+		rm.MemberID, rm.ProtocolMetadata = m.ID, m.Metadata
+		resp.Members = append(resp.Members, rm)
+	}
 	return resp, nil
 }
 

@@ -1,13 +1,22 @@
 package kafka
 
-// SyncGroup, v0 to v5. For a classic member of a consumer group
-// (11_join_group.go): the assignment its join was answered, encoded as a
-// consumer protocol assignment (kmsg.ConsumerMemberAssignment) of the
-// member's subscription version. Assignments the request carries are
-// ignored, as the coordinator assigns. The generation must be the member's
-// (ILLEGAL_GENERATION), the member known and a classic one
-// (UNKNOWN_MEMBER_ID), and v5's protocol type and name those it joined
-// with (INCONSISTENT_GROUP_PROTOCOL). Static membership
+// SyncGroup, v0 to v5.
+//
+// For a classic member of a consumer group (11_join_group.go): the
+// assignment its join was answered, encoded as a consumer protocol
+// assignment (kmsg.ConsumerMemberAssignment) of the member's subscription
+// version. Assignments the request carries are ignored, as the coordinator
+// assigns.
+//
+// For a member of a classic group of another protocol type (Kafka
+// Connect's): the leader's request carries every member's assignment; each
+// member's answer is its own, once the leader's has come (a member's
+// request waits for it). REBALANCE_IN_PROGRESS when a rebalance began
+// meanwhile.
+//
+// Either way the generation must be the member's (ILLEGAL_GENERATION), the
+// member known (UNKNOWN_MEMBER_ID), and v5's protocol type and name those
+// it joined with (INCONSISTENT_GROUP_PROTOCOL). Static membership
 // (group.instance.id) is not supported: INVALID_REQUEST.
 
 import (
@@ -27,18 +36,25 @@ func handleSyncGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Resp
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	if req.ProtocolType != nil && *req.ProtocolType != consumerProtocolType {
-		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
-		return resp, nil
+	s := group.ClassicSync{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation,
+		ProtocolType: req.ProtocolType, Protocol: req.Protocol}
+	if len(req.GroupAssignment) > 0 {
+		s.Assignments = make(map[string][]byte, len(req.GroupAssignment))
+		for _, a := range req.GroupAssignment {
+			s.Assignments[a.MemberID] = a.MemberAssignment
+		}
 	}
-	a, err := c.s.b.SyncClassicGroup(ctx, req.Group, req.MemberID, req.Generation, req.Protocol)
+	a, err := c.s.b.SyncClassicGroup(ctx, s)
 	if err != nil {
 		resp.ErrorCode = codeOf(err)
 		return resp, nil
 	}
-	protocolType := consumerProtocolType
-	resp.ProtocolType, resp.Protocol = &protocolType, &a.Protocol
-	resp.MemberAssignment = consumerAssignment(a)
+	resp.ProtocolType, resp.Protocol = &a.ProtocolType, &a.Protocol
+	if a.Consumer != nil {
+		resp.MemberAssignment = consumerAssignment(*a.Consumer)
+	} else {
+		resp.MemberAssignment = a.Assignment
+	}
 	return resp, nil
 }
 
