@@ -199,3 +199,39 @@ func TestClassicMemberSurvivesResume(t *testing.T) {
 		t.Fatalf("heartbeat after resume: %v", err)
 	}
 }
+
+// TestClassicGroupRemovesMembersThatDoNotRejoin: in a classic group of
+// another protocol type, a join phase ends at the rebalance timeout
+// without the members that did not join again; they are removed, and the
+// new member leads the next generation.
+func TestClassicGroupRemovesMembersThatDoNotRejoin(t *testing.T) {
+	ctx := context.Background()
+	c := newTestCoordinator(nil, nil)
+	join := func(id string) (ClassicGroupJoinAnswer, error) {
+		return c.JoinClassicGroup(ctx, ClassicGroupJoin{Group: "w", MemberID: id, ProtocolType: "connect",
+			Protocols:      []ClassicProtocol{{Name: "default", Metadata: []byte(id)}},
+			SessionTimeout: 30 * time.Second, RebalanceTimeout: time.Second})
+	}
+	a, err := join("")
+	if err != nil || a.Generation != 1 || a.Leader != a.MemberID {
+		t.Fatalf("a alone: %+v, %v", a, err)
+	}
+	if _, err := c.SyncClassic(ctx, ClassicSync{Group: "w", MemberID: a.MemberID, Generation: 1,
+		Assignments: map[string][]byte{a.MemberID: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	b, err := join("")
+	if err != nil || b.Generation != 2 || b.Leader != b.MemberID || len(b.Members) != 1 {
+		t.Fatalf("b after a did not join again: %+v, %v", b, err)
+	}
+	if waited := time.Since(start); waited < 900*time.Millisecond {
+		t.Fatalf("the join phase ended after %v, before the rebalance timeout", waited)
+	}
+	if err := c.HeartbeatClassic(ctx, "w", a.MemberID, 1); !errors.Is(err, ErrUnknownMember) {
+		t.Fatalf("a after being removed: %v", err)
+	}
+	if n := c.Members("w"); n != 1 {
+		t.Fatalf("%d members, want 1", n)
+	}
+}
