@@ -41,12 +41,6 @@ import (
 	"time"
 )
 
-// Classic group states, as DescribeGroup would name them.
-const (
-	statePreparing  = "preparing_rebalance"
-	stateCompleting = "completing_rebalance"
-)
-
 // ClassicProtocol is one protocol a member of a classic group offers.
 type ClassicProtocol struct {
 	Name     string
@@ -85,7 +79,7 @@ type protocolGroup struct {
 
 	mu           sync.Mutex
 	protocolType string
-	state        string // statePreparing, stateCompleting, StateStable
+	state        string // StatePreparingRebalance, StateCompletingRebalance, StateStable
 	generation   int32
 	protocol     string
 	leader       string
@@ -223,7 +217,7 @@ func (c *Coordinator) JoinClassicGroup(ctx context.Context, j ClassicGroupJoin) 
 			return ClassicGroupJoinAnswer{}, err
 		}
 		now = c.cfg.Now()
-		if pg.state == statePreparing && !now.Before(pg.deadline) {
+		if pg.state == StatePreparingRebalance && !now.Before(pg.deadline) {
 			// Members that did not join again in time are gone.
 			for _, o := range sortedProtocolMembers(pg) {
 				if !o.joined {
@@ -286,10 +280,10 @@ func (pg *protocolGroup) candidates(self *protocolMember, offered []ClassicProto
 
 // prepareRebalance starts a join phase unless one is under way.
 func (c *Coordinator) prepareRebalance(pg *protocolGroup, now time.Time) {
-	if pg.state == statePreparing {
+	if pg.state == StatePreparingRebalance {
 		return
 	}
-	pg.state = statePreparing
+	pg.state = StatePreparingRebalance
 	var longest time.Duration
 	for _, m := range pg.members {
 		m.joined = false
@@ -302,7 +296,7 @@ func (c *Coordinator) prepareRebalance(pg *protocolGroup, now time.Time) {
 // tryCompleteJoin ends the join phase once every member has joined again:
 // a new generation, protocol and leader, and every member's answer.
 func (c *Coordinator) tryCompleteJoin(pg *protocolGroup, now time.Time) {
-	if pg.state != statePreparing || len(pg.members) == 0 {
+	if pg.state != StatePreparingRebalance || len(pg.members) == 0 {
 		return
 	}
 	for _, m := range pg.members {
@@ -332,7 +326,7 @@ func (c *Coordinator) tryCompleteJoin(pg *protocolGroup, now time.Time) {
 		pg.leader = members[0].id
 	}
 	pg.generation++
-	pg.state = stateCompleting
+	pg.state = StateCompletingRebalance
 	var list []ClassicGroupMember
 	for _, m := range members {
 		for _, p := range m.protocols {
@@ -377,7 +371,7 @@ func (c *Coordinator) removeProtocolMember(pg *protocolGroup, m *protocolMember,
 		pg.notify()
 		return
 	}
-	if pg.state == statePreparing {
+	if pg.state == StatePreparingRebalance {
 		pg.notify()
 		c.tryCompleteJoin(pg, now) // it may have been the last one awaited
 		return
@@ -436,7 +430,7 @@ func (c *Coordinator) SyncClassicGroup(ctx context.Context, s ClassicSync) (Clas
 	if (s.ProtocolType != nil && *s.ProtocolType != pg.protocolType) || (s.Protocol != nil && *s.Protocol != pg.protocol) {
 		return ClassicSyncAnswer{}, fmt.Errorf("%w: group %q has protocol type %q and protocol %q", ErrInconsistentProtocol, name, pg.protocolType, pg.protocol)
 	}
-	if pg.state == stateCompleting && id == pg.leader {
+	if pg.state == StateCompletingRebalance && id == pg.leader {
 		for _, o := range pg.members {
 			o.assignment = s.Assignments[o.id]
 			if o.assignment == nil {
@@ -446,7 +440,7 @@ func (c *Coordinator) SyncClassicGroup(ctx context.Context, s ClassicSync) (Clas
 		pg.state = StateStable
 		pg.notify()
 	}
-	for pg.state == stateCompleting && pg.generation == generation {
+	for pg.state == StateCompletingRebalance && pg.generation == generation {
 		if err := c.waitProtocolGroup(ctx, pg, m, c.cfg.Now().Add(m.session)); err != nil {
 			return ClassicSyncAnswer{}, err
 		}
@@ -472,7 +466,7 @@ func (c *Coordinator) HeartbeatClassicGroup(name, id string, generation int32) e
 	if err != nil {
 		return err
 	}
-	if pg.state == statePreparing {
+	if pg.state == StatePreparingRebalance {
 		return fmt.Errorf("%w: group %q is rebalancing; join again", ErrRebalanceInProgress, name)
 	}
 	return nil
@@ -525,4 +519,48 @@ func (c *Coordinator) protocolGroupMembers(name string) int {
 	defer c.unlockProtocolGroup(pg)
 	c.expireProtocolGroup(pg, c.cfg.Now())
 	return len(pg.members)
+}
+
+// clearProtocolGroup is Clear for a name that is no consumer group: write
+// runs while the classic group proper of that name (if any) has no members;
+// with force its members are removed first.
+func (c *Coordinator) clearProtocolGroup(name string, force bool, write func() error) (int, error) {
+	pg, err := c.lockProtocolGroup(name, false)
+	if err != nil {
+		return 0, err
+	}
+	if pg == nil {
+		return 0, write()
+	}
+	defer c.unlockProtocolGroup(pg)
+	now := c.cfg.Now()
+	c.expireProtocolGroup(pg, now)
+	n := len(pg.members)
+	if n > 0 && !force {
+		return 0, fmt.Errorf("%w: group %q has %d members; stop them first, or force", ErrGroupNotEmpty, name, n)
+	}
+	for _, m := range sortedProtocolMembers(pg) {
+		c.removeProtocolMember(pg, m, "removed by force", now)
+	}
+	return n, write()
+}
+
+// describeProtocolGroup describes the classic group proper name; false
+// when there is none with members.
+func (c *Coordinator) describeProtocolGroup(name string) (Description, bool) {
+	pg, err := c.lockProtocolGroup(name, false)
+	if err != nil || pg == nil {
+		return Description{}, false
+	}
+	defer c.unlockProtocolGroup(pg)
+	c.expireProtocolGroup(pg, c.cfg.Now())
+	if len(pg.members) == 0 {
+		return Description{}, false
+	}
+	d := Description{Group: name, State: pg.state, ProtocolType: pg.protocolType, Assignor: pg.protocol, Epoch: pg.generation}
+	for _, m := range sortedProtocolMembers(pg) {
+		d.Members = append(d.Members, MemberDescription{ID: m.id, ClientID: m.clientID, Host: m.host,
+			Epoch: pg.generation, LastHeartbeat: m.lastSeen})
+	}
+	return d, true
 }

@@ -709,7 +709,7 @@ func (c *Coordinator) Clear(ctx context.Context, name string, force bool, write 
 		return 0, err
 	}
 	if g == nil {
-		return 0, write()
+		return c.clearProtocolGroup(name, force, write)
 	}
 	defer c.unlockGroup(g)
 	c.expire(g, c.cfg.Now())

@@ -10,15 +10,25 @@ const (
 	StateEmpty       = "empty"       // no members (it may have committed offsets)
 	StateStable      = "stable"      // every member owns exactly its target
 	StateReconciling = "reconciling" // partitions are moving between members
+	// States of a classic group proper (classic_group.go) besides stable:
+	// waiting for its members to join again, and for its leader's
+	// assignments.
+	StatePreparingRebalance  = "preparing_rebalance"
+	StateCompletingRebalance = "completing_rebalance"
 )
 
 // Description is a group's membership now.
 type Description struct {
-	Group    string
-	State    string
-	Assignor string
-	Epoch    int32
-	Members  []MemberDescription // by member id
+	Group string
+	State string
+	// ProtocolType is "" for a consumer group (its classic members'
+	// protocol type is "consumer"), else the protocol type of a classic
+	// group proper (Kafka Connect's "connect"), whose Assignor is the
+	// protocol chosen and Epoch the generation (classic_group.go).
+	ProtocolType string
+	Assignor     string
+	Epoch        int32
+	Members      []MemberDescription // by member id
 }
 
 // MemberDescription is one member.
@@ -44,8 +54,11 @@ type Summary struct {
 // members.
 func (c *Coordinator) Describe(name string) (Description, bool) {
 	g, err := c.lockGroup(name, false)
-	if err != nil || g == nil {
+	if err != nil {
 		return Description{}, false
+	}
+	if g == nil {
+		return c.describeProtocolGroup(name)
 	}
 	defer c.unlockGroup(g)
 	c.expire(g, c.cfg.Now())
@@ -78,8 +91,11 @@ func (c *Coordinator) Describe(name string) (Description, bool) {
 // List summarises the groups that have members, by name.
 func (c *Coordinator) List() []Summary {
 	c.mu.Lock()
-	names := make([]string, 0, len(c.groups))
+	names := make([]string, 0, len(c.groups)+len(c.protocolGroups))
 	for name := range c.groups {
+		names = append(names, name)
+	}
+	for name := range c.protocolGroups {
 		names = append(names, name)
 	}
 	c.mu.Unlock()

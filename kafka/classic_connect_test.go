@@ -186,3 +186,26 @@ func TestClassicConnectGroup(t *testing.T) {
 		t.Fatalf("a alone again: %v %+v", kerr.ErrorForCode(join.ErrorCode), join)
 	}
 }
+
+// TestClassicConnectGroupDescribed: a classic group of another protocol
+// type shows in DescribeGroup with its protocol type, protocol and
+// members, and its offsets cannot be deleted while it has members.
+func TestClassicConnectGroupDescribed(t *testing.T) {
+	tb := startBroker(t)
+	c := dialRaw(t, tb.addr)
+	join := kmsg.NewPtrJoinGroupResponse()
+	roundTrip(t, c, connectJoin("", "a"), 3, join)
+	if join.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(join.ErrorCode))
+	}
+	d, err := tb.DescribeGroup(testCtx(t), "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ProtocolType != "connect" || d.Assignor != "sessioned" || len(d.Members) != 1 || d.Members[0].ID != join.MemberID {
+		t.Fatalf("described: %+v", d.Description)
+	}
+	if _, err := tb.DeleteGroup(testCtx(t), "workers", false); err == nil {
+		t.Fatal("a classic group with a member was deleted")
+	}
+}
