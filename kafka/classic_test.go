@@ -153,6 +153,10 @@ func (c *cuttable) setCut(cut bool) {
 	}
 }
 
+// revokeWork is how long a member's work on partitions it gives up takes
+// to finish.
+const revokeWork = 300 * time.Millisecond
+
 // classicMember starts a kgo group member of group on topic that records
 // into l, and polls until the test ends.
 func classicMember(t *testing.T, tb *testBroker, l *ledger, name, grp, topic string, cut *cuttable, opts ...kgo.Opt) *kgo.Client {
@@ -175,6 +179,10 @@ func classicMember(t *testing.T, tb *testBroker, l *ledger, name, grp, topic str
 		// was polled (a refusal only means the next owner reads some
 		// records again), then let go.
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
+			// Work on the partitions takes a while to finish, so that a
+			// coordinator granting them before this member let go would
+			// show as an overlap.
+			time.Sleep(revokeWork)
 			_ = cl.CommitUncommittedOffsets(ctx)
 			l.released(name, toList(m))
 		}),
@@ -242,13 +250,6 @@ func TestClassicGroupFranzGo(t *testing.T) {
 			l := newLedger()
 			cut := &cuttable{}
 			names := []string{"m0", "m1", "m2"}
-			for _, name := range names {
-				var c *cuttable
-				if name == "m2" {
-					c = cut
-				}
-				classicMember(t, tb, l, name, "g", "orders", c, kgo.Balancers(tc.balancer))
-			}
 			everyOwner := func(want ...string) func() bool {
 				return func() bool {
 					if len(l.owner) != partitions {
@@ -274,7 +275,16 @@ func TestClassicGroupFranzGo(t *testing.T) {
 					return true
 				}
 			}
-			l.waitFor(t, "three members share the partitions", 30*time.Second, everyOwner(names...))
+			// One at a time, so that each new member takes partitions
+			// the others own and must give up.
+			for i, name := range names {
+				var c *cuttable
+				if name == "m2" {
+					c = cut
+				}
+				classicMember(t, tb, l, name, "g", "orders", c, kgo.Balancers(tc.balancer))
+				l.waitFor(t, fmt.Sprintf("%d members share the partitions", i+1), 30*time.Second, everyOwner(names[:i+1]...))
+			}
 			l.waitFor(t, "the first records are consumed", 30*time.Second, consumedAll(300))
 
 			cut.setCut(true)
