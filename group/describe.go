@@ -48,6 +48,9 @@ type Summary struct {
 	State    string
 	Members  int
 	Assignor string
+	// ProtocolType is "" for a consumer group, else a classic group's
+	// (Description.ProtocolType).
+	ProtocolType string
 }
 
 // Describe returns a group's membership; false when the group has no
@@ -103,7 +106,7 @@ func (c *Coordinator) List() []Summary {
 	var out []Summary
 	for _, name := range names {
 		if d, ok := c.Describe(name); ok {
-			out = append(out, Summary{Group: name, State: d.State, Members: len(d.Members), Assignor: d.Assignor})
+			out = append(out, Summary{Group: name, State: d.State, Members: len(d.Members), Assignor: d.Assignor, ProtocolType: d.ProtocolType})
 		}
 	}
 	return out

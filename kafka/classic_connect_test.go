@@ -205,6 +205,10 @@ func TestClassicConnectGroupDescribed(t *testing.T) {
 	if d.ProtocolType != "connect" || d.Assignor != "sessioned" || len(d.Members) != 1 || d.Members[0].ID != join.MemberID {
 		t.Fatalf("described: %+v", d.Description)
 	}
+	groups, err := tb.ListGroups(testCtx(t))
+	if err != nil || len(groups) != 1 || groups[0].ProtocolType != "connect" || groups[0].Members != 1 {
+		t.Fatalf("listed: %+v, %v", groups, err)
+	}
 	if _, err := tb.DeleteGroup(testCtx(t), "workers", false); err == nil {
 		t.Fatal("a classic group with a member was deleted")
 	}
