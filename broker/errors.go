@@ -80,12 +80,10 @@ const (
 	// Kafka's classic group protocol (JoinGroup, SyncGroup, Heartbeat):
 	// the member's assignment is changing and it must join again to hear
 	// it; the member names a generation other than its current one; the
-	// member's protocols do not match the group's; the group has as many
-	// members as it may.
+	// member's protocols do not match the group's.
 	ReasonRebalanceInProgress       Reason = "REBALANCE_IN_PROGRESS"
 	ReasonIllegalGeneration         Reason = "ILLEGAL_GENERATION"
 	ReasonInconsistentGroupProtocol Reason = "INCONSISTENT_GROUP_PROTOCOL"
-	ReasonGroupFull                 Reason = "GROUP_FULL"
 )
 
 // reasons is the one table of reasons: every reason the broker refuses a
@@ -132,7 +130,6 @@ var reasons = map[Reason]struct{ retriable bool }{
 	ReasonRebalanceInProgress:          {},
 	ReasonIllegalGeneration:            {},
 	ReasonInconsistentGroupProtocol:    {},
-	ReasonGroupFull:                    {},
 }
 
 // Reasons returns every reason, sorted: what a front end's map must cover.

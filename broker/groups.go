@@ -182,6 +182,10 @@ func validGroupName(name string) error {
 	return nil
 }
 
+// LimitGroupMembers is the "limit_reached" detail of an INVALID_REQUEST
+// refusing a join to a group that has as many members as allowed.
+const LimitGroupMembers = "group_members"
+
 // groupError maps the coordinator's errors to reasons.
 func (b *Broker) groupError(ctx context.Context, name, member string, err error) error {
 	switch {
@@ -191,6 +195,10 @@ func (b *Broker) groupError(ctx context.Context, name, member string, err error)
 		return refuse(ReasonFencedMember, err, "%v", err).with("group", name).with("member_id", member)
 	case errors.Is(err, group.ErrGroupNotEmpty):
 		return refuse(ReasonGroupNotEmpty, err, "%v", err).with("group", name)
+	case errors.Is(err, group.ErrGroupFull):
+		// Meta names the limit, so a front end whose wire has a code of
+		// its own for it (Kafka's GROUP_MAX_SIZE_REACHED) can tell.
+		return refuse(ReasonInvalidRequest, err, "%v", err).with("group", name).with("limit_reached", LimitGroupMembers)
 	case errors.Is(err, group.ErrInvalid):
 		return refuse(ReasonInvalidRequest, err, "%v", err)
 	case errors.Is(err, group.ErrRebalanceInProgress):
@@ -199,8 +207,6 @@ func (b *Broker) groupError(ctx context.Context, name, member string, err error)
 		return refuse(ReasonIllegalGeneration, err, "%v", err).with("group", name).with("member_id", member)
 	case errors.Is(err, group.ErrInconsistentProtocol):
 		return refuse(ReasonInconsistentGroupProtocol, err, "%v", err).with("group", name)
-	case errors.Is(err, group.ErrGroupFull):
-		return refuse(ReasonGroupFull, err, "%v", err).with("group", name)
 	case errors.Is(err, group.ErrNotCoordinator):
 		// The controller moved: name the new one, so the call is forwarded
 		// or retried there.
@@ -319,6 +325,57 @@ func (b *Broker) DeleteGroup(ctx context.Context, name string, force bool) (int,
 		return n, b.groupError(ctx, name, "", err)
 	}
 	return n, nil
+}
+
+// DeleteOffsets removes a group's committed offsets of the partitions
+// named, except those of topics one of its members subscribes to now,
+// which it returns, sorted, and leaves alone (Kafka's
+// GROUP_SUBSCRIBED_TO_TOPIC). Partitions never committed are no error.
+// GROUP_NOT_FOUND when the group has neither members nor committed
+// offsets.
+func (b *Broker) DeleteOffsets(ctx context.Context, name string, partitions []TopicPartition) ([]string, error) {
+	if b.replica != nil {
+		return nil, errReadReplica("delete consumer offsets (they live in the writing cluster's metadata)")
+	}
+	if err := validGroupName(name); err != nil {
+		return nil, err
+	}
+	if len(partitions) > cluster.MaxGroupPartitions {
+		return nil, refuse(ReasonInvalidRequest, nil, "an offset delete names %d partitions; at most %d", len(partitions), cluster.MaxGroupPartitions)
+	}
+	c, err := b.coordinator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var inUse []string
+	err = c.Subscribed(name, func(subscribed map[string]bool) error {
+		if subscribed == nil && len(b.meta.CommittedOffsets(name)) == 0 {
+			return refuse(ReasonGroupNotFound, nil, "consumer group %q has no members and no committed offsets", name).with("group", name)
+		}
+		var del []cluster.TopicPartition
+		for _, tp := range partitions {
+			if subscribed[tp.Topic] {
+				if !slices.Contains(inUse, tp.Topic) {
+					inUse = append(inUse, tp.Topic)
+				}
+				continue
+			}
+			del = append(del, cluster.TopicPartition(tp))
+		}
+		if len(del) == 0 || len(b.meta.CommittedOffsets(name)) == 0 {
+			return nil
+		}
+		err := b.meta.DeleteOffsets(ctx, name, del)
+		if errors.Is(err, cluster.ErrGroupNotFound) {
+			return nil // nothing was committed: nothing to delete
+		}
+		return err
+	})
+	if err != nil {
+		return nil, b.groupError(ctx, name, "", err)
+	}
+	slices.Sort(inUse)
+	return inUse, nil
 }
 
 // writeGroupMembers reports each group's members; only the controller,

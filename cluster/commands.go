@@ -49,6 +49,7 @@ const (
 	cmdRemoveACLs       = "removeACLs"
 	cmdDeleteGroup      = "deleteGroup"
 	cmdSaveGroup        = "saveGroup"
+	cmdDeleteOffsets    = "deleteOffsets"
 )
 
 // header is the tag every command starts with.
@@ -112,6 +113,21 @@ type commitOffsetsCmd struct {
 type deleteGroupCmd struct {
 	header
 	Group string `json:"group"`
+}
+
+// deleteOffsetsCmd removes some of a consumer group's committed offsets
+// (Kafka's OffsetDelete); partitions it has none for are no error. The
+// group goes once it has none left.
+type deleteOffsetsCmd struct {
+	header
+	Group      string               `json:"group"`
+	Partitions []offsetPartitionRef `json:"partitions"`
+}
+
+// offsetPartitionRef names one partition of a deleteOffsetsCmd.
+type offsetPartitionRef struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
 }
 
 // saveGroupCmd replaces a consumer group's membership, written by the
@@ -211,6 +227,7 @@ func (*changeISRCmd) typ() string          { return cmdChangeISR }
 func (*allocateProducerIDCmd) typ() string { return cmdAllocateProducer }
 func (*deleteGroupCmd) typ() string        { return cmdDeleteGroup }
 func (*saveGroupCmd) typ() string          { return cmdSaveGroup }
+func (*deleteOffsetsCmd) typ() string      { return cmdDeleteOffsets }
 
 // newCommand returns an empty command of the given type and version, or nil
 // if this build does not know it.
@@ -245,6 +262,8 @@ func newCommand(typ string, v int) command {
 		return &deleteGroupCmd{}
 	case cmdSaveGroup:
 		return &saveGroupCmd{}
+	case cmdDeleteOffsets:
+		return &deleteOffsetsCmd{}
 	}
 	return nil
 }

@@ -198,6 +198,29 @@ func (n *Node) DeleteGroup(ctx context.Context, group string) error {
 	return err
 }
 
+// DeleteOffsets removes a consumer group's committed offsets of the
+// partitions named (ErrGroupNotFound when it has none at all); the group
+// goes once it has none left. Every voter must know the deleteOffsets
+// command (a build with it) before this is called: an older one would
+// refuse the entry and keep the offsets.
+func (n *Node) DeleteOffsets(ctx context.Context, group string, partitions []TopicPartition) error {
+	if err := ValidateGroupName(group); err != nil {
+		return err
+	}
+	if len(partitions) == 0 {
+		return nil
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return err
+	}
+	c := &deleteOffsetsCmd{Group: group, Partitions: make([]offsetPartitionRef, len(partitions))}
+	for i, tp := range partitions {
+		c.Partitions[i] = offsetPartitionRef{Topic: tp.Topic, Partition: tp.Partition}
+	}
+	_, err := n.propose(ctx, c)
+	return err
+}
+
 // SaveGroupMembership writes a consumer group's whole membership, replacing
 // the one written before; nil removes it (the group has no members). Only
 // the group coordinator on the controller calls it, before it answers a

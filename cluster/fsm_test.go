@@ -666,3 +666,26 @@ func TestFSMDeleteGroup(t *testing.T) {
 	}
 	h.refused(&deleteGroupCmd{Group: "g"}, ErrGroupNotFound)
 }
+
+func TestFSMDeleteOffsets(t *testing.T) {
+	h := threeBrokers(t)
+	h.ok(createCmd(h.f.meta.Load(), "orders", 2, 1, nil))
+	h.ok(&commitOffsetsCmd{Group: "g", Commits: []offsetCommitEntry{{Topic: "orders", Partition: 0, Offset: 3}, {Topic: "orders", Partition: 1, Offset: 5}}})
+	h.ok(&commitOffsetsCmd{Group: "other", Commits: []offsetCommitEntry{{Topic: "orders", Partition: 0, Offset: 4}}})
+	h.refused(&deleteOffsetsCmd{Group: "missing", Partitions: []offsetPartitionRef{{"orders", 0}}}, ErrGroupNotFound)
+	// A partition never committed is no error.
+	h.ok(&deleteOffsetsCmd{Group: "g", Partitions: []offsetPartitionRef{{"orders", 0}, {"gone", 7}}})
+	if _, ok := h.f.offsets.get("g", TopicPartition{"orders", 0}); ok {
+		t.Fatal("deleted offset still there")
+	}
+	if oc, ok := h.f.offsets.get("g", TopicPartition{"orders", 1}); !ok || oc.Offset != 5 {
+		t.Fatalf("an offset not named changed: %v %v", oc, ok)
+	}
+	if oc, ok := h.f.offsets.get("other", TopicPartition{"orders", 0}); !ok || oc.Offset != 4 {
+		t.Fatalf("another group's offset changed: %v %v", oc, ok)
+	}
+	h.ok(&deleteOffsetsCmd{Group: "g", Partitions: []offsetPartitionRef{{"orders", 1}}})
+	if h.f.offsets.has("g") {
+		t.Fatal("a group with no offsets left is still there")
+	}
+}

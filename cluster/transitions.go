@@ -58,6 +58,8 @@ func transition(cur *Metadata, offsets map[string]groupOffsets, nextProducerID i
 			return change{}, errorf(ErrGroupNotFound, "group %q has no committed offsets", c.Group)
 		}
 		return change{offsets: map[string]groupOffsets{c.Group: nil}}, nil
+	case *deleteOffsetsCmd:
+		return applyDeleteOffsets(offsets, c)
 	case *changeLeaderCmd:
 		return applyChangeLeader(cur, c)
 	case *changeISRCmd:
@@ -211,6 +213,21 @@ func applyCommitOffsets(cur *Metadata, offsets map[string]groupOffsets, c *commi
 		g[TopicPartition{r.Topic, r.Partition}] = OffsetCommit{Offset: r.Offset, Metadata: r.Metadata, CommittedAtMs: c.CommittedAtMs}
 	}
 	return change{offsets: map[string]groupOffsets{c.Group: g}}, nil
+}
+
+func applyDeleteOffsets(offsets map[string]groupOffsets, c *deleteOffsetsCmd) (change, error) {
+	cur, ok := offsets[c.Group]
+	if !ok {
+		return change{}, errorf(ErrGroupNotFound, "group %q has no committed offsets", c.Group)
+	}
+	if len(c.Partitions) > MaxGroupPartitions {
+		return change{}, errorf(ErrInvalidOffsetCommit, "an offset delete names %d partitions; at most %d", len(c.Partitions), MaxGroupPartitions)
+	}
+	g := maps.Clone(cur)
+	for _, tp := range c.Partitions {
+		delete(g, TopicPartition{tp.Topic, tp.Partition})
+	}
+	return change{offsets: map[string]groupOffsets{c.Group: g}}, nil // empty: the group goes
 }
 
 func applyChangeLeader(cur *Metadata, c *changeLeaderCmd) (change, error) {

@@ -45,8 +45,6 @@ var (
 	// group's other classic members share, or names another protocol than
 	// the one it was answered.
 	ErrInconsistentProtocol = errors.New("inconsistent group protocol")
-	// ErrGroupFull: the group has as many members as it may.
-	ErrGroupFull = errors.New("group is full")
 )
 
 // ConsumerProtocolType is the protocol type of classic consumers, whose
@@ -170,7 +168,7 @@ func (c *Coordinator) joinClassic(g *group, j ClassicJoin, now time.Time) (*memb
 	}
 	if m == nil {
 		if len(g.members) >= c.cfg.MaxMembers {
-			return nil, fmt.Errorf("%w: group %q has %d members, the most allowed", ErrGroupFull, g.name, len(g.members))
+			return nil, fmt.Errorf("%w: %w: group %q has %d members, the most allowed", ErrInvalid, ErrGroupFull, g.name, len(g.members))
 		}
 		if err := c.checkSubscription(g, "", topics); err != nil {
 			return nil, err

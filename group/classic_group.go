@@ -192,7 +192,7 @@ func (c *Coordinator) JoinClassicGroup(ctx context.Context, j ClassicGroupJoin) 
 	}
 	if m == nil {
 		if len(pg.members) >= c.cfg.MaxMembers {
-			return ClassicGroupJoinAnswer{}, fmt.Errorf("%w: group %q has %d members, the most allowed", ErrGroupFull, j.Group, len(pg.members))
+			return ClassicGroupJoinAnswer{}, fmt.Errorf("%w: %w: group %q has %d members, the most allowed", ErrInvalid, ErrGroupFull, j.Group, len(pg.members))
 		}
 		m = &protocolMember{id: j.MemberID}
 		for m.id == "" || pg.members[m.id] != nil {

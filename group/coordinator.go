@@ -36,6 +36,9 @@ var (
 	ErrGroupNotEmpty  = errors.New("group has members")
 	ErrInvalid        = errors.New("invalid group request")
 	ErrNotCoordinator = errors.New("not the coordinator")
+	// ErrGroupFull refines ErrInvalid: a join refused because the group has
+	// MaxMembers members already.
+	ErrGroupFull = errors.New("group full")
 )
 
 // Config is what a Coordinator needs from the broker around it.
@@ -84,8 +87,12 @@ type Heartbeat struct {
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
 	Owned            []TopicPartition
-	ClientID, Host   string
-	NoWait           bool
+	// OwnedUnchanged says Owned is not reported: the member owns what it
+	// did at its last heartbeat (Kafka's null owned partitions), so
+	// nothing it holds is taken as given up.
+	OwnedUnchanged bool
+	ClientID, Host string
+	NoWait         bool
 }
 
 // Answer is the coordinator's reply to a heartbeat.
@@ -396,7 +403,7 @@ func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, erro
 			ErrInvalid, g.name, g.assignor.Name(), a.Name())
 	}
 	if len(g.members) >= c.cfg.MaxMembers {
-		return nil, fmt.Errorf("%w: group %q has %d members, the most allowed", ErrInvalid, g.name, len(g.members))
+		return nil, fmt.Errorf("%w: %w: group %q has %d members, the most allowed", ErrInvalid, ErrGroupFull, g.name, len(g.members))
 	}
 	if err := c.checkSubscription(g, "", topics); err != nil {
 		return nil, err
@@ -443,6 +450,13 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 			ErrFencedMember, m.id, g.name, hb.MemberEpoch, m.epoch)
 	}
 	owned := make(map[TopicPartition]bool, len(hb.Owned))
+	if hb.OwnedUnchanged {
+		// Not reported: it still holds whatever it was granted and has not
+		// reported given up, so nothing is released.
+		for tp := range m.granted {
+			owned[tp] = true
+		}
+	}
 	for _, tp := range hb.Owned {
 		if _, ok := m.granted[tp]; !ok {
 			// Answers come one at a time and the coordinator forgets a
@@ -726,6 +740,32 @@ func (c *Coordinator) Clear(ctx context.Context, name string, force bool, write 
 		return 0, err
 	}
 	return n, write()
+}
+
+// Subscribed runs write with the topics the group's members subscribe to
+// now (nil for a group without members), under the group's lock, so that
+// no member subscribes to a topic between the check and the write: an
+// offset deletion that must spare the topics in use (Kafka's OffsetDelete).
+func (c *Coordinator) Subscribed(name string, write func(subscribed map[string]bool) error) error {
+	g, err := c.lockGroup(name, false)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return write(nil)
+	}
+	defer c.unlockGroup(g)
+	c.expire(g, c.cfg.Now())
+	subscribed := map[string]bool{}
+	for _, m := range g.members {
+		for _, t := range m.topics {
+			subscribed[t] = true
+		}
+	}
+	if !c.valid() {
+		return ErrNotCoordinator
+	}
+	return write(subscribed)
 }
 
 // Members returns how many members a group has now.

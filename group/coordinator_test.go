@@ -557,3 +557,53 @@ func TestMaxGroups(t *testing.T) {
 		t.Fatalf("%d groups", n)
 	}
 }
+
+// A heartbeat that does not report what it owns (OwnedUnchanged, Kafka's
+// null owned partitions) gives nothing up: a partition the member was
+// asked to release stays its own, and is not granted elsewhere, until it
+// reports it gone.
+func TestOwnedUnchangedReleasesNothing(t *testing.T) {
+	c := newTestCoordinator(map[string]int32{"t": 2}, nil)
+	ctx := context.Background()
+	a := &testMember{}
+	if err := a.beat(t, c, "g", []string{"t"}, time.Now()); err != nil || len(a.owned) != 2 {
+		t.Fatalf("a: %v %v", a.owned, err)
+	}
+	b := &testMember{}
+	if err := b.beat(t, c, "g", []string{"t"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := c.Heartbeat(ctx, Heartbeat{Group: "g", MemberID: a.id, MemberEpoch: a.epoch, Owned: a.owned, NoWait: true})
+	if err != nil || len(ans.Assigned) != 1 {
+		t.Fatalf("a asked to keep %v (%v), want one partition", ans.Assigned, err)
+	}
+	a.epoch = ans.MemberEpoch
+	// a still holds both, and says nothing about it.
+	if _, err := c.Heartbeat(ctx, Heartbeat{Group: "g", MemberID: a.id, MemberEpoch: a.epoch, OwnedUnchanged: true, NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.beat(t, c, "g", nil, time.Now()); err != nil || len(b.owned) != 0 {
+		t.Fatalf("b got %v (%v) while a still holds it", b.owned, err)
+	}
+	if _, err := c.Heartbeat(ctx, Heartbeat{Group: "g", MemberID: a.id, MemberEpoch: a.epoch, Owned: ans.Assigned, NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.beat(t, c, "g", nil, time.Now()); err != nil || len(b.owned) != 1 || b.owned[0] == ans.Assigned[0] {
+		t.Fatalf("b got %v (%v) after a gave it up", b.owned, err)
+	}
+}
+
+// A join beyond MaxMembers is ErrGroupFull, which is also ErrInvalid.
+func TestJoinFullGroup(t *testing.T) {
+	c := newTestCoordinator(map[string]int32{"t": 1}, nil)
+	c.cfg.MaxMembers = 2
+	for range 2 {
+		if err := (&testMember{}).beat(t, c, "g", []string{"t"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := (&testMember{}).beat(t, c, "g", []string{"t"}, time.Now())
+	if !errors.Is(err, ErrGroupFull) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("third member: %v, want ErrGroupFull and ErrInvalid", err)
+	}
+}

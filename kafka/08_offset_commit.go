@@ -24,8 +24,8 @@ package kafka
 // retention time (v2–v4) is ignored: committed offsets stay until the
 // group is deleted. Each partition's leader epoch (v6+) is not stored, and
 // OffsetFetch answers -1 for it. The metadata string is stored (at most
-// 4096 bytes, cluster.MaxOffsetMetadata; longer is INVALID_REQUEST for the
-// whole request, where Kafka says OFFSET_METADATA_TOO_LARGE per partition).
+// 4096 bytes, cluster.MaxOffsetMetadata; a partition with a longer one is
+// OFFSET_METADATA_TOO_LARGE and not committed, as Kafka answers).
 //
 // The partitions of one request are committed together, one write: the
 // answer is the same for each. When a partition or topic does not exist,
@@ -48,8 +48,8 @@ func handleOffsetCommit(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 
-	// Every partition gets an answer, in the order asked; code[i] is the
-	// answer of the partition offsets[i] commits.
+	// Every partition gets an answer, in the order asked; slots[i] is
+	// where the answer of offsets[i] goes (topic, partition index).
 	type slot struct{ t, p int }
 	var (
 		offsets []broker.CommittedOffset
@@ -78,6 +78,10 @@ func handleOffsetCommit(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.R
 				p.ErrorCode = groupCode
 			case !known:
 				p.ErrorCode = kerr.UnknownTopicID.Code
+			case rp.Metadata != nil && len(*rp.Metadata) > cluster.MaxOffsetMetadata:
+				// The metadata layer would refuse the whole write; Kafka
+				// refuses only this partition.
+				p.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			default:
 				meta := ""
 				if rp.Metadata != nil {

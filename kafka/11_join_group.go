@@ -54,8 +54,6 @@ import (
 	"github.com/strata-log/strata/group"
 )
 
-const consumerProtocolType = group.ConsumerProtocolType
-
 func handleJoinGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -77,7 +75,7 @@ func handleJoinGroup(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Resp
 	}
 	ans, err := c.s.b.JoinClassicGroup(ctx, j)
 	if err != nil {
-		resp.ErrorCode = codeOf(err)
+		resp.ErrorCode = heartbeatCode(err).Code // a full group is GROUP_MAX_SIZE_REACHED
 		return resp, nil
 	}
 	resp.MemberID = ans.MemberID
@@ -107,7 +105,7 @@ func joinProtocolGroup(ctx context.Context, c *conn, req *kmsg.JoinGroupRequest,
 	}
 	ans, err := c.s.b.JoinClassicProtocolGroup(ctx, j)
 	if err != nil {
-		resp.ErrorCode = codeOf(err)
+		resp.ErrorCode = heartbeatCode(err).Code // a full group is GROUP_MAX_SIZE_REACHED
 		return resp, nil
 	}
 	resp.MemberID = ans.MemberID

@@ -35,7 +35,15 @@ func init() {
 		13:             {0, 5, handleLeaveGroup},      // 13_leave_group.go
 		14:             {0, 5, handleSyncGroup},       // 14_sync_group.go
 		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
-		8:              {2, 10, handleOffsetCommit},   // 08_offset_commit.go
-		9:              {1, 10, handleOffsetFetch},    // 09_offset_fetch.go
+
+		// Consumer groups (KIP-848) and their offsets.
+		8:  {2, 10, handleOffsetCommit},          // 08_offset_commit.go
+		9:  {1, 10, handleOffsetFetch},           // 09_offset_fetch.go
+		15: {0, 6, handleDescribeGroups},         // 15_describe_groups.go
+		16: {0, 5, handleListGroups},             // 16_list_groups.go
+		42: {0, 2, handleDeleteGroups},           // 42_delete_groups.go
+		47: {0, 0, handleOffsetDelete},           // 47_offset_delete.go
+		68: {0, 1, handleConsumerGroupHeartbeat}, // 68_consumer_group_heartbeat.go
+		69: {0, 1, handleConsumerGroupDescribe},  // 69_consumer_group_describe.go
 	}
 }

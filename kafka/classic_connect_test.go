@@ -213,3 +213,35 @@ func TestClassicConnectGroupDescribed(t *testing.T) {
 		t.Fatal("a classic group with a member was deleted")
 	}
 }
+
+// TestClassicConnectGroupListed: DescribeGroups and ListGroups name a
+// classic group of another protocol type as such.
+func TestClassicConnectGroupListed(t *testing.T) {
+	tb := startBroker(t)
+	c := dialRaw(t, tb.addr)
+	join := kmsg.NewPtrJoinGroupResponse()
+	roundTrip(t, c, connectJoin("", "a"), 3, join)
+	if join.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(join.ErrorCode))
+	}
+	cl := tb.client(t)
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.Groups = []string{"workers"}
+	dresp, err := dreq.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := dresp.Groups[0]; g.ErrorCode != 0 || g.ProtocolType != "connect" || g.Protocol != "sessioned" || g.State != "CompletingRebalance" ||
+		len(g.Members) != 1 || g.Members[0].MemberID != join.MemberID {
+		t.Fatalf("described: %+v", g)
+	}
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.TypesFilter = []string{"classic"}
+	lresp, err := lreq.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lresp.Groups) != 1 || lresp.Groups[0].ProtocolType != "connect" || lresp.Groups[0].GroupType != "classic" {
+		t.Fatalf("listed: %+v", lresp.Groups)
+	}
+}

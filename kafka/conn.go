@@ -114,8 +114,7 @@ type conn struct {
 	nc  net.Conn
 	br  *bufio.Reader
 	out []byte
-	// clientID is the client id of the request being served ("" for
-	// none), for the handlers that record it (JoinGroup).
+	// clientID is the client id of the request being served (its header's).
 	clientID string
 }
 
@@ -149,12 +148,12 @@ func (c *conn) handle(frame []byte) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout+requestTime(rq.req))
-	defer cancel()
 	c.clientID = ""
 	if rq.clientID != nil {
 		c.clientID = *rq.clientID
 	}
+	ctx, cancel := context.WithTimeout(c.s.ctx, c.s.cfg.RequestTimeout+requestTime(rq.req))
+	defer cancel()
 	resp, err := apis[rq.key].handle(ctx, c, rq.req)
 	if err != nil {
 		return err

@@ -51,7 +51,6 @@ var codes = map[broker.Reason]*kerr.Error{
 	broker.ReasonRebalanceInProgress:          kerr.RebalanceInProgress,
 	broker.ReasonIllegalGeneration:            kerr.IllegalGeneration,
 	broker.ReasonInconsistentGroupProtocol:    kerr.InconsistentGroupProtocol,
-	broker.ReasonGroupFull:                    kerr.GroupMaxSizeReached,
 }
 
 // codeOf is the Kafka error code for err: its reason's, REQUEST_TIMED_OUT
@@ -103,6 +102,18 @@ func offsetCommitCode(version int16, err error) *kerr.Error {
 		return kerr.IllegalGeneration
 	case broker.ReasonGroupNotEmpty:
 		return kerr.UnknownMemberID
+	}
+	return kerrOf(err)
+}
+
+// heartbeatCode is ConsumerGroupHeartbeat's and JoinGroup's code for
+// err: a join refused because the group is full is INVALID_REQUEST to the
+// broker, with the limit named in its detail, and GROUP_MAX_SIZE_REACHED
+// to Kafka clients.
+func heartbeatCode(err error) *kerr.Error {
+	var be *broker.Error
+	if asBrokerError(err, &be) && be.Reason == broker.ReasonInvalidRequest && be.Meta["limit_reached"] == broker.LimitGroupMembers {
+		return kerr.GroupMaxSizeReached
 	}
 	return kerrOf(err)
 }

@@ -48,3 +48,25 @@ func TestErrorTable(t *testing.T) {
 		t.Errorf("codes maps %d reasons, the broker has %d", len(codes), len(broker.Reasons()))
 	}
 }
+
+// A full group is INVALID_REQUEST to the broker with the limit in its
+// detail, and Kafka's GROUP_MAX_SIZE_REACHED to a heartbeat; a group's
+// thousand members joining within one session is too slow to make for
+// real here (group.TestJoinFullGroup makes one). OffsetCommit names a
+// lost partition for each kind of member.
+func TestErrorRefinements(t *testing.T) {
+	full := &broker.Error{Reason: broker.ReasonInvalidRequest, Meta: map[string]string{"limit_reached": broker.LimitGroupMembers}}
+	if got := heartbeatCode(full); got != kerr.GroupMaxSizeReached {
+		t.Errorf("full group: %v", got)
+	}
+	if got := heartbeatCode(&broker.Error{Reason: broker.ReasonInvalidRequest}); got != kerr.InvalidRequest {
+		t.Errorf("invalid heartbeat: %v", got)
+	}
+	fenced := &broker.Error{Reason: broker.ReasonFencedMember}
+	if offsetCommitCode(9, fenced) != kerr.StaleMemberEpoch || offsetCommitCode(8, fenced) != kerr.IllegalGeneration {
+		t.Error("a lost partition's commit is not STALE_MEMBER_EPOCH (v9+) and ILLEGAL_GENERATION (v8)")
+	}
+	if offsetCommitCode(9, &broker.Error{Reason: broker.ReasonGroupNotEmpty}) != kerr.UnknownMemberID {
+		t.Error("a commit from outside a group with members is not UNKNOWN_MEMBER_ID")
+	}
+}

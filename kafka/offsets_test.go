@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/group"
 )
 
@@ -47,6 +49,7 @@ func TestOffsetCommitFetchKadm(t *testing.T) {
 	os.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 42, Metadata: "m0", LeaderEpoch: -1})
 	os.Add(kadm.Offset{Topic: "orders", Partition: 2, At: 7, LeaderEpoch: -1})
 	os.Add(kadm.Offset{Topic: "orders", Partition: 9, At: 1, LeaderEpoch: -1}) // no such partition
+	os.Add(kadm.Offset{Topic: "orders", Partition: 1, At: 5, LeaderEpoch: -1, Metadata: strings.Repeat("m", cluster.MaxOffsetMetadata+1)})
 	res, err := adm.CommitOffsets(ctx, "billing", os)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +57,7 @@ func TestOffsetCommitFetchKadm(t *testing.T) {
 	for _, want := range []struct {
 		p    int32
 		code error
-	}{{0, nil}, {2, nil}, {9, kerr.UnknownTopicOrPartition}} {
+	}{{0, nil}, {2, nil}, {9, kerr.UnknownTopicOrPartition}, {1, kerr.OffsetMetadataTooLarge}} {
 		r, ok := res.Lookup("orders", want.p)
 		if !ok || r.Err != want.code {
 			t.Errorf("commit orders/%d: %+v, want %v", want.p, r, want.code)

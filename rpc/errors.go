@@ -68,7 +68,6 @@ var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonRebalanceInProgress:       codes.FailedPrecondition,
 	broker.ReasonIllegalGeneration:         codes.FailedPrecondition,
 	broker.ReasonInconsistentGroupProtocol: codes.FailedPrecondition,
-	broker.ReasonGroupFull:                 codes.FailedPrecondition,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

@@ -168,8 +168,6 @@ const (
 	// FailedPrecondition: the member's protocol type or protocols do not
 	// match the group's.
 	ErrorReason_ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL ErrorReason = 36
-	// FailedPrecondition: the group has as many members as it may.
-	ErrorReason_ERROR_REASON_GROUP_FULL ErrorReason = 37
 )
 
 // Enum value maps for ErrorReason.
@@ -212,7 +210,6 @@ var (
 		34: "ERROR_REASON_REBALANCE_IN_PROGRESS",
 		35: "ERROR_REASON_ILLEGAL_GENERATION",
 		36: "ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL",
-		37: "ERROR_REASON_GROUP_FULL",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                      0,
@@ -252,7 +249,6 @@ var (
 		"ERROR_REASON_REBALANCE_IN_PROGRESS":            34,
 		"ERROR_REASON_ILLEGAL_GENERATION":               35,
 		"ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL":      36,
-		"ERROR_REASON_GROUP_FULL":                       37,
 	}
 )
 
@@ -287,7 +283,7 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xc4\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xa7\n" +
 	"\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
@@ -327,8 +323,7 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"\x19ERROR_REASON_STORAGE_FULL\x10!\x12&\n" +
 	"\"ERROR_REASON_REBALANCE_IN_PROGRESS\x10\"\x12#\n" +
 	"\x1fERROR_REASON_ILLEGAL_GENERATION\x10#\x12,\n" +
-	"(ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL\x10$\x12\x1b\n" +
-	"\x17ERROR_REASON_GROUP_FULL\x10%B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"(ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL\x10$B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once
