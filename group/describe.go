@@ -40,6 +40,9 @@ type MemberDescription struct {
 	Revoking           []TopicPartition // owned, and asked to give up
 	Pending            []TopicPartition // in its target, held by another member
 	LastHeartbeat      time.Time
+	// ClassicProtocol is the protocol a classic member (JoinGroup) was
+	// answered; "" for a heartbeat member.
+	ClassicProtocol string
 }
 
 // Summary is one line of a group listing.
@@ -72,6 +75,9 @@ func (c *Coordinator) Describe(name string) (Description, bool) {
 	for _, m := range g.sortedMembers() {
 		md := MemberDescription{ID: m.id, ClientID: m.clientID, Host: m.host, Epoch: m.epoch,
 			Topics: append([]string(nil), m.topics...), LastHeartbeat: m.lastSeen}
+		if m.classic != nil {
+			md.ClassicProtocol = m.classic.Protocol
+		}
 		for tp := range m.granted {
 			md.Owned = append(md.Owned, tp)
 			if !m.target[tp] {

@@ -78,43 +78,62 @@ func groupConsumerMember(t *testing.T, addr string, l *ledger, name, grp, topic 
 }
 
 // TestClassicMixedGroup: a classic kgo member (cooperative-sticky) and a
-// KIP-848 member (Strata's GroupConsumer over gRPC) in one group share
-// the partitions without overlap, each consuming its own, and every
-// record is consumed.
+// KIP-848 member (Strata's GroupConsumer over gRPC, or kgo over
+// ConsumerGroupHeartbeat) in one group share the partitions without
+// overlap, each consuming its own, and every record is consumed.
 func TestClassicMixedGroup(t *testing.T) {
-	const partitions = 6
-	tb := startBroker(t)
-	addr := serveGRPC(t, tb)
-	tb.createTopic(t, "mixed", partitions)
-	produceValues(t, tb, "mixed", partitions, 0, 120)
-	l := newLedger()
-	classicMember(t, tb, l, "classic", "mix", "mixed", nil, kgo.Balancers(kgo.CooperativeStickyBalancer()))
-	l.waitFor(t, "the classic member owns every partition", 30*time.Second, func() bool { return len(l.owner) == partitions })
-	groupConsumerMember(t, addr, l, "kip848", "mix", "mixed")
-	l.waitFor(t, "the two members share the partitions", 30*time.Second, func() bool {
-		var owners []string
-		for _, o := range l.owner {
-			if !slices.Contains(owners, o) {
-				owners = append(owners, o)
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T, tb *testBroker, addr string, l *ledger)
+	}{
+		{"grpc", func(t *testing.T, _ *testBroker, addr string, l *ledger) {
+			groupConsumerMember(t, addr, l, "kip848", "mix", "mixed")
+		}},
+		{"kafka", func(t *testing.T, tb *testBroker, _ string, l *ledger) {
+			classicMember(t, tb, l, "kip848", "mix", "mixed", nil, kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const partitions = 6
+			tb := startBroker(t)
+			addr := serveGRPC(t, tb)
+			tb.createTopic(t, "mixed", partitions)
+			produceValues(t, tb, "mixed", partitions, 0, 120)
+			l := newLedger()
+			classicMember(t, tb, l, "classic", "mix", "mixed", nil, kgo.Balancers(kgo.CooperativeStickyBalancer()))
+			l.waitFor(t, "the classic member owns every partition", 30*time.Second, func() bool { return len(l.owner) == partitions })
+			tc.start(t, tb, addr, l)
+			l.waitFor(t, "the two members share the partitions", 30*time.Second, func() bool {
+				var owners []string
+				for _, o := range l.owner {
+					if !slices.Contains(owners, o) {
+						owners = append(owners, o)
+					}
+				}
+				return len(l.owner) == partitions && len(owners) == 2
+			})
+			produceValues(t, tb, "mixed", partitions, 120, 120)
+			l.waitFor(t, "every record is consumed", 30*time.Second, func() bool {
+				for i := range 240 {
+					if l.consumed[strconv.Itoa(i)] == 0 {
+						return false
+					}
+				}
+				return true
+			})
+			d, err := tb.DescribeGroup(testCtx(t), "mix")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		return len(l.owner) == partitions && len(owners) == 2
-	})
-	produceValues(t, tb, "mixed", partitions, 120, 120)
-	l.waitFor(t, "every record is consumed", 30*time.Second, func() bool {
-		for i := range 240 {
-			if l.consumed[strconv.Itoa(i)] == 0 {
-				return false
+			var kinds []string
+			for _, m := range d.Members {
+				kinds = append(kinds, m.ClientID+":"+m.ClassicProtocol)
 			}
-		}
-		return true
-	})
-	d, err := tb.DescribeGroup(testCtx(t), "mix")
-	if err != nil {
-		t.Fatal(err)
+			slices.Sort(kinds)
+			if want := []string{"classic:cooperative-sticky", "kip848:"}; !slices.Equal(kinds, want) {
+				t.Errorf("members %v, want %v (one classic, one KIP-848)", kinds, want)
+			}
+			l.check(t)
+		})
 	}
-	if len(d.Members) != 2 {
-		t.Errorf("group has %d members, want 2", len(d.Members))
-	}
-	l.check(t)
 }
