@@ -124,6 +124,10 @@ func (c *Coordinator) lockProtocolGroup(name string, create bool) (*protocolGrou
 				c.mu.Unlock()
 				return nil, fmt.Errorf("%w: group %q is a consumer group", ErrInconsistentProtocol, name)
 			}
+			if err := c.roomForGroupLocked(name); err != nil {
+				c.mu.Unlock()
+				return nil, err
+			}
 			pg = &protocolGroup{name: name, members: map[string]*protocolMember{}, changed: make(chan struct{})}
 			c.protocolGroups[name] = pg
 		}

@@ -235,3 +235,22 @@ func TestClassicGroupRemovesMembersThatDoNotRejoin(t *testing.T) {
 		t.Fatalf("%d members, want 1", n)
 	}
 }
+
+// TestClassicGroupsCountTowardsMaxGroups: classic groups of other
+// protocol types count towards MaxGroups with consumer groups.
+func TestClassicGroupsCountTowardsMaxGroups(t *testing.T) {
+	ctx := context.Background()
+	c := newTestCoordinator(map[string]int32{"t": 1}, nil)
+	c.cfg.MaxGroups = 1
+	if _, err := c.JoinClassicGroup(ctx, ClassicGroupJoin{Group: "w", ProtocolType: "connect",
+		Protocols: []ClassicProtocol{{Name: "default"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Heartbeat(ctx, Heartbeat{Group: "g", Topics: []string{"t"}, NoWait: true}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a consumer group beyond MaxGroups: %v", err)
+	}
+	if _, err := c.JoinClassicGroup(ctx, ClassicGroupJoin{Group: "w2", ProtocolType: "connect",
+		Protocols: []ClassicProtocol{{Name: "default"}}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a classic group beyond MaxGroups: %v", err)
+	}
+}

@@ -235,10 +235,9 @@ func (c *Coordinator) lockGroup(name string, create bool) (*group, error) {
 				c.mu.Unlock()
 				return nil, fmt.Errorf("%w: group %q is a classic group of another protocol type than consumer", ErrInconsistentProtocol, name)
 			}
-			if c.cfg.MaxGroups > 0 && len(c.groups) >= c.cfg.MaxGroups {
+			if err := c.roomForGroupLocked(name); err != nil {
 				c.mu.Unlock()
-				return nil, fmt.Errorf("%w: group %q would be a new group with members, and %d have members already; at most %d are allowed",
-					ErrInvalid, name, len(c.groups), c.cfg.MaxGroups)
+				return nil, err
 			}
 			g = &group{name: name, members: map[string]*member{}, owner: map[TopicPartition]string{},
 				changed: make(chan struct{})}
@@ -251,6 +250,16 @@ func (c *Coordinator) lockGroup(name string, create bool) (*group, error) {
 		}
 		g.mu.Unlock() // removed meanwhile: look again
 	}
+}
+
+// roomForGroupLocked refuses a new group beyond MaxGroups, counting both
+// kinds (consumer groups and classic groups proper). c.mu is held.
+func (c *Coordinator) roomForGroupLocked(name string) error {
+	if n := len(c.groups) + len(c.protocolGroups); c.cfg.MaxGroups > 0 && n >= c.cfg.MaxGroups {
+		return fmt.Errorf("%w: group %q would be a new group with members, and %d have members already; at most %d are allowed",
+			ErrInvalid, name, n, c.cfg.MaxGroups)
+	}
+	return nil
 }
 
 // unlockGroup unlocks g, removing it from the coordinator when it has no
