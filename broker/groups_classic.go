@@ -14,6 +14,11 @@ import (
 	"github.com/strata-log/strata/group"
 )
 
+// maxClassicBytes bounds a classic group member's protocol metadata (all
+// protocols together) and each assignment its leader sends, which the
+// controller holds in memory for the group's life.
+const maxClassicBytes = 1 << 20
+
 // JoinClassicGroup is a classic member's JoinGroup.
 func (b *Broker) JoinClassicGroup(ctx context.Context, j group.ClassicJoin) (group.ClassicJoinAnswer, error) {
 	if err := validGroupName(j.Group); err != nil {
@@ -69,6 +74,11 @@ func (b *Broker) SyncClassicGroup(ctx context.Context, s group.ClassicSync) (gro
 	if len(s.Assignments) > cluster.MaxGroupMembers {
 		return group.ClassicSyncAnswer{}, refuse(ReasonInvalidRequest, nil, "%d assignments; a group has at most %d members", len(s.Assignments), cluster.MaxGroupMembers)
 	}
+	for id, a := range s.Assignments {
+		if len(a) > maxClassicBytes {
+			return group.ClassicSyncAnswer{}, refuse(ReasonInvalidRequest, nil, "an assignment of %d bytes for member %q; at most %d", len(a), id, maxClassicBytes)
+		}
+	}
 	a, err := c.SyncClassic(ctx, s)
 	if err != nil {
 		return group.ClassicSyncAnswer{}, b.groupError(ctx, s.Group, s.MemberID, err)
@@ -95,10 +105,15 @@ func (b *Broker) JoinClassicProtocolGroup(ctx context.Context, j group.ClassicGr
 	case len(j.Protocols) > cluster.MaxGroupClassicProtocols:
 		return group.ClassicGroupJoinAnswer{}, refuse(ReasonInconsistentGroupProtocol, nil, "a member offers %d protocols; at most %d", len(j.Protocols), cluster.MaxGroupClassicProtocols)
 	}
+	meta := 0
 	for _, p := range j.Protocols {
 		if len(p.Name) > cluster.MaxGroupStringLen {
 			return group.ClassicGroupJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "a protocol name of %d bytes; at most %d", len(p.Name), cluster.MaxGroupStringLen)
 		}
+		meta += len(p.Metadata)
+	}
+	if meta > maxClassicBytes {
+		return group.ClassicGroupJoinAnswer{}, refuse(ReasonInvalidRequest, nil, "protocol metadata of %d bytes; at most %d", meta, maxClassicBytes)
 	}
 	if len(j.Host) > cluster.MaxGroupStringLen {
 		j.Host = j.Host[:cluster.MaxGroupStringLen] // display only
