@@ -147,6 +147,9 @@ func (b *Broker) groupHeartbeat(ctx context.Context, hb group.Heartbeat) (group.
 	if len(hb.Topics) > maxGroupTopics {
 		return group.Answer{}, refuse(ReasonInvalidRequest, nil, "a member subscribes to %d topics; at most %d", len(hb.Topics), maxGroupTopics)
 	}
+	if len(hb.MemberID) > cluster.MaxGroupStringLen {
+		return group.Answer{}, refuse(ReasonInvalidRequest, nil, "a member id of %d bytes; at most %d", len(hb.MemberID), cluster.MaxGroupStringLen)
+	}
 	if len(hb.ClientID) > cluster.MaxGroupStringLen {
 		return group.Answer{}, refuse(ReasonInvalidRequest, nil, "a client id of %d bytes; at most %d", len(hb.ClientID), cluster.MaxGroupStringLen)
 	}

@@ -178,7 +178,7 @@ func (c *Coordinator) joinClassic(g *group, j ClassicJoin, now time.Time) (*memb
 			// one, so heartbeat members of any assignor can join them.
 			g.assignor, _ = AssignorByName(DefaultAssignor)
 		}
-		m = &member{id: j.MemberID, clientID: j.ClientID, host: j.Host, topics: topics,
+		m = &member{id: j.MemberID, clientID: j.ClientID, host: j.Host, topics: topics, joining: true,
 			target: map[TopicPartition]bool{}, granted: map[TopicPartition]int32{}}
 		for m.id == "" || g.members[m.id] != nil {
 			m.id = c.cfg.NewMemberID()

@@ -91,6 +91,12 @@ type Heartbeat struct {
 	// did at its last heartbeat (Kafka's null owned partitions), so
 	// nothing it holds is taken as given up.
 	OwnedUnchanged bool
+	// KeepMemberID makes a join (epoch 0) keep MemberID as the member's id
+	// instead of the coordinator naming it (Kafka's KIP-1082: the client
+	// names itself once, for its life). Joining again under an id the
+	// group has replaces that member, and the new one's epochs continue
+	// from the old one's, so nothing the old one sent passes for the new.
+	KeepMemberID   bool
 	ClientID, Host string
 	NoWait         bool
 }
@@ -155,6 +161,9 @@ type member struct {
 	// revokeSince is when the member was first asked to give up a
 	// partition it still holds; zero when it holds none.
 	revokeSince time.Time
+	// joining is set until the member's first answer, which always moves
+	// its epoch (from 0, or from its previous incarnation's).
+	joining bool
 	// classic is set for a member of the classic protocol (classic.go).
 	classic *Classic
 }
@@ -404,7 +413,11 @@ func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, erro
 		return nil, err
 	}
 	// A member joining again under its old id has lost what it owned.
+	var epoch int32
 	if old := g.members[hb.MemberID]; old != nil && hb.MemberID != "" {
+		if hb.KeepMemberID {
+			epoch = old.epoch // the same id: its epochs go on rising
+		}
 		c.remove(g, old, "joined again")
 	}
 	if len(g.members) > 0 && g.assignor.Name() != a.Name() {
@@ -420,11 +433,14 @@ func (c *Coordinator) join(g *group, hb Heartbeat, now time.Time) (*member, erro
 	if len(g.members) == 0 {
 		g.assignor = a
 	}
-	m := &member{id: c.cfg.NewMemberID(), clientID: hb.ClientID, host: hb.Host, topics: topics,
-		sessionTimeout: session, rebalanceTimeout: rebalance, lastSeen: now,
+	m := &member{id: hb.MemberID, clientID: hb.ClientID, host: hb.Host, topics: topics,
+		sessionTimeout: session, rebalanceTimeout: rebalance, lastSeen: now, epoch: epoch, joining: true,
 		target: map[TopicPartition]bool{}, granted: map[TopicPartition]int32{}}
-	for g.members[m.id] != nil {
+	if !hb.KeepMemberID || m.id == "" {
 		m.id = c.cfg.NewMemberID()
+		for g.members[m.id] != nil {
+			m.id = c.cfg.NewMemberID()
+		}
 	}
 	g.members[m.id] = m
 	c.cfg.Log.Info("group member joined", "group", g.name, "member", m.id, "client", m.clientID, "topics", topics)
@@ -541,10 +557,11 @@ func (c *Coordinator) reconcile(g *group, m *member, now time.Time) Answer {
 		}
 	}
 	SortPartitions(assigned)
-	// Epoch 0 means joining, so a member's first answer moves it to 1 even
+	// A joining member's first answer moves its epoch (to 1 from 0) even
 	// when it gets nothing yet.
-	if fresh || m.epoch == 0 || !slices.Equal(assigned, m.sent) {
+	if fresh || m.joining || !slices.Equal(assigned, m.sent) {
 		g.dirty = true
+		m.joining = false
 		m.epoch++
 		m.sent = assigned
 		for tp, e := range m.granted {

@@ -607,3 +607,67 @@ func TestJoinFullGroup(t *testing.T) {
 		t.Fatalf("third member: %v, want ErrGroupFull and ErrInvalid", err)
 	}
 }
+
+// KeepMemberID (KIP-1082): a join keeps the id the member chose; joining
+// again under it replaces the member, whose epochs go on rising, so a
+// commit made with the old incarnation's epoch is refused even once the
+// new incarnation has had as many answers.
+func TestKeepMemberID(t *testing.T) {
+	c := newTestCoordinator(map[string]int32{"t": 2}, nil)
+	ctx := context.Background()
+	ok := func() error { return nil }
+	join := Heartbeat{Group: "g", MemberID: "chosen", Topics: []string{"t"}, KeepMemberID: true, NoWait: true}
+	// churn moves the chosen member's epoch on: another member joins and
+	// takes a partition, then leaves and gives it back.
+	churn := func(a Answer) Answer {
+		t.Helper()
+		other := &testMember{}
+		if err := other.beat(t, c, "g", []string{"t"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			var err error
+			if a, err = c.Heartbeat(ctx, Heartbeat{Group: "g", MemberID: a.MemberID, MemberEpoch: a.MemberEpoch, Owned: a.Assigned, NoWait: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := other.beat(t, c, "g", nil, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.Heartbeat(ctx, Heartbeat{Group: "g", MemberID: other.id, MemberEpoch: LeaveEpoch}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := c.Heartbeat(ctx, Heartbeat{Group: "g", MemberID: a.MemberID, MemberEpoch: a.MemberEpoch, Owned: a.Assigned, NoWait: true})
+		if err != nil || len(a.Assigned) != 2 {
+			t.Fatalf("after the churn: %+v %v", a, err)
+		}
+		return a
+	}
+
+	a, err := c.Heartbeat(ctx, join)
+	if err != nil || a.MemberID != "chosen" || a.MemberEpoch != 1 || len(a.Assigned) != 2 {
+		t.Fatalf("join: %+v %v", a, err)
+	}
+	a = churn(a)
+	old := a.MemberEpoch
+	if err := c.Commit("g", "chosen", old, a.Assigned, ok); err != nil {
+		t.Fatal(err)
+	}
+
+	b, err := c.Heartbeat(ctx, join)
+	if err != nil || b.MemberID != "chosen" || b.MemberEpoch <= old {
+		t.Fatalf("join again: %+v %v, want the same id and an epoch above %d", b, err, old)
+	}
+	b = churn(b)
+	if err := c.Commit("g", "chosen", old, b.Assigned, ok); !errors.Is(err, ErrFencedMember) {
+		t.Fatalf("commit with the old incarnation's epoch %d (now %d): %v, want ErrFencedMember", old, b.MemberEpoch, err)
+	}
+	if err := c.Commit("g", "chosen", b.MemberEpoch, b.Assigned, ok); err != nil {
+		t.Fatalf("commit of the new incarnation: %v", err)
+	}
+	// Without KeepMemberID the coordinator names the member.
+	join.KeepMemberID, join.MemberID = false, "wanted"
+	if n, err := c.Heartbeat(ctx, join); err != nil || n.MemberID == "wanted" {
+		t.Fatalf("join without KeepMemberID: %+v %v", n, err)
+	}
+}

@@ -6,10 +6,11 @@ package kafka
 // -1 leaves, any other epoch is a member's beat; each answer carries the
 // partitions the member may own now.
 //
-//   - Member id: the coordinator names every member. A join's member id
-//     (v1 clients generate one, KIP-1082) is not kept; the answer's id is
-//     the member's from then on, and clients take it from the answer.
-//     Joining again with a known id first removes that member.
+//   - Member id: the client's (KIP-1082: v1 clients make one and keep it
+//     for life, and the Java client never takes another from the answer);
+//     a join without one (v0) is named by the coordinator. Joining again
+//     under a known id replaces that member, its epochs going on from the
+//     old one's. At most 255 bytes (INVALID_REQUEST).
 //   - Member epoch -2 (a static member leaving to come back) and a group
 //     instance id are refused with INVALID_REQUEST: Strata has no static
 //     membership.
@@ -79,6 +80,8 @@ func handleConsumerGroupHeartbeat(ctx context.Context, c *conn, kreq kmsg.Reques
 		Topics:      req.SubscribedTopicNames,
 		ClientID:    c.clientID,
 		NoWait:      true,
+		// KIP-1082: the member's id is the one it chose.
+		KeepMemberID: true,
 	}
 	if host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String()); err == nil {
 		hb.Host = host

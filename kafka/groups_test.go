@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -328,8 +329,8 @@ func TestConsumerGroupHeartbeatRaw(t *testing.T) {
 	join.SubscribedTopicNames, join.ServerAssignor, join.RebalanceTimeoutMillis = []string{"orders"}, strp("uniform"), 5000
 	join.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	a := heartbeat(t, cl, join)
-	if a.ErrorCode != 0 || a.MemberID == nil || a.MemberEpoch < 1 || len(partitionsOf(a, id)) != 2 {
-		t.Fatalf("join: %+v", a)
+	if a.ErrorCode != 0 || a.MemberID == nil || *a.MemberID != "client-made-id" || a.MemberEpoch < 1 || len(partitionsOf(a, id)) != 2 {
+		t.Fatalf("join: %+v, want the member id the client chose", a)
 	}
 	if a.HeartbeatIntervalMillis <= 0 || a.HeartbeatIntervalMillis > 5000 {
 		t.Errorf("heartbeat interval %d ms", a.HeartbeatIntervalMillis)
@@ -408,6 +409,11 @@ func TestConsumerGroupHeartbeatRaw(t *testing.T) {
 		}(), kerr.InvalidRequest.Code},
 		{"static leave", cgh("g", bID, -2), kerr.InvalidRequest.Code},
 		{"join without topics", cgh("g2", "", 0), kerr.InvalidRequest.Code},
+		{"member id too long", func() *kmsg.ConsumerGroupHeartbeatRequest {
+			r := cgh("g2", strings.Repeat("x", 256), 0)
+			r.SubscribedTopicNames = []string{"orders"}
+			return r
+		}(), kerr.InvalidRequest.Code},
 	} {
 		if r := heartbeat(t, cl, c.req); r.ErrorCode != c.code || r.ErrorMessage == nil {
 			t.Errorf("%s: code %d (%v), want %d with a message", c.name, r.ErrorCode, r.ErrorMessage, c.code)
@@ -429,8 +435,11 @@ func TestConsumerGroupHeartbeatRaw(t *testing.T) {
 
 	// b stops heartbeating: after its session (10 s, the coordinator's
 	// default) it is removed, and a new member gets both partitions.
-	join.MemberID = ""
+	join.MemberID = "" // as v0 clients join: the coordinator names it
 	c := heartbeat(t, cl, join)
+	if c.ErrorCode != 0 || c.MemberID == nil || *c.MemberID == "" {
+		t.Fatalf("join without an id: %+v", c)
+	}
 	cID, cEpoch := *c.MemberID, c.MemberEpoch
 	waitFor(t, 30*time.Second, "the silent member's partitions moving", func() bool {
 		beat := cgh("g", cID, cEpoch)
