@@ -61,8 +61,8 @@ func TestClassicHandover(t *testing.T) {
 	if err := b.join(t, c, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.sync(t, c); len(got) != 0 {
-		t.Fatalf("b got %v while a still owns everything", got)
+	if got := b.sync(t, c); len(got) != 0 || b.generation < 1 {
+		t.Fatalf("b got %v at generation %d while a still owns everything; want nothing at generation 1 or later", got, b.generation)
 	}
 	if err := c.HeartbeatClassic(context.Background(), "g", a.id, a.generation); !errors.Is(err, ErrRebalanceInProgress) {
 		t.Fatalf("a must give partitions up: heartbeat %v", err)
