@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/rpc"
@@ -132,6 +133,20 @@ func TestClassicMixedGroup(t *testing.T) {
 			slices.Sort(kinds)
 			if want := []string{"classic:cooperative-sticky", "kip848:"}; !slices.Equal(kinds, want) {
 				t.Errorf("members %v, want %v (one classic, one KIP-848)", kinds, want)
+			}
+			// ConsumerGroupDescribe v1 tells the kinds apart too.
+			creq := kmsg.NewPtrConsumerGroupDescribeRequest()
+			creq.Groups = []string{"mix"}
+			cresp, err := creq.RequestWith(testCtx(t), tb.client(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			types := map[string]int8{}
+			for _, m := range cresp.Groups[0].Members {
+				types[m.ClientID] = m.MemberType
+			}
+			if types["classic"] != 0 || types["kip848"] != 1 {
+				t.Errorf("member types %v, want classic 0 and kip848 1", types)
 			}
 			l.check(t)
 		})
