@@ -254,3 +254,49 @@ func TestClassicGroupsCountTowardsMaxGroups(t *testing.T) {
 		t.Fatalf("a classic group beyond MaxGroups: %v", err)
 	}
 }
+
+// TestClassicGroupLeaderDiesBeforeSync: a member's SyncGroup waits for the
+// leader's; when the leader falls silent instead, its session expires, the
+// group rebalances, and the waiting member is told to join again.
+func TestClassicGroupLeaderDiesBeforeSync(t *testing.T) {
+	ctx := context.Background()
+	c := newTestCoordinator(nil, nil)
+	join := func(id string, session time.Duration) (ClassicGroupJoinAnswer, error) {
+		return c.JoinClassicGroup(ctx, ClassicGroupJoin{Group: "w", MemberID: id, ProtocolType: "connect",
+			Protocols: []ClassicProtocol{{Name: "default"}}, SessionTimeout: session, RebalanceTimeout: 5 * time.Second})
+	}
+	a, err := join("", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bDone := make(chan ClassicGroupJoinAnswer, 1)
+	go func() {
+		b, err := join("", 2*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		bDone <- b
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !errors.Is(c.HeartbeatClassic(ctx, "w", a.MemberID, a.Generation), ErrRebalanceInProgress) {
+		if time.Now().After(deadline) {
+			t.Fatal("a never heard of b's join")
+		}
+		time.Sleep(10 * time.Millisecond) // b's join is on its way
+	}
+	if a, err = join(a.MemberID, time.Second); err != nil || a.Leader != a.MemberID {
+		t.Fatalf("a joins again: %+v, %v", a, err)
+	}
+	b := <-bDone
+	start := time.Now()
+	_, err = c.SyncClassic(ctx, ClassicSync{Group: "w", MemberID: b.MemberID, Generation: b.Generation})
+	if !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("b's sync with a silent leader: %v, want ErrRebalanceInProgress", err)
+	}
+	if waited := time.Since(start); waited < 900*time.Millisecond || waited > 10*time.Second {
+		t.Fatalf("b waited %v; want about the leader's session", waited)
+	}
+	if err := c.HeartbeatClassic(ctx, "w", a.MemberID, a.Generation); !errors.Is(err, ErrUnknownMember) {
+		t.Fatalf("the silent leader: %v, want ErrUnknownMember", err)
+	}
+}
