@@ -77,6 +77,13 @@ const (
 	// storage.min_free_bytes, or none: produce is refused (retriable, after
 	// RetryAfter) while reads and metadata go on; see disk.go.
 	ReasonStorageFull Reason = "STORAGE_FULL"
+	// Kafka's classic group protocol (JoinGroup, SyncGroup, Heartbeat):
+	// the member's assignment is changing and it must join again to hear
+	// it; the member names a generation other than its current one; the
+	// member's protocols do not match the group's.
+	ReasonRebalanceInProgress       Reason = "REBALANCE_IN_PROGRESS"
+	ReasonIllegalGeneration         Reason = "ILLEGAL_GENERATION"
+	ReasonInconsistentGroupProtocol Reason = "INCONSISTENT_GROUP_PROTOCOL"
 )
 
 // reasons is the one table of reasons: every reason the broker refuses a
@@ -120,6 +127,9 @@ var reasons = map[Reason]struct{ retriable bool }{
 	ReasonInvalidRecord:                {},
 	ReasonTransactionsNotSupported:     {},
 	ReasonStorageFull:                  {retriable: true},
+	ReasonRebalanceInProgress:          {},
+	ReasonIllegalGeneration:            {},
+	ReasonInconsistentGroupProtocol:    {},
 }
 
 // Reasons returns every reason, sorted: what a front end's map must cover.

@@ -24,6 +24,9 @@ func membershipOf(s *group.State) *cluster.GroupMembership {
 			SessionTimeoutMs: ms.SessionTimeout.Milliseconds(), RebalanceTimeoutMs: ms.RebalanceTimeout.Milliseconds(),
 			Epoch: ms.Epoch, Target: partitionSet(ms.Target), Sent: partitionSet(ms.Sent),
 		}
+		if c := ms.Classic; c != nil {
+			cm.Classic = &cluster.GroupClassicMember{Protocols: slices.Clone(c.Protocols), Protocol: c.Protocol, Version: c.Version}
+		}
 		if len(ms.Granted) > 0 {
 			cm.Granted = map[string][][2]int32{}
 			for tp, e := range ms.Granted {
@@ -75,6 +78,9 @@ func groupStates(ms map[string]*cluster.GroupMembership) map[string]group.State 
 				RebalanceTimeout: time.Duration(cm.RebalanceTimeoutMs) * time.Millisecond,
 				Epoch:            cm.Epoch, Target: partitionsOf(cm.Target), Sent: partitionsOf(cm.Sent),
 				Granted: map[group.TopicPartition]int32{},
+			}
+			if c := cm.Classic; c != nil {
+				ms.Classic = &group.Classic{Protocols: slices.Clone(c.Protocols), Protocol: c.Protocol, Version: c.Version}
 			}
 			for topic, pairs := range cm.Granted {
 				for _, pe := range pairs {

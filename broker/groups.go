@@ -212,6 +212,12 @@ func (b *Broker) groupError(ctx context.Context, name, member string, err error)
 		return refuse(ReasonInvalidRequest, err, "%v", err).with("group", name).with("limit_reached", LimitGroupMembers)
 	case errors.Is(err, group.ErrInvalid):
 		return refuse(ReasonInvalidRequest, err, "%v", err)
+	case errors.Is(err, group.ErrRebalanceInProgress):
+		return refuse(ReasonRebalanceInProgress, err, "%v", err).with("group", name).with("member_id", member)
+	case errors.Is(err, group.ErrIllegalGeneration):
+		return refuse(ReasonIllegalGeneration, err, "%v", err).with("group", name).with("member_id", member)
+	case errors.Is(err, group.ErrInconsistentProtocol):
+		return refuse(ReasonInconsistentGroupProtocol, err, "%v", err).with("group", name)
 	case errors.Is(err, group.ErrNotCoordinator):
 		// The controller moved: name the new one, so the call is forwarded
 		// or retried there.

@@ -71,7 +71,22 @@ type GroupMember struct {
 	Granted map[string][][2]int32 `json:"granted,omitempty"`
 	// Sent is the assignment of the latest answer made to it.
 	Sent PartitionSet `json:"sent,omitempty"`
+	// Classic is set for a member of Kafka's classic protocol (JoinGroup,
+	// SyncGroup): absent in states written before classic members existed,
+	// which is what they are read as, heartbeat members.
+	Classic *GroupClassicMember `json:"classic,omitempty"`
 }
+
+// GroupClassicMember is a classic member's protocol: the protocol names it
+// offered, the one it was answered, and its consumer protocol version.
+type GroupClassicMember struct {
+	Protocols []string `json:"protocols"`
+	Protocol  string   `json:"protocol"`
+	Version   int16    `json:"version,omitempty"`
+}
+
+// MaxGroupClassicProtocols bounds the protocols a classic member offers.
+const MaxGroupClassicProtocols = 32
 
 // PartitionSet is partitions by topic, each list sorted and distinct.
 type PartitionSet map[string][]int32

@@ -390,6 +390,32 @@ func validateGroupMembership(group string, m *GroupMembership) error {
 		if entries > 3*MaxGroupPartitions {
 			return bad("more than %d partition entries", 3*MaxGroupPartitions)
 		}
+		if err := validateClassicMember(mb.Classic); err != nil {
+			return bad("member %q: %v", mb.ID, err)
+		}
+	}
+	return nil
+}
+
+// validateClassicMember checks a classic member's protocol; nil is a
+// heartbeat member.
+func validateClassicMember(c *GroupClassicMember) error {
+	if c == nil {
+		return nil
+	}
+	if len(c.Protocols) == 0 || len(c.Protocols) > MaxGroupClassicProtocols {
+		return fmt.Errorf("%d classic protocols: want 1 to %d", len(c.Protocols), MaxGroupClassicProtocols)
+	}
+	for _, p := range c.Protocols {
+		if len(p) > MaxGroupStringLen {
+			return fmt.Errorf("a classic protocol name of %d bytes: at most %d", len(p), MaxGroupStringLen)
+		}
+	}
+	if c.Protocol == "" || !slices.Contains(c.Protocols, c.Protocol) {
+		return fmt.Errorf("classic protocol %q is not one it offered", c.Protocol)
+	}
+	if c.Version < 0 {
+		return fmt.Errorf("consumer protocol version %d is negative", c.Version)
 	}
 	return nil
 }

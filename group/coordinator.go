@@ -120,7 +120,10 @@ type Coordinator struct {
 
 	mu     sync.Mutex
 	groups map[string]*group
-	closed bool
+	// protocolGroups are the classic groups of protocol types other than
+	// "consumer" (classic_group.go), by name; no name is in both maps.
+	protocolGroups map[string]*protocolGroup
+	closed         bool
 }
 
 type group struct {
@@ -161,6 +164,8 @@ type member struct {
 	// joining is set until the member's first answer, which always moves
 	// its epoch (from 0, or from its previous incarnation's).
 	joining bool
+	// classic is set for a member of the classic protocol (classic.go).
+	classic *Classic
 }
 
 // NewCoordinator returns a Coordinator with no groups.
@@ -177,7 +182,7 @@ func NewCoordinator(cfg Config) *Coordinator {
 	if cfg.NewMemberID == nil {
 		cfg.NewMemberID = randomMemberID
 	}
-	return &Coordinator{cfg: cfg, groups: make(map[string]*group)}
+	return &Coordinator{cfg: cfg, groups: make(map[string]*group), protocolGroups: make(map[string]*protocolGroup)}
 }
 
 func randomMemberID() string {
@@ -196,11 +201,20 @@ func (c *Coordinator) Close() {
 	for _, g := range c.groups {
 		groups = append(groups, g)
 	}
+	pgs := make([]*protocolGroup, 0, len(c.protocolGroups))
+	for _, pg := range c.protocolGroups {
+		pgs = append(pgs, pg)
+	}
 	c.mu.Unlock()
 	for _, g := range groups {
 		g.mu.Lock()
 		g.notify()
 		g.mu.Unlock()
+	}
+	for _, pg := range pgs {
+		pg.mu.Lock()
+		pg.notify()
+		pg.mu.Unlock()
 	}
 }
 
@@ -226,10 +240,13 @@ func (c *Coordinator) lockGroup(name string, create bool) (*group, error) {
 				c.mu.Unlock()
 				return nil, nil
 			}
-			if c.cfg.MaxGroups > 0 && len(c.groups) >= c.cfg.MaxGroups {
+			if c.protocolGroups[name] != nil {
 				c.mu.Unlock()
-				return nil, fmt.Errorf("%w: group %q would be a new group with members, and %d have members already; at most %d are allowed",
-					ErrInvalid, name, len(c.groups), c.cfg.MaxGroups)
+				return nil, fmt.Errorf("%w: group %q is a classic group of another protocol type than consumer", ErrInconsistentProtocol, name)
+			}
+			if err := c.roomForGroupLocked(name); err != nil {
+				c.mu.Unlock()
+				return nil, err
 			}
 			g = &group{name: name, members: map[string]*member{}, owner: map[TopicPartition]string{},
 				changed: make(chan struct{})}
@@ -242,6 +259,16 @@ func (c *Coordinator) lockGroup(name string, create bool) (*group, error) {
 		}
 		g.mu.Unlock() // removed meanwhile: look again
 	}
+}
+
+// roomForGroupLocked refuses a new group beyond MaxGroups, counting both
+// kinds (consumer groups and classic groups proper). c.mu is held.
+func (c *Coordinator) roomForGroupLocked(name string) error {
+	if n := len(c.groups) + len(c.protocolGroups); c.cfg.MaxGroups > 0 && n >= c.cfg.MaxGroups {
+		return fmt.Errorf("%w: group %q would be a new group with members, and %d have members already; at most %d are allowed",
+			ErrInvalid, name, n, c.cfg.MaxGroups)
+	}
+	return nil
 }
 
 // unlockGroup unlocks g, removing it from the coordinator when it has no
@@ -438,6 +465,9 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 	if m == nil {
 		return nil, fmt.Errorf("%w: group %q has no member %q (its session expired, it was removed, or the coordinator moved); join again",
 			ErrUnknownMember, g.name, hb.MemberID)
+	}
+	if m.classic != nil {
+		return nil, fmt.Errorf("%w: member %q of group %q uses the classic protocol (JoinGroup), not heartbeats", ErrUnknownMember, m.id, g.name)
 	}
 	if hb.MemberEpoch > m.epoch {
 		c.remove(g, m, "epoch from the future")
@@ -667,7 +697,13 @@ func (c *Coordinator) Commit(name, memberID string, epoch int32, tps []TopicPart
 	}
 	if g == nil {
 		if memberID != "" {
+			if handled, err := c.commitProtocolGroup(name, memberID, epoch, commit); handled {
+				return err
+			}
 			return fmt.Errorf("%w: group %q has no member %q; join again", ErrUnknownMember, name, memberID)
+		}
+		if n := c.protocolGroupMembers(name); n > 0 {
+			return fmt.Errorf("%w: group %q has %d members; commit as one of them, or stop them first", ErrGroupNotEmpty, name, n)
 		}
 		return commit()
 	}
@@ -713,7 +749,7 @@ func (c *Coordinator) Clear(ctx context.Context, name string, force bool, write 
 		return 0, err
 	}
 	if g == nil {
-		return 0, write()
+		return c.clearProtocolGroup(name, force, write)
 	}
 	defer c.unlockGroup(g)
 	c.expire(g, c.cfg.Now())
@@ -762,7 +798,7 @@ func (c *Coordinator) Subscribed(name string, write func(subscribed map[string]b
 func (c *Coordinator) Members(name string) int {
 	g, err := c.lockGroup(name, false)
 	if err != nil || g == nil {
-		return 0
+		return c.protocolGroupMembers(name)
 	}
 	defer c.unlockGroup(g)
 	c.expire(g, c.cfg.Now())

@@ -47,6 +47,8 @@ type MemberState struct {
 	// of the answer that granted it.
 	Granted map[TopicPartition]int32
 	Sent    []TopicPartition // the latest answer's assignment, sorted
+	// Classic is set for a member of the classic protocol (classic.go).
+	Classic *Classic
 }
 
 // flush writes the group's state if it changed since it was last written.
@@ -77,6 +79,7 @@ func (g *group) export() State {
 			ID: m.id, ClientID: m.clientID, Host: m.host, Topics: slices.Clone(m.topics),
 			SessionTimeout: m.sessionTimeout, RebalanceTimeout: m.rebalanceTimeout,
 			Epoch: m.epoch, Target: sortedKeys(m.target), Granted: maps.Clone(m.granted), Sent: slices.Clone(m.sent),
+			Classic: m.classic.clone(),
 		})
 	}
 	return s
@@ -118,7 +121,8 @@ func resumeGroup(name string, s State, now time.Time) (*group, error) {
 	for _, ms := range s.Members {
 		m := &member{id: ms.ID, clientID: ms.ClientID, host: ms.Host, topics: slices.Clone(ms.Topics),
 			sessionTimeout: ms.SessionTimeout, rebalanceTimeout: ms.RebalanceTimeout, lastSeen: now,
-			epoch: ms.Epoch, target: map[TopicPartition]bool{}, granted: maps.Clone(ms.Granted), sent: slices.Clone(ms.Sent)}
+			epoch: ms.Epoch, target: map[TopicPartition]bool{}, granted: maps.Clone(ms.Granted), sent: slices.Clone(ms.Sent),
+			classic: ms.Classic.clone()}
 		if m.granted == nil {
 			m.granted = map[TopicPartition]int32{}
 		}
@@ -174,4 +178,11 @@ func (c *Coordinator) checkSubscription(g *group, member string, topics []string
 		}
 	}
 	return nil
+}
+
+func (cl *Classic) clone() *Classic {
+	if cl == nil {
+		return nil
+	}
+	return &Classic{Protocols: slices.Clone(cl.Protocols), Protocol: cl.Protocol, Version: cl.Version}
 }

@@ -12,7 +12,10 @@ package kafka
 // owns now, as Kafka encodes them for consumer groups. No member has a
 // group instance id (Strata has no static membership). Authorized
 // operations (v3+) are not computed (Kafka's "not asked" value). State
-// names are ListGroups' (16_list_groups.go).
+// names are ListGroups' (16_list_groups.go). A classic group of another
+// protocol type (Kafka Connect's) has its protocol type and the protocol
+// its members chose, and members with empty metadata and assignments: the
+// coordinator does not keep what it cannot read.
 //
 // A group with neither members nor committed offsets is "Dead", with
 // GROUP_ID_NOT_FOUND from v6 (and a message) and no error before, as Kafka
@@ -64,8 +67,18 @@ func handleDescribeGroups(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg
 			}
 		default:
 			g.State, g.ProtocolType, g.Protocol = groupState(d.State), consumerProtocolType, d.Assignor
+			if d.ProtocolType != "" {
+				// A classic group of another protocol type: its members'
+				// metadata and assignments are opaque to the coordinator,
+				// which does not keep them.
+				g.ProtocolType = d.ProtocolType
+			}
 			for _, m := range d.Members {
-				g.Members = append(g.Members, describedMember(m))
+				dm := describedMember(m)
+				if d.ProtocolType != "" {
+					dm.ProtocolMetadata, dm.MemberAssignment = []byte{}, []byte{}
+				}
+				g.Members = append(g.Members, dm)
 			}
 		}
 		resp.Groups = append(resp.Groups, g)

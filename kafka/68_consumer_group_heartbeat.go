@@ -130,7 +130,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, c *conn, kreq kmsg.Reques
 
 	ans, err := c.s.b.GroupHeartbeat(ctx, hb)
 	if err != nil {
-		e := heartbeatCode(err)
+		e := groupCode(err)
 		resp.ErrorCode, resp.ErrorMessage = e.Code, messageOf(err)
 		return resp, nil
 	}

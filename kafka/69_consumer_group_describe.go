@@ -11,7 +11,8 @@ package kafka
 // a regex), its assignment (the partitions it owns now, including any it
 // has been asked to give up) and its target assignment (what it is to own
 // once partitions finish moving), topics by id and name; member type (v1)
-// is 1, a consumer-protocol member. No instance or rack ids. Authorized
+// is 1 for a consumer-protocol member, 0 for a classic (JoinGroup) one.
+// No instance or rack ids. Authorized
 // operations are not computed (Kafka's "not asked" value) even when asked
 // for.
 //
@@ -32,8 +33,11 @@ import (
 )
 
 // consumerMemberType is ConsumerGroupDescribe's member type of a KIP-848
-// member.
-const consumerMemberType = 1
+// member, classicMemberType of a classic (JoinGroup) one.
+const (
+	consumerMemberType = 1
+	classicMemberType  = 0
+)
 
 func handleConsumerGroupDescribe(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
@@ -73,6 +77,9 @@ func handleConsumerGroupDescribe(ctx context.Context, c *conn, kreq kmsg.Request
 				dm.SubscribedTopics = []string{}
 			}
 			dm.MemberType = consumerMemberType
+			if m.ClassicProtocol != "" {
+				dm.MemberType = classicMemberType
+			}
 			dm.Assignment = describedAssignment(m.Owned, ids)
 			dm.TargetAssignment = describedAssignment(targetOf(m), ids)
 			g.Members = append(g.Members, dm)

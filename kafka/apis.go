@@ -30,6 +30,10 @@ func init() {
 		3:              {0, 13, handleMetadata},       // 03_metadata.go
 		apiVersionsKey: {0, 4, handleApiVersions},     // 18_api_versions.go
 		10:             {0, 6, handleFindCoordinator}, // 10_find_coordinator.go
+		11:             {0, 9, handleJoinGroup},       // 11_join_group.go
+		12:             {0, 4, handleHeartbeat},       // 12_heartbeat.go
+		13:             {0, 5, handleLeaveGroup},      // 13_leave_group.go
+		14:             {0, 5, handleSyncGroup},       // 14_sync_group.go
 		22:             {0, 5, handleInitProducerID},  // 22_init_producer_id.go
 
 		// Leader epochs (KIP-320).

@@ -62,6 +62,10 @@ var authorization = map[int16]string{
 	// group and on each topic named; deleting needs admin on the group.
 	8:  "read on the group (GROUP_AUTHORIZATION_FAILED for every partition) and on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions) (08_offset_commit.go)",
 	9:  "read on each group (GROUP_AUTHORIZATION_FAILED for it); partitions of topics the caller may not read are TOPIC_AUTHORIZATION_FAILED, or left out of an all-topics answer (09_offset_fetch.go)",
+	11: "read on the group, and for a consumer member on every topic it subscribes (11_join_group.go)",
+	12: "read on the group (12_heartbeat.go)",
+	13: "read on the group (13_leave_group.go)",
+	14: "read on the group (14_sync_group.go)",
 	15: "read on each group; GROUP_AUTHORIZATION_FAILED for it otherwise (15_describe_groups.go)",
 	16: "an authenticated caller; only groups it may read are listed (16_list_groups.go)",
 	42: "admin on each group; GROUP_AUTHORIZATION_FAILED for it otherwise (42_delete_groups.go)",

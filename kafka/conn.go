@@ -196,6 +196,9 @@ func requestTime(req kmsg.Request) time.Duration {
 		return time.Duration(max(r.Timeout(), 0)) * time.Millisecond
 	case *kmsg.FetchRequest:
 		return time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond
+	case *kmsg.JoinGroupRequest:
+		// A classic group's join waits for its join phase.
+		return time.Duration(max(r.RebalanceTimeoutMillis, r.SessionTimeoutMillis, 0)) * time.Millisecond
 	}
 	return 0
 }

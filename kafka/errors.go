@@ -48,6 +48,9 @@ var codes = map[broker.Reason]*kerr.Error{
 	broker.ReasonInvalidRecord:                kerr.InvalidRecord,
 	broker.ReasonTransactionsNotSupported:     kerr.InvalidTxnState,
 	broker.ReasonStorageFull:                  kerr.KafkaStorageError,
+	broker.ReasonRebalanceInProgress:          kerr.RebalanceInProgress,
+	broker.ReasonIllegalGeneration:            kerr.IllegalGeneration,
+	broker.ReasonInconsistentGroupProtocol:    kerr.InconsistentGroupProtocol,
 }
 
 // causes are errors the broker wraps under a reason that Kafka tells
@@ -119,9 +122,10 @@ func offsetCommitCode(version int16, err error) *kerr.Error {
 	return kerrOf(err)
 }
 
-// heartbeatCode is ConsumerGroupHeartbeat's code for err: a join refused
-// because the group is full is INVALID_REQUEST to the broker, with the
-// limit named in its detail, and GROUP_MAX_SIZE_REACHED to Kafka clients.
+// heartbeatCode is ConsumerGroupHeartbeat's and JoinGroup's code for
+// err: a join refused because the group is full is INVALID_REQUEST to the
+// broker, with the limit named in its detail, and GROUP_MAX_SIZE_REACHED
+// to Kafka clients.
 func heartbeatCode(err error) *kerr.Error {
 	var be *broker.Error
 	if asBrokerError(err, &be) && be.Reason == broker.ReasonInvalidRequest && be.Meta["limit_reached"] == broker.LimitGroupMembers {

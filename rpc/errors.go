@@ -64,6 +64,10 @@ var codeOf = map[broker.Reason]codes.Code{
 	broker.ReasonTransactionsNotSupported: codes.Unimplemented,
 	// Like THROTTLED: a resource runs short, and the call may be retried.
 	broker.ReasonStorageFull: codes.ResourceExhausted,
+	// Kafka's classic group protocol only.
+	broker.ReasonRebalanceInProgress:       codes.FailedPrecondition,
+	broker.ReasonIllegalGeneration:         codes.FailedPrecondition,
+	broker.ReasonInconsistentGroupProtocol: codes.FailedPrecondition,
 }
 
 // toStatus turns an error from the broker into a gRPC status carrying an

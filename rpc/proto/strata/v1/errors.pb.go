@@ -157,6 +157,17 @@ const (
 	// serving reads and metadata. Nothing was acknowledged. Retrying helps
 	// once space is freed, or once another broker leads the partition.
 	ErrorReason_ERROR_REASON_STORAGE_FULL ErrorReason = 33
+	// Kafka's classic group protocol only (JoinGroup, SyncGroup, Heartbeat,
+	// served by the Kafka listener; never answered to a gRPC call, but one
+	// vocabulary): FailedPrecondition. The member's assignment is changing
+	// and it must join again to hear it.
+	ErrorReason_ERROR_REASON_REBALANCE_IN_PROGRESS ErrorReason = 34
+	// FailedPrecondition: the member names a generation other than its
+	// current one; it joins again.
+	ErrorReason_ERROR_REASON_ILLEGAL_GENERATION ErrorReason = 35
+	// FailedPrecondition: the member's protocol type or protocols do not
+	// match the group's.
+	ErrorReason_ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL ErrorReason = 36
 )
 
 // Enum value maps for ErrorReason.
@@ -196,6 +207,9 @@ var (
 		31: "ERROR_REASON_INVALID_RECORD",
 		32: "ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED",
 		33: "ERROR_REASON_STORAGE_FULL",
+		34: "ERROR_REASON_REBALANCE_IN_PROGRESS",
+		35: "ERROR_REASON_ILLEGAL_GENERATION",
+		36: "ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                      0,
@@ -232,6 +246,9 @@ var (
 		"ERROR_REASON_INVALID_RECORD":                   31,
 		"ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED":       32,
 		"ERROR_REASON_STORAGE_FULL":                     33,
+		"ERROR_REASON_REBALANCE_IN_PROGRESS":            34,
+		"ERROR_REASON_ILLEGAL_GENERATION":               35,
+		"ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL":      36,
 	}
 )
 
@@ -266,7 +283,8 @@ var File_strata_v1_errors_proto protoreflect.FileDescriptor
 
 const file_strata_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xac\t\n" +
+	"\x16strata/v1/errors.proto\x12\tstrata.v1*\xa7\n" +
+	"\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_TOPIC_NOT_FOUND\x10\x01\x12$\n" +
@@ -302,7 +320,10 @@ const file_strata_v1_errors_proto_rawDesc = "" +
 	"\x1eERROR_REASON_INVALID_TIMESTAMP\x10\x1e\x12\x1f\n" +
 	"\x1bERROR_REASON_INVALID_RECORD\x10\x1f\x12+\n" +
 	"'ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED\x10 \x12\x1d\n" +
-	"\x19ERROR_REASON_STORAGE_FULL\x10!B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
+	"\x19ERROR_REASON_STORAGE_FULL\x10!\x12&\n" +
+	"\"ERROR_REASON_REBALANCE_IN_PROGRESS\x10\"\x12#\n" +
+	"\x1fERROR_REASON_ILLEGAL_GENERATION\x10#\x12,\n" +
+	"(ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL\x10$B;Z9github.com/strata-log/strata/rpc/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_errors_proto_rawDescOnce sync.Once
