@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestServeKafkaSCRAM(t *testing.T) {
 	dataDir := t.TempDir()
 	grpcAddr, kafkaAddr := freeport.Loopback(t), freeport.Loopback(t)
 	raftAddr, gossipAddr := freeport.Loopback(t), freeport.Loopback(t)
-	var out bytes.Buffer
+	var out lockedBuffer // the broker writes it while the test reads it
 	start := func() *exec.Cmd {
 		t.Helper()
 		cmd := exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", grpcAddr,
@@ -190,3 +191,22 @@ const (
 	sha256 sasl = iota
 	sha512
 )
+
+// lockedBuffer is a bytes.Buffer that a process's output goroutine writes
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
