@@ -346,7 +346,7 @@ func (l *Log) appendLocked(b record.Batch) error {
 		}
 	}
 	pos := seg.size.Load()
-	if _, err := seg.file.WriteAt(b, pos); err != nil {
+	if err := seg.write(b, pos); err != nil {
 		l.fail(fmt.Errorf("write %s at %d: %w", seg.path, pos, err))
 		return l.failure()
 	}
@@ -413,7 +413,7 @@ func (l *Log) RollIfAged() (bool, error) {
 // from the older one, across the segments after it (open).
 func (l *Log) rollLocked() error {
 	old := l.active.Load()
-	seg, err := createSegment(l.opts.FS, l.dir, old.next.Load())
+	seg, err := createSegment(l.opts.FS, l.opts.Files, l.dir, old.next.Load())
 	if err != nil {
 		l.fail(fmt.Errorf("create segment: %w", err))
 		return l.failure()
@@ -497,12 +497,18 @@ func (l *Log) ReadWith(alloc func(n int) []byte, offset int64, maxBytes int, upT
 	}
 	seg := l.segmentLocked(offset)
 	size := seg.size.Load() // loaded after leo, so it covers every offset below leo
-	pos, err := seg.position(offset, size)
+	// Held until the read is done: the cache closes no file in use.
+	f, err := seg.open()
+	if err != nil {
+		return res, err
+	}
+	defer seg.done()
+	pos, err := seg.position(f, offset, size)
 	if err != nil || pos >= size {
 		return res, err
 	}
 	buf := alloc(int(min(int64(max(maxBytes, record.HeaderSize)), size-pos)))
-	if _, err := seg.file.ReadAt(buf, pos); err != nil {
+	if _, err := f.ReadAt(buf, pos); err != nil {
 		return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
 	}
 	used := 0
@@ -522,7 +528,7 @@ func (l *Log) ReadWith(alloc func(n int) []byte, offset int64, maxBytes int, upT
 			}
 			// The first batch is larger than maxBytes: return it whole.
 			buf = alloc(n)
-			if _, err := seg.file.ReadAt(buf, pos); err != nil {
+			if _, err := f.ReadAt(buf, pos); err != nil {
 				return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
 			}
 		}
