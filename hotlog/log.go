@@ -333,6 +333,14 @@ func (l *Log) appendLocked(b record.Batch) error {
 		}
 		seg = l.active.Load()
 	}
+	// Opened before anything changes: a segment file the cache closed and
+	// that cannot be reopened (out of descriptors) refuses this append but
+	// does not fail the log, as nothing was written.
+	f, err := seg.open()
+	if err != nil {
+		return err
+	}
+	defer seg.done()
 	changed, stale := l.epochs.assign(b.LeaderEpoch(), b.BaseOffset())
 	if stale {
 		return fmt.Errorf("%w: batch epoch %d, latest %d", ErrStaleEpoch, b.LeaderEpoch(), l.epochs.latest())
@@ -346,10 +354,11 @@ func (l *Log) appendLocked(b record.Batch) error {
 		}
 	}
 	pos := seg.size.Load()
-	if err := seg.write(b, pos); err != nil {
+	if _, err := f.WriteAt(b, pos); err != nil {
 		l.fail(fmt.Errorf("write %s at %d: %w", seg.path, pos, err))
 		return l.failure()
 	}
+	seg.file.wrote()
 	if seg.empty() {
 		seg.created = l.opts.Now()
 	}

@@ -262,20 +262,6 @@ func (s *segment) sync() error {
 	return s.persistIndexes()
 }
 
-// write writes b at pos in the log file.
-func (s *segment) write(b []byte, pos int64) error {
-	f, err := s.open()
-	if err != nil {
-		return err
-	}
-	defer s.done()
-	if _, err := f.WriteAt(b, pos); err != nil {
-		return err
-	}
-	s.file.wrote()
-	return nil
-}
-
 // truncate cuts the log file to size bytes.
 func (s *segment) truncate(size int64) error {
 	f, err := s.open()
