@@ -1,11 +1,17 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,6 +77,90 @@ func TestCreateTopicPartitionLimit(t *testing.T) {
 		t.Fatalf("topics %v after the refusals, want only first", names)
 	}
 	b1.createTopic(t, "two", 2, nil) // exactly at the limit
+}
+
+// lowNofileEnv, set in a child test process, is the open-file limit it
+// lowers itself to before it starts a broker.
+const lowNofileEnv = "STRATA_TEST_LOW_NOFILE"
+
+// TestBrokerServesPartitionsBeyondTheOldFileBudget: under an open-file limit
+// of 4096 a broker with limits.max_partitions_per_broker 0 used to allow
+// (4096-1024)/16 = 192 replicas, counting every local segment file as open.
+// Idle replicas now hold no descriptors, so it creates 700 partitions,
+// takes a record on each and serves each back, and the descriptors open on
+// its logs stay within its segment file cache. The limit is lowered in a
+// child process, so no other test runs under it.
+func TestBrokerServesPartitionsBeyondTheOldFileBudget(t *testing.T) {
+	const nofile, partitions = 4096, 700
+	if os.Getenv(lowNofileEnv) == "" {
+		var rl syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Max < nofile {
+			t.Skipf("cannot set an open-file limit of %d (hard limit %d, %v)", nofile, rl.Max, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), lowNofileEnv+"="+strconv.Itoa(nofile))
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+			t.Fatalf("child with an open-file limit of %d: %v\n%s", nofile, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "partitions served") {
+				t.Log(strings.TrimSpace(line))
+			}
+		}
+		return
+	}
+
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	rl.Cur = nofile
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b1 := startBroker(t, brokerConfig(t, 1, dir))
+	b1.createTopic(t, "many", partitions, nil)
+	ctx := testCtx(t)
+	for p := range int32(partitions) {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "many", Partition: p, Batch: batchOf(t, fmt.Sprint(p))})
+			if err == nil {
+				break
+			}
+			if _, info, _ := errorInfo(err); info == nil || info.Metadata["retriable"] != "true" || time.Now().After(deadline) {
+				t.Fatalf("produce to partition %d: %v", p, err)
+			}
+			time.Sleep(10 * time.Millisecond) // a leader is being placed: retry as a client would
+		}
+	}
+	for p := range int32(partitions) {
+		_, recs := b1.readAll(t, "many", p, 0)
+		if len(recs) != 1 || string(recs[0].Value) != fmt.Sprint(p) {
+			t.Fatalf("partition %d holds %d records, want one of %q", p, len(recs), fmt.Sprint(p))
+		}
+	}
+	// The logs' descriptors: at most the segment file cache's bound,
+	// a quarter of what the 1024 reserved leave.
+	logs := filepath.Join(dir, "logs") + string(filepath.Separator)
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	open := 0
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(target, logs) {
+			open++
+		}
+	}
+	if bound := (nofile - 1024) / 4; open > bound {
+		t.Fatalf("%d descriptors open on the logs of %d partitions, want at most the cache bound %d", open, partitions, bound)
+	}
+	t.Logf("%d partitions served with %d descriptors open on their logs", partitions, open)
 }
 
 // TestCreateTopicReplicationFactorConflicts: a negative replication factor
