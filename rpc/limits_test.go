@@ -161,6 +161,13 @@ func TestBrokerServesPartitionsBeyondTheOldFileBudget(t *testing.T) {
 		t.Fatalf("%d descriptors open on the logs of %d partitions, want at most the cache bound %d", open, partitions, bound)
 	}
 	t.Logf("%d partitions served with %d descriptors open on their logs", partitions, open)
+
+	// The limit is still there, and says where it comes from: 1024
+	// reserved, a quarter of the rest for the cache, 3 per replica.
+	_, err = b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "more", Partitions: 100})
+	wantRefusal(t, "past the derived limit", err, codes.InvalidArgument, "INVALID_REQUEST", false,
+		"800 partition replicas on broker 1", "at most 768", "open-file limit of 4096", "1024 files reserved",
+		"768 for the segment file cache", "3 per replica written at once", "limits.max_partitions_per_broker")
 }
 
 // TestCreateTopicReplicationFactorConflicts: a negative replication factor
