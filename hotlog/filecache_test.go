@@ -224,6 +224,16 @@ func TestIdleLogsHoldNoFilesBeyondTheSharedBound(t *testing.T) {
 	for _, l := range open {
 		checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
 	}
+	// Closing the logs gives every file back: the cache's count agrees
+	// with the operating system's.
+	for _, l := range open {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, n := files.Stats(), procFDsUnder(t, root); st.Open != 0 || n != 0 {
+		t.Fatalf("after closing every log the cache counts %d open files and %d descriptors are open", st.Open, n)
+	}
 }
 
 // A file with writes no fsync has covered is never closed to make room:

@@ -354,11 +354,12 @@ func (l *Log) appendLocked(b record.Batch) error {
 		}
 	}
 	pos := seg.size.Load()
-	if _, err := f.WriteAt(b, pos); err != nil {
+	_, err = f.WriteAt(b, pos)
+	seg.file.wrote() // a failed write may have written some of it, too
+	if err != nil {
 		l.fail(fmt.Errorf("write %s at %d: %w", seg.path, pos, err))
 		return l.failure()
 	}
-	seg.file.wrote()
 	if seg.empty() {
 		seg.created = l.opts.Now()
 	}

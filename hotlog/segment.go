@@ -269,11 +269,9 @@ func (s *segment) truncate(size int64) error {
 		return err
 	}
 	defer s.done()
-	if err := f.Truncate(size); err != nil {
-		return err
-	}
-	s.file.wrote()
-	return nil
+	err = f.Truncate(size)
+	s.file.wrote() // even if it failed: the file may have changed
+	return err
 }
 
 // fileSize is the size of the log file on disk.
