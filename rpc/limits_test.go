@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -83,52 +82,51 @@ func TestCreateTopicPartitionLimit(t *testing.T) {
 // lowers itself to before it starts a broker.
 const lowNofileEnv = "STRATA_TEST_LOW_NOFILE"
 
-// TestBrokerServesPartitionsBeyondTheOldFileBudget: under an open-file limit
-// of 4096 a broker with limits.max_partitions_per_broker 0 used to allow
-// (4096-1024)/16 = 192 replicas, counting every local segment file as open.
-// Idle replicas now hold no descriptors, so it creates 700 partitions,
-// takes a record on each and serves each back, and the descriptors open on
-// its logs stay within its segment file cache. The limit is lowered in a
-// child process, so no other test runs under it.
-func TestBrokerServesPartitionsBeyondTheOldFileBudget(t *testing.T) {
-	const nofile, partitions = 4096, 700
-	if os.Getenv(lowNofileEnv) == "" {
-		var rl syscall.Rlimit
-		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Max < nofile {
-			t.Skipf("cannot set an open-file limit of %d (hard limit %d, %v)", nofile, rl.Max, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), lowNofileEnv+"="+strconv.Itoa(nofile))
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-			t.Fatalf("child with an open-file limit of %d: %v\n%s", nofile, err, out)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "partitions served") {
-				t.Log(strings.TrimSpace(line))
-			}
-		}
-		return
-	}
-
+// inLowNofileChild runs the calling test again in a child process whose
+// open-file limit is lowered to nofile, so that no other test runs under
+// it, and reports whether this is that child (which should go on with the
+// test). The parent logs the child's lines that say "served".
+func inLowNofileChild(t *testing.T, nofile uint64) bool {
+	t.Helper()
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		t.Fatal(err)
 	}
-	rl.Cur = nofile
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		t.Fatal(err)
+	if os.Getenv(lowNofileEnv) != "" {
+		rl.Cur = nofile
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+			t.Fatal(err)
+		}
+		return true
 	}
-	dir := t.TempDir()
-	b1 := startBroker(t, brokerConfig(t, 1, dir))
-	b1.createTopic(t, "many", partitions, nil)
+	if rl.Max < nofile {
+		t.Skipf("cannot set an open-file limit of %d (hard limit %d)", nofile, rl.Max)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), lowNofileEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child with an open-file limit of %d: %v\n%s", nofile, err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "served") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
+	return false
+}
+
+// serveOneRecordEach produces a record to each partition of topic and
+// fetches it back.
+func serveOneRecordEach(t *testing.T, b1 *testBroker, topic string, partitions int32) {
+	t.Helper()
 	ctx := testCtx(t)
-	for p := range int32(partitions) {
+	for p := range partitions {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "many", Partition: p, Batch: batchOf(t, fmt.Sprint(p))})
+			_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: topic, Partition: p, Batch: batchOf(t, fmt.Sprint(p))})
 			if err == nil {
 				break
 			}
@@ -138,15 +136,19 @@ func TestBrokerServesPartitionsBeyondTheOldFileBudget(t *testing.T) {
 			time.Sleep(10 * time.Millisecond) // a leader is being placed: retry as a client would
 		}
 	}
-	for p := range int32(partitions) {
-		_, recs := b1.readAll(t, "many", p, 0)
+	for p := range partitions {
+		_, recs := b1.readAll(t, topic, p, 0)
 		if len(recs) != 1 || string(recs[0].Value) != fmt.Sprint(p) {
 			t.Fatalf("partition %d holds %d records, want one of %q", p, len(recs), fmt.Sprint(p))
 		}
 	}
-	// The logs' descriptors: at most the segment file cache's bound,
-	// a quarter of what the 1024 reserved leave.
-	logs := filepath.Join(dir, "logs") + string(filepath.Separator)
+}
+
+// logDescriptors counts this process's descriptors open on files under the
+// broker's logs directory.
+func logDescriptors(t *testing.T, dataDir string) int {
+	t.Helper()
+	logs := filepath.Join(dataDir, "logs") + string(filepath.Separator)
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Skipf("no /proc/self/fd: %v", err)
@@ -157,17 +159,57 @@ func TestBrokerServesPartitionsBeyondTheOldFileBudget(t *testing.T) {
 			open++
 		}
 	}
-	if bound := (nofile - 1024) / 4; open > bound {
-		t.Fatalf("%d descriptors open on the logs of %d partitions, want at most the cache bound %d", open, partitions, bound)
+	return open
+}
+
+// TestBrokerServesPartitionsBeyondTheOldFileBudget: under an open-file limit
+// of 4096 a broker with limits.max_partitions_per_broker 0 used to allow
+// (4096-1024)/16 = 192 replicas, counting every local segment file as open.
+// Idle replicas now hold no descriptors, so it creates 700 partitions,
+// takes a record on each and serves each back, and refuses past the limit
+// it derives now (768), saying where it comes from.
+func TestBrokerServesPartitionsBeyondTheOldFileBudget(t *testing.T) {
+	const partitions = 700
+	if !inLowNofileChild(t, 4096) {
+		return
 	}
-	t.Logf("%d partitions served with %d descriptors open on their logs", partitions, open)
+	dir := t.TempDir()
+	b1 := startBroker(t, brokerConfig(t, 1, dir))
+	b1.createTopic(t, "many", partitions, nil)
+	serveOneRecordEach(t, b1, "many", partitions)
+	t.Logf("%d partitions served with %d descriptors open on their logs", partitions, logDescriptors(t, dir))
 
 	// The limit is still there, and says where it comes from: 1024
 	// reserved, a quarter of the rest for the cache, 3 per replica.
-	_, err = b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "more", Partitions: 100})
+	_, err := b1.admin.CreateTopic(testCtx(t), &stratav1.CreateTopicRequest{Name: "more", Partitions: 100})
 	wantRefusal(t, "past the derived limit", err, codes.InvalidArgument, "INVALID_REQUEST", false,
 		"800 partition replicas on broker 1", "at most 768", "open-file limit of 4096", "1024 files reserved",
 		"768 for the segment file cache", "3 per replica written at once", "limits.max_partitions_per_broker")
+}
+
+// TestBrokerLogsShareOneBoundedFileCache: every partition of a broker opens
+// its segment files through the broker's one cache, sized from the
+// open-file limit (768 files under 4096): 1000 partitions, each written
+// and read, and so idle, hold no more than that. Before the cache each
+// held its segment file and two index files open.
+func TestBrokerLogsShareOneBoundedFileCache(t *testing.T) {
+	const partitions, bound = 1000, (4096 - 1024) / 4
+	if !inLowNofileChild(t, 4096) {
+		return
+	}
+	dir := t.TempDir()
+	cfg := brokerConfig(t, 1, dir)
+	cfg.Limits.MaxPartitionsPerBroker = partitions
+	b1 := startBroker(t, cfg)
+	b1.createTopic(t, "many", partitions, nil)
+	serveOneRecordEach(t, b1, "many", partitions)
+	// Produce returned after its fsync, so every log file is clean and may
+	// be evicted; what is left open is the cache and nothing more.
+	if open := logDescriptors(t, dir); open > bound {
+		t.Fatalf("%d descriptors open on the logs of %d idle partitions, want at most the cache bound %d", open, partitions, bound)
+	} else {
+		t.Logf("%d partitions served with %d descriptors open on their logs (cache bound %d)", partitions, open, bound)
+	}
 }
 
 // TestCreateTopicReplicationFactorConflicts: a negative replication factor
