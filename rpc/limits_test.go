@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -479,4 +482,58 @@ func TestStartsOnAFullDisk(t *testing.T) {
 	if _, err := b.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "t", Batch: batchOf(t, "x")}); err != nil {
 		t.Fatalf("produce once space is freed: %v", err)
 	}
+}
+
+// TestBrokerIdlePartitionFootprint measures what idle partitions cost a
+// broker: it creates STRATA_FOOTPRINT_PARTITIONS partitions, writes and
+// reads one record on each, and reports the descriptors and resident memory
+// they added. A measurement, run by hand:
+//
+//	STRATA_FOOTPRINT_PARTITIONS=5000 go test -run TestBrokerIdlePartitionFootprint -v ./rpc/
+func TestBrokerIdlePartitionFootprint(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("STRATA_FOOTPRINT_PARTITIONS"))
+	if n <= 0 {
+		t.Skip("set STRATA_FOOTPRINT_PARTITIONS to measure")
+	}
+	dir := t.TempDir()
+	cfg := brokerConfig(t, 1, dir)
+	cfg.Limits.MaxPartitionsPerBroker = n
+	b1 := startBroker(t, cfg)
+	fds0, rss0 := countFDs(t), residentBytes(t)
+	b1.createTopic(t, "many", int32(n), nil)
+	serveOneRecordEach(t, b1, "many", int32(n))
+	fds, rss := countFDs(t), residentBytes(t)
+	t.Logf("%d idle partitions served: +%d descriptors in all (%.3f per partition; %d on their logs), resident memory +%.1f MiB (%.1f KiB per partition), %d goroutines",
+		n, fds-fds0, float64(fds-fds0)/float64(n), logDescriptors(t, dir),
+		float64(rss-rss0)/(1<<20), float64(rss-rss0)/1024/float64(n), runtime.NumGoroutine())
+}
+
+func countFDs(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(entries)
+}
+
+// residentBytes is VmRSS after a collection that returns freed memory to
+// the operating system.
+func residentBytes(t *testing.T) int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Skip("no VmRSS")
+	return 0
 }
