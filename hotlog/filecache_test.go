@@ -129,6 +129,18 @@ func procFDsUnder(t testing.TB, dir string) int {
 	return n
 }
 
+// fdsWithin waits, up to a deadline, for the descriptors open under dir to
+// come down to bound and returns the last count: a flusher may still hold
+// an index file for a moment after the append it fsynced returned.
+func fdsWithin(t testing.TB, dir string, bound int) int {
+	t.Helper()
+	n := procFDsUnder(t, dir)
+	for deadline := time.Now().Add(5 * time.Second); n > bound && time.Now().Before(deadline); n = procFDsUnder(t, dir) {
+		time.Sleep(time.Millisecond)
+	}
+	return n
+}
+
 // fillSegments appends 3-record batches of ~600 bytes (sequence numbers
 // 0, 1, 2, ...) to a log of 8 KiB segments until it has at least segs
 // segments, and returns the log end.
@@ -155,11 +167,11 @@ func TestManySealedSegmentsHoldAtMostTheCacheBound(t *testing.T) {
 	l := mustOpen(t, dir, opts)
 	end := fillSegments(t, l, segments)
 	l.SetHighWatermark(end)
-	if n := procFDsUnder(t, dir); n > bound {
+	if n := fdsWithin(t, dir, bound); n > bound {
 		t.Fatalf("after writing %d segments %d descriptors are open in the log directory, want at most %d", segments, n, bound)
 	}
 	checkSeq(t, readRecords(t, l, 0, end), 0, 0)
-	if n := procFDsUnder(t, dir); n > bound {
+	if n := fdsWithin(t, dir, bound); n > bound {
 		t.Fatalf("after reading every segment %d descriptors are open, want at most %d", n, bound)
 	}
 	st := opts.Files.Stats()
@@ -183,7 +195,7 @@ func TestManySealedSegmentsHoldAtMostTheCacheBound(t *testing.T) {
 	// Recovery opens every segment, and still keeps within the bound.
 	l = mustOpen(t, dir, opts)
 	defer l.Close()
-	if n := procFDsUnder(t, dir); n > bound {
+	if n := fdsWithin(t, dir, bound); n > bound {
 		t.Fatalf("after reopening %d descriptors are open, want at most %d", n, bound)
 	}
 	checkSeq(t, readRecords(t, l, 0, end), 0, 0)
@@ -217,7 +229,7 @@ func TestIdleLogsHoldNoFilesBeyondTheSharedBound(t *testing.T) {
 			return segs[len(segs)-2].Sealed
 		})
 	}
-	if n := procFDsUnder(t, root); n > bound {
+	if n := fdsWithin(t, root, bound); n > bound {
 		t.Fatalf("%d idle logs hold %d descriptors, want at most the shared bound %d", logs, n, bound)
 	}
 	// And every one of them still reads back whole.
