@@ -3,12 +3,19 @@ package broker
 // Limits that keep one client from hurting the rest (config.Limits and
 // config.Quotas), read once at start:
 //
-//   - partition replicas per broker: each replica keeps files open, and a
-//     broker out of file descriptors answers nothing, health checks
-//     included. CreateTopic and RestoreTopic refuse a topic that would put
-//     more replicas on any broker than limits.max_partitions_per_broker
-//     allows, or, when that is 0, than this broker's open-file limit
-//     (RLIMIT_NOFILE) leaves room for. The check runs on the broker that
+//   - partition replicas per broker: a broker out of file descriptors
+//     answers nothing, health checks included. An idle replica holds none:
+//     its segment files are opened on demand through one broker-wide cache
+//     of at most segmentFiles open files (hotlog.FileCache), sized from the
+//     open-file limit (RLIMIT_NOFILE). A replica being written holds its
+//     active segment file until the flush policy's fsync, and briefly an
+//     index, checkpoint or snapshot file, its directory, or a copy of a
+//     segment for an upload. CreateTopic and RestoreTopic refuse a topic
+//     that would put more replicas on any broker than
+//     limits.max_partitions_per_broker allows, or, when that is 0, than the
+//     open files the reserve and the cache leave room for if every replica
+//     is written at once, at fdsPerWrittenReplica each. The check runs on
+//     the broker that
 //     handles the call, before it asks the controller, against the replica
 //     counts of every broker in the replicated metadata and the placement
 //     the controller would choose now (cluster.ReplicaCounts); the limit is
@@ -31,23 +38,29 @@ import (
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/hotlog"
 )
 
 const (
-	// fdsPerReplica is what one partition replica is counted to keep open,
-	// on the safe side. The hot log keeps every local segment's .log file
-	// open (the active one and each sealed one until local retention
-	// deletes it after its upload); it opens the active segment's two
-	// indexes while it writes them, a checkpoint or producer snapshot file
-	// while it writes one and the partition directory to fsync it after;
-	// the tiering loop opens a segment to upload it. That is 1 + 2 + 2 + 1
-	// at the peak, plus the sealed segments retained locally: 16 leaves
-	// room for ten of them.
-	fdsPerReplica = 16
+	// fdsPerWrittenReplica is what one partition replica being written is
+	// counted to hold open beyond the segment file cache, on the safe side:
+	// its active segment file, which the cache cannot close while it has
+	// writes the flush policy has yet to fsync (all of it under
+	// FlushNever), and one or two of the files opened only for a moment:
+	// an index, the state or epoch checkpoint or a producer snapshot while
+	// it is written, the partition directory to fsync it, a segment the
+	// tiering loop copies to the bucket. An idle replica holds nothing.
+	fdsPerWrittenReplica = 3
 	// fdReserve is kept out of the budget for everything else a broker
 	// opens: client and peer connections, listeners, the Raft log and
 	// snapshots, gossip, the fs object store, the chunk cache's reads.
 	fdReserve = 1024
+	// The segment file cache gets a quarter of what the reserve leaves,
+	// within these bounds: enough for readers of many partitions at once
+	// (each read holds one file), and no more than a broker reading
+	// everywhere needs.
+	minSegmentFiles = 16
+	maxSegmentFiles = 4096
 	// maxDerivedReplicas bounds a limit derived from a very large (or
 	// unlimited) open-file limit.
 	maxDerivedReplicas = 1 << 20
@@ -60,7 +73,11 @@ type limits struct {
 	maxReplicas int
 	// nofile is the open-file limit maxReplicas was derived from, or 0
 	// when limits.max_partitions_per_broker set it.
-	nofile        uint64
+	nofile uint64
+	// segmentFiles bounds the segment files the broker's logs keep open
+	// (files), derived from the open-file limit.
+	segmentFiles  int
+	files         *hotlog.FileCache
 	maxFetchBytes int
 	maxGroups     int // 0: no bound
 	produce       *quota
@@ -77,26 +94,45 @@ func newLimits(cfg config.Broker, logger *slog.Logger) *limits {
 		produce:       newQuota("quotas.produce_bytes_per_sec", int64(cfg.Quotas.ProduceBytesPerSec)),
 		fetch:         newQuota("quotas.fetch_bytes_per_sec", int64(cfg.Quotas.FetchBytesPerSec)),
 	}
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		rl.Cur = 1024 // the usual soft limit: the safe guess
+		logger.Warn("reading the open-file limit failed; sizing the segment file cache (and any derived partition limit) from 1024 files", "err", err)
+	}
+	l.segmentFiles = segmentFileBound(rl.Cur)
+	l.files = hotlog.NewFileCache(l.segmentFiles)
 	if l.maxReplicas <= 0 {
-		var rl syscall.Rlimit
-		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-			rl.Cur = 1024 // the usual soft limit: the safe guess
-			logger.Warn("reading the open-file limit failed; deriving the partition limit from 1024 files", "err", err)
-		}
 		l.nofile = rl.Cur
-		l.maxReplicas = derivedReplicaLimit(rl.Cur)
-		logger.Info("partition replicas per broker bounded by the open-file limit (limits.max_partitions_per_broker is 0)",
-			"open_files", rl.Cur, "max_partitions_per_broker", l.maxReplicas)
+		l.maxReplicas = derivedReplicaLimit(rl.Cur, l.segmentFiles)
+		logger.Info("partition replicas per broker bounded by the open files left beside the segment file cache (limits.max_partitions_per_broker is 0)",
+			"open_files", rl.Cur, "segment_file_cache", l.segmentFiles, "max_partitions_per_broker", l.maxReplicas)
 	}
 	return l
 }
 
+// budget is the open files left after a reserve for everything but the
+// logs (half the files when there are few).
+func budget(nofile uint64) uint64 {
+	return nofile - min(uint64(fdReserve), nofile/2)
+}
+
+// segmentFileBound sizes the broker-wide segment file cache for nofile
+// open files: a quarter of the budget, within [minSegmentFiles,
+// maxSegmentFiles].
+func segmentFileBound(nofile uint64) int {
+	return int(min(max(budget(nofile)/4, minSegmentFiles), maxSegmentFiles))
+}
+
 // derivedReplicaLimit is the partition replicas a broker allowed nofile
-// open files can hold: what is left after a reserve (half the files when
-// there are few), at fdsPerReplica each, and at least one.
-func derivedReplicaLimit(nofile uint64) int {
-	reserve := min(uint64(fdReserve), nofile/2)
-	n := (nofile - reserve) / fdsPerReplica
+// open files, segmentFiles of them for its cache, can hold if all are
+// written at once: what is left after the reserve and the cache, at
+// fdsPerWrittenReplica each, and at least one. Sealed segments no longer
+// count: however many a replica keeps locally, they are open only in the
+// cache.
+func derivedReplicaLimit(nofile uint64, segmentFiles int) int {
+	b := budget(nofile)
+	b -= min(uint64(segmentFiles), b)
+	n := b / fdsPerWrittenReplica
 	return int(max(1, min(n, maxDerivedReplicas)))
 }
 
@@ -121,7 +157,8 @@ func (b *Broker) checkReplicaBudget(topic string, partitions int32, replicationF
 	limit := b.limits.maxReplicas
 	source := fmt.Sprintf("limits.max_partitions_per_broker is %d", limit)
 	if b.limits.nofile > 0 {
-		source = fmt.Sprintf("limits.max_partitions_per_broker is 0, so broker %d derived it from its open-file limit of %d at %d files per replica", b.id, b.limits.nofile, fdsPerReplica)
+		source = fmt.Sprintf("limits.max_partitions_per_broker is 0, so broker %d derived it from its open-file limit of %d: %d files reserved, %d for the segment file cache, %d per replica written at once",
+			b.id, b.limits.nofile, uint64(b.limits.nofile)-budget(b.limits.nofile), b.limits.segmentFiles, fdsPerWrittenReplica)
 	}
 	return refuse(ReasonInvalidRequest, nil,
 		"topic %q with %d partitions × %d replicas would put %d partition replicas on broker %d, which holds %d; at most %d are allowed per broker (%s). "+
@@ -158,4 +195,13 @@ func maxGroupsError(err error, tm *cluster.TooManyGroupsError) error {
 	return refuse(ReasonInvalidRequest, err,
 		"%v (limits.max_groups of the controller); groups go away only with the topics they committed offsets for, so raise limits.max_groups on every broker or reuse a group", err).
 		with("limit", itoa(int64(tm.Max))).with("groups", itoa(int64(tm.Groups))).with("setting", "limits.max_groups")
+}
+
+// segmentFileCache is the cache the broker's logs share, or nil (a Broker
+// not made by Start: each log then has a small one of its own).
+func (l *limits) segmentFileCache() *hotlog.FileCache {
+	if l == nil {
+		return nil
+	}
+	return l.files
 }

@@ -17,32 +17,45 @@ import (
 
 func TestDerivedReplicaLimit(t *testing.T) {
 	for _, tc := range []struct {
-		nofile uint64
-		want   int
+		nofile      uint64
+		files, want int
 	}{
-		{0, 1},
-		{16, 1},
-		{1024, (1024 - 512) / fdsPerReplica},
-		{4096, (4096 - 1024) / fdsPerReplica},
-		{20000, (20000 - 1024) / fdsPerReplica},
-		{1 << 20, (1<<20 - 1024) / fdsPerReplica},
-		{^uint64(0), maxDerivedReplicas}, // RLIM_INFINITY
+		{0, minSegmentFiles, 1},
+		{16, minSegmentFiles, 1},
+		{1024, 128, (1024 - 512 - 128) / fdsPerWrittenReplica},
+		{4096, 768, (4096 - 1024 - 768) / fdsPerWrittenReplica},
+		{20000, 4096, (20000 - 1024 - 4096) / fdsPerWrittenReplica},
+		{1 << 20, maxSegmentFiles, (1<<20 - 1024 - maxSegmentFiles) / fdsPerWrittenReplica},
+		{^uint64(0), maxSegmentFiles, maxDerivedReplicas}, // RLIM_INFINITY
 	} {
-		if got := derivedReplicaLimit(tc.nofile); got != tc.want {
-			t.Errorf("derivedReplicaLimit(%d) = %d, want %d", tc.nofile, got, tc.want)
+		files := segmentFileBound(tc.nofile)
+		if files != tc.files {
+			t.Errorf("segmentFileBound(%d) = %d, want %d", tc.nofile, files, tc.files)
+		}
+		if got := derivedReplicaLimit(tc.nofile, files); got != tc.want {
+			t.Errorf("derivedReplicaLimit(%d, %d) = %d, want %d", tc.nofile, files, got, tc.want)
+		}
+		// The cache, the reserve and every replica written at once fit in
+		// the open-file limit.
+		if got := derivedReplicaLimit(tc.nofile, files); tc.nofile > 64 && tc.nofile < 1<<40 &&
+			uint64(min(fdReserve, tc.nofile/2))+uint64(files)+uint64(got*fdsPerWrittenReplica) > tc.nofile {
+			t.Errorf("nofile %d: reserve, %d cached files and %d replicas at %d files do not fit", tc.nofile, files, got, fdsPerWrittenReplica)
 		}
 	}
-	// The incident: one topic of 3,000 partitions on a broker with a
-	// common open-file limit.
-	for _, nofile := range []uint64{1024, 4096, 20000} {
-		if n := derivedReplicaLimit(nofile); n >= 3000 {
-			t.Errorf("with %d open files a broker would take %d replicas", nofile, n)
+	// Sealed segments no longer cost a replica descriptors: with a common
+	// server limit a broker takes thousands of replicas, five times what
+	// counting 16 files per replica allowed.
+	for _, nofile := range []uint64{4096, 65536} {
+		old := (nofile - 1024) / 16
+		if n := derivedReplicaLimit(nofile, segmentFileBound(nofile)); uint64(n) < 3*old {
+			t.Errorf("with %d open files a broker takes %d replicas; 16 files per replica allowed %d", nofile, n, old)
 		}
 	}
 }
 
-// TestNewLimitsReadsTheOpenFileLimit: 0 derives the partition limit from
-// RLIMIT_NOFILE as the process has it; a setting wins over it.
+// TestNewLimitsReadsTheOpenFileLimit: the segment file cache is sized from
+// RLIMIT_NOFILE as the process has it, and 0 derives the partition limit
+// from what it leaves; a setting wins over the derived limit.
 func TestNewLimitsReadsTheOpenFileLimit(t *testing.T) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
@@ -50,16 +63,24 @@ func TestNewLimitsReadsTheOpenFileLimit(t *testing.T) {
 	}
 	cfg := config.DefaultBroker()
 	l := newLimits(cfg, slog.New(slog.DiscardHandler))
-	if l.nofile != rl.Cur || l.maxReplicas != derivedReplicaLimit(rl.Cur) {
-		t.Fatalf("derived limits %+v; want nofile %d and %d replicas", l, rl.Cur, derivedReplicaLimit(rl.Cur))
+	files := segmentFileBound(rl.Cur)
+	if l.nofile != rl.Cur || l.segmentFiles != files || l.maxReplicas != derivedReplicaLimit(rl.Cur, files) {
+		t.Fatalf("derived limits %+v; want nofile %d, %d cached files and %d replicas", l, rl.Cur, files, derivedReplicaLimit(rl.Cur, files))
+	}
+	if st := l.segmentFileCache().Stats(); st.Limit != files {
+		t.Fatalf("segment file cache %+v, want a bound of %d", st, files)
 	}
 	if l.maxFetchBytes != 8<<20 || l.maxGroups != 10000 || l.produce != nil || l.fetch != nil {
 		t.Fatalf("default limits %+v", l)
 	}
 	cfg.Limits.MaxPartitionsPerBroker = 7
 	cfg.Quotas.ProduceBytesPerSec = 100
-	if l := newLimits(cfg, slog.New(slog.DiscardHandler)); l.maxReplicas != 7 || l.nofile != 0 || l.produce == nil || l.fetch != nil {
+	if l := newLimits(cfg, slog.New(slog.DiscardHandler)); l.maxReplicas != 7 || l.nofile != 0 || l.segmentFiles != files || l.produce == nil || l.fetch != nil {
 		t.Fatalf("configured limits %+v", l)
+	}
+	var none *limits
+	if none.segmentFileCache() != nil {
+		t.Fatal("a broker without limits has a shared cache")
 	}
 }
 

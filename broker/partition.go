@@ -90,6 +90,9 @@ type replicaSpec struct {
 	logger         *slog.Logger
 	// fs is the file system of the log; nil for the disk.
 	fs hotlog.FS
+	// files is the broker's cache of open segment files; nil gives the log
+	// a small one of its own.
+	files *hotlog.FileCache
 	// now is the clock; nil for time.Now.
 	now func() time.Time
 	// onDurable, when set, is called when the log's durable end moves,
@@ -121,6 +124,7 @@ func openPartition(s replicaSpec) (*partition, error) {
 	if s.fs != nil {
 		opts.FS = s.fs
 	}
+	opts.Files = s.files
 	opts.OnDurable = func(int64) { p.kickAdvance() }
 	if s.onDurable != nil {
 		opts.OnDurable = func(int64) { s.onDurable() }

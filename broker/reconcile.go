@@ -69,6 +69,7 @@ func (b *Broker) reconcile() error {
 				p, err = openPartition(replicaSpec{
 					dir: b.partitionDir(t, info.Partition), topic: name, topicID: t.ID, partition: info.Partition,
 					self: b.id, cfg: cfg, info: info, lagMax: time.Duration(b.cfg.Replica.LagTimeMax), logger: b.log,
+					files: b.limits.segmentFileCache(),
 				})
 				if err != nil {
 					if firstErr == nil {

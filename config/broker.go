@@ -258,13 +258,17 @@ type Controller struct {
 // memory, the metadata every broker keeps.
 type Limits struct {
 	// MaxPartitionsPerBroker bounds the partition replicas one broker may
-	// hold. Each replica keeps files open, and a broker out of file
-	// descriptors can answer nothing, not even health checks: a CreateTopic
-	// (or RestoreTopic) that would place more replicas than this on any
-	// broker is refused. The broker handling the call applies its own
-	// setting to every broker's count, so set it alike on all of them. 0,
-	// the default, derives the bound from the process's open-file limit
-	// (RLIMIT_NOFILE, ulimit -n).
+	// hold: a CreateTopic (or RestoreTopic) that would place more replicas
+	// than this on any broker is refused. The broker handling the call
+	// applies its own setting to every broker's count, so set it alike on
+	// all of them. An idle replica holds no file descriptors (its segment
+	// files are opened on demand through one broker-wide cache, sized from
+	// the open-file limit); a replica being written holds a few until its
+	// writes are fsynced, and a broker out of descriptors can answer
+	// nothing, not even health checks. 0, the default, derives the bound
+	// from the process's open-file limit (RLIMIT_NOFILE, ulimit -n): what
+	// is left after 1024 reserved files and the segment file cache, at 3
+	// per replica, so that every replica can be written at once.
 	MaxPartitionsPerBroker int `yaml:"max_partitions_per_broker"`
 	// MaxFetchBytes caps the batches of one fetch response. A request asking
 	// for more is served this much, not refused (a response still holds at

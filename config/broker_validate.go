@@ -423,7 +423,7 @@ const (
 func (l Limits) validate() error {
 	if l.MaxPartitionsPerBroker < 0 {
 		return &Error{Key: "limits.max_partitions_per_broker", Value: strconv.Itoa(l.MaxPartitionsPerBroker),
-			Allowed: "a positive integer, or 0 to derive it from the open-file limit"}
+			Allowed: "a positive integer, or 0 to derive it from the open files left beside the segment file cache"}
 	}
 	if l.MaxFetchBytes < MinFetchBytes || l.MaxFetchBytes > MaxFetchBytes {
 		return &Error{Key: "limits.max_fetch_bytes", Value: l.MaxFetchBytes.String(), Allowed: "a size from 64KiB to 1GiB"}

@@ -143,3 +143,70 @@ func BenchmarkAppendReplica(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadAcrossSegments reads a 16 MiB log of 64 sealed 256 KiB
+// segments of ~4 KiB batches, one batch per read, from the page cache, with
+// every segment file kept open (files=all, as before the FileCache) and
+// with a cache of 4 files, so that the figure is what eviction costs a
+// reader: in order (order=seq, a reopen every ~60 reads, at each new
+// segment) and striding across segments (order=stride, a reopen on every
+// read: the worst case).
+func BenchmarkReadAcrossSegments(b *testing.B) {
+	bl := record.NewBuilder(record.DefaultBatchOptions())
+	v := make([]byte, 1024)
+	for i := range 4 {
+		bl.Add(record.Record{Timestamp: 1_700_000_000_000 + int64(i), Key: []byte("key-0001"), Value: v})
+	}
+	batch, err := bl.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, files := range []int{1 << 20, 4} {
+		name := fmt.Sprint(files)
+		if files == 1<<20 {
+			name = "all"
+		}
+		o := benchOptions(FlushNever)
+		o.SegmentBytes = 256 << 10
+		o.Files = NewFileCache(files)
+		l, err := Open(b.TempDir(), o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for l.Size() < 16<<20 {
+			if _, err := l.Append(batch, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := l.Roll(); err != nil { // all sealed and fsynced: evictable
+			b.Fatal(err)
+		}
+		end := l.LogEndOffset()
+		segs := l.Segments()
+		for _, order := range []string{"seq", "stride"} {
+			b.Run(fmt.Sprintf("files=%s/order=%s", name, order), func(b *testing.B) {
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				before := o.Files.Stats()
+				off, i := int64(0), 0
+				for b.Loop() {
+					if order == "stride" {
+						off = segs[(i*7)%(len(segs)-1)].BaseOffset
+						i++
+					}
+					res, err := l.Read(off, len(batch), end)
+					if err != nil {
+						b.Fatal(err)
+					}
+					off = res.NextOffset
+					if off >= end {
+						off = 0
+					}
+				}
+				after := o.Files.Stats()
+				b.ReportMetric(float64(after.Opens-before.Opens)/float64(b.N), "reopens/op")
+			})
+		}
+		l.Close()
+	}
+}

@@ -39,8 +39,17 @@
 // segments after it, and the report says what was cut. Damage below the
 // recovery point is reported, never cut.
 //
+// File descriptors: a segment's log file is opened on demand through a
+// FileCache, shared by every log of a broker, that closes the least
+// recently used once more than its bound are open; only files no read,
+// write or fsync holds and whose every write is fsynced are closed, so an
+// idle log holds none, and a read after an eviction reopens its file. Index
+// files, checkpoints and side files are open only while they are written.
+// See filecache.go.
+//
 // Lock order: Log.appendMu, Log.stateMu, Log.syncMu, Log.mu; the list of
-// segments awaiting their fsync has its own lock, taken last. Readers take only
+// segments awaiting their fsync has its own lock, taken last; the FileCache
+// lock is a leaf below all of them, held for no I/O. Readers take only
 // Log.mu (shared), so appends, which touch only bytes past what readers can see,
 // do not stop them.
 package hotlog

@@ -94,7 +94,7 @@ func (l *Log) flushRound() {
 	if l.cfg.Load().FlushPolicy == FlushNever || target <= l.flushed.Load() {
 		return
 	}
-	if err := seg.file.Sync(); err != nil {
+	if err := seg.file.sync(false); err != nil {
 		l.fail(err)
 		return
 	}
@@ -127,7 +127,6 @@ func (l *Log) syncSealedLocked() error {
 	}
 	for _, s := range segs {
 		s.synced.Store(true)
-		s.closeIndexes()
 	}
 	l.advanceFlushed(segs[len(segs)-1].next.Load())
 	l.changed.broadcast()

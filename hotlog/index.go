@@ -49,6 +49,9 @@ func getTimeEntry(b []byte) timeEntry {
 // sparseIndex is an index file of fixed-width entries, kept whole in memory
 // and written to disk incrementally. The file is only a hint for recovery, so
 // it is persisted lazily (on flush rounds, roll and close) and checked on open.
+// The file is open only while it is written: an idle partition holds no
+// descriptor for it, and a write every IndexIntervalBytes of log (at most
+// once per flush round) costs an open and a close beside the log's fsync.
 type sparseIndex[E any] struct {
 	fs    FS
 	path  string
@@ -60,37 +63,22 @@ type sparseIndex[E any] struct {
 	entries []E
 
 	// persistMu serialises writes of the file; persisted counts the entries
-	// known to be in it. file is the file kept open for those writes while
-	// the segment takes appends, so a flush round does not open and close
-	// it every time; nil until the first write and after closeFile.
+	// known to be in it.
 	persistMu sync.Mutex
 	persisted int
-	file      File
 }
 
-// handle returns the open index file, opening it if needed. Caller holds
-// persistMu.
-func (x *sparseIndex[E]) handle() (File, error) {
-	if x.file == nil {
-		f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		x.file = f
+// withFile opens the index file for a write, creating it if needed, and
+// closes it after fn. Caller holds persistMu.
+func (x *sparseIndex[E]) withFile(fn func(File) error) error {
+	f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
 	}
-	return x.file, nil
-}
-
-// closeFile closes the kept index file, if open; a later write opens it
-// again.
-func (x *sparseIndex[E]) closeFile() error {
-	x.persistMu.Lock()
-	defer x.persistMu.Unlock()
-	if x.file == nil {
-		return nil
+	err = fn(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	err := x.file.Close()
-	x.file = nil
 	return err
 }
 
@@ -181,11 +169,7 @@ func (x *sparseIndex[E]) truncate(n int) error {
 		return nil
 	}
 	x.persisted = n
-	f, err := x.handle()
-	if err != nil {
-		return err
-	}
-	return f.Truncate(int64(n * x.width))
+	return x.withFile(func(f File) error { return f.Truncate(int64(n * x.width)) })
 }
 
 // reset replaces every entry, in memory and in the file (after a rebuild).
@@ -209,21 +193,20 @@ func (x *sparseIndex[E]) persist(sync bool) error {
 	if len(pending) == 0 && !sync {
 		return nil
 	}
-	f, err := x.handle()
-	if err != nil {
-		return err
-	}
-	if len(pending) > 0 {
-		buf := make([]byte, len(pending)*x.width)
-		for i, e := range pending {
-			x.put(buf[i*x.width:], e)
-		}
-		if _, err = f.WriteAt(buf, int64(x.persisted*x.width)); err == nil {
+	return x.withFile(func(f File) error {
+		if len(pending) > 0 {
+			buf := make([]byte, len(pending)*x.width)
+			for i, e := range pending {
+				x.put(buf[i*x.width:], e)
+			}
+			if _, err := f.WriteAt(buf, int64(x.persisted*x.width)); err != nil {
+				return err
+			}
 			x.persisted += len(pending)
 		}
-	}
-	if err == nil && sync {
-		err = f.Sync()
-	}
-	return err
+		if sync {
+			return f.Sync()
+		}
+		return nil
+	})
 }

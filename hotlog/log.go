@@ -333,6 +333,14 @@ func (l *Log) appendLocked(b record.Batch) error {
 		}
 		seg = l.active.Load()
 	}
+	// Opened before anything changes: a segment file the cache closed and
+	// that cannot be reopened (out of descriptors) refuses this append but
+	// does not fail the log, as nothing was written.
+	f, err := seg.open()
+	if err != nil {
+		return err
+	}
+	defer seg.done()
 	changed, stale := l.epochs.assign(b.LeaderEpoch(), b.BaseOffset())
 	if stale {
 		return fmt.Errorf("%w: batch epoch %d, latest %d", ErrStaleEpoch, b.LeaderEpoch(), l.epochs.latest())
@@ -346,7 +354,9 @@ func (l *Log) appendLocked(b record.Batch) error {
 		}
 	}
 	pos := seg.size.Load()
-	if _, err := seg.file.WriteAt(b, pos); err != nil {
+	_, err = f.WriteAt(b, pos)
+	seg.file.wrote() // a failed write may have written some of it, too
+	if err != nil {
 		l.fail(fmt.Errorf("write %s at %d: %w", seg.path, pos, err))
 		return l.failure()
 	}
@@ -413,7 +423,7 @@ func (l *Log) RollIfAged() (bool, error) {
 // from the older one, across the segments after it (open).
 func (l *Log) rollLocked() error {
 	old := l.active.Load()
-	seg, err := createSegment(l.opts.FS, l.dir, old.next.Load())
+	seg, err := createSegment(l.opts.FS, l.opts.Files, l.dir, old.next.Load())
 	if err != nil {
 		l.fail(fmt.Errorf("create segment: %w", err))
 		return l.failure()
@@ -497,12 +507,18 @@ func (l *Log) ReadWith(alloc func(n int) []byte, offset int64, maxBytes int, upT
 	}
 	seg := l.segmentLocked(offset)
 	size := seg.size.Load() // loaded after leo, so it covers every offset below leo
-	pos, err := seg.position(offset, size)
+	// Held until the read is done: the cache closes no file in use.
+	f, err := seg.open()
+	if err != nil {
+		return res, err
+	}
+	defer seg.done()
+	pos, err := seg.position(f, offset, size)
 	if err != nil || pos >= size {
 		return res, err
 	}
 	buf := alloc(int(min(int64(max(maxBytes, record.HeaderSize)), size-pos)))
-	if _, err := seg.file.ReadAt(buf, pos); err != nil {
+	if _, err := f.ReadAt(buf, pos); err != nil {
 		return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
 	}
 	used := 0
@@ -522,7 +538,7 @@ func (l *Log) ReadWith(alloc func(n int) []byte, offset int64, maxBytes int, upT
 			}
 			// The first batch is larger than maxBytes: return it whole.
 			buf = alloc(n)
-			if _, err := seg.file.ReadAt(buf, pos); err != nil {
+			if _, err := f.ReadAt(buf, pos); err != nil {
 				return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
 			}
 		}

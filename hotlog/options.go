@@ -99,6 +99,10 @@ type Options struct {
 	IndexIntervalBytes int
 	// FS is the file system; DiskFS unless a test wants to inject faults.
 	FS FS
+	// Files bounds the segment files open at once; a broker shares one
+	// among all its logs. Nil gives the log a cache of its own of
+	// DefaultLogFiles.
+	Files *FileCache
 	// Now is the clock for age-based rolling.
 	Now func() time.Time
 	// Logger receives recovery reports and failures.
@@ -137,6 +141,9 @@ func (o *Options) fillDefaults() {
 	}
 	if o.FS == nil {
 		o.FS = d.FS
+	}
+	if o.Files == nil {
+		o.Files = NewFileCache(DefaultLogFiles)
 	}
 	if o.Now == nil {
 		o.Now = d.Now

@@ -91,7 +91,7 @@ func (l *Log) open() error {
 
 	var segs, tail []*segment
 	for i := 0; i < len(bases); i++ {
-		seg, err := openSegmentFile(fsys, dir, bases[i])
+		seg, err := openSegmentFile(fsys, l.opts.Files, dir, bases[i])
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,6 @@ func (l *Log) open() error {
 				return err
 			}
 			seg.synced.Store(true)
-			seg.closeIndexes()
 			continue
 		}
 		// Past the recovery point a crash may have left any page unwritten:
@@ -154,7 +153,7 @@ func (l *Log) open() error {
 		}
 	}
 	if len(segs) == 0 {
-		seg, err := createSegment(fsys, dir, state.logStart)
+		seg, err := createSegment(fsys, l.opts.Files, dir, state.logStart)
 		if err != nil {
 			return err
 		}
@@ -181,7 +180,7 @@ func (l *Log) open() error {
 		if !slices.Contains(segs, seg) {
 			continue // below the log start: removed above
 		}
-		if err := seg.file.Sync(); err != nil {
+		if err := seg.file.sync(true); err != nil {
 			return err
 		}
 		if err := seg.persistIndexes(); err != nil && !l.spareOnFullDisk(err, "indexes of segment "+segmentName(seg.base, logSuffix)) {
@@ -189,7 +188,6 @@ func (l *Log) open() error {
 		}
 		if seg.sealed.Load() {
 			seg.synced.Store(true)
-			seg.closeIndexes()
 		}
 	}
 	if err := fsys.SyncDir(dir); err != nil {
@@ -231,7 +229,7 @@ func (l *Log) spareOnFullDisk(err error, what string) bool {
 // before the next segment was created: damage here is not a torn write, so it
 // is reported rather than cut away.
 func (l *Log) loadSealed(seg *segment) error {
-	size, err := seg.file.Size()
+	size, err := seg.fileSize()
 	if err != nil {
 		return err
 	}
@@ -261,7 +259,16 @@ func (l *Log) loadSealed(seg *segment) error {
 // it a crash may have left any page unwritten, so every batch there is
 // checked.
 func (l *Log) recoverTail(seg *segment, recoveryPoint int64) error {
-	size, err := seg.file.Size()
+	f, err := seg.open()
+	if err != nil {
+		return err
+	}
+	defer seg.done()
+	// Its bytes may be only in the page cache of the process that died:
+	// counted as an unsynced write, the file stays open until open fsyncs
+	// it, so that fsync reports any writeback error on this descriptor.
+	seg.file.wrote()
+	size, err := f.Size()
 	if err != nil {
 		return err
 	}
@@ -271,7 +278,7 @@ func (l *Log) recoverTail(seg *segment, recoveryPoint int64) error {
 	}
 	l.recovery.ScannedFrom = from
 	if damage != nil {
-		if err := seg.file.Truncate(end); err != nil {
+		if err := seg.truncate(end); err != nil {
 			return err
 		}
 		l.recovery.TruncatedBytes += size - end
@@ -335,12 +342,20 @@ func (s *segment) trustedEntries(size int64) (int, error) {
 			}
 		}
 	}
+	if k == 0 {
+		return 0, nil
+	}
+	f, err := s.open()
+	if err != nil {
+		return 0, err
+	}
+	defer s.done()
 	for ; k > 0; k-- {
 		e := s.index.at(k - 1)
 		if int64(e.pos)+record.HeaderSize > size {
 			continue
 		}
-		h, err := s.readHeader(int64(e.pos))
+		h, err := s.readHeader(f, int64(e.pos))
 		if err != nil {
 			return 0, err
 		}
@@ -386,9 +401,14 @@ func (s *segment) minTimestamp() int64 {
 	if v := s.minTs.Load(); v != unknownTs {
 		return v
 	}
+	f, err := s.open()
+	if err != nil {
+		return noTimestamp
+	}
+	defer s.done()
 	size, lo := s.size.Load(), int64(noTimestamp)
 	for pos := int64(0); pos < size; {
-		h, err := s.readHeader(pos)
+		h, err := s.readHeader(f, pos)
 		if err != nil {
 			return noTimestamp
 		}

@@ -47,9 +47,11 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 // appender writes past them and publishes a new size after the write, so a
 // reader never sees a partial batch and needs no lock against the appender.
 type segment struct {
-	base  int64
-	path  string
-	file  File
+	base int64
+	path string
+	// file is the log file, open only while something uses it or the
+	// FileCache keeps it: take it with open and give it back with done.
+	file  *cachedFile
 	index *sparseIndex[offsetEntry]
 	times *sparseIndex[timeEntry]
 
@@ -69,11 +71,12 @@ type segment struct {
 	created    time.Time // first append, or when the log was opened
 }
 
-func newSegment(fsys FS, dir string, base int64, file File) *segment {
+func newSegment(fsys FS, files *FileCache, dir string, base int64, file File) *segment {
+	path := filepath.Join(dir, segmentName(base, logSuffix))
 	s := &segment{
 		base:       base,
-		path:       filepath.Join(dir, segmentName(base, logSuffix)),
-		file:       file,
+		path:       path,
+		file:       files.adopt(fsys, path, file),
 		index:      newOffsetIndex(fsys, filepath.Join(dir, segmentName(base, indexSuffix))),
 		times:      newTimeIndex(fsys, filepath.Join(dir, segmentName(base, timeIndexSuffix))),
 		indexedPos: -1,
@@ -85,18 +88,18 @@ func newSegment(fsys FS, dir string, base int64, file File) *segment {
 }
 
 // createSegment makes an empty segment at base, replacing stale files there.
-func createSegment(fsys FS, dir string, base int64) (*segment, error) {
+func createSegment(fsys FS, files *FileCache, dir string, base int64) (*segment, error) {
 	f, err := fsys.OpenFile(filepath.Join(dir, segmentName(base, logSuffix)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	s := newSegment(fsys, dir, base, f)
+	s := newSegment(fsys, files, dir, base, f)
 	if err := s.index.reset(nil); err != nil {
-		f.Close()
+		s.close()
 		return nil, err
 	}
 	if err := s.times.reset(nil); err != nil {
-		f.Close()
+		s.close()
 		return nil, err
 	}
 	return s, nil
@@ -104,13 +107,20 @@ func createSegment(fsys FS, dir string, base int64) (*segment, error) {
 
 // openSegmentFile opens an existing segment's log file; the caller recovers
 // its state.
-func openSegmentFile(fsys FS, dir string, base int64) (*segment, error) {
+func openSegmentFile(fsys FS, files *FileCache, dir string, base int64) (*segment, error) {
 	f, err := fsys.OpenFile(filepath.Join(dir, segmentName(base, logSuffix)), os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
-	return newSegment(fsys, dir, base, f), nil
+	return newSegment(fsys, files, dir, base, f), nil
 }
+
+// open returns the segment's log file, reopening it if the cache closed it;
+// the caller gives it back with done.
+func (s *segment) open() (File, error) { return s.file.acquire() }
+
+// done gives back a file taken with open.
+func (s *segment) done() { s.file.release() }
 
 func (s *segment) empty() bool { return s.next.Load() == s.base }
 
@@ -155,10 +165,10 @@ func batchMinTimestamp(b record.Batch) int64 {
 }
 
 // readHeader reads the fixed header of the batch at pos, which must be below
-// the published size.
-func (s *segment) readHeader(pos int64) (record.Batch, error) {
+// the published size, from f, the segment's open file.
+func (s *segment) readHeader(f File, pos int64) (record.Batch, error) {
 	h := make([]byte, record.HeaderSize)
-	if _, err := s.file.ReadAt(h, pos); err != nil {
+	if _, err := f.ReadAt(h, pos); err != nil {
 		return nil, fmt.Errorf("hotlog: read batch header at %s:%d: %w", s.path, pos, err)
 	}
 	return record.Batch(h), nil
@@ -166,8 +176,8 @@ func (s *segment) readHeader(pos int64) (record.Batch, error) {
 
 // position returns the file position of the batch holding offset, walking
 // batch headers forward from the nearest index entry. An offset at or past
-// the segment's end gives the end position.
-func (s *segment) position(offset int64, size int64) (int64, error) {
+// the segment's end gives the end position. f is the segment's open file.
+func (s *segment) position(f File, offset int64, size int64) (int64, error) {
 	if offset <= s.base {
 		return 0, nil
 	}
@@ -177,7 +187,7 @@ func (s *segment) position(offset int64, size int64) (int64, error) {
 		pos = int64(e.pos)
 	}
 	for pos < size {
-		h, err := s.readHeader(pos)
+		h, err := s.readHeader(f, pos)
 		if err != nil {
 			return 0, err
 		}
@@ -198,6 +208,11 @@ const scanBufferBytes = 1 << 20
 // returns the position after the last good batch and the damage that stopped
 // it short of end, if any; err is an I/O failure.
 func (s *segment) scan(pos, end, expect int64, fn func(b record.Batch, pos int64)) (stop int64, damage, err error) {
+	f, err := s.open()
+	if err != nil {
+		return pos, nil, err
+	}
+	defer s.done()
 	buf := make([]byte, scanBufferBytes)
 	bufPos, n := pos, 0 // buf[:n] holds the file from bufPos
 	for pos < end {
@@ -217,7 +232,7 @@ func (s *segment) scan(pos, end, expect int64, fn func(b record.Batch, pos int64
 				buf = grown
 			}
 			m := int(min(int64(len(buf)-n), end-(bufPos+int64(n))))
-			if _, err := s.file.ReadAt(buf[n:n+m], bufPos+int64(n)); err != nil {
+			if _, err := f.ReadAt(buf[n:n+m], bufPos+int64(n)); err != nil {
 				return pos, nil, fmt.Errorf("hotlog: read %s at %d: %w", s.path, bufPos+int64(n), err)
 			}
 			n += m
@@ -238,12 +253,35 @@ func (s *segment) scan(pos, end, expect int64, fn func(b record.Batch, pos int64
 	return pos, nil, nil
 }
 
-// sync makes the segment durable: log bytes and both indexes.
+// sync makes the segment durable: log bytes and both indexes. A log file
+// whose every write is already fsynced is not fsynced again.
 func (s *segment) sync() error {
-	if err := s.file.Sync(); err != nil {
+	if err := s.file.sync(false); err != nil {
 		return err
 	}
 	return s.persistIndexes()
+}
+
+// truncate cuts the log file to size bytes.
+func (s *segment) truncate(size int64) error {
+	f, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer s.done()
+	err = f.Truncate(size)
+	s.file.wrote() // even if it failed: the file may have changed
+	return err
+}
+
+// fileSize is the size of the log file on disk.
+func (s *segment) fileSize() (int64, error) {
+	f, err := s.open()
+	if err != nil {
+		return 0, err
+	}
+	defer s.done()
+	return f.Size()
 }
 
 // persistIndexes writes and fsyncs both indexes.
@@ -257,20 +295,9 @@ func (s *segment) persistIndexes() error {
 // durable reports whether the segment is sealed and fsynced.
 func (s *segment) durable() bool { return s.sealed.Load() && s.synced.Load() }
 
-// close closes the segment's log file and its kept index files.
-func (s *segment) close() error {
-	err := s.file.Close()
-	s.closeIndexes()
-	return err
-}
-
-// closeIndexes closes the index files kept open for writes: a sealed
-// segment's indexes do not change again. Errors are ignored, as the indexes
-// are hints checked on open.
-func (s *segment) closeIndexes() {
-	s.index.closeFile()
-	s.times.closeFile()
-}
+// close closes the segment's log file for good (the index files are open
+// only while written).
+func (s *segment) close() error { return s.file.close() }
 
 // remove deletes the segment's files; the caller fsyncs the directory.
 func (s *segment) remove(fsys FS) error {

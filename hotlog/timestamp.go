@@ -33,6 +33,11 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 }
 
 func (s *segment) offsetForTimestamp(ts, logStart int64) (int64, int64, bool, error) {
+	f, err := s.open()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer s.done()
 	size := s.size.Load()
 	pos := int64(0)
 	if t, ok := s.times.search(func(e timeEntry) bool { return e.maxTs < ts }); ok {
@@ -40,13 +45,13 @@ func (s *segment) offsetForTimestamp(ts, logStart int64) (int64, int64, bool, er
 		pos = int64(e.pos)
 	}
 	for pos < size {
-		h, err := s.readHeader(pos)
+		h, err := s.readHeader(f, pos)
 		if err != nil {
 			return 0, 0, false, err
 		}
 		if h.MaxTimestamp() >= ts && h.LastOffset() >= logStart {
 			b := make([]byte, h.Size())
-			if _, err := s.file.ReadAt(b, pos); err != nil {
+			if _, err := f.ReadAt(b, pos); err != nil {
 				return 0, 0, false, fmt.Errorf("hotlog: read %s at %d: %w", s.path, pos, err)
 			}
 			batch := record.Batch(b)

@@ -94,14 +94,19 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 // the active segment again.
 func (l *Log) cutSegmentLocked(seg *segment, offset int64) error {
 	size := seg.size.Load()
-	cut, err := seg.position(offset, size)
+	f, err := seg.open()
 	if err != nil {
 		return err
 	}
-	if err := seg.file.Truncate(cut); err != nil {
+	cut, err := seg.position(f, offset, size)
+	seg.done()
+	if err != nil {
 		return err
 	}
-	if err := seg.file.Sync(); err != nil {
+	if err := seg.truncate(cut); err != nil {
+		return err
+	}
+	if err := seg.file.sync(false); err != nil {
 		return err
 	}
 	// Keep the index entries of the batches that remain, then rebuild the
@@ -232,7 +237,7 @@ func (l *Log) ResetTo(offset int64) error {
 		old[n-1].close() // createSegment replaces its files
 		old = old[:n-1]
 	}
-	seg, err := createSegment(l.opts.FS, l.dir, offset)
+	seg, err := createSegment(l.opts.FS, l.opts.Files, l.dir, offset)
 	if err == nil {
 		err = l.opts.FS.SyncDir(l.dir)
 	}

@@ -1,11 +1,19 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,6 +79,146 @@ func TestCreateTopicPartitionLimit(t *testing.T) {
 		t.Fatalf("topics %v after the refusals, want only first", names)
 	}
 	b1.createTopic(t, "two", 2, nil) // exactly at the limit
+}
+
+// lowNofileEnv, set in a child test process, is the open-file limit it
+// lowers itself to before it starts a broker.
+const lowNofileEnv = "STRATA_TEST_LOW_NOFILE"
+
+// inLowNofileChild runs the calling test again in a child process whose
+// open-file limit is lowered to nofile, so that no other test runs under
+// it, and reports whether this is that child (which should go on with the
+// test). The parent logs the child's lines that say "served".
+func inLowNofileChild(t *testing.T, nofile uint64) bool {
+	t.Helper()
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv(lowNofileEnv) != "" {
+		rl.Cur = nofile
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if rl.Max < nofile {
+		t.Skipf("cannot set an open-file limit of %d (hard limit %d)", nofile, rl.Max)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), lowNofileEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child with an open-file limit of %d: %v\n%s", nofile, err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "served") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
+	return false
+}
+
+// serveOneRecordEach produces a record to each partition of topic and
+// fetches it back.
+func serveOneRecordEach(t *testing.T, b1 *testBroker, topic string, partitions int32) {
+	t.Helper()
+	ctx := testCtx(t)
+	for p := range partitions {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, err := b1.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: topic, Partition: p, Batch: batchOf(t, fmt.Sprint(p))})
+			if err == nil {
+				break
+			}
+			if _, info, _ := errorInfo(err); info == nil || info.Metadata["retriable"] != "true" || time.Now().After(deadline) {
+				t.Fatalf("produce to partition %d: %v", p, err)
+			}
+			time.Sleep(10 * time.Millisecond) // a leader is being placed: retry as a client would
+		}
+	}
+	for p := range partitions {
+		_, recs := b1.readAll(t, topic, p, 0)
+		if len(recs) != 1 || string(recs[0].Value) != fmt.Sprint(p) {
+			t.Fatalf("partition %d holds %d records, want one of %q", p, len(recs), fmt.Sprint(p))
+		}
+	}
+}
+
+// logDescriptors counts this process's descriptors open on files under the
+// broker's logs directory.
+func logDescriptors(t *testing.T, dataDir string) int {
+	t.Helper()
+	logs := filepath.Join(dataDir, "logs") + string(filepath.Separator)
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	open := 0
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(target, logs) {
+			open++
+		}
+	}
+	return open
+}
+
+// TestBrokerServesPartitionsBeyondTheOldFileBudget: under an open-file limit
+// of 4096 a broker with limits.max_partitions_per_broker 0 used to allow
+// (4096-1024)/16 = 192 replicas, counting every local segment file as open.
+// Idle replicas now hold no descriptors, so it creates 700 partitions,
+// takes a record on each and serves each back, and refuses past the limit
+// it derives now (768), saying where it comes from.
+func TestBrokerServesPartitionsBeyondTheOldFileBudget(t *testing.T) {
+	const partitions = 700
+	if !inLowNofileChild(t, 4096) {
+		return
+	}
+	dir := t.TempDir()
+	b1 := startBroker(t, brokerConfig(t, 1, dir))
+	b1.createTopic(t, "many", partitions, nil)
+	serveOneRecordEach(t, b1, "many", partitions)
+	t.Logf("%d partitions served with %d descriptors open on their logs", partitions, logDescriptors(t, dir))
+
+	// The limit is still there, and says where it comes from: 1024
+	// reserved, a quarter of the rest for the cache, 3 per replica.
+	_, err := b1.admin.CreateTopic(testCtx(t), &stratav1.CreateTopicRequest{Name: "more", Partitions: 100})
+	wantRefusal(t, "past the derived limit", err, codes.InvalidArgument, "INVALID_REQUEST", false,
+		"800 partition replicas on broker 1", "at most 768", "open-file limit of 4096", "1024 files reserved",
+		"768 for the segment file cache", "3 per replica written at once", "limits.max_partitions_per_broker")
+}
+
+// TestBrokerLogsShareOneBoundedFileCache: every partition of a broker opens
+// its segment files through the broker's one cache, sized from the
+// open-file limit (768 files under 4096): 1000 partitions, each written
+// and read, and so idle, hold no more than that. Before the cache each
+// held its segment file and two index files open.
+func TestBrokerLogsShareOneBoundedFileCache(t *testing.T) {
+	const partitions, bound = 1000, (4096 - 1024) / 4
+	if !inLowNofileChild(t, 4096) {
+		return
+	}
+	dir := t.TempDir()
+	cfg := brokerConfig(t, 1, dir)
+	cfg.Limits.MaxPartitionsPerBroker = partitions
+	b1 := startBroker(t, cfg)
+	b1.createTopic(t, "many", partitions, nil)
+	serveOneRecordEach(t, b1, "many", partitions)
+	// Produce returned after its fsync, so every log file is clean and may
+	// be evicted; what is left open is the cache, and now and then a file
+	// opened for a moment (a checkpoint the broker writes every few
+	// seconds, a directory fsync): wait, with a deadline, for a count
+	// without one.
+	open := logDescriptors(t, dir)
+	for deadline := time.Now().Add(10 * time.Second); open > bound && time.Now().Before(deadline); open = logDescriptors(t, dir) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if open > bound {
+		t.Fatalf("%d descriptors open on the logs of %d idle partitions, want at most the cache bound %d", open, partitions, bound)
+	}
+	t.Logf("%d partitions served with %d descriptors open on their logs (cache bound %d)", partitions, open, bound)
 }
 
 // TestCreateTopicReplicationFactorConflicts: a negative replication factor
@@ -340,4 +488,58 @@ func TestStartsOnAFullDisk(t *testing.T) {
 	if _, err := b.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "t", Batch: batchOf(t, "x")}); err != nil {
 		t.Fatalf("produce once space is freed: %v", err)
 	}
+}
+
+// TestBrokerIdlePartitionFootprint measures what idle partitions cost a
+// broker: it creates STRATA_FOOTPRINT_PARTITIONS partitions, writes and
+// reads one record on each, and reports the descriptors and resident memory
+// they added. A measurement, run by hand:
+//
+//	STRATA_FOOTPRINT_PARTITIONS=5000 go test -run TestBrokerIdlePartitionFootprint -v ./rpc/
+func TestBrokerIdlePartitionFootprint(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("STRATA_FOOTPRINT_PARTITIONS"))
+	if n <= 0 {
+		t.Skip("set STRATA_FOOTPRINT_PARTITIONS to measure")
+	}
+	dir := t.TempDir()
+	cfg := brokerConfig(t, 1, dir)
+	cfg.Limits.MaxPartitionsPerBroker = n
+	b1 := startBroker(t, cfg)
+	fds0, rss0 := countFDs(t), residentBytes(t)
+	b1.createTopic(t, "many", int32(n), nil)
+	serveOneRecordEach(t, b1, "many", int32(n))
+	fds, rss := countFDs(t), residentBytes(t)
+	t.Logf("%d idle partitions served: +%d descriptors in all (%.3f per partition; %d on their logs), resident memory +%.1f MiB (%.1f KiB per partition), %d goroutines",
+		n, fds-fds0, float64(fds-fds0)/float64(n), logDescriptors(t, dir),
+		float64(rss-rss0)/(1<<20), float64(rss-rss0)/1024/float64(n), runtime.NumGoroutine())
+}
+
+func countFDs(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(entries)
+}
+
+// residentBytes is VmRSS after a collection that returns freed memory to
+// the operating system.
+func residentBytes(t *testing.T) int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Skip("no VmRSS")
+	return 0
 }
