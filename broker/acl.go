@@ -33,9 +33,10 @@ func (b *Broker) AddACLs(ctx context.Context, acls []security.ACL) error {
 }
 
 func (b *Broker) addACLs(ctx context.Context, acls []security.ACL) error {
-	if b.replica != nil {
-		return errReadReplica("change ACLs")
-	}
+	return b.role.addACLs(ctx, acls)
+}
+
+func (b clusterMember) addACLs(ctx context.Context, acls []security.ACL) error {
 	if err := checkACLs(acls); err != nil {
 		return err
 	}
@@ -61,9 +62,10 @@ func (b *Broker) RemoveACLs(ctx context.Context, acls []security.ACL) (int, erro
 }
 
 func (b *Broker) removeACLs(ctx context.Context, acls []security.ACL) (int, error) {
-	if b.replica != nil {
-		return 0, errReadReplica("change ACLs")
-	}
+	return b.role.removeACLs(ctx, acls)
+}
+
+func (b clusterMember) removeACLs(ctx context.Context, acls []security.ACL) (int, error) {
 	if err := checkACLs(acls); err != nil {
 		return 0, err
 	}
@@ -79,9 +81,10 @@ func (b *Broker) removeACLs(ctx context.Context, acls []security.ACL) (int, erro
 // ACLs granted to every principal, not every ACL). The slice is the
 // caller's.
 func (b *Broker) ACLs(principal string) []security.ACL {
-	if b.replica != nil {
-		return nil // ACLs live in the writing cluster's metadata
-	}
+	return b.role.acls(principal)
+}
+
+func (b clusterMember) acls(principal string) []security.ACL {
 	all := b.meta.Metadata().ACLs()
 	if principal == "" {
 		return slices.Clone(all)
@@ -120,8 +123,9 @@ func aclError(err error) error {
 // ACLsInForce returns the ACLs every request is checked against, without
 // copying them: the slice is shared and must not be changed.
 func (b *Broker) ACLsInForce() []security.ACL {
-	if b.replica != nil {
-		return nil // a read replica reads no metadata: superusers only
-	}
+	return b.role.aclsInForce()
+}
+
+func (b clusterMember) aclsInForce() []security.ACL {
 	return b.meta.Metadata().ACLs()
 }

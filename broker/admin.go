@@ -76,9 +76,10 @@ type newTopic struct {
 }
 
 func (b *Broker) newTopic(name string, partitions, replicationFactor int32, overrides map[string]string) (newTopic, error) {
-	if b.replica != nil {
-		return newTopic{}, errReadReplica("create topics")
-	}
+	return b.role.newTopic(name, partitions, replicationFactor, overrides)
+}
+
+func (b clusterMember) newTopic(name string, partitions, replicationFactor int32, overrides map[string]string) (newTopic, error) {
 	if err := cluster.ValidateTopicName(name); err != nil {
 		return newTopic{}, refuse(ReasonInvalidTopicName, err, "%v", err)
 	}
@@ -152,9 +153,10 @@ func canonicalOverrides(cfg config.Topic, overrides map[string]string) (map[stri
 // goes too, in the background (objects left by a failure there are under the
 // deleted topic's id, so no later topic of the same name sees them).
 func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
-	if b.replica != nil {
-		return errReadReplica("delete topics")
-	}
+	return b.role.deleteTopic(ctx, name)
+}
+
+func (b clusterMember) deleteTopic(ctx context.Context, name string) error {
 	t, ok := b.meta.Metadata().Topic(name)
 	if err := b.meta.DeleteTopic(ctx, name); err != nil {
 		c := b.controllerFor(ctx, err)
@@ -206,9 +208,10 @@ func (b *Broker) RestoreTopic(ctx context.Context, name, id string, replicationF
 }
 
 func (b *Broker) restoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error) {
-	if b.replica != nil {
-		return TopicDescription{}, errReadReplica("restore topics")
-	}
+	return b.role.restoreTopic(ctx, name, id, replicationFactor)
+}
+
+func (b clusterMember) restoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error) {
 	if b.store == nil {
 		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "this broker has no object store (object_store.type is none)")
 	}
@@ -327,9 +330,10 @@ func (b *Broker) ValidateTopicConfig(ctx context.Context, name string, set map[s
 // topicConfigChange checks a change of a topic's settings and returns the
 // settings to set, in canonical form.
 func (b *Broker) topicConfigChange(ctx context.Context, name string, set map[string]string, del []string) (map[string]string, error) {
-	if b.replica != nil {
-		return nil, errReadReplica("alter topic settings")
-	}
+	return b.role.topicConfigChange(ctx, name, set, del)
+}
+
+func (b clusterMember) topicConfigChange(ctx context.Context, name string, set map[string]string, del []string) (map[string]string, error) {
 	t, ok := b.topicMetadata(name).Topic(name)
 	if !ok {
 		return nil, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
@@ -362,9 +366,10 @@ func (b *Broker) topicConfigChange(ctx context.Context, name string, set map[str
 
 // ListTopics lists every topic.
 func (b *Broker) ListTopics() []TopicSummary {
-	if b.replica != nil {
-		return b.replicaListTopics()
-	}
+	return b.role.listTopics()
+}
+
+func (b clusterMember) listTopics() []TopicSummary {
 	m := b.meta.Metadata()
 	out := []TopicSummary{}
 	for _, name := range m.TopicNames() {
@@ -381,9 +386,10 @@ func (b *Broker) ListTopics() []TopicSummary {
 // DescribeTopic describes a topic: settings, partitions and, for the
 // partitions held here, their logs.
 func (b *Broker) DescribeTopic(name string) (TopicDescription, error) {
-	if b.replica != nil {
-		return b.replicaDescribe(name)
-	}
+	return b.role.describeTopic(name)
+}
+
+func (b clusterMember) describeTopic(name string) (TopicDescription, error) {
 	t, ok := b.topicMetadata(name).Topic(name)
 	if !ok {
 		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found", name)
@@ -447,9 +453,10 @@ func partitionView(info cluster.PartitionInfo) PartitionView {
 // Cluster returns the brokers and the topics (all, or those named) with
 // their leaders. Unknown names are left out.
 func (b *Broker) Cluster(topics []string) ClusterView {
-	if b.replica != nil {
-		return b.replicaCluster(topics)
-	}
+	return b.role.cluster(topics)
+}
+
+func (b clusterMember) cluster(topics []string) ClusterView {
 	m := b.meta.Metadata()
 	v := ClusterView{ControllerID: -1, Version: m.Version}
 	if id, ok := b.meta.ControllerID(); ok {
@@ -492,9 +499,10 @@ func (b *Broker) CommitOffsets(ctx context.Context, group, memberID string, memb
 }
 
 func (b *Broker) commitOffsetsCall(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error {
-	if b.replica != nil {
-		return errReadReplica("commit consumer offsets (they live in the writing cluster's metadata)")
-	}
+	return b.role.commitOffsetsCall(ctx, group, memberID, memberEpoch, offsets)
+}
+
+func (b clusterMember) commitOffsetsCall(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error {
 	if err := validGroupName(group); err != nil {
 		return err
 	}
@@ -558,9 +566,10 @@ func (b *Broker) FetchOffsets(ctx context.Context, group string, partitions []To
 }
 
 func (b *Broker) fetchOffsets(ctx context.Context, group string, partitions []TopicPartition) ([]CommittedOffset, error) {
-	if b.replica != nil {
-		return nil, nil // committed offsets live in the writing cluster's metadata
-	}
+	return b.role.fetchOffsets(ctx, group, partitions)
+}
+
+func (b clusterMember) fetchOffsets(ctx context.Context, group string, partitions []TopicPartition) ([]CommittedOffset, error) {
 	if _, err := b.meta.VerifyController(ctx); err != nil {
 		return nil, clusterError(err)
 	}
@@ -569,9 +578,10 @@ func (b *Broker) fetchOffsets(ctx context.Context, group string, partitions []To
 
 // committedOffsets reads a group's positions from this broker's metadata.
 func (b *Broker) committedOffsets(group string, partitions []TopicPartition) []CommittedOffset {
-	if b.replica != nil {
-		return nil
-	}
+	return b.role.committedOffsets(group, partitions)
+}
+
+func (b clusterMember) committedOffsets(group string, partitions []TopicPartition) []CommittedOffset {
 	var out []CommittedOffset
 	add := func(tp TopicPartition, c cluster.OffsetCommit) {
 		out = append(out, CommittedOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: c.Offset, Metadata: c.Metadata, CommitTimeMs: c.CommittedAtMs})

@@ -83,10 +83,11 @@ type Broker struct {
 	// producerIDKey, when set, binds producer ids to principals
 	// (producer_binding.go).
 	producerIDKey []byte
-	// replica is set in read-only replica mode (readreplica.go): the
-	// broker then serves a bucket another cluster writes, and nothing
-	// else above (partitions, gossip, metadata) exists.
-	replica *readReplica
+	// role is what differs between a member of a writing cluster and a
+	// read-only replica of its bucket (role.go): clusterMember{b}, or
+	// readOnly (readreplica_role.go), in which case nothing else above
+	// (partitions, gossip, metadata) exists. Set by Start, never changed.
+	role role
 	// groups coordinates consumer groups while this broker is the
 	// controller (groups.go).
 	groups groupCoordination
@@ -145,6 +146,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		}
 		return b, nil
 	}
+	b.role = clusterMember{b}
 	if err := os.MkdirAll(b.logsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data dir: %w", err)
 	}
@@ -253,15 +255,19 @@ func (b *Broker) DataDir() string { return b.cfg.DataDir }
 // RaftAddr is the address of this broker's metadata transport; empty for a
 // read-only replica, which has none.
 func (b *Broker) RaftAddr() string {
-	if b.replica != nil {
-		return ""
-	}
+	return b.role.raftAddr()
+}
+
+func (b clusterMember) raftAddr() string {
 	return b.meta.RaftAddr()
 }
 
 // ReadReplica reports whether the broker is a read-only replica of a
 // bucket another cluster writes (readreplica.go).
-func (b *Broker) ReadReplica() bool { return b.replica != nil }
+func (b *Broker) ReadReplica() bool {
+	_, ok := b.role.(readOnly)
+	return ok
+}
 
 func (b *Broker) goLoop(loop func()) {
 	b.wg.Add(1)
@@ -321,9 +327,7 @@ func (b *Broker) closeAll() error {
 	if b.cold != nil {
 		b.cold.Close()
 	}
-	if b.replica != nil {
-		b.replica.close()
-	}
+	b.role.close()
 	b.peers.Close()
 	if b.lock != nil {
 		b.lock.Close()

@@ -44,11 +44,9 @@ func (b *Broker) topicReadLimits(topic, topicID string) (bytes, gets int64, ok b
 }
 
 // replicaReadLimits returns a topic's cold read limits from the settings
-// its manifests carry, on a read replica.
-func (b *Broker) replicaReadLimits(topic, topicID string) (bytes, gets int64, ok bool) {
-	if b.replica == nil {
-		return 0, 0, false // still scanning the bucket at start
-	}
+// its manifests carry, on a read replica; none while it is still scanning
+// the bucket at start.
+func (b readOnly) replicaReadLimits(topic, topicID string) (bytes, gets int64, ok bool) {
 	t, _, ok := b.replica.topic(topic)
 	if !ok || t.id != topicID {
 		return 0, 0, false

@@ -62,9 +62,10 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 }
 
 func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	if b.replica != nil {
-		return b.replica.fetch(ctx, req)
-	}
+	return b.role.fetch(ctx, req)
+}
+
+func (b clusterMember) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	p, err := b.leaderPartition(req.Topic, req.Partition)
 	if err != nil {
 		if ReasonOf(err) == ReasonNotLeader || ReasonOf(err) == ReasonLeaderNotAvailable {
@@ -230,9 +231,10 @@ type OffsetAnswer struct {
 // both tiers. A time after every committed record answers the high
 // watermark.
 func (b *Broker) ListOffsets(ctx context.Context, topic string, partition int32, q OffsetQuery) (OffsetAnswer, error) {
-	if b.replica != nil {
-		return b.replica.listOffsets(ctx, topic, partition, q)
-	}
+	return b.role.listOffsets(ctx, topic, partition, q)
+}
+
+func (b clusterMember) listOffsets(ctx context.Context, topic string, partition int32, q OffsetQuery) (OffsetAnswer, error) {
 	p, err := b.leaderPartition(topic, partition)
 	if err != nil {
 		return OffsetAnswer{}, err

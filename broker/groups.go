@@ -41,9 +41,10 @@ type groupCoordination struct {
 // coordinator returns the group coordinator, or the not-the-controller
 // error on which the call is passed on to the controller (controller.go).
 func (b *Broker) coordinator(ctx context.Context) (*group.Coordinator, error) {
-	if b.replica != nil {
-		return nil, errReadReplica("coordinate consumer groups (they live in the writing cluster)")
-	}
+	return b.role.coordinator(ctx)
+}
+
+func (b clusterMember) coordinator(ctx context.Context) (*group.Coordinator, error) {
 	term, err := b.meta.ControllerTerm(ctx)
 	if err != nil {
 		return nil, clusterError(err)
@@ -377,9 +378,10 @@ func (b *Broker) deleteGroup(ctx context.Context, name string, force bool) (int,
 // GROUP_NOT_FOUND when the group has neither members nor committed
 // offsets.
 func (b *Broker) DeleteOffsets(ctx context.Context, name string, partitions []TopicPartition) ([]string, error) {
-	if b.replica != nil {
-		return nil, errReadReplica("delete consumer offsets (they live in the writing cluster's metadata)")
-	}
+	return b.role.deleteOffsets(ctx, name, partitions)
+}
+
+func (b clusterMember) deleteOffsets(ctx context.Context, name string, partitions []TopicPartition) ([]string, error) {
 	if err := validGroupName(name); err != nil {
 		return nil, err
 	}

@@ -71,9 +71,10 @@ func (b *Broker) alterISR(ctx context.Context, p *partition, c *isrChange) (clus
 // a stale one is FENCED_EPOCH; a broker that is not the controller answers
 // UNAVAILABLE naming it, which is the one worth retrying (there).
 func (b *Broker) AlterISR(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
-	if b.replica != nil {
-		return cluster.PartitionInfo{}, errReadReplica("change ISRs")
-	}
+	return b.role.alterISRCall(ctx, req)
+}
+
+func (b clusterMember) alterISRCall(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
 	if err := checkISRRequest(req); err != nil {
 		return cluster.PartitionInfo{}, err
 	}
@@ -149,9 +150,10 @@ func (b *Broker) newLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.Pa
 // NewLeaderEpoch is the controller's side of newLeaderEpoch: the broker
 // leading a partition in an epoch asks for the next one, keeping the lead.
 func (b *Broker) NewLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
-	if b.replica != nil {
-		return cluster.PartitionInfo{}, errReadReplica("change leader epochs")
-	}
+	return b.role.newLeaderEpochCall(ctx, req)
+}
+
+func (b clusterMember) newLeaderEpochCall(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
 	t, ok := b.meta.Metadata().Topic(req.Topic)
 	if !ok || t.ID != req.TopicID {
 		return cluster.PartitionInfo{}, refuse(ReasonTopicNotFound, nil, "topic %q with id %s not found", req.Topic, req.TopicID)

@@ -27,7 +27,11 @@ var ErrUnknownLeaderEpoch = errors.New("broker: leader epoch newer than this bro
 // this broker's metadata (see above); epoch < 0 is not checked, and
 // neither is anything on a read replica, which has no leaders.
 func (b *Broker) CheckLeaderEpoch(topic string, partition, epoch int32) error {
-	if epoch < 0 || b.replica != nil {
+	return b.role.checkLeaderEpoch(topic, partition, epoch)
+}
+
+func (b clusterMember) checkLeaderEpoch(topic string, partition, epoch int32) error {
+	if epoch < 0 {
 		return nil
 	}
 	info, err := partitionInfo(b.meta.Metadata(), topic, partition)
@@ -55,9 +59,10 @@ func epochCheck(topic string, partition, current, asked int32) error {
 // newer than it (or -1) hotlog.UndefinedEpoch and -1 (Kafka's rules,
 // hotlog.Log.EndOffsetForEpoch).
 func (b *Broker) LeaderEpochEnd(topic string, partition, epoch int32) (EpochEnd, error) {
-	if b.replica != nil {
-		return EpochEnd{}, errReadReplica("answer leader epochs")
-	}
+	return b.role.leaderEpochEnd(topic, partition, epoch)
+}
+
+func (b clusterMember) leaderEpochEnd(topic string, partition, epoch int32) (EpochEnd, error) {
 	p, err := b.leaderPartition(topic, partition)
 	if err != nil {
 		return EpochEnd{}, err
@@ -75,7 +80,11 @@ func (b *Broker) LeaderEpochEnd(topic string, partition, epoch int32) (EpochEnd,
 // than the leader's history (a log reset to the cold tier forgets what
 // came before) is not checked: nothing here can tell.
 func (b *Broker) Diverging(topic string, partition int32, offset int64, lastEpoch int32) (EpochEnd, bool, error) {
-	if lastEpoch < 0 || b.replica != nil {
+	return b.role.diverging(topic, partition, offset, lastEpoch)
+}
+
+func (b clusterMember) diverging(topic string, partition int32, offset int64, lastEpoch int32) (EpochEnd, bool, error) {
+	if lastEpoch < 0 {
 		return EpochEnd{}, false, nil
 	}
 	p, err := b.leaderPartition(topic, partition)
@@ -105,7 +114,11 @@ func (b *Broker) Diverging(topic string, partition int32, offset int64, lastEpoc
 // reset to the cold tier), offset is negative, or the partition is not
 // led here.
 func (b *Broker) EpochAt(topic string, partition int32, offset int64) int32 {
-	if offset < 0 || b.replica != nil {
+	return b.role.epochAt(topic, partition, offset)
+}
+
+func (b clusterMember) epochAt(topic string, partition int32, offset int64) int32 {
+	if offset < 0 {
 		return -1
 	}
 	p, err := b.leaderPartition(topic, partition)

@@ -7,7 +7,11 @@ package broker
 // lists only these. nil means unknown (a read replica, which gossips with
 // no one): list every registered broker.
 func (b *Broker) LiveBrokers() map[int32]bool {
-	if b.replica != nil || b.gossip == nil {
+	return b.role.liveBrokers()
+}
+
+func (b clusterMember) liveBrokers() map[int32]bool {
+	if b.gossip == nil {
 		return nil
 	}
 	live := map[int32]bool{b.id: true}

@@ -26,10 +26,10 @@ import (
 // cluster as this broker may report it (metrics_cluster.go), requests,
 // the cold tier's backlog, object store calls and the cold reader's cache.
 func (b *Broker) WriteMetrics(w io.Writer) {
-	if b.replica != nil {
-		b.writeReplicaMetrics(w)
-		return
-	}
+	b.role.writeMetrics(w)
+}
+
+func (b clusterMember) writeMetrics(w io.Writer) {
 	// Count the ISR changes up to now, so that a scrape right after one
 	// sees it rather than racing isrWatchLoop.
 	b.observeISR()
@@ -53,16 +53,15 @@ func (b *Broker) WriteMetrics(w io.Writer) {
 	b.writeTierMetrics(mw, parts)
 }
 
+func (b clusterMember) knows(topic string) bool {
+	_, ok := b.meta.Metadata().Topic(topic)
+	return ok
+}
+
 // RequestMetrics returns the counters package rpc records requests in.
 func (b *Broker) RequestMetrics() *RequestMetrics {
 	b.metrics.once.Do(func() {
-		b.metrics.requests.known = func(topic string) bool {
-			if b.replica != nil {
-				return b.replica.knows(topic)
-			}
-			_, ok := b.meta.Metadata().Topic(topic)
-			return ok
-		}
+		b.metrics.requests.known = func(topic string) bool { return b.role.knows(topic) }
 	})
 	return &b.metrics.requests
 }

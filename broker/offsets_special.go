@@ -30,9 +30,10 @@ const (
 
 // ListSpecialOffset answers a special query (see above).
 func (b *Broker) ListSpecialOffset(ctx context.Context, topic string, partition int32, q SpecialOffset) (OffsetAnswer, error) {
-	if b.replica != nil {
-		return OffsetAnswer{}, InvalidRequest("%s/%d: a read replica answers only earliest, latest and times", topic, partition)
-	}
+	return b.role.listSpecialOffset(ctx, topic, partition, q)
+}
+
+func (b clusterMember) listSpecialOffset(ctx context.Context, topic string, partition int32, q SpecialOffset) (OffsetAnswer, error) {
 	p, err := b.leaderPartition(topic, partition)
 	if err != nil {
 		return OffsetAnswer{}, err

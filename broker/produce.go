@@ -78,9 +78,10 @@ const defaultProduceTimeout = 30 * time.Second
 
 // Produce appends a batch to a partition this broker leads.
 func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult, error) {
-	if b.replica != nil {
-		return ProduceResult{}, errReadReplica("accept produce")
-	}
+	return b.role.produce(ctx, req)
+}
+
+func (b clusterMember) produce(ctx context.Context, req ProduceRequest) (ProduceResult, error) {
 	p, err := b.leaderPartition(req.Topic, req.Partition)
 	if err != nil {
 		return ProduceResult{}, err

@@ -96,9 +96,10 @@ func (b *Broker) InitProducer(ctx context.Context) (id int64, epoch int16, err e
 }
 
 func (b *Broker) initProducer(ctx context.Context) (id int64, epoch int16, err error) {
-	if b.replica != nil {
-		return 0, 0, errReadReplica("assign producer ids")
-	}
+	return b.role.initProducer(ctx)
+}
+
+func (b clusterMember) initProducer(ctx context.Context) (id int64, epoch int16, err error) {
 	id, err = b.meta.AllocateProducerID(ctx)
 	if err != nil {
 		return 0, 0, clusterError(err)

@@ -7,13 +7,15 @@ package broker
 //
 // The design, and why:
 //
-//   - A mode of *Broker rather than a type of its own: package rpc, the
-//     auth layer, the admin endpoint and strata serve all hold a *Broker,
-//     and a second serving type would have doubled every one of them. The
-//     mode is one field (Broker.replica); each public method the API layer
-//     calls checks it first and either answers from the replica's catalog
-//     or refuses. Nothing else of the broker is started: no data dir, no
-//     gossip, no Raft, no partitions, no tiering loop.
+//   - A role of *Broker rather than a type of its own: package rpc, the
+//     Kafka front end, the auth layer, the admin endpoint and strata serve
+//     all hold a *Broker, and a second serving type would have doubled
+//     every one of them. What a replica does differently is the role
+//     interface (role.go); its implementation, readOnly
+//     (readreplica_role.go and the answers below), is set in Broker.role
+//     by Start, and Broker's methods call it without asking which kind
+//     of broker they are. Nothing else of the broker is started: no data
+//     dir, no gossip, no Raft, no partitions, no tiering loop.
 //   - It joins no cluster. The writing cluster does not know it exists,
 //     and it knows that cluster only through the bucket: every topic is
 //     found by listing the manifest heads (tiering.ListHeads), its settings
@@ -141,19 +143,21 @@ func (b *Broker) startReadReplica(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: read replica: object store: %w", err)
 	}
-	b.coldPace = newColdPacer(b.cfg.Tiering, b.replicaReadLimits)
+	r := &readReplica{store: store, refresh: time.Duration(b.cfg.ReadReplicaRefresh), log: b.log, now: time.Now}
+	r.mu.topics = map[string]*replicaTopic{}
+	r.mu.changed = make(chan struct{})
+	ro := readOnly{Broker: b, replica: r}
+	b.coldPace = newColdPacer(b.cfg.Tiering, ro.replicaReadLimits)
 	cold, err := tiering.NewColdReader(store, b.coldReaderConfig())
 	if err != nil {
 		return fmt.Errorf("broker: read replica: cold reader: %w", err)
 	}
-	r := &readReplica{store: store, cold: cold, refresh: time.Duration(b.cfg.ReadReplicaRefresh), log: b.log, now: time.Now}
-	r.mu.topics = map[string]*replicaTopic{}
-	r.mu.changed = make(chan struct{})
+	r.cold = cold
 	if err := r.scan(ctx); err != nil {
 		cold.Close()
 		return fmt.Errorf("broker: read replica: listing the bucket: %w", err)
 	}
-	b.replica = r
+	b.role = ro
 	b.goLoop(func() { r.refreshLoop(b.stop) })
 	return nil
 }
@@ -510,7 +514,7 @@ func (r *readReplica) catalog() ([]*replicaTopic, uint64) {
 
 // replicaView is a partition as a replica answers for it: itself the only
 // replica and the leader, in the epoch of the head's writer.
-func (b *Broker) replicaView(p *replicaPartition) PartitionView {
+func (b readOnly) replicaView(p *replicaPartition) PartitionView {
 	epoch := int32(0)
 	if p.head != nil {
 		epoch = p.head.LeaderEpoch
@@ -518,7 +522,8 @@ func (b *Broker) replicaView(p *replicaPartition) PartitionView {
 	return PartitionView{Partition: p.ref.Partition, Leader: b.id, LeaderEpoch: epoch, Replicas: []int32{b.id}, ISR: []int32{b.id}}
 }
 
-func (b *Broker) replicaCluster(topics []string) ClusterView {
+// cluster is Cluster on a replica: a cluster of one.
+func (b readOnly) cluster(topics []string) ClusterView {
 	all, version := b.replica.catalog()
 	v := ClusterView{
 		Brokers:      []BrokerView{{ID: b.id, Addr: b.cfg.AdvertiseAddr(), KafkaAddr: b.cfg.Kafka.AdvertiseAddr()}},
@@ -542,7 +547,7 @@ func (b *Broker) replicaCluster(topics []string) ClusterView {
 	return v
 }
 
-func (b *Broker) replicaListTopics() []TopicSummary {
+func (b readOnly) listTopics() []TopicSummary {
 	all, _ := b.replica.catalog()
 	out := []TopicSummary{}
 	for _, t := range all {
@@ -551,7 +556,7 @@ func (b *Broker) replicaListTopics() []TopicSummary {
 	return out
 }
 
-func (b *Broker) replicaDescribe(name string) (TopicDescription, error) {
+func (b readOnly) describeTopic(name string) (TopicDescription, error) {
 	t, _, ok := b.replica.topic(name)
 	if !ok {
 		return TopicDescription{}, refuse(ReasonTopicNotFound, nil, "topic %q not found in the bucket this read replica serves", name)
@@ -591,8 +596,8 @@ func (b *Broker) replicaDescribe(name string) (TopicDescription, error) {
 	return d, nil
 }
 
-// replicaStatus is ClusterStatus on a replica: a cluster of one.
-func (b *Broker) replicaStatus() ClusterStatus {
+// clusterStatus is ClusterStatus on a replica: a cluster of one.
+func (b readOnly) clusterStatus() ClusterStatus {
 	all, version := b.replica.catalog()
 	s := ClusterStatus{BrokerID: b.id, ControllerID: b.id, MetadataVersion: version, Partitions: map[string]int{}}
 	s.Brokers = []BrokerStatus{{BrokerView: BrokerView{ID: b.id, Addr: b.cfg.AdvertiseAddr()}, Alive: true, Registered: true}}
@@ -602,9 +607,9 @@ func (b *Broker) replicaStatus() ClusterStatus {
 	return s
 }
 
-// writeReplicaMetrics writes the replica's staleness by partition: how
-// long ago each head was read, and its generation.
-func (b *Broker) writeReplicaMetrics(w io.Writer) {
+// writeMetrics writes the replica's staleness by partition: how long ago
+// each head was read, and its generation.
+func (b readOnly) writeMetrics(w io.Writer) {
 	mw := &metricsWriter{w: w}
 	all, _ := b.replica.catalog()
 	now := b.replica.now()
@@ -630,10 +635,4 @@ func (b *Broker) writeReplicaMetrics(w io.Writer) {
 		}
 	}
 	b.RequestMetrics().write(mw)
-}
-
-// errReadReplica refuses a write on a read-only replica, naming what was
-// asked.
-func errReadReplica(what string) error {
-	return refuse(ReasonReadReplica, nil, "this broker is a read-only replica of a bucket another cluster writes (read_replica): it cannot %s; send it to a broker of the writing cluster", what)
 }

@@ -67,9 +67,10 @@ const (
 
 // ServeReplication serves one follower's stream until it ends.
 func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) error {
-	if b.replica != nil {
-		return errReadReplica("serve replication")
-	}
+	return b.role.serveReplication(ctx, stream)
+}
+
+func (b clusterMember) serveReplication(ctx context.Context, stream ReplicaStream) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var sendMu sync.Mutex
@@ -288,9 +289,10 @@ func (p *partition) pushChunk(follower, epoch int32, step pushKind, next, leo, h
 // current epoch: the largest epoch at or below the one given that this
 // broker's log knows, and where it ended.
 func (b *Broker) EndOffsetForEpoch(q EpochQuery) (EpochEnd, error) {
-	if b.replica != nil {
-		return EpochEnd{}, errReadReplica("serve replication")
-	}
+	return b.role.endOffsetForEpoch(q)
+}
+
+func (b clusterMember) endOffsetForEpoch(q EpochQuery) (EpochEnd, error) {
 	info, err := partitionInfo(b.meta.Metadata(), q.Topic, q.Partition)
 	if err != nil {
 		return EpochEnd{}, err

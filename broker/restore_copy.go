@@ -81,9 +81,11 @@ func (b *Broker) restoreTopicCopy(ctx context.Context, name, id string, replicat
 	if err != nil {
 		return TopicDescription{}, err
 	}
-	if b.replica != nil {
-		return TopicDescription{}, errReadReplica("restore topics")
-	}
+	return b.role.restoreTopicCut(ctx, name, id, replicationFactor, rc, cut)
+}
+
+// restoreTopicCut is restoreTopicCopy once the cut is known to be one.
+func (b clusterMember) restoreTopicCut(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy, cut tiering.RestoreCut) (TopicDescription, error) {
 	if b.store == nil {
 		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "this broker has no object store (object_store.type is none)")
 	}

@@ -21,9 +21,10 @@ import (
 // never leaves the client), replacing any stored before. A bad user name,
 // mechanism, salt or iteration count is INVALID_REQUEST.
 func (b *Broker) SetSCRAMCredential(ctx context.Context, user, mechanism string, salt []byte, iterations int, saltedPassword []byte) error {
-	if b.replica != nil {
-		return errReadReplica("change SCRAM credentials")
-	}
+	return b.role.setSCRAMCredential(ctx, user, mechanism, salt, iterations, saltedPassword)
+}
+
+func (b clusterMember) setSCRAMCredential(ctx context.Context, user, mechanism string, salt []byte, iterations int, saltedPassword []byte) error {
 	if h := security.SCRAMHash(mechanism); h != nil && len(saltedPassword) != h().Size() {
 		return refuse(ReasonInvalidRequest, nil, "a %s salted password is %d bytes, not %d", mechanism, h().Size(), len(saltedPassword))
 	}
@@ -32,7 +33,7 @@ func (b *Broker) SetSCRAMCredential(ctx context.Context, user, mechanism string,
 		return refuse(ReasonInvalidRequest, err, "%v", err)
 	}
 	cred := cluster.SCRAMCredential{Salt: salt, Iterations: iterations, StoredKey: stored, ServerKey: server}
-	_, err = forward(b, ctx, func() (struct{}, error) {
+	_, err = forward(b.Broker, ctx, func() (struct{}, error) {
 		return struct{}{}, scramError(b.meta.SetSCRAMCredential(ctx, user, mechanism, cred))
 	}, func(c ControllerClient) (struct{}, error) {
 		return struct{}{}, c.SetSCRAMCredential(ctx, user, mechanism, salt, iterations, saltedPassword)
@@ -43,10 +44,11 @@ func (b *Broker) SetSCRAMCredential(ctx context.Context, user, mechanism string,
 // DeleteSCRAMCredential removes user's credential for mechanism. One that
 // is not stored is INVALID_REQUEST, saying so.
 func (b *Broker) DeleteSCRAMCredential(ctx context.Context, user, mechanism string) error {
-	if b.replica != nil {
-		return errReadReplica("change SCRAM credentials")
-	}
-	_, err := forward(b, ctx, func() (struct{}, error) {
+	return b.role.deleteSCRAMCredential(ctx, user, mechanism)
+}
+
+func (b clusterMember) deleteSCRAMCredential(ctx context.Context, user, mechanism string) error {
+	_, err := forward(b.Broker, ctx, func() (struct{}, error) {
 		return struct{}{}, scramError(b.meta.DeleteSCRAMCredential(ctx, user, mechanism))
 	}, func(c ControllerClient) (struct{}, error) {
 		return struct{}{}, c.DeleteSCRAMCredential(ctx, user, mechanism)
@@ -57,18 +59,20 @@ func (b *Broker) DeleteSCRAMCredential(ctx context.Context, user, mechanism stri
 // SCRAMCredential returns user's credential for mechanism as this broker
 // has the metadata.
 func (b *Broker) SCRAMCredential(user, mechanism string) (cluster.SCRAMCredential, bool) {
-	if b.replica != nil {
-		return cluster.SCRAMCredential{}, false
-	}
+	return b.role.scramCredential(user, mechanism)
+}
+
+func (b clusterMember) scramCredential(user, mechanism string) (cluster.SCRAMCredential, bool) {
 	return b.meta.SCRAMCredential(user, mechanism)
 }
 
 // SCRAMUsers returns every user with a SCRAM credential and its
 // mechanisms, sorted.
 func (b *Broker) SCRAMUsers() map[string][]string {
-	if b.replica != nil {
-		return map[string][]string{}
-	}
+	return b.role.scramUsers()
+}
+
+func (b clusterMember) scramUsers() map[string][]string {
 	return b.meta.SCRAMUsers()
 }
 

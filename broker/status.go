@@ -25,9 +25,10 @@ func (b *Broker) Ready(ctx context.Context) error {
 	if closed {
 		return errors.New("the broker is shutting down")
 	}
-	if b.replica != nil {
-		return nil // Start read the bucket's catalog before it returned
-	}
+	return b.role.ready(ctx)
+}
+
+func (b clusterMember) ready(ctx context.Context) error {
 	if _, ok := b.meta.ControllerID(); !ok {
 		return errors.New("no controller known: the metadata group has no leader (are most of its voters down or cut off?)")
 	}
@@ -96,9 +97,10 @@ type UploadLag struct {
 
 // ClusterStatus returns the cluster as this broker sees it.
 func (b *Broker) ClusterStatus() ClusterStatus {
-	if b.replica != nil {
-		return b.replicaStatus()
-	}
+	return b.role.clusterStatus()
+}
+
+func (b clusterMember) clusterStatus() ClusterStatus {
 	md := b.meta.Metadata()
 	s := ClusterStatus{BrokerID: b.id, ControllerID: -1, MetadataVersion: md.Version, Partitions: map[string]int{}}
 	if id, ok := b.meta.ControllerID(); ok {
@@ -133,7 +135,7 @@ func (b *Broker) ClusterStatus() ClusterStatus {
 	}
 
 	for _, p := range b.partitions() {
-		if !p.isLeader() || !p.uploads(b) {
+		if !p.isLeader() || !p.uploads(b.Broker) {
 			continue
 		}
 		if bytes, segs := p.uploadLag(); bytes > 0 {
