@@ -35,6 +35,12 @@ type FetchRequest struct {
 	// per response). It is asked only when there is data to read; reads
 	// from the cold tier do not use it.
 	Buffer func(n int) []byte
+	// ReadAhead, if set, is how long read-ahead that a cold read starts
+	// may go on (tiering.WithReadAhead); unset, as long as the fetch's ctx.
+	// A front end whose fetches are short requests from a consumer that
+	// keeps fetching (Kafka) passes its connection's lifetime, so chunks
+	// fetched ahead are not cancelled each time an answer is sent.
+	ReadAhead context.Context
 }
 
 // FetchResult holds whole batches, byte-identical to what was appended.
@@ -62,6 +68,9 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 }
 
 func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	if req.ReadAhead != nil {
+		ctx = tiering.WithReadAhead(ctx, req.ReadAhead)
+	}
 	if b.replica != nil {
 		return b.replica.fetch(ctx, req)
 	}
