@@ -62,15 +62,16 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 	if err := b.limits.admitFetch(ctx); err != nil {
 		return FetchResult{}, err
 	}
-	res, err := b.fetch(ctx, req)
+	readCtx := ctx
+	if req.ReadAhead != nil {
+		readCtx = tiering.WithReadAhead(ctx, req.ReadAhead)
+	}
+	res, err := b.fetch(readCtx, req)
 	b.limits.chargeFetch(ctx, len(res.Batches))
 	return res, err
 }
 
 func (b *Broker) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	if req.ReadAhead != nil {
-		ctx = tiering.WithReadAhead(ctx, req.ReadAhead)
-	}
 	if b.replica != nil {
 		return b.replica.fetch(ctx, req)
 	}
