@@ -115,6 +115,11 @@ bench-cold: build minio ## replay ~1 GB of history from MinIO: cold and warm cac
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench 'ColdReplay$$' -benchtime 1x -timeout 30m -v ./e2e/
 
+.PHONY: bench-cold-kafka
+bench-cold-kafka: build minio ## replay 512 MiB of history from MinIO with strata bench consume over gRPC and through the Kafka listener (kgo): MB/s and broker and client CPU-s/GB, cold and warm cache
+	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
+	  $(GO) test -run '^$$' -bench ColdReplayKafka -benchtime 1x -timeout 30m -v ./e2e/
+
 bench-cold-isolation: build minio ## produce p99 at 50 MB/s acks=all alone and during a full-speed cold replay of another topic from MinIO
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench ColdReplayIsolation -benchtime 1x -timeout 30m -v ./e2e/

@@ -35,6 +35,12 @@ type FetchRequest struct {
 	// per response). It is asked only when there is data to read; reads
 	// from the cold tier do not use it.
 	Buffer func(n int) []byte
+	// ReadAhead, if set, is how long read-ahead that a cold read starts
+	// may go on (tiering.WithReadAhead); unset, as long as the fetch's ctx.
+	// A front end whose fetches are short requests from a consumer that
+	// keeps fetching (Kafka) passes its connection's lifetime, so chunks
+	// fetched ahead are not cancelled each time an answer is sent.
+	ReadAhead context.Context
 }
 
 // FetchResult holds whole batches, byte-identical to what was appended.
@@ -56,7 +62,11 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, erro
 	if err := b.limits.admitFetch(ctx); err != nil {
 		return FetchResult{}, err
 	}
-	res, err := b.fetch(ctx, req)
+	readCtx := ctx
+	if req.ReadAhead != nil {
+		readCtx = tiering.WithReadAhead(ctx, req.ReadAhead)
+	}
+	res, err := b.fetch(readCtx, req)
 	b.limits.chargeFetch(ctx, len(res.Batches))
 	return res, err
 }

@@ -29,6 +29,10 @@ package kafka
 // over the fetch quota the wait is the response's ThrottleMillis.
 // With authentication each topic needs read (auth.go):
 // TOPIC_AUTHORIZATION_FAILED for its partitions otherwise.
+//
+// A read below the hot tier starts read-ahead of the cold chunks after it;
+// that lives as long as the connection (conn.ctx), not the request, so the
+// consumer's next fetch finds them cached rather than cancelled.
 
 import (
 	"context"
@@ -113,7 +117,9 @@ func fetchOnce(ctx context.Context, c *conn, req *kmsg.FetchRequest, resp *kmsg.
 			if total > 0 {
 				maxBytes = min(maxBytes, max(left, 1))
 			}
-			res, err := b.Fetch(ctx, broker.FetchRequest{Topic: name, Partition: rp.Partition, Offset: rp.FetchOffset, MaxBytes: maxBytes})
+			// Read-ahead of the cold tier outlives this request: the
+			// consumer's next fetch is on its way.
+			res, err := b.Fetch(ctx, broker.FetchRequest{Topic: name, Partition: rp.Partition, Offset: rp.FetchOffset, MaxBytes: maxBytes, ReadAhead: c.ctx})
 			if err != nil {
 				p.ErrorCode = codeOf(err)
 				resp.ThrottleMillis = max(resp.ThrottleMillis, throttleOf(err))

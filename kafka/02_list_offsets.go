@@ -22,7 +22,8 @@ package kafka
 // (epochs.go). A partition led by another broker is
 // NOT_LEADER_OR_FOLLOWER; other errors come from errors.go.
 // With authentication each topic needs read, as gRPC's ListOffsets does
-// (TOPIC_AUTHORIZATION_FAILED otherwise).
+// (TOPIC_AUTHORIZATION_FAILED otherwise, special times included, before
+// the leader epoch is checked).
 
 import (
 	"context"
@@ -46,6 +47,11 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
+			if denied != nil { // before anything is looked up, special times included
+				p.ErrorCode = codeOf(denied)
+				t.Partitions = append(t.Partitions, p)
+				continue
+			}
 			if req.Version >= 4 {
 				if err := c.s.b.CheckLeaderEpoch(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch); err != nil { // epochs.go
 					p.ErrorCode = codeOf(err)
@@ -67,10 +73,6 @@ func handleListOffsets(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 			}
 			var q broker.OffsetQuery
 			switch {
-			case denied != nil:
-				p.ErrorCode = codeOf(denied)
-				t.Partitions = append(t.Partitions, p)
-				continue
 			case rp.Timestamp == -2:
 				q.Earliest = true
 			case rp.Timestamp == -1:

@@ -267,6 +267,13 @@ func TestKafkaACLDenial(t *testing.T) {
 	if code := raw(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("list offsets of secret: code %d", code)
 	}
+	// Kafka's special times too: -3 would tell the largest timestamp.
+	for _, ts := range []int64{-3, -4, -5} {
+		lo.Topics[0].Partitions[0].Timestamp = ts
+		if p := raw(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; p.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+			t.Fatalf("list offsets %d of secret: code %d, offset %d, timestamp %d", ts, p.ErrorCode, p.Offset, p.Timestamp)
+		}
+	}
 
 	names := func(cl *kgo.Client) []string {
 		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)

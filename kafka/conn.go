@@ -123,9 +123,16 @@ type conn struct {
 	clientID string
 	// auth is what the connection has proved (auth.go).
 	auth connAuth
+	// ctx is done once the connection closes: what lives longer than one
+	// request, such as a cold fetch's read-ahead (01_fetch.go), lives
+	// this long.
+	ctx context.Context
 }
 
 func (c *conn) serve() {
+	ctx, cancel := context.WithCancel(c.s.ctx)
+	defer cancel()
+	c.ctx = ctx
 	c.br = bufio.NewReaderSize(c.nc, 64<<10)
 	if !c.start() { // TLS and authentication (auth.go)
 		return

@@ -159,9 +159,10 @@ func (r *ColdReader) begin(ctx context.Context) (_ context.Context, end func(), 
 // never data. An offset outside the cold tier gives *OutOfColdRangeError;
 // an offset past the end of the cached manifest is checked against a fresh
 // one first, since the leader may have committed since. Read-ahead that a
-// sequential Read starts lives as long as ctx.
+// sequential Read starts lives as long as ctx, or as the context
+// WithReadAhead put in it.
 func (r *ColdReader) Read(ctx context.Context, p PartitionRef, offset int64, maxBytes int) (ColdRead, error) {
-	caller := ctx // read-ahead lives as long as the caller's context
+	caller := readAheadContext(ctx) // read-ahead lives as long as the caller's context
 	ctx, end, err := r.begin(ctx)
 	if err != nil {
 		return ColdRead{}, err
