@@ -72,14 +72,19 @@ EOF
   >"$WORK/broker.log" 2>&1 &
 BROKER_PID=$!
 
-# Ready once the admin endpoint's health check passes (the controller is up).
+# Ready once the admin endpoint's health check passes (the controller is
+# up), within 30 s.
+ready=
 for _ in $(seq 300); do
-  if curl -fs "http://127.0.0.1:$P_ADMIN/readyz" >/dev/null 2>&1; then break; fi
+  if curl -fs "http://127.0.0.1:$P_ADMIN/readyz" >/dev/null 2>&1; then ready=1; break; fi
   if ! kill -0 "$BROKER_PID" 2>/dev/null; then
     echo "strata serve exited:"; cat "$WORK/broker.log"; exit 1
   fi
   sleep 0.1
 done
+if [ -z "$ready" ]; then
+  echo "strata serve not ready within 30 s:"; tail -n 40 "$WORK/broker.log"; exit 1
+fi
 
 echo "franz-go $FRANZ_VERSION kgo tests against strata on 127.0.0.1:$P_KAFKA (pid $BROKER_PID)"
 START=$(date +%s)
