@@ -130,3 +130,7 @@ bench-rf: build ## acks=all produce: one broker (RF=1) against three on this mac
 bench-failover: build ## three brokers: kill -9 of a leader to the next acknowledged write (5x); longest no-ack window on any partition while a broker is paused 8 s (3x)
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench 'Failover|PausedBroker' -benchtime 1x -timeout 10m -v ./e2e/
+
+.PHONY: kafka-compat
+kafka-compat: ## franz-go's own kgo integration tests against one strata serve (about 2-3 min; needs the Go module proxy once; not part of make test)
+	@./scripts/kafka-compat.sh
