@@ -124,6 +124,10 @@ bench-cold-isolation: build minio ## produce p99 at 50 MB/s acks=all alone and d
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench ColdReplayIsolation -benchtime 1x -timeout 30m -v ./e2e/
 
+.PHONY: bench-kafka
+bench-kafka: build ## 1 KiB records, acks=all, produce and consume over gRPC and through the Kafka listener (kgo) in turn: records/s, CPU per record, the median Kafka/gRPC ratios
+	@./scripts/bench-kafka.sh
+
 bench-rf: build ## acks=all produce: one broker (RF=1) against three on this machine (RF=3), and the ratio
 	@./scripts/bench-rf.sh
 
