@@ -195,6 +195,15 @@ var (
 	// metadata; nothing was written. Retriable: RetryAfter says when to
 	// come back, and produce is taken again once space is freed there.
 	ErrStorageFull = sentinel(codes.ResourceExhausted, "STORAGE_FULL", true)
+	// ErrRebalanceInProgress, ErrIllegalGeneration and
+	// ErrInconsistentGroupProtocol answer Kafka's classic group protocol
+	// (JoinGroup, SyncGroup, Heartbeat), which the Kafka front end serves
+	// on the same coordinator: a classic member must join again, named a
+	// generation other than its own, or offered protocols the group's
+	// other members do not share. A GroupConsumer never sees them.
+	ErrRebalanceInProgress       = sentinel(codes.FailedPrecondition, "REBALANCE_IN_PROGRESS", false)
+	ErrIllegalGeneration         = sentinel(codes.FailedPrecondition, "ILLEGAL_GENERATION", false)
+	ErrInconsistentGroupProtocol = sentinel(codes.FailedPrecondition, "INCONSISTENT_GROUP_PROTOCOL", false)
 )
 
 // ErrClosed is returned by calls on a Client, Producer or Consumer after

@@ -56,6 +56,9 @@ var sentinels = map[stratav1.ErrorReason]struct {
 	stratav1.ErrorReason_ERROR_REASON_INVALID_RECORD:                   {ErrInvalidRecord, codes.InvalidArgument, false},
 	stratav1.ErrorReason_ERROR_REASON_TRANSACTIONS_NOT_SUPPORTED:       {ErrTransactionsNotSupported, codes.Unimplemented, false},
 	stratav1.ErrorReason_ERROR_REASON_STORAGE_FULL:                     {ErrStorageFull, codes.ResourceExhausted, true},
+	stratav1.ErrorReason_ERROR_REASON_REBALANCE_IN_PROGRESS:            {ErrRebalanceInProgress, codes.FailedPrecondition, false},
+	stratav1.ErrorReason_ERROR_REASON_ILLEGAL_GENERATION:               {ErrIllegalGeneration, codes.FailedPrecondition, false},
+	stratav1.ErrorReason_ERROR_REASON_INCONSISTENT_GROUP_PROTOCOL:      {ErrInconsistentGroupProtocol, codes.FailedPrecondition, false},
 }
 
 // brokerError builds the status error a broker sends, as the contract
