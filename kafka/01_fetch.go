@@ -119,7 +119,8 @@ func fetchOnce(ctx context.Context, c *conn, req *kmsg.FetchRequest, resp *kmsg.
 			}
 			// Read-ahead of the cold tier outlives this request: the
 			// consumer's next fetch is on its way.
-			res, err := b.Fetch(ctx, broker.FetchRequest{Topic: name, Partition: rp.Partition, Offset: rp.FetchOffset, MaxBytes: maxBytes, ReadAhead: c.ctx})
+			res, err := b.Fetch(ctx, broker.FetchRequest{Topic: name, Partition: rp.Partition, Offset: rp.FetchOffset, MaxBytes: maxBytes,
+				ReadAhead: c.ctx, Buffer: c.lend}) // conn.go: reused once the answer is written
 			if err != nil {
 				p.ErrorCode = codeOf(err)
 				resp.ThrottleMillis = max(resp.ThrottleMillis, throttleOf(err))

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -119,6 +120,9 @@ type conn struct {
 	nc  net.Conn
 	br  *bufio.Reader
 	out []byte
+	// lent are the buffers this request's fetches read the log into
+	// (lend), which its answer refers to until it is written.
+	lent [][]byte
 	// clientID is the client id of the request being served (its header's).
 	clientID string
 	// auth is what the connection has proved (auth.go).
@@ -186,7 +190,9 @@ func (c *conn) handle(frame []byte) error {
 	if resp == nil {
 		return nil // acks=0: no answer
 	}
-	if err := c.write(rq, rq.req.IsFlexible() && rq.key != apiVersionsKey, resp); err != nil {
+	err = c.write(rq, rq.req.IsFlexible() && rq.key != apiVersionsKey, resp)
+	c.giveBack() // the answer is sent: what its fetches read into is free
+	if err != nil {
 		return err
 	}
 	if c.auth.hangUp {
@@ -213,7 +219,16 @@ func requestTime(req kmsg.Request) time.Duration {
 // write sends resp as the answer to rq, with a v1 response header
 // (tagged fields) when flexible.
 func (c *conn) write(rq request, flexible bool, resp kmsg.Response) error {
-	b := append(c.out[:0], 0, 0, 0, 0)
+	out := c.out
+	large := false
+	if need := encodedSizeHint(resp); need > cap(out) {
+		// A fetch answer of several MiB, built in one buffer of the
+		// right size from the pool: growing one as kmsg appends would
+		// copy its batches several times over, and a fresh one per
+		// answer is garbage the collector must scan.
+		out, large = largeBuffers.get(need), true
+	}
+	b := append(out[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(rq.correlation))
 	if flexible {
 		b = append(b, 0) // no tagged fields
@@ -222,10 +237,81 @@ func (c *conn) write(rq request, flexible bool, resp kmsg.Response) error {
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.RequestTimeout))
 	_, err := c.nc.Write(b)
-	if cap(b) <= 1<<20 {
+	switch {
+	case large || cap(b) > 1<<20:
+		largeBuffers.put(b)
+	default:
 		c.out = b // keep a small buffer for the next answer
-	} else {
-		c.out = nil
 	}
 	return err
+}
+
+// encodedSizeHint is about the size of resp encoded, or 0 when it is
+// small: for a Fetch answer, its record batches and room for the rest.
+func encodedSizeHint(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 0
+	}
+	n := 1 << 10
+	for _, t := range f.Topics {
+		n += 64 + len(t.Topic)
+		for _, p := range t.Partitions {
+			n += 128 + len(p.RecordBatches) + 32*len(p.AbortedTransactions)
+		}
+	}
+	return n
+}
+
+// lend is broker.FetchRequest.Buffer: a buffer of n bytes for a read of
+// the local log, from the pool, kept until the answer is written.
+func (c *conn) lend(n int) []byte {
+	b := readBuffers.get(n)[:n]
+	c.lent = append(c.lent, b)
+	return b
+}
+
+// poisonGivenBack, set by tests, overwrites each buffer given back, so an
+// answer still referring to one shows it.
+var poisonGivenBack bool
+
+// giveBack returns what lend lent to the pool.
+func (c *conn) giveBack() {
+	for i, b := range c.lent {
+		if poisonGivenBack {
+			for j := range b {
+				b[j] = 0xEE
+			}
+		}
+		readBuffers.put(b)
+		c.lent[i] = nil
+	}
+	c.lent = c.lent[:0]
+}
+
+// readBuffers keeps the buffers fetches read the log into, across
+// connections, so that serving a fetch allocates none in the steady state.
+var readBuffers bufferPool
+
+// largeBuffers keeps answer buffers of more than 1 MiB for reuse across
+// connections; the collector empties it of those nobody needs.
+var largeBuffers bufferPool
+
+type bufferPool struct{ p sync.Pool }
+
+// maxPooledBuffer bounds what is kept: a buffer this large is rare.
+const maxPooledBuffer = 64 << 20
+
+func (bp *bufferPool) get(n int) []byte {
+	if v, ok := bp.p.Get().(*[]byte); ok && cap(*v) >= n {
+		return (*v)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+func (bp *bufferPool) put(b []byte) {
+	if cap(b) <= maxPooledBuffer {
+		b = b[:0]
+		bp.p.Put(&b)
+	}
 }
