@@ -68,7 +68,11 @@ type GroupConsumer struct {
 		committed map[TopicPartition]int64
 		lost      []TopicPartition // lost since the last Poll, for OnLost
 		err       error            // a heartbeat error Poll should report
-		closed    bool
+		// answered is the send time of the latest answered heartbeat:
+		// the member's session at the coordinator ends no sooner than
+		// a session timeout after it.
+		answered time.Time
+		closed   bool
 	}
 	lastCommit time.Time // Poll's goroutine only
 
@@ -151,6 +155,14 @@ func (g *GroupConsumer) Poll(ctx context.Context) ([]*Record, error) {
 		if errors.Is(err, errInterrupted) {
 			continue
 		}
+		if len(recs) > 0 && g.sessionOver() {
+			// The member was silent for its session (its process was
+			// stopped, say) and Poll ran before the heartbeat noticed: the
+			// coordinator may have given these partitions to others, so
+			// their records are not this member's to hand out.
+			g.lose(fmt.Errorf("no answer from the group coordinator for the session timeout (%v)", g.cfg.sessionTimeout))
+			continue
+		}
 		if errors.Is(err, io.EOF) && !g.settled() {
 			// WithStopAtEnd: the end is the end of every partition this
 			// member will own, so not before it has them all.
@@ -161,6 +173,14 @@ func (g *GroupConsumer) Poll(ctx context.Context) ([]*Record, error) {
 		}
 		return recs, err
 	}
+}
+
+// sessionOver reports whether the member has joined and its session timeout
+// has passed since its latest answered heartbeat was sent.
+func (g *GroupConsumer) sessionOver() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mu.epoch != 0 && !g.mu.answered.IsZero() && time.Since(g.mu.answered) >= g.cfg.sessionTimeout
 }
 
 // settled reports whether the member has joined and owns its whole target.
@@ -471,6 +491,9 @@ func (g *GroupConsumer) heartbeatLoop(ctx context.Context) {
 			return
 		case err == nil:
 			lastOK, failures = sent, 0
+			g.mu.Lock()
+			g.mu.answered = sent
+			g.mu.Unlock()
 			if g.answer(resp) {
 				// Poll has a handover to make: beat again once it has, or
 				// after the interval, whichever comes first.
