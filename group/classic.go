@@ -207,20 +207,7 @@ func (c *Coordinator) joinClassic(g *group, j ClassicJoin, now time.Time) (*memb
 	for _, tp := range j.Owned {
 		owned[tp] = true
 	}
-	released := false
-	for tp := range m.granted {
-		if !owned[tp] && !m.target[tp] {
-			delete(m.granted, tp)
-			if g.owner[tp] == m.id {
-				delete(g.owner, tp)
-			}
-			released = true
-		}
-	}
-	if released {
-		g.dirty = true
-		g.notify()
-	}
+	g.release(m, owned)
 	return m, nil
 }
 

@@ -512,6 +512,15 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 	// Partitions the member reports given up, and no longer has to own,
 	// are free. Those still in its target stay granted: the answer that
 	// gave them may not have reached it.
+	g.release(m, owned)
+	return m, nil
+}
+
+// release frees the partitions granted to m that it no longer reports
+// owning (owned) and no longer has to own: the handover rule's one place,
+// for heartbeat and classic members alike. A partition still in m's
+// target stays granted, reported or not.
+func (g *group) release(m *member, owned map[TopicPartition]bool) {
 	released := false
 	for tp := range m.granted {
 		if !owned[tp] && !m.target[tp] {
@@ -526,7 +535,6 @@ func (c *Coordinator) beat(g *group, hb Heartbeat, now time.Time) (*member, erro
 		g.dirty = true
 		g.notify()
 	}
-	return m, nil
 }
 
 // reconcile grants the member the free partitions of its target and makes

@@ -41,7 +41,8 @@ package kafka
 // granted: it must rejoin), GROUP_MAX_SIZE_REACHED (a join to a group with
 // as many members as allowed, cluster.MaxGroupMembers), INVALID_REQUEST
 // (bad fields, or a new group beyond limits.max_groups),
-// BROKER_NOT_AVAILABLE while the controller moves.
+// NOT_COORDINATOR when it reached a broker that is no longer the controller
+// and could not pass it on (groupCode, 10_find_coordinator.go).
 
 import (
 	"context"
