@@ -77,6 +77,8 @@ type Broker struct {
 
 	// raftTLS, when set, runs the metadata group's transport over TLS.
 	raftTLS *cluster.TransportTLS
+	// version is the software version published in gossip (WithVersion).
+	version string
 	// metrics are the counters WriteMetrics reports beside what it reads
 	// at scrape time (metrics_*.go); the zero value is ready to count.
 	metrics brokerMetrics
@@ -95,6 +97,12 @@ type Broker struct {
 
 // Option adjusts how Start runs a broker.
 type Option func(*Broker)
+
+// WithVersion names the software version the broker publishes to its peers
+// in its gossip metadata (strata version prints the same).
+func WithVersion(v string) Option {
+	return func(b *Broker) { b.version = v }
+}
 
 // WithRaftTLS runs the metadata group's Raft transport over TLS.
 func WithRaftTLS(t *cluster.TransportTLS) Option {
@@ -180,7 +188,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		}
 	}
 
-	if err := b.startGossip(""); err != nil {
+	if err := b.startGossip(b.version); err != nil {
 		return nil, fmt.Errorf("broker: gossip: %w", err)
 	}
 	bootstrap, servers, err := b.bootstrapPlan(ctx)
@@ -251,7 +259,6 @@ func (b *Broker) ID() int32 { return b.id }
 // DataDir is where this broker keeps its data.
 func (b *Broker) DataDir() string { return b.cfg.DataDir }
 
-// RaftAddr is the address of this broker's metadata transport.
 // RaftAddr is the address of this broker's metadata transport; empty for a
 // read-only replica, which has none.
 func (b *Broker) RaftAddr() string {
@@ -353,7 +360,7 @@ func (b *Broker) housekeepingLoop() {
 		now := time.Now()
 		roll, checkpoint := now.Sub(lastRoll) >= time.Second, now.Sub(lastCheckpoint) >= 5*time.Second
 		for _, p := range b.partitions() {
-			b.shrinkISR(p)
+			b.updateISR(p)
 			b.requestNewEpoch(p)
 			p.writeProducerSnapshots(roll, b.log)
 			if roll {

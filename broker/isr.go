@@ -16,8 +16,10 @@ import (
 	"github.com/strata-log/strata/cluster"
 )
 
-// shrinkISR asks for lagging followers of a led partition to leave its ISR.
-func (b *Broker) shrinkISR(p *partition) {
+// updateISR proposes the ISR change a led partition's replica state asks
+// for, if any: followers lagging longer than replica.lag.time.max leave,
+// followers that caught up join (partition.tick decides which).
+func (b *Broker) updateISR(p *partition) {
 	if c := p.tick(); c != nil {
 		b.proposeISR(p, c)
 	}

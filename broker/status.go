@@ -79,6 +79,9 @@ type BrokerStatus struct {
 	// checked that it is who it claims to be).
 	Alive      bool
 	Registered bool
+	// Version is the software version the broker publishes in gossip;
+	// empty while it is not alive.
+	Version string
 }
 
 // PartitionStatus is one partition in a ClusterStatus.
@@ -106,18 +109,18 @@ func (b clusterMember) clusterStatus() ClusterStatus {
 	if id, ok := b.meta.ControllerID(); ok {
 		s.ControllerID = id
 	}
-	alive := map[int32]BrokerView{}
+	alive := map[int32]BrokerStatus{}
 	for _, m := range b.liveMembers() { // with TLS, only members that proved their id
-		alive[m.Meta.BrokerID] = BrokerView{ID: m.Meta.BrokerID, Addr: m.Meta.GRPCAddr, Rack: m.Meta.Rack}
+		alive[m.Meta.BrokerID] = BrokerStatus{BrokerView: BrokerView{ID: m.Meta.BrokerID, Addr: m.Meta.GRPCAddr, Rack: m.Meta.Rack}, Alive: true, Version: m.Meta.Version}
 	}
 	for _, id := range md.BrokerIDs() {
 		info, _ := md.Broker(id)
-		_, up := alive[id]
-		s.Brokers = append(s.Brokers, BrokerStatus{BrokerView: BrokerView{ID: id, Addr: info.Addr, Rack: info.Rack}, Alive: up, Registered: true})
+		live, up := alive[id]
+		s.Brokers = append(s.Brokers, BrokerStatus{BrokerView: BrokerView{ID: id, Addr: info.Addr, Rack: info.Rack}, Alive: up, Registered: true, Version: live.Version})
 		delete(alive, id)
 	}
-	for _, v := range alive {
-		s.Brokers = append(s.Brokers, BrokerStatus{BrokerView: v, Alive: true})
+	for _, st := range alive {
+		s.Brokers = append(s.Brokers, st)
 	}
 	sort.Slice(s.Brokers, func(i, j int) bool { return s.Brokers[i].ID < s.Brokers[j].ID })
 

@@ -6,7 +6,7 @@
 // One Client per process holds the cluster metadata (which broker leads
 // which partition) and one gRPC connection per broker:
 //
-//	c, err := client.New(ctx, []string{"localhost:9092"})
+//	c, err := client.New(ctx, []string{"localhost:7400"})
 //	defer c.Close()
 //
 //	p := c.NewProducer(client.WithLinger(10 * time.Millisecond))

@@ -170,9 +170,9 @@ func TestThrottledRetryAfter(t *testing.T) {
 
 func TestNotLeaderMetadata(t *testing.T) {
 	raw := brokerError(t, codes.FailedPrecondition, "NOT_LEADER", true,
-		map[string]string{"leader_id": "3", "leader_address": "10.0.0.3:9092"})
+		map[string]string{"leader_id": "3", "leader_address": "10.0.0.3:7400"})
 	e, _ := AsError(raw)
-	if e.Metadata["leader_id"] != "3" || e.Metadata["leader_address"] != "10.0.0.3:9092" {
+	if e.Metadata["leader_id"] != "3" || e.Metadata["leader_address"] != "10.0.0.3:7400" {
 		t.Errorf("metadata %v", e.Metadata)
 	}
 }

@@ -18,7 +18,7 @@ import (
 func ExampleNew() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.New(ctx, []string{"localhost:9092", "localhost:9093"},
+	c, err := client.New(ctx, []string{"localhost:7400", "localhost:7401"},
 		client.WithLogger(slog.Default()),
 		client.WithRequestTimeout(15*time.Second),
 	)
@@ -32,7 +32,7 @@ func ExampleNew() {
 // for the answers.
 func ExampleProducer() {
 	ctx := context.Background()
-	c, err := client.New(ctx, []string{"localhost:9092"})
+	c, err := client.New(ctx, []string{"localhost:7400"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func ExampleProducer() {
 // group would.
 func ExampleConsumer() {
 	ctx := context.Background()
-	c, err := client.New(ctx, []string{"localhost:9092"})
+	c, err := client.New(ctx, []string{"localhost:7400"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func ExampleConsumer() {
 // and when a partition moves away or the member closes.
 func ExampleGroupConsumer() {
 	ctx := context.Background()
-	c, err := client.New(ctx, []string{"localhost:9092"})
+	c, err := client.New(ctx, []string{"localhost:7400"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func ExampleGroupConsumer() {
 // Read everything a partition holds now, then stop.
 func ExampleWithStopAtEnd() {
 	ctx := context.Background()
-	c, err := client.New(ctx, []string{"localhost:9092"})
+	c, err := client.New(ctx, []string{"localhost:7400"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func ExampleWithStopAtEnd() {
 func ExampleClient_CreateTopic() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.New(ctx, []string{"localhost:9092"})
+	c, err := client.New(ctx, []string{"localhost:7400"})
 	if err != nil {
 		log.Fatal(err)
 	}

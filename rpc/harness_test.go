@@ -57,6 +57,9 @@ func startBroker(t testing.TB, cfg config.Broker, opts ...broker.Option) *testBr
 }
 
 // startBrokerAt starts a broker with cfg and serves it on cfg.Listen.
+// harnessVersion is the software version the test brokers publish.
+const harnessVersion = "v0.0.0-test"
+
 func startBrokerAt(t testing.TB, cfg config.Broker, opts ...broker.Option) *testBroker {
 	t.Helper()
 	lis, err := net.Listen("tcp", cfg.Listen)
@@ -66,6 +69,7 @@ func startBrokerAt(t testing.TB, cfg config.Broker, opts ...broker.Option) *test
 	cfg.Listen = lis.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	opts = append([]broker.Option{broker.WithVersion(harnessVersion)}, opts...)
 	b, err := broker.Start(ctx, cfg, quietLogger(), NewPeers(nil, ""), opts...)
 	if err != nil {
 		lis.Close()

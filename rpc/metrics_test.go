@@ -275,6 +275,10 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 		if b.Alive {
 			alive = append(alive, b.Id)
 		}
+		// Each live broker's version is what it published in gossip.
+		if want := map[bool]string{true: harnessVersion}[b.Alive]; b.Version != want {
+			t.Errorf("broker %d (alive %v) reports version %q, want %q", b.Id, b.Alive, b.Version, want)
+		}
 	}
 	if len(st.Brokers) != 3 || slices.Contains(alive, victim.ID()) || len(alive) != 2 {
 		t.Errorf("brokers %v: want 3, all but %d alive", st.Brokers, victim.ID())

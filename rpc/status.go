@@ -44,7 +44,7 @@ func (s *adminService) ClusterStatus(ctx context.Context, req *stratav1.ClusterS
 		resp.Partitions += int32(n)
 	}
 	for _, b := range st.Brokers {
-		resp.Brokers = append(resp.Brokers, &stratav1.BrokerStatus{Id: b.ID, Address: b.Addr, Rack: b.Rack, Alive: b.Alive, Registered: b.Registered})
+		resp.Brokers = append(resp.Brokers, &stratav1.BrokerStatus{Id: b.ID, Address: b.Addr, Rack: b.Rack, Alive: b.Alive, Registered: b.Registered, Version: b.Version})
 	}
 	resp.UnderReplicated = partitionStatuses(st.UnderReplicated, limit)
 	resp.Offline = partitionStatuses(st.Offline, limit)

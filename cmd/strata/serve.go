@@ -122,7 +122,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	if kafkaLis != nil {
 		cfg.Kafka.Advertise = kafkaAdv
 	}
-	var opts []broker.Option
+	opts := []broker.Option{broker.WithVersion(version)}
 	if sec != nil {
 		opts = append(opts, broker.WithRaftTLS(sec.raftTLS()), broker.WithProducerIDKey(sec.producerIDKey(cfg.Gossip)))
 	}

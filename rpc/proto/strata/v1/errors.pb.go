@@ -84,7 +84,9 @@ const (
 	// Unavailable, retriable: the partition's new leader is still loading it.
 	ErrorReason_ERROR_REASON_LEADER_NOT_AVAILABLE ErrorReason = 17
 	// DataLoss: stored data failed its checks (a CRC, a length) when read
-	// back; metadata "object" names what is damaged. Never returned as data.
+	// back. Never returned as data. A read of the local log sets metadata
+	// "offset" to the base offset of the damaged batch; a read of the cold
+	// tier sets none, and its message names the damaged object's key.
 	ErrorReason_ERROR_REASON_CORRUPT_DATA ErrorReason = 18
 	// FailedPrecondition, retriable: an idempotent producer's batch does not
 	// follow its last one (base sequence is not last sequence + 1, nor the

@@ -262,7 +262,10 @@ type BrokerStatus struct {
 	Alive bool `protobuf:"varint,4,opt,name=alive,proto3" json:"alive,omitempty"`
 	// Whether the cluster metadata has this broker (the controller registers
 	// a broker once it has proven its id).
-	Registered    bool `protobuf:"varint,5,opt,name=registered,proto3" json:"registered,omitempty"`
+	Registered bool `protobuf:"varint,5,opt,name=registered,proto3" json:"registered,omitempty"`
+	// The software version the broker publishes in gossip (strata version);
+	// empty while it is not alive.
+	Version       string `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -330,6 +333,13 @@ func (x *BrokerStatus) GetRegistered() bool {
 		return x.Registered
 	}
 	return false
+}
+
+func (x *BrokerStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 type PartitionStatus struct {
@@ -482,7 +492,7 @@ const file_strata_v1_status_proto_rawDesc = "" +
 	"\tcold_tier\x18\x0e \x01(\bR\bcoldTier\x12\x1d\n" +
 	"\n" +
 	"cache_hits\x18\x0f \x01(\x04R\tcacheHits\x12!\n" +
-	"\fcache_misses\x18\x10 \x01(\x04R\vcacheMisses\"\x82\x01\n" +
+	"\fcache_misses\x18\x10 \x01(\x04R\vcacheMisses\"\x9c\x01\n" +
 	"\fBrokerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x12\n" +
@@ -490,7 +500,8 @@ const file_strata_v1_status_proto_rawDesc = "" +
 	"\x05alive\x18\x04 \x01(\bR\x05alive\x12\x1e\n" +
 	"\n" +
 	"registered\x18\x05 \x01(\bR\n" +
-	"registered\"c\n" +
+	"registered\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\"c\n" +
 	"\x0fPartitionStatus\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12:\n" +
 	"\tpartition\x18\x02 \x01(\v2\x1c.strata.v1.PartitionMetadataR\tpartition\"z\n" +
