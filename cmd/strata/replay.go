@@ -37,6 +37,7 @@ type replayOptions struct {
 	partitions   string
 	format       string
 	keySeparator string
+	delimiter    string
 	output       string
 	rate         float64
 	progress     bool
@@ -57,21 +58,31 @@ standard output or --output. The broker serves history from the local disk
 or the object store alike. Records of one partition come in offset order;
 partitions are interleaved.
 
---from says where each partition starts: earliest, an offset, a time
-(RFC 3339, a date, a date-time without a zone read as UTC, or epoch
-milliseconds after @) or a duration ago (15m, 2h30m, 1d); a time starts at
-the first record at or after it.
+--from (-o) says where each partition starts, as for strata consume:
+earliest (oldest, beginning), latest (newest, end), an offset, -N for the
+last N records of each partition, a time (RFC 3339, a date, a date-time
+without a zone read as UTC, or epoch milliseconds after @ or s@) or a
+duration ago (15m, 2h30m, 1d); a time starts at the first record at or
+after it, and no record before that offset has a timestamp at or after it.
 
---to is a time in the same forms (no offsets). Each partition's end is
-resolved once, at the start, as the first offset at or after --to plus 1 ms;
-records with a timestamp after --to are not written, nor, with --from a
-time, records before it (timestamps need not grow with offsets). Without
---to, each partition stops at the end it had when the replay began: what
-arrives meanwhile is not replayed.
+--to is a time in the same forms (no offsets); records with a timestamp
+after --to are not written, nor, with --from a time, records before it.
+Timestamps need not grow with offsets (history backfilled with its own
+times, producers with skewed clocks), so a record with a time in range may
+sit at any later offset: each partition is read to the end it had when the
+replay began, and records outside the range are skipped. Only a topic with
+message.timestamp.type=LogAppendTime, whose times follow its offsets, stops
+at the first offset after --to (found by the time index). Without --to, each
+partition stops at the end it had when the replay began: what arrives
+meanwhile is not replayed.
 
 --rate limits the records written per second, across all partitions.
 
---format is as for strata consume: value, kv (with --key-separator) or json.
+--format (-f), --key-separator (-K) and --delimiter (-D) are as for
+strata consume: value, kv, json or a kcat-style format string.
+
+--timeout bounds connecting and each request that looks up the topic, its
+offsets or the group; it does not bound how long the replay runs.
 
 While standard error is a terminal, a progress bar shows the records and
 bytes (keys and values) written, the rate, the time left and the share of
@@ -89,6 +100,7 @@ the group later resumes where the replay stopped.`,
   strata replay orders --from 2h --format json --output last-2h.jsonl
   strata replay orders --from @1714564800000 --to @1714568400000 --partitions 0,2,5
   strata replay orders --from earliest --rate 1000 --format kv
+  strata replay orders -o -1000 -f '%p %o %T %s\n' 
   strata replay orders --from 2024-05-01 --group reprocess --output may.txt`,
 		Args: exactArgs("topic"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -96,12 +108,15 @@ the group later resumes where the replay stopped.`,
 		}),
 	}
 	f.register(cmd)
+	describeTimeout(cmd, "how long to wait for the cluster: connecting, each lookup of the topic, its offsets or the group, a fetch that stays silent (then retried); not how long the replay runs")
 	fl := cmd.Flags()
-	fl.StringVar(&o.from, "from", "", "where to start (required): "+fromHelp)
+	fl.StringVarP(&o.from, "from", "o", "", "where to start (required): "+startHelp)
 	fl.StringVar(&o.to, "to", "", "the last time to replay: "+timeHelp+", or a duration ago (default: the end when the replay begins)")
 	fl.StringVar(&o.partitions, "partitions", "", "comma-separated partitions to read, such as 0,2,5 (default: all)")
-	fl.StringVarP(&o.format, "format", "o", "value", "output format: value, kv or json")
-	fl.StringVar(&o.keySeparator, "key-separator", "=", "separator between key and value for --format kv")
+	fl.StringVarP(&o.format, "format", "f", "value", "output format: "+formatHelp)
+	fl.StringVarP(&o.keySeparator, "key-separator", "K", "=", "separator between key and value for --format kv (escapes \\t, \\0 ...)")
+	fl.StringVarP(&o.delimiter, "delimiter", "D", `\n`, "what ends each record of --format value, kv or json (escapes \\n, \\0 ...)")
+	describeDefault(cmd, "delimiter", "\n") // shown as "\n", not "\\n"
 	fl.StringVar(&o.output, "output", "", "write the records to this file instead of standard output")
 	fl.Float64Var(&o.rate, "rate", 0, "at most this many records a second, across partitions (0: no limit)")
 	fl.StringVarP(&o.group, "group", "g", "", "reset this consumer group to the start of the range, then commit the positions written")
@@ -123,7 +138,7 @@ type replayRange struct {
 
 func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOptions, topic string) error {
 	now := time.Now()
-	from, err := parseFrom(o.from, now)
+	from, err := parseStart(o.from, now)
 	if err != nil {
 		return err
 	}
@@ -142,7 +157,7 @@ func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOp
 	}
 	// Checked here; each partition makes its own, as a format keeps a
 	// buffer and is not safe for concurrent use.
-	newFormat := func() (recordFormat, error) { return newRecordFormat(o.format, o.keySeparator) }
+	newFormat := func() (recordFormat, error) { return formatFlags(o.format, o.keySeparator, o.delimiter) }
 	if _, err := newFormat(); err != nil {
 		return err
 	}
@@ -290,8 +305,8 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 		}
 		switch {
 		case err != nil:
-		case from.isOffset:
-			rr.start = min(max(from.offset, lo), hi)
+		case from.isOffset || from.back > 0:
+			rr.start = startOffset(from, lo, hi)
 		default:
 			rr.start, err = c.ListOffsets(rctx, topic, p, from.spec)
 		}
