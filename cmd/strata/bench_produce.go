@@ -125,8 +125,8 @@ func (o *benchProduceOptions) validate() (acks stratav1.Acks, codec record.Compr
 	switch {
 	case o.records < 1:
 		err = usageErrorf("--records %d: want at least 1", o.records)
-	case o.recordSize < 0 || o.recordSize > maxLineBytes*16:
-		err = usageErrorf("--record-size %d: want 0 to %d bytes", o.recordSize, maxLineBytes*16)
+	case o.recordSize < 0 || o.recordSize > 16<<20:
+		err = usageErrorf("--record-size %d: want 0 to %d bytes", o.recordSize, 16<<20)
 	case o.keySize < 0 || o.keySize > 1<<16:
 		err = usageErrorf("--key-size %d: want 0 to 65536 bytes", o.keySize)
 	case o.inFlight < 1 || o.inFlight > 5:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -164,7 +165,7 @@ func consume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *consume
 		return err
 	}
 
-	k := c.NewConsumer(client.WithStopAtEnd(!o.follow))
+	k := c.NewConsumer(client.WithStopAtEnd(!o.follow), client.WithOnFetchRetry(newReconnectNotice(cmd.ErrOrStderr()).fetchRetry))
 	defer k.Close()
 	for i, p := range parts {
 		if err := k.Assign(topic, p, starts[i]); err != nil {
@@ -279,4 +280,35 @@ func formatFlags(format, keySeparator, delimiter string) (recordFormat, error) {
 		return nil, usageErrorf("--delimiter %q: %v", delimiter, err)
 	}
 	return newRecordFormat(format, sep, delim)
+}
+
+// reconnectNotice says on stderr, once, that the consumer lost the broker
+// and is reconnecting, and once more when every partition is read again,
+// rather than a line per partition and per retry.
+type reconnectNotice struct {
+	w    io.Writer
+	mu   sync.Mutex
+	down map[client.TopicPartition]bool
+}
+
+func newReconnectNotice(w io.Writer) *reconnectNotice {
+	return &reconnectNotice{w: w, down: map[client.TopicPartition]bool{}}
+}
+
+// fetchRetry is the consumer's WithOnFetchRetry.
+func (n *reconnectNotice) fetchRetry(tp client.TopicPartition, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	was := len(n.down)
+	if err != nil {
+		n.down[tp] = true
+	} else {
+		delete(n.down, tp)
+	}
+	switch {
+	case was == 0 && len(n.down) > 0:
+		fmt.Fprintf(n.w, "strata: lost the broker (%s); reconnecting\n", explain(err))
+	case was > 0 && len(n.down) == 0:
+		fmt.Fprintf(n.w, "strata: reconnected\n")
+	}
 }
