@@ -93,14 +93,14 @@ Otherwise one summary line is written to standard error at the end.
 
 --group first resets that consumer group to the start of the range in every
 partition replayed (refused while the group has members), then commits the
-positions written as the replay goes (every 5 s, and at the end, also when
-interrupted): strata group describe shows how far it got, and a consumer of
-the group later resumes where the replay stopped.`,
+offset after the last record written as the replay goes (every 5 s, and at
+the end, also when interrupted): strata group describe shows how far it
+got, and a consumer of the group later resumes where the replay stopped.`,
 		Example: `  strata replay orders --from 2024-05-01 --to 2024-05-02 > orders-0501.txt
   strata replay orders --from 2h --format json --output last-2h.jsonl
   strata replay orders --from @1714564800000 --to @1714568400000 --partitions 0,2,5
   strata replay orders --from earliest --rate 1000 --format kv
-  strata replay orders -o -1000 -f '%p %o %T %s\n' 
+  strata replay orders -o -1000 -f '%p %o %T %s\n'
   strata replay orders --from 2024-05-01 --group reprocess --output may.txt`,
 		Args: exactArgs("topic"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -134,6 +134,11 @@ type replayRange struct {
 	localStart int64
 	// position is the next offset to read, for the progress bar.
 	position atomic.Int64
+	// committable is the offset after the last record written out (start
+	// before one is): what --group commits. Records after it that the
+	// range skipped (times outside it) are left to the group's next
+	// consumer.
+	committable atomic.Int64
 }
 
 func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOptions, topic string) error {
@@ -274,7 +279,8 @@ func parsePartitionList(s string) ([]int32, error) {
 
 // replayRanges checks the topic and the partitions asked for and resolves
 // each partition's offsets: from where from says (an offset clamped to the
-// partition's range) to the first offset after to, or the high watermark.
+// partition's range) to the high watermark, or, on a topic with append
+// times, to the first offset after to.
 func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic string, only []int32, from startPosition, to time.Time) ([]*replayRange, error) {
 	rctx, cancel := f.withTimeout(ctx)
 	desc, err := c.DescribeTopic(rctx, topic)
@@ -284,6 +290,13 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 	}
 	parts := desc.GetPartitions()
 	n := int32(len(parts))
+	// The first offset after --to bounds the range only where times follow
+	// offsets: with the broker's append times. A record's own time
+	// (CreateTime) may be far older than those before it, backfilled or
+	// from a slow clock, so then each partition is read to its end and
+	// filtered: the time index finds the first record after --to, not the
+	// last one within it.
+	appendTime := strings.EqualFold(desc.GetConfig()["message.timestamp.type"], "LogAppendTime")
 	if only == nil {
 		for p := range n {
 			only = append(only, p)
@@ -311,7 +324,7 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 			rr.start, err = c.ListOffsets(rctx, topic, p, from.spec)
 		}
 		rr.end = hi
-		if err == nil && !to.IsZero() {
+		if err == nil && !to.IsZero() && appendTime {
 			rr.end, err = c.ListOffsets(rctx, topic, p, client.AtTime(to.Add(time.Millisecond)))
 		}
 		cancel()
@@ -320,6 +333,7 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 		}
 		rr.end = max(rr.end, rr.start)
 		rr.position.Store(rr.start)
+		rr.committable.Store(rr.start)
 		out = append(out, rr)
 	}
 	return out, nil
@@ -399,7 +413,7 @@ func (r *replayer) partition(ctx context.Context, c *client.Client, rr *replayRa
 				return err
 			}
 			var n, b int64
-			last := rr.start
+			last, written := rr.start, int64(-1)
 			for _, rec := range chunk {
 				if rec.Offset >= rr.end {
 					done = true
@@ -410,6 +424,7 @@ func (r *replayer) partition(ctx context.Context, c *client.Client, rr *replayRa
 					continue
 				}
 				format(w, rec)
+				written = rec.Offset
 				n++
 				b += int64(len(rec.Key) + len(rec.Value))
 			}
@@ -426,6 +441,9 @@ func (r *replayer) partition(ctx context.Context, c *client.Client, rr *replayRa
 			r.records.Add(n)
 			r.bytes.Add(b)
 			rr.position.Store(last + 1)
+			if written >= 0 {
+				rr.committable.Store(written + 1)
+			}
 			if done {
 				rr.position.Store(rr.end)
 				return nil
@@ -459,14 +477,14 @@ func (r *replayer) commitEvery(ctx context.Context, c *client.Client, f *clientF
 }
 
 // commit commits each range's position: the offset after the last record
-// written out. A position is stored after its records went into the output
+// written out (committable). A position is stored after its records went into the output
 // buffer, so reading the positions and then flushing (flush) under the
 // output's lock never commits a record still in the buffer.
 func (r *replayer) commit(ctx context.Context, c *client.Client, f *clientFlags, group string, ranges []*replayRange, flush bool) error {
 	offsets := make(map[client.TopicPartition]int64, len(ranges))
 	r.mu.Lock()
 	for _, rr := range ranges {
-		offsets[client.TopicPartition{Topic: r.topic, Partition: rr.partition}] = rr.position.Load()
+		offsets[client.TopicPartition{Topic: r.topic, Partition: rr.partition}] = rr.committable.Load()
 	}
 	var err error
 	if flush {
