@@ -307,7 +307,7 @@ func (n *reconnectNotice) fetchRetry(tp client.TopicPartition, err error) {
 	}
 	switch {
 	case was == 0 && len(n.down) > 0:
-		fmt.Fprintf(n.w, "strata: lost the broker (%s); reconnecting\n", explain(err))
+		fmt.Fprintf(n.w, "strata: %s; reconnecting\n", explain(err))
 	case was > 0 && len(n.down) == 0:
 		fmt.Fprintf(n.w, "strata: reconnected\n")
 	}
