@@ -263,6 +263,8 @@ func TestCLIProduceConsumeJSON(t *testing.T) {
 	if want := "produced 1 record to users\nstrata: line 2 has no key separator \":\"\n"; res.code != 1 || res.stderr != want {
 		t.Errorf("produce with a line without separator: exit %d, stderr %q; want exit 1, %q", res.code, res.stderr, want)
 	}
+	// Nothing sent: the error alone, no count of 0.
+	wantFailure(t, strata(t, b, "no separator here\n", "produce", "users", "--key-separator", ":"), "line 1 has no key separator")
 	if res := strata(t, b, "", "produce", "users"); res.code != 0 || res.stderr != "produced 0 records to users\n" {
 		t.Errorf("empty input: exit %d, stderr %q", res.code, res.stderr)
 	}

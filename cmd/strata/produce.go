@@ -190,6 +190,7 @@ func produce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *produce
 		return usageErrorf("--key-separator %q: %v", o.keySeparator, err)
 	}
 	var delim []byte // nil: line ends
+	unit := "line"   // what errors call one piece of input
 	if cmd.Flags().Changed("delimiter") {
 		d, err := unescape(o.delimiter)
 		if err != nil {
@@ -198,7 +199,7 @@ func produce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *produce
 		if d == "" {
 			return usageErrorf("--delimiter is empty")
 		}
-		delim = []byte(d)
+		delim, unit = []byte(d), "record"
 	}
 	if o.partition < client.AnyPartition {
 		return usageErrorf("--partition %d: want a partition number >= 0", o.partition)
@@ -279,20 +280,20 @@ loop:
 			r := &client.Record{Topic: topic, Partition: o.partition, Key: key, Value: l.line, Headers: headers, Timestamp: fixedTime}
 			if o.timestampField != "" {
 				if r.Timestamp, err = jsonFieldTime(l.line, o.timestampField); err != nil {
-					inputErr = usageErrorf("line %d: %v", n, err)
+					inputErr = usageErrorf("%s %d: %v", unit, n, err)
 					break loop
 				}
 			}
 			if keySep != "" {
 				k, v, ok := bytes.Cut(l.line, []byte(keySep))
 				if !ok {
-					inputErr = usageErrorf("line %d has no key separator %q", n, o.keySeparator)
+					inputErr = usageErrorf("%s %d has no key separator %q", unit, n, o.keySeparator)
 					break loop
 				}
 				r.Key, r.Value = k, v
 			}
 			if size := loneBatchSize(r, codec); size > limit {
-				inputErr = usageErrorf("line %d: a record of %d bytes in its batch is over the topic's max.message.bytes (%d), which the broker refuses (RECORD_TOO_LARGE)", n, size, limit)
+				inputErr = usageErrorf("%s %d: a record of %d bytes in its batch is over the topic's max.message.bytes (%d), which the broker refuses (RECORD_TOO_LARGE)", unit, n, size, limit)
 				break loop
 			}
 			p.Produce(sendCtx, r, done)
@@ -392,10 +393,10 @@ type lineOrErr struct {
 // than limit bytes is an error.
 func readRecords(ctx context.Context, in io.Reader, delim []byte, limit int, out chan<- lineOrErr) {
 	defer close(out)
-	what := "line"
+	unit := "line"
 	split := bufio.ScanLines
 	if delim != nil {
-		what = "record"
+		unit = "record"
 		split = func(data []byte, atEOF bool) (int, []byte, error) {
 			if i := bytes.Index(data, delim); i >= 0 {
 				return i + len(delim), data[:i], nil
@@ -407,7 +408,7 @@ func readRecords(ctx context.Context, in io.Reader, delim []byte, limit int, out
 		}
 	}
 	tooLong := func(n int) error {
-		return usageErrorf("%s %d is longer than the topic's max.message.bytes (%d bytes), which the broker refuses (RECORD_TOO_LARGE)", what, n, limit)
+		return usageErrorf("%s %d is longer than the topic's max.message.bytes (%d bytes), which the broker refuses (RECORD_TOO_LARGE)", unit, n, limit)
 	}
 	sc := bufio.NewScanner(in)
 	sc.Split(split)
