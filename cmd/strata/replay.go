@@ -42,6 +42,8 @@ type replayOptions struct {
 	rate         float64
 	progress     bool
 	group        string
+	// ordered: trust that times follow offsets (--ordered).
+	ordered bool
 }
 
 func newReplayCommand() *cobra.Command {
@@ -70,11 +72,13 @@ after --to are not written, nor, with --from a time, records before it.
 Timestamps need not grow with offsets (history backfilled with its own
 times, producers with skewed clocks), so a record with a time in range may
 sit at any later offset: each partition is read to the end it had when the
-replay began, and records outside the range are skipped. Only a topic with
-message.timestamp.type=LogAppendTime, whose times follow its offsets, stops
-at the first offset after --to (found by the time index). Without --to, each
-partition stops at the end it had when the replay began: what arrives
-meanwhile is not replayed.
+replay began, and records outside the range are skipped. A topic with
+message.timestamp.type=LogAppendTime, whose times follow its offsets, or a
+replay with --ordered stops at the first record after --to instead (found by
+the time index): faster on long history, but a record stamped in range at a
+later offset is then missed (on LogAppendTime topics, only one written while
+the topic was CreateTime). Without --to, each partition stops at the end it
+had when the replay began: what arrives meanwhile is not replayed.
 
 --rate limits the records written per second, across all partitions.
 
@@ -112,6 +116,7 @@ got, and a consumer of the group later resumes where the replay stopped.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&o.from, "from", "o", "", "where to start (required): "+startHelp)
 	fl.StringVar(&o.to, "to", "", "the last time to replay: "+timeHelp+", or a duration ago (default: the end when the replay begins)")
+	fl.BoolVar(&o.ordered, "ordered", false, "times follow offsets in this topic: stop each partition at the first record after --to (the time index finds it) instead of reading to its end; a record stamped in range after that is missed")
 	fl.StringVar(&o.partitions, "partitions", "", "comma-separated partitions to read, such as 0,2,5 (default: all)")
 	fl.StringVarP(&o.format, "format", "f", "value", "output format: "+formatHelp)
 	fl.StringVarP(&o.keySeparator, "key-separator", "K", "=", "separator between key and value for --format kv (escapes \\t, \\0 ...)")
@@ -175,7 +180,7 @@ func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOp
 	}
 	defer c.Close()
 
-	ranges, err := replayRanges(ctx, c, f, topic, only, from, to)
+	ranges, err := replayRanges(ctx, c, f, topic, only, from, to, o.ordered)
 	if err != nil {
 		return err
 	}
@@ -281,7 +286,7 @@ func parsePartitionList(s string) ([]int32, error) {
 // each partition's offsets: from where from says (an offset clamped to the
 // partition's range) to the high watermark, or, on a topic with append
 // times, to the first offset after to.
-func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic string, only []int32, from startPosition, to time.Time) ([]*replayRange, error) {
+func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic string, only []int32, from startPosition, to time.Time, ordered bool) ([]*replayRange, error) {
 	rctx, cancel := f.withTimeout(ctx)
 	desc, err := c.DescribeTopic(rctx, topic)
 	cancel()
@@ -291,12 +296,12 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 	parts := desc.GetPartitions()
 	n := int32(len(parts))
 	// The first offset after --to bounds the range only where times follow
-	// offsets: with the broker's append times. A record's own time
-	// (CreateTime) may be far older than those before it, backfilled or
-	// from a slow clock, so then each partition is read to its end and
-	// filtered: the time index finds the first record after --to, not the
-	// last one within it.
-	appendTime := strings.EqualFold(desc.GetConfig()["message.timestamp.type"], "LogAppendTime")
+	// offsets: with the broker's append times, or where --ordered says so.
+	// A record's own time (CreateTime) may be far older than those before
+	// it, backfilled or from a slow clock, so then each partition is read to
+	// its end and filtered: the time index finds the first record after
+	// --to, not the last one within it.
+	ordered = ordered || strings.EqualFold(desc.GetConfig()["message.timestamp.type"], "LogAppendTime")
 	if only == nil {
 		for p := range n {
 			only = append(only, p)
@@ -324,7 +329,7 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 			rr.start, err = c.ListOffsets(rctx, topic, p, from.spec)
 		}
 		rr.end = hi
-		if err == nil && !to.IsZero() && appendTime {
+		if err == nil && !to.IsZero() && ordered {
 			rr.end, err = c.ListOffsets(rctx, topic, p, client.AtTime(to.Add(time.Millisecond)))
 		}
 		cancel()

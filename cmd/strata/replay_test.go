@@ -366,7 +366,14 @@ func TestReplayOutOfOrderHistory(t *testing.T) {
 	if want := "o2-m2\no4-m3\no6-m5\no7-m1\n"; out != want {
 		t.Errorf("replay of [1m, 5m] over out-of-order times wrote\n%s\nwant\n%s", out, want)
 	}
-	// An end in range that no record after it can join: from an offset.
+	// --ordered trusts the time index: it stops at offset 1 (10m), before
+	// anything in range.
+	out, _, err = runWithInput(t, "", "replay", "backfill", "--broker", addr, "--ordered",
+		"--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339))
+	if err != nil || out != "" {
+		t.Errorf("replay --ordered over out-of-order times wrote %q (%v), want nothing: it stops at the first record after --to", out, err)
+	}
+	// From an offset.
 	out, _, err = runWithInput(t, "", "replay", "backfill", "--broker", addr, "--from", "3", "--to", to.Format(time.RFC3339))
 	if want := "o4-m3\no6-m5\no7-m1\n"; err != nil || out != want {
 		t.Errorf("replay --from 3 --to 5m wrote %q (%v), want %q", out, err, want)
