@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -385,5 +386,32 @@ func TestConsumeFollowSaysWhenItReconnects(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("consume --follow ended: %v", err)
 	default:
+	}
+}
+
+// BenchmarkRecordFormats is the cost of writing one record of a 100-byte
+// value and 8-byte key in each --format, to compare a format string with
+// the fixed formats:
+//
+//	go test ./cmd/strata/ -run '^$' -bench RecordFormats -benchmem
+func BenchmarkRecordFormats(b *testing.B) {
+	r := &client.Record{
+		Topic: "bench", Partition: 3, Offset: 123456789, Timestamp: time.UnixMilli(1714564800123),
+		Key: []byte("user-123"), Value: bytes.Repeat([]byte("v"), 100),
+		Headers: []client.Header{{Key: "src", Value: []byte("cli")}},
+	}
+	for _, spec := range []string{"value", "kv", "json", `%s\n`, `%k=%s\n`, `%t %p %o %T %k %K %S %h %s\n`} {
+		b.Run(spec, func(b *testing.B) {
+			f, err := newRecordFormat(spec, "=", "\n")
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := bufio.NewWriterSize(io.Discard, 64<<10)
+			b.SetBytes(int64(len(r.Key) + len(r.Value)))
+			b.ReportAllocs()
+			for b.Loop() {
+				f(w, r)
+			}
+		})
 	}
 }
