@@ -83,11 +83,11 @@ With --group, consume is a member of that consumer group: the group's
 members share the topic's partitions, so two consumes with the same group
 read different partitions, and when one stops (or dies) the others take its
 partitions over. Each partition starts at the group's committed position
-(--from where there is none), and the positions printed are committed every
---commit-interval, when a partition moves to another member, and when
-consume stops. Without --follow a member stops at the end of what its
-partitions hold. stderr says which partitions the member is given and gives
-up.`,
+(--from where there is none, but not -N), and the positions printed are
+committed every --commit-interval, when a partition moves to another
+member, and when consume stops. Without --follow a member stops at the end
+of what its partitions hold. stderr says which partitions the member is
+given and gives up.`,
 		Example: `  strata consume demo
   strata consume demo --from latest --follow
   strata consume demo --partition 2 --from 1042 --max 10
