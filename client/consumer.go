@@ -58,6 +58,9 @@ type assignment struct {
 	// position is the offset of the next record Poll returns, -1 until the
 	// start offset is resolved.
 	position atomic.Int64
+	// retrying: the fetcher met a failure it retries and no broker has
+	// answered it since (WithOnFetchRetry). Only the fetcher uses it.
+	retrying bool
 	// Guarded by Consumer.mu, and only changed by Poll, in chunk order:
 	ended  bool // reached its end (WithStopAtEnd)
 	failed bool // its fetcher stopped on an error, returned by Poll

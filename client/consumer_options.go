@@ -23,6 +23,7 @@ type consumerConfig struct {
 	resetOnOutOfRange  OffsetSpec // zero: report OFFSET_OUT_OF_RANGE
 	stopAtEnd          bool
 	serverDecode       bool
+	onFetchRetry       func(tp TopicPartition, err error)
 }
 
 func defaultConsumerConfig() consumerConfig {
@@ -84,4 +85,15 @@ func WithStopAtEnd(stop bool) ConsumerOption {
 // and decompression, at the cost of that check and of a larger response.
 func WithServerDecode(decode bool) ConsumerOption {
 	return consumerOption(func(c *consumerConfig) { c.serverDecode = decode })
+}
+
+// WithOnFetchRetry calls fn when a partition's fetcher meets a failure it
+// retries (the broker is down, the leader moved, the stream broke), with
+// that failure, and again with a nil error once, after such failures, a
+// broker answers it. Between the two the fetcher retries with backoff, so
+// an application can say that it is reconnecting rather than stay silent.
+// fn runs on the fetcher's goroutine and must not block; a fetcher that
+// stops (Unassign, Close) while retrying makes no second call.
+func WithOnFetchRetry(fn func(tp TopicPartition, err error)) ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.onFetchRetry = fn })
 }

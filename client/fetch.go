@@ -59,6 +59,7 @@ func (k *Consumer) fetch(ctx context.Context, a *assignment) {
 				k.backoff(ctx, a, &attempt, err)
 				continue
 			}
+			k.answered(a)
 			pos = off
 			if seek {
 				if !k.emit(ctx, chunk{a: a, seeked: true, seek: pos}) {
@@ -98,8 +99,25 @@ func (k *Consumer) fetch(ctx context.Context, a *assignment) {
 // backoff logs a retriable failure and waits before the next attempt.
 func (k *Consumer) backoff(ctx context.Context, a *assignment, attempt *int, err error) {
 	k.log.Debug("strata: fetch failed, retrying", "partition", a.tp, "attempt", *attempt+1, "err", err)
+	if !a.retrying {
+		a.retrying = true
+		if fn := k.cfg.onFetchRetry; fn != nil {
+			fn(a.tp, err)
+		}
+	}
 	_ = sleepCtx(ctx, defaultBackoff.delay(*attempt, retryAfter(err)))
 	*attempt++
+}
+
+// answered notes that a broker answered the fetcher: if it was retrying,
+// WithOnFetchRetry hears that it is back.
+func (k *Consumer) answered(a *assignment) {
+	if a.retrying {
+		a.retrying = false
+		if fn := k.cfg.onFetchRetry; fn != nil {
+			fn(a.tp, nil)
+		}
+	}
 }
 
 // fetchRetriable tells which fetch failures end in a reconnect: those the
@@ -168,6 +186,7 @@ func (k *Consumer) stream(ctx context.Context, a *assignment, pos *int64) (progr
 			break
 		}
 		watchdog.Stop() // Poll may take its time; that is not a silent broker
+		k.answered(a)
 		a.hw.Store(resp.GetHighWatermark())
 		var recs []*Record
 		var next int64

@@ -260,9 +260,11 @@ func TestCLIProduceConsumeJSON(t *testing.T) {
 	mustStrata(t, b, "x\ny\n", "produce", "users", "--key", "same")
 	// What was read before the bad line is still sent, and counted.
 	res = strata(t, b, "k:v\nno separator here\n", "produce", "users", "--key-separator", ":")
-	if want := "produced 1 records to users\nstrata: line 2 has no key separator \":\"\n"; res.code != 1 || res.stderr != want {
+	if want := "produced 1 record to users\nstrata: line 2 has no key separator \":\"\n"; res.code != 1 || res.stderr != want {
 		t.Errorf("produce with a line without separator: exit %d, stderr %q; want exit 1, %q", res.code, res.stderr, want)
 	}
+	// Nothing sent: the error alone, no count of 0.
+	wantFailure(t, strata(t, b, "no separator here\n", "produce", "users", "--key-separator", ":"), "line 1 has no key separator")
 	if res := strata(t, b, "", "produce", "users"); res.code != 0 || res.stderr != "produced 0 records to users\n" {
 		t.Errorf("empty input: exit %d, stderr %q", res.code, res.stderr)
 	}

@@ -46,7 +46,7 @@ Ctrl-C stops reading and prints the summary.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&o.topic, "topic", "t", "", "topic to read (required)")
 	fl.Int64Var(&o.records, "records", 0, "stop after this many records (0: read everything to the end)")
-	fl.StringVar(&o.from, "from", "earliest", "where each partition starts: "+fromHelp)
+	fl.StringVar(&o.from, "from", "earliest", "where each partition starts: "+startHelp)
 	fl.StringVar(&o.fetchMaxBytes, "fetch-max-bytes", "1MiB", "bytes of batches the broker puts in one fetch response")
 	fl.StringVar(&o.kafka, "kafka", "", kafkaFlagHelp)
 	fl.BoolVar(&o.json, "json", false, "print the summary as one JSON object on standard output")
@@ -55,7 +55,7 @@ Ctrl-C stops reading and prints the summary.`,
 }
 
 func benchConsume(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *benchConsumeOptions) error {
-	from, err := parseFrom(o.from, time.Now())
+	from, err := parseStart(o.from, time.Now())
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func TestRecordFormats(t *testing.T) {
 		{"kv", "=", "k=v\n"},
 		{"kv", " -> ", "k -> v\n"},
 	} {
-		f, err := newRecordFormat(tc.format, tc.sep)
+		f, err := newRecordFormat(tc.format, tc.sep, "\n")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +103,7 @@ func TestRecordFormats(t *testing.T) {
 			t.Errorf("%s %q: %q, want %q", tc.format, tc.sep, buf.String(), tc.want)
 		}
 	}
-	if _, err := newRecordFormat("yaml", "="); err == nil {
+	if _, err := newRecordFormat("yaml", "=", "\n"); err == nil {
 		t.Error("format yaml accepted")
 	}
 }

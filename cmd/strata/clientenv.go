@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,7 +58,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 		def = v
 	}
 	cmd.PersistentFlags().StringVar(&f.brokers, "broker", def,
-		"broker host:port, or a comma-separated list of them to bootstrap from (env "+brokerEnv+")")
+		"broker host:port (a host alone means port "+defaultBrokerPort+"), or a comma-separated list of them to bootstrap from (env "+brokerEnv+")")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", defaultTimeout,
 		"how long to wait for the cluster: connecting, each admin call, each produced record's acknowledgement")
 	pf := cmd.PersistentFlags()
@@ -64,6 +66,12 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	pf.StringVar(&f.tlsCert, "tls-cert", os.Getenv(tlsCertEnv), "PEM file of this client's certificate, which names its principal User:<common name> (env "+tlsCertEnv+"); empty means none")
 	pf.StringVar(&f.tlsKey, "tls-key", os.Getenv(tlsKeyEnv), "PEM file of the client certificate's key (env "+tlsKeyEnv+"); empty means none")
 	pf.StringVar(&f.token, "token", "", "bearer token instead of a client certificate; better given as env "+tokenEnv+", which it defaults to")
+}
+
+// describeTimeout replaces the help of --timeout for a command where it
+// bounds something narrower than every request.
+func describeTimeout(cmd *cobra.Command, usage string) {
+	cmd.PersistentFlags().Lookup("timeout").Usage = usage
 }
 
 // options are the client options the TLS and credential flags ask for.
@@ -89,18 +97,62 @@ func (f *clientFlags) options() ([]client.Option, error) {
 	return opts, nil
 }
 
-// bootstrap splits --broker into addresses.
+// bootstrap splits --broker into addresses, each as brokerAddr reads it.
 func (f *clientFlags) bootstrap() ([]string, error) {
+	return parseBrokers(f.brokers)
+}
+
+// parseBrokers reads a comma-separated list of broker addresses, each as
+// brokerAddr reads it. It is the one place every client command reads
+// --broker (and STRATA_BROKER).
+func parseBrokers(list string) ([]string, error) {
 	var addrs []string
-	for _, a := range strings.Split(f.brokers, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
 		}
+		addr, err := brokerAddr(a)
+		if err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, addr)
 	}
 	if len(addrs) == 0 {
-		return nil, errors.New("--broker is empty: want host:port, or a comma-separated list of them")
+		return nil, usageErrorf("--broker is empty: want host:port, or a comma-separated list of them")
 	}
 	return addrs, nil
+}
+
+// defaultBrokerPort is the port of a --broker given without one: the port
+// strata serve listens on by default, as Kafka tools assume 9092.
+const defaultBrokerPort = "7400"
+
+// brokerAddr reads one broker address: host:port, or a host alone (a name,
+// an IPv4 address, an IPv6 address bare or in brackets), which gets the
+// default port.
+func brokerAddr(a string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", usageErrorf("--broker %q: %s; want host:port, or a host alone for port %s", a, why, defaultBrokerPort)
+	}
+	if host, port, err := net.SplitHostPort(a); err == nil {
+		if host == "" {
+			return bad("no host")
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return bad("the port is not a number from 1 to 65535")
+		}
+		return a, nil
+	}
+	host := a
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	switch {
+	case strings.Contains(host, ":") && net.ParseIP(host) == nil,
+		host == "", strings.ContainsAny(host, "[]/ "):
+		return bad("not a host or host:port")
+	}
+	return net.JoinHostPort(host, defaultBrokerPort), nil
 }
 
 // connect makes a Client and loads the cluster metadata, within --timeout.
@@ -128,7 +180,8 @@ func (f *clientFlags) connect(ctx context.Context) (*client.Client, error) {
 
 // connectError explains why no broker answered.
 func (f *clientFlags) connectError(ctx context.Context, err error) error {
-	where := strings.Join(strings.Fields(strings.ReplaceAll(f.brokers, ",", " ")), ", ")
+	addrs, _ := f.bootstrap() // connect checked them
+	where := strings.Join(addrs, ", ")
 	switch {
 	case ctx.Err() != nil:
 		return errInterrupted

@@ -56,7 +56,8 @@ func consumeAsMember(ctx context.Context, cmd *cobra.Command, f *clientFlags, o 
 		client.WithAssignor(o.assignor),
 		client.WithGroupStartAt(from.spec),
 		client.WithGroupClientID(fmt.Sprintf("strata-consume@%s/%d", host, os.Getpid())),
-		client.WithConsumerOptions(client.WithStopAtEnd(!o.follow), client.WithResetOnOutOfRange(reset)),
+		client.WithConsumerOptions(client.WithStopAtEnd(!o.follow), client.WithResetOnOutOfRange(reset),
+			client.WithOnFetchRetry(newReconnectNotice(cmd.ErrOrStderr()).fetchRetry)),
 		client.WithOnAssigned(func(_ context.Context, tps []client.TopicPartition) {
 			fmt.Fprintf(stderr, "%s group %s: assigned %s\n", stamp(), o.group, partitionList(tps))
 		}),

@@ -6,11 +6,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,8 +25,13 @@ import (
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
-// maxLineBytes is the longest input line produce accepts, without its end.
-const maxLineBytes = 1 << 20
+// defaultMaxMessageBytes is the topic's max.message.bytes when describe
+// does not show it: Kafka's default, 1 MiB and a batch's overhead.
+const defaultMaxMessageBytes = 1048588
+
+// produceBatchBytes is the size at which produce sends a batch, when the
+// topic takes batches that large.
+const produceBatchBytes = 1 << 20
 
 func init() { clientCommands = append(clientCommands, newProduceCommand) }
 
@@ -37,6 +44,7 @@ type produceOptions struct {
 	acks         string
 	compression  string
 	headers      []string
+	delimiter    string
 	// timestamp is one time for every record; timestampField names the
 	// JSON field of each line that holds its record's time.
 	timestamp      string
@@ -52,16 +60,25 @@ func newProduceCommand() *cobra.Command {
 		Use:   "produce TOPIC",
 		Short: "Write records to a topic, one per input line",
 		Long: `Write records to a topic: one record per line of standard input (or of
---file), its value the line without the line end ("\n" or "\r\n"). Lines
-may be up to 1 MiB; an empty line is a record with an empty value. Empty
-input produces nothing and succeeds.
+--file), its value the line without the line end ("\n" or "\r\n"). With
+--delimiter (-D, as kcat's) records are split at that string instead ('\0',
+'\t', '\n' and '\\' are escapes), and nothing else is stripped. An empty
+line is a record with an empty value. Empty input produces nothing and
+succeeds.
 
-With --key-separator each line is KEY<SEP>VALUE, split at the first SEP; a
-line without SEP is an error that names it. --key gives every record the
-same key. Records with a key go to the partition the key hashes to (murmur2,
-as Kafka's producer does), so one key keeps its order; records without one
-stick to a partition per batch. --partition sends everything to one
-partition.
+A line may be as long as the topic's max.message.bytes (1 MiB by default;
+strata topic alter T --set max.message.bytes=4MiB raises it). A record the
+broker would refuse as larger than that, with its key, headers and batch
+framing, is refused here first, naming the line and the limit, before
+anything after it is sent.
+
+With --key-separator (-K, as kcat's) each line is KEY<SEP>VALUE, split at
+the first SEP; a line without SEP is an error that names it. --key gives
+every record the same key. Records with a key go to the partition the key
+hashes to (murmur2, as Kafka's producer does), so one key keeps its order;
+records without one stick to a partition per batch. --partition sends
+everything to one partition. --header (-H) key=value adds a header to every
+record; repeat it for more.
 
 Each record's time is now, unless --timestamp gives one for all or
 --timestamp-field names the JSON field of each line that holds it (then a
@@ -75,10 +92,15 @@ keeps the broker's time.
 Records are sent asynchronously in batches and the command waits until each
 is acknowledged (--acks), then reports "produced N records to TOPIC" on
 standard error. If any record fails, it stops reading, reports the first
-error and exits 1. Ctrl-C ends the input: what was read is still sent.`,
+error (after "produced N records to TOPIC" when some were) and exits 1.
+Ctrl-C ends the input: what was read is still sent.
+
+--timeout bounds connecting, the lookup of the topic and each record's
+acknowledgement; the input may take as long as it likes.`,
 		Example: `  printf 'hello\nworld\n' | strata produce demo
   strata produce demo --file events.txt --compression zstd
   printf 'user-1:login\nuser-2:logout\n' | strata produce demo --key-separator :
+  printf 'k1\tv1\0k2\tv2\0' | strata produce demo -K '\t' -D '\0'
   echo '{"id":1}' | strata produce demo --key order-1 --header source=cli --header trace=abc
 
   # history with its own times, to replay and seek by time later
@@ -90,10 +112,13 @@ error and exits 1. Ctrl-C ends the input: what was read is still sent.`,
 		}),
 	}
 	f.register(cmd)
+	describeTimeout(cmd, "how long to wait for the cluster: connecting, the lookup of the topic, each record's acknowledgement; not for the input")
 	fl := cmd.Flags()
 	fl.StringVarP(&o.file, "file", "f", "", "read lines from this file instead of standard input")
 	fl.StringVarP(&o.key, "key", "k", "", "give every record this key")
-	fl.StringVar(&o.keySeparator, "key-separator", "", "split each line into KEY<SEP>VALUE at the first SEP")
+	fl.StringVarP(&o.keySeparator, "key-separator", "K", "", "split each line into KEY<SEP>VALUE at the first SEP (escapes \\t, \\0 ...)")
+	fl.StringVarP(&o.delimiter, "delimiter", "D", "", "split the input into records at this string instead of at line ends (escapes \\n, \\0 ...)")
+	describeDefault(cmd, "delimiter", "line ends")
 	fl.Int32VarP(&o.partition, "partition", "p", client.AnyPartition, "write to this partition")
 	describeDefault(cmd, "partition", "by key hash, sticky when no key")
 	fl.StringVar(&o.acks, "acks", "all", "when a record counts as written: none, leader or all (every in-sync replica)")
@@ -160,6 +185,22 @@ func produce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *produce
 	if cmd.Flags().Changed("key-separator") && o.keySeparator == "" {
 		return usageErrorf("--key-separator is empty")
 	}
+	keySep, err := unescape(o.keySeparator)
+	if err != nil {
+		return usageErrorf("--key-separator %q: %v", o.keySeparator, err)
+	}
+	var delim []byte // nil: line ends
+	unit := "line"   // what errors call one piece of input
+	if cmd.Flags().Changed("delimiter") {
+		d, err := unescape(o.delimiter)
+		if err != nil {
+			return usageErrorf("--delimiter %q: %v", o.delimiter, err)
+		}
+		if d == "" {
+			return usageErrorf("--delimiter is empty")
+		}
+		delim, unit = []byte(d), "record"
+	}
 	if o.partition < client.AnyPartition {
 		return usageErrorf("--partition %d: want a partition number >= 0", o.partition)
 	}
@@ -191,10 +232,13 @@ func produce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *produce
 		return err
 	}
 	defer c.Close()
-	if err := checkTopic(ctx, c, f, topic, o.partition); err != nil {
+	limit, err := checkTopic(ctx, c, f, topic, o.partition)
+	if err != nil {
 		return err
 	}
-	p := c.NewProducer(client.WithAcks(acks), client.WithCompression(codec), client.WithDeliveryTimeout(f.timeout))
+	// Batches never over the topic's limit: the broker refuses them whole.
+	p := c.NewProducer(client.WithAcks(acks), client.WithCompression(codec), client.WithDeliveryTimeout(f.timeout),
+		client.WithBatchBytes(int(min(limit, produceBatchBytes))))
 	defer p.Close()
 
 	var (
@@ -213,7 +257,7 @@ func produce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *produce
 	// goroutine so that Ctrl-C ends the input even while a read from a
 	// terminal blocks; it may then stay blocked until the process ends.
 	lines := make(chan lineOrErr, 64)
-	go readLines(ctx, in, lines)
+	go readRecords(ctx, in, delim, int(limit), lines)
 	// sendCtx is not the Ctrl-C context: records read before Ctrl-C are
 	// still sent and waited for.
 	sendCtx := context.WithoutCancel(ctx)
@@ -236,17 +280,21 @@ loop:
 			r := &client.Record{Topic: topic, Partition: o.partition, Key: key, Value: l.line, Headers: headers, Timestamp: fixedTime}
 			if o.timestampField != "" {
 				if r.Timestamp, err = jsonFieldTime(l.line, o.timestampField); err != nil {
-					inputErr = usageErrorf("line %d: %v", n, err)
+					inputErr = usageErrorf("%s %d: %v", unit, n, err)
 					break loop
 				}
 			}
-			if o.keySeparator != "" {
-				k, v, ok := bytes.Cut(l.line, []byte(o.keySeparator))
+			if keySep != "" {
+				k, v, ok := bytes.Cut(l.line, []byte(keySep))
 				if !ok {
-					inputErr = usageErrorf("line %d has no key separator %q", n, o.keySeparator)
+					inputErr = usageErrorf("%s %d has no key separator %q", unit, n, o.keySeparator)
 					break loop
 				}
 				r.Key, r.Value = k, v
+			}
+			if size := loneBatchSize(r, codec); size > limit {
+				inputErr = usageErrorf("%s %d: a record of %d bytes in its batch is over the topic's max.message.bytes (%d), which the broker refuses (RECORD_TOO_LARGE)", unit, n, size, limit)
+				break loop
 			}
 			p.Produce(sendCtx, r, done)
 		}
@@ -255,7 +303,10 @@ loop:
 	fctx, cancel := context.WithTimeout(sendCtx, f.timeout)
 	defer cancel()
 	flushErr := p.Flush(fctx)
-	fmt.Fprintf(cmd.ErrOrStderr(), "produced %d records to %s\n", produced.Load(), topic)
+	ok := failed.get() == nil && inputErr == nil && flushErr == nil
+	if n := produced.Load(); n > 0 || ok {
+		fmt.Fprintf(cmd.ErrOrStderr(), "produced %s to %s\n", plural(n, "record"), topic)
+	}
 	switch {
 	case failed.get() != nil:
 		return failed.get()
@@ -269,39 +320,106 @@ loop:
 
 // checkTopic fails fast, with the broker's reason, when the topic or the
 // chosen partition does not exist (the producer itself would wait for
-// them to appear in the metadata for --timeout).
-func checkTopic(ctx context.Context, c *client.Client, f *clientFlags, topic string, partition int32) error {
+// them to appear in the metadata for --timeout). It returns the topic's
+// max.message.bytes.
+func checkTopic(ctx context.Context, c *client.Client, f *clientFlags, topic string, partition int32) (int64, error) {
 	rctx, cancel := f.withTimeout(ctx)
 	defer cancel()
 	desc, err := c.DescribeTopic(rctx, topic)
 	if err != nil {
-		return topicError(topic, err)
+		return 0, topicError(topic, err)
 	}
 	if n := int32(len(desc.GetPartitions())); partition >= n {
-		return usageErrorf("topic %q has no partition %d: it has %d (PARTITION_NOT_FOUND)", topic, partition, n)
+		return 0, usageErrorf("topic %q has no partition %d: it has %d (PARTITION_NOT_FOUND)", topic, partition, n)
 	}
-	return nil
+	limit := int64(defaultMaxMessageBytes)
+	if v, ok := desc.GetConfig()["max.message.bytes"]; ok {
+		if limit, err = strconv.ParseInt(v, 10, 64); err != nil || limit <= 0 {
+			return 0, fmt.Errorf("topic %q has max.message.bytes %q, not a number of bytes", topic, v)
+		}
+	}
+	return limit, nil
 }
 
-// lineOrErr is one input line, or the error that ended the input.
+// loneBatchSize is the size of r alone in a batch, as the broker measures
+// it against max.message.bytes: the whole batch when it is not compressed;
+// when it is, the records uncompressed, which the broker also bounds (a
+// compressed batch of them may be smaller, so this is the bound that holds
+// whatever the codec achieves).
+func loneBatchSize(r *client.Record, codec record.Compression) int64 {
+	size := 1 + 1 + 1 + bytesSize(r.Key) + bytesSize(r.Value) + varintSize(int64(len(r.Headers))) // attributes, deltas
+	for _, h := range r.Headers {
+		size += varintSize(int64(len(h.Key))) + len(h.Key) + bytesSize(h.Value)
+	}
+	size += varintSize(int64(size))
+	if codec == record.CompressionNone {
+		size += record.HeaderSize
+	}
+	return int64(size)
+}
+
+// bytesSize is the encoded size of a record's key, value or header value:
+// its length as a varint (-1 for null), then the bytes.
+func bytesSize(b []byte) int {
+	if b == nil {
+		return varintSize(-1)
+	}
+	return varintSize(int64(len(b))) + len(b)
+}
+
+// varintSize is the size of v as a zigzag varint.
+func varintSize(v int64) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutVarint(buf[:], v)
+}
+
+// plural is "1 record" or "n records".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
+// lineOrErr is one input record, or the error that ended the input.
 type lineOrErr struct {
 	line []byte
 	err  error
 }
 
-// readLines sends each line of in (a copy, without its "\n" or "\r\n") to
-// out and closes it at the end of the input or after an error.
-func readLines(ctx context.Context, in io.Reader, out chan<- lineOrErr) {
+// readRecords sends each record of in (a copy) to out and closes it at the
+// end of the input or after an error. Records end at delim, or, when it is
+// nil, at line ends ("\n" or "\r\n"); the last needs no end. One longer
+// than limit bytes is an error.
+func readRecords(ctx context.Context, in io.Reader, delim []byte, limit int, out chan<- lineOrErr) {
 	defer close(out)
+	unit := "line"
+	split := bufio.ScanLines
+	if delim != nil {
+		unit = "record"
+		split = func(data []byte, atEOF bool) (int, []byte, error) {
+			if i := bytes.Index(data, delim); i >= 0 {
+				return i + len(delim), data[:i], nil
+			}
+			if atEOF && len(data) > 0 {
+				return len(data), data, nil
+			}
+			return 0, nil, nil
+		}
+	}
+	tooLong := func(n int) error {
+		return usageErrorf("%s %d is longer than the topic's max.message.bytes (%d bytes), which the broker refuses (RECORD_TOO_LARGE)", unit, n, limit)
+	}
 	sc := bufio.NewScanner(in)
-	// Room for the longest line plus its "\r\n".
-	sc.Buffer(make([]byte, 64<<10), maxLineBytes+2)
+	sc.Split(split)
+	// Room for the longest record plus its end.
+	sc.Buffer(make([]byte, 64<<10), limit+max(len(delim), 2)+1)
 	n := 0
 	for sc.Scan() {
 		n++
 		l := lineOrErr{line: bytes.Clone(sc.Bytes())}
-		if len(l.line) > maxLineBytes {
-			l = lineOrErr{err: usageErrorf("line %d is longer than 1 MiB", n)}
+		if len(l.line) > limit {
+			l = lineOrErr{err: tooLong(n)}
 		} else if l.line == nil {
 			l.line = []byte{}
 		}
@@ -316,7 +434,7 @@ func readLines(ctx context.Context, in io.Reader, out chan<- lineOrErr) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			err = usageErrorf("line %d is longer than 1 MiB", n+1)
+			err = tooLong(n + 1)
 		} else {
 			err = usageErrorf("reading input: %v", err)
 		}

@@ -37,10 +37,13 @@ type replayOptions struct {
 	partitions   string
 	format       string
 	keySeparator string
+	delimiter    string
 	output       string
 	rate         float64
 	progress     bool
 	group        string
+	// ordered: trust that times follow offsets (--ordered).
+	ordered bool
 }
 
 func newReplayCommand() *cobra.Command {
@@ -57,21 +60,33 @@ standard output or --output. The broker serves history from the local disk
 or the object store alike. Records of one partition come in offset order;
 partitions are interleaved.
 
---from says where each partition starts: earliest, an offset, a time
-(RFC 3339, a date, a date-time without a zone read as UTC, or epoch
-milliseconds after @) or a duration ago (15m, 2h30m, 1d); a time starts at
-the first record at or after it.
+--from (-o) says where each partition starts, as for strata consume:
+earliest (oldest, beginning), latest (newest, end), an offset, -N for the
+last N records of each partition, a time (RFC 3339, a date, a date-time
+without a zone read as UTC, or epoch milliseconds after @ or s@) or a
+duration ago (15m, 2h30m, 1d); a time starts at the first record at or
+after it, and no record before that offset has a timestamp at or after it.
 
---to is a time in the same forms (no offsets). Each partition's end is
-resolved once, at the start, as the first offset at or after --to plus 1 ms;
-records with a timestamp after --to are not written, nor, with --from a
-time, records before it (timestamps need not grow with offsets). Without
---to, each partition stops at the end it had when the replay began: what
-arrives meanwhile is not replayed.
+--to is a time in the same forms (no offsets); records with a timestamp
+after --to are not written, nor, with --from a time, records before it.
+Timestamps need not grow with offsets (history backfilled with its own
+times, producers with skewed clocks), so a record with a time in range may
+sit at any later offset: each partition is read to the end it had when the
+replay began, and records outside the range are skipped. A topic with
+message.timestamp.type=LogAppendTime, whose times follow its offsets, or a
+replay with --ordered stops at the first record after --to instead (found by
+the time index): faster on long history, but a record stamped in range at a
+later offset is then missed (on LogAppendTime topics, only one written while
+the topic was CreateTime). Without --to, each partition stops at the end it
+had when the replay began: what arrives meanwhile is not replayed.
 
 --rate limits the records written per second, across all partitions.
 
---format is as for strata consume: value, kv (with --key-separator) or json.
+--format (-f), --key-separator (-K) and --delimiter (-D) are as for
+strata consume: value, kv, json or a kcat-style format string.
+
+--timeout bounds connecting and each request that looks up the topic, its
+offsets or the group; it does not bound how long the replay runs.
 
 While standard error is a terminal, a progress bar shows the records and
 bytes (keys and values) written, the rate, the time left and the share of
@@ -82,13 +97,14 @@ Otherwise one summary line is written to standard error at the end.
 
 --group first resets that consumer group to the start of the range in every
 partition replayed (refused while the group has members), then commits the
-positions written as the replay goes (every 5 s, and at the end, also when
-interrupted): strata group describe shows how far it got, and a consumer of
-the group later resumes where the replay stopped.`,
+offset after the last record written as the replay goes (every 5 s, and at
+the end, also when interrupted): strata group describe shows how far it
+got, and a consumer of the group later resumes where the replay stopped.`,
 		Example: `  strata replay orders --from 2024-05-01 --to 2024-05-02 > orders-0501.txt
   strata replay orders --from 2h --format json --output last-2h.jsonl
   strata replay orders --from @1714564800000 --to @1714568400000 --partitions 0,2,5
   strata replay orders --from earliest --rate 1000 --format kv
+  strata replay orders -o -1000 -f '%p %o %T %s\n'
   strata replay orders --from 2024-05-01 --group reprocess --output may.txt`,
 		Args: exactArgs("topic"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -96,12 +112,16 @@ the group later resumes where the replay stopped.`,
 		}),
 	}
 	f.register(cmd)
+	describeTimeout(cmd, "how long to wait for the cluster: connecting, each lookup of the topic, its offsets or the group, a fetch that stays silent (then retried); not how long the replay runs")
 	fl := cmd.Flags()
-	fl.StringVar(&o.from, "from", "", "where to start (required): "+fromHelp)
+	fl.StringVarP(&o.from, "from", "o", "", "where to start (required): "+startHelp)
 	fl.StringVar(&o.to, "to", "", "the last time to replay: "+timeHelp+", or a duration ago (default: the end when the replay begins)")
+	fl.BoolVar(&o.ordered, "ordered", false, "times follow offsets in this topic: stop each partition at the first record after --to (the time index finds it) instead of reading to its end; a record stamped in range after that is missed")
 	fl.StringVar(&o.partitions, "partitions", "", "comma-separated partitions to read, such as 0,2,5 (default: all)")
-	fl.StringVarP(&o.format, "format", "o", "value", "output format: value, kv or json")
-	fl.StringVar(&o.keySeparator, "key-separator", "=", "separator between key and value for --format kv")
+	fl.StringVarP(&o.format, "format", "f", "value", "output format: "+formatHelp)
+	fl.StringVarP(&o.keySeparator, "key-separator", "K", "=", "separator between key and value for --format kv (escapes \\t, \\0 ...)")
+	fl.StringVarP(&o.delimiter, "delimiter", "D", `\n`, "what ends each record of --format value, kv or json (escapes \\n, \\0 ...)")
+	describeDefault(cmd, "delimiter", "\n") // shown as "\n", not "\\n"
 	fl.StringVar(&o.output, "output", "", "write the records to this file instead of standard output")
 	fl.Float64Var(&o.rate, "rate", 0, "at most this many records a second, across partitions (0: no limit)")
 	fl.StringVarP(&o.group, "group", "g", "", "reset this consumer group to the start of the range, then commit the positions written")
@@ -119,11 +139,16 @@ type replayRange struct {
 	localStart int64
 	// position is the next offset to read, for the progress bar.
 	position atomic.Int64
+	// committable is the offset after the last record written out (start
+	// before one is): what --group commits. Records after it that the
+	// range skipped (times outside it) are left to the group's next
+	// consumer.
+	committable atomic.Int64
 }
 
 func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOptions, topic string) error {
 	now := time.Now()
-	from, err := parseFrom(o.from, now)
+	from, err := parseStart(o.from, now)
 	if err != nil {
 		return err
 	}
@@ -142,7 +167,7 @@ func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOp
 	}
 	// Checked here; each partition makes its own, as a format keeps a
 	// buffer and is not safe for concurrent use.
-	newFormat := func() (recordFormat, error) { return newRecordFormat(o.format, o.keySeparator) }
+	newFormat := func() (recordFormat, error) { return formatFlags(o.format, o.keySeparator, o.delimiter) }
 	if _, err := newFormat(); err != nil {
 		return err
 	}
@@ -155,7 +180,7 @@ func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOp
 	}
 	defer c.Close()
 
-	ranges, err := replayRanges(ctx, c, f, topic, only, from, to)
+	ranges, err := replayRanges(ctx, c, f, topic, only, from, to, o.ordered)
 	if err != nil {
 		return err
 	}
@@ -259,8 +284,9 @@ func parsePartitionList(s string) ([]int32, error) {
 
 // replayRanges checks the topic and the partitions asked for and resolves
 // each partition's offsets: from where from says (an offset clamped to the
-// partition's range) to the first offset after to, or the high watermark.
-func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic string, only []int32, from startPosition, to time.Time) ([]*replayRange, error) {
+// partition's range) to the high watermark, or, on a topic with append
+// times, to the first offset after to.
+func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic string, only []int32, from startPosition, to time.Time, ordered bool) ([]*replayRange, error) {
 	rctx, cancel := f.withTimeout(ctx)
 	desc, err := c.DescribeTopic(rctx, topic)
 	cancel()
@@ -269,6 +295,13 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 	}
 	parts := desc.GetPartitions()
 	n := int32(len(parts))
+	// The first offset after --to bounds the range only where times follow
+	// offsets: with the broker's append times, or where --ordered says so.
+	// A record's own time (CreateTime) may be far older than those before
+	// it, backfilled or from a slow clock, so then each partition is read to
+	// its end and filtered: the time index finds the first record after
+	// --to, not the last one within it.
+	ordered = ordered || strings.EqualFold(desc.GetConfig()["message.timestamp.type"], "LogAppendTime")
 	if only == nil {
 		for p := range n {
 			only = append(only, p)
@@ -290,13 +323,13 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 		}
 		switch {
 		case err != nil:
-		case from.isOffset:
-			rr.start = min(max(from.offset, lo), hi)
+		case from.isOffset || from.back > 0:
+			rr.start = startOffset(from, lo, hi)
 		default:
 			rr.start, err = c.ListOffsets(rctx, topic, p, from.spec)
 		}
 		rr.end = hi
-		if err == nil && !to.IsZero() {
+		if err == nil && !to.IsZero() && ordered {
 			rr.end, err = c.ListOffsets(rctx, topic, p, client.AtTime(to.Add(time.Millisecond)))
 		}
 		cancel()
@@ -305,6 +338,7 @@ func replayRanges(ctx context.Context, c *client.Client, f *clientFlags, topic s
 		}
 		rr.end = max(rr.end, rr.start)
 		rr.position.Store(rr.start)
+		rr.committable.Store(rr.start)
 		out = append(out, rr)
 	}
 	return out, nil
@@ -384,7 +418,7 @@ func (r *replayer) partition(ctx context.Context, c *client.Client, rr *replayRa
 				return err
 			}
 			var n, b int64
-			last := rr.start
+			last, written := rr.start, int64(-1)
 			for _, rec := range chunk {
 				if rec.Offset >= rr.end {
 					done = true
@@ -395,6 +429,7 @@ func (r *replayer) partition(ctx context.Context, c *client.Client, rr *replayRa
 					continue
 				}
 				format(w, rec)
+				written = rec.Offset
 				n++
 				b += int64(len(rec.Key) + len(rec.Value))
 			}
@@ -411,6 +446,9 @@ func (r *replayer) partition(ctx context.Context, c *client.Client, rr *replayRa
 			r.records.Add(n)
 			r.bytes.Add(b)
 			rr.position.Store(last + 1)
+			if written >= 0 {
+				rr.committable.Store(written + 1)
+			}
 			if done {
 				rr.position.Store(rr.end)
 				return nil
@@ -444,14 +482,14 @@ func (r *replayer) commitEvery(ctx context.Context, c *client.Client, f *clientF
 }
 
 // commit commits each range's position: the offset after the last record
-// written out. A position is stored after its records went into the output
+// written out (committable). A position is stored after its records went into the output
 // buffer, so reading the positions and then flushing (flush) under the
 // output's lock never commits a record still in the buffer.
 func (r *replayer) commit(ctx context.Context, c *client.Client, f *clientFlags, group string, ranges []*replayRange, flush bool) error {
 	offsets := make(map[client.TopicPartition]int64, len(ranges))
 	r.mu.Lock()
 	for _, rr := range ranges {
-		offsets[client.TopicPartition{Topic: r.topic, Partition: rr.partition}] = rr.position.Load()
+		offsets[client.TopicPartition{Topic: r.topic, Partition: rr.partition}] = rr.committable.Load()
 	}
 	var err error
 	if flush {
