@@ -99,8 +99,8 @@ proto: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc ## regenerate 
 	  --go-grpc_out=rpc/proto --go-grpc_opt=paths=source_relative \
 	  rpc/proto/strata/v1/*.proto
 
-clean: ## remove build output and local data
-	rm -rf $(BIN) ./data
+clean: ## remove build output and local data (make run, run-minio, cluster and certs)
+	rm -rf $(BIN) ./data ./data-minio ./.cluster ./certs
 
 run-minio: build minio ## start a local MinIO and one broker using it as the cold tier (Ctrl-C stops both)
 	@./scripts/run-minio.sh

@@ -137,6 +137,11 @@ func (p *replicaPartition) bounds() (start, end int64) {
 // soon as Start returns) and starts the refresh loop.
 func (b *Broker) startReadReplica(ctx context.Context) error {
 	store, err := OpenReadOnlyStore(ctx, b.cfg)
+	if err == nil {
+		// Counted as a writing broker's store is, for /metrics.
+		b.storeMetrics = &objstore.Metrics{}
+		store = objstore.ReaderWithMetrics(store, b.storeMetrics)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("broker: read replica: no fs object store at %s (object_store.path): a read replica reads a store another cluster writes, and creates none", b.cfg.ObjectStorePath())
 	}
@@ -599,11 +604,16 @@ func (b readOnly) describeTopic(name string) (TopicDescription, error) {
 // clusterStatus is ClusterStatus on a replica: a cluster of one.
 func (b readOnly) clusterStatus() ClusterStatus {
 	all, version := b.replica.catalog()
-	s := ClusterStatus{BrokerID: b.id, ControllerID: b.id, MetadataVersion: version, Partitions: map[string]int{}}
+	// No controller: Cluster names this broker the controller only so
+	// that admin sent here is refused rather than forwarded; there is no
+	// metadata group. The cold tier is the bucket it serves everything from.
+	s := ClusterStatus{BrokerID: b.id, ControllerID: -1, MetadataVersion: version, Partitions: map[string]int{},
+		ReadReplica: true, ColdTier: true, ObjectStore: StoreLocation(b.cfg)}
 	s.Brokers = []BrokerStatus{{BrokerView: BrokerView{ID: b.id, Addr: b.cfg.AdvertiseAddr()}, Alive: true, Registered: true}}
 	for _, t := range all {
 		s.Partitions[t.name] = len(t.parts)
 	}
+	s.setColdStats(b.replica.cold.Stats())
 	return s
 }
 
@@ -635,4 +645,5 @@ func (b readOnly) writeMetrics(w io.Writer) {
 		}
 	}
 	b.RequestMetrics().write(mw)
+	b.writeStoreMetrics(mw, b.replica.cold)
 }
