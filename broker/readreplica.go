@@ -146,7 +146,7 @@ func (b *Broker) startReadReplica(ctx context.Context) error {
 		return fmt.Errorf("broker: read replica: no fs object store at %s (object_store.path): a read replica reads a store another cluster writes, and creates none", b.cfg.ObjectStorePath())
 	}
 	if err != nil {
-		return fmt.Errorf("broker: read replica: object store: %w", err)
+		return fmt.Errorf("broker: read replica: %w", ExplainStoreError(b.cfg, fmt.Errorf("object store: %w", err)))
 	}
 	r := &readReplica{store: store, refresh: time.Duration(b.cfg.ReadReplicaRefresh), log: b.log, now: time.Now}
 	r.mu.topics = map[string]*replicaTopic{}
@@ -160,7 +160,7 @@ func (b *Broker) startReadReplica(ctx context.Context) error {
 	r.cold = cold
 	if err := r.scan(ctx); err != nil {
 		cold.Close()
-		return fmt.Errorf("broker: read replica: listing the bucket: %w", err)
+		return fmt.Errorf("broker: read replica: listing the bucket: %w", ExplainStoreError(b.cfg, err))
 	}
 	b.role = ro
 	b.goLoop(func() { r.refreshLoop(b.stop) })

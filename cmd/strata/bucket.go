@@ -40,6 +40,14 @@ const (
 // is, named as strata serve names it.
 type bucketFlags struct {
 	configFile string
+	// cfg is what open loaded, for explaining the store's errors.
+	cfg config.Broker
+}
+
+// explain turns an error of the store into one line that says what to
+// check, where it is of a kind a setting explains.
+func (f *bucketFlags) explain(err error) error {
+	return broker.ExplainStoreError(f.cfg, err)
 }
 
 // storeFlag reports whether the broker setting behind flag name says
@@ -74,6 +82,7 @@ func (f *bucketFlags) open(ctx context.Context, cmd *cobra.Command) (r objstore.
 	if err != nil {
 		return nil, "", &exitError{code: exitUsage, err: err}
 	}
+	f.cfg = cfg
 	o := cfg.ObjectStore
 	switch o.Type {
 	case config.ObjectStoreNone:
@@ -94,7 +103,7 @@ func (f *bucketFlags) open(ctx context.Context, cmd *cobra.Command) (r objstore.
 		err = usageErrorf("no fs object store at %s: see --object-store-path, --data-dir (the store is <data_dir>/objects by default), or give --config with the broker's config file (a broker using S3 or MinIO keeps nothing there)", where)
 	}
 	if err != nil {
-		return nil, "", &exitError{code: exitUsage, err: err}
+		return nil, "", &exitError{code: exitUsage, err: f.explain(err)}
 	}
 	if o.Prefix != "" {
 		where += ", prefix " + o.Prefix
@@ -238,7 +247,7 @@ It reads manifests only, never a segment: use verify to check the objects.
 			}
 			rows, err := tiering.ListBucket(ctx, r, topic)
 			if err != nil {
-				return err
+				return f.explain(err)
 			}
 			if topic != "" && len(rows) == 0 {
 				return &exitError{code: exitUsage, err: usageErrorf("no manifest of topic %q in %s", topic, where)}
@@ -391,7 +400,7 @@ Progress shows on stderr: a bar on a terminal, otherwise a line every 10s.`,
 				bar.done()
 			}
 			if err != nil {
-				return err
+				return f.explain(err)
 			}
 			if opts.Topic != "" && rep.Listed == 0 {
 				return &exitError{code: exitUsage, err: usageErrorf("no object of topic %q in %s", opts.Topic, where)}
