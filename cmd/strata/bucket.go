@@ -181,7 +181,7 @@ read.`,
 	f.register(cmd)
 	// A mistyped flag is a usage error (2), not a finding (1).
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: usageErrorf("%v (see %s --help)", err, c.CommandPath())}
+		return &exitError{code: exitUsage, err: usageErrorf("%s (see %s --help)", suggestFlag(c, err), c.CommandPath())}
 	})
 	cmd.AddCommand(newBucketLsCommand(&f), newBucketVerifyCommand(&f))
 	return cmd
