@@ -27,7 +27,10 @@ export GOFLAGS ?= -buildvcs=false
 .PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio kcat clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
+	@# The name column is as wide as the longest target name.
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' \
+	  '{ n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1) } \
+	   END { for (i = 1; i <= NR; i++) printf("  %s  %s\n", sprintf("%-" w "s", n[i]), d[i]) }'
 
 build: ## compile every package and build bin/strata
 	$(GO) build ./...

@@ -367,6 +367,12 @@ manifest and every object the manifests name, whole:
     from the segment's first offset to its last, the index entries and the
     log's CRC and time range. With --records every record is decoded too.
 
+A partition's manifest is its head (one object, rewritten on every
+upload) and its closed parts: once the head lists 1000 segments, the oldest
+of them move into a closed part, an immutable object the head names, so
+that the head stays small however long the history. The summary line
+counts the partitions, the closed parts and the segments checked.
+
 Each problem is one line, "problem: <object>: <what is wrong>". Objects no
 manifest names are listed as orphans with their size: they are not
 problems (an upload in flight is one until its commit, and brokers delete
