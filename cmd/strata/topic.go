@@ -32,8 +32,8 @@ func newTopicCommand() *cobra.Command {
 		Long: `Manage topics. A topic is a named log split into partitions; order holds
 within a partition. Per-topic settings keep Kafka's names (retention.ms,
 segment.bytes, ...); sizes and durations may be written the human way
-("90d", "128MiB"). "strata topic describe" lists every setting with its
-default.`,
+("90d", "128MiB"). "strata topic configs" lists every setting with its
+default; "strata topic describe" shows a topic's.`,
 		Example: `  strata topic create events --partitions 6 --config retention.ms=90d
   strata topic list
   strata topic describe events
