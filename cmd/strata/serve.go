@@ -179,7 +179,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 		if auth != nil {
 			scheme = "https"
 		}
-		adminAt = scheme + "://" + cfg.Admin.Listen + " (/metrics, /healthz, /readyz)"
+		adminAt = scheme + "://" + admin.Addr + " (/metrics, /healthz, /readyz)"
 	}
 	if b.ReadReplica() {
 		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s as a read-only replica of %s; admin on %s; %s\n",
@@ -351,7 +351,9 @@ func serveAdmin(cfg config.Admin, b *broker.Broker, auth *rpc.Auth, logger *slog
 		mux.HandleFunc("/debug/pprof/symbol", guard(pprof.Symbol))
 		mux.HandleFunc("/debug/pprof/trace", guard(pprof.Trace))
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	// Addr is the address listened on (a port 0 resolved), for the start
+	// line; Serve does not read it.
+	srv := &http.Server{Addr: lis.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 	go func() {
 		if err := srv.Serve(lis); err != nil && err != http.ErrServerClosed {
 			logger.Error("admin endpoint stopped", "err", err)
