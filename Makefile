@@ -27,7 +27,10 @@ export GOFLAGS ?= -buildvcs=false
 .PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio kcat clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
+	@# The name column is as wide as the longest target name.
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' \
+	  '{ n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1) } \
+	   END { for (i = 1; i <= NR; i++) printf("  %s  %s\n", sprintf("%-" w "s", n[i]), d[i]) }'
 
 build: ## compile every package and build bin/strata
 	$(GO) build ./...
@@ -99,8 +102,8 @@ proto: $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc ## regenerate 
 	  --go-grpc_out=rpc/proto --go-grpc_opt=paths=source_relative \
 	  rpc/proto/strata/v1/*.proto
 
-clean: ## remove build output and local data
-	rm -rf $(BIN) ./data
+clean: ## remove build output and local data (make run, run-minio, cluster and certs)
+	rm -rf $(BIN) ./data ./data-minio ./.cluster ./certs
 
 run-minio: build minio ## start a local MinIO and one broker using it as the cold tier (Ctrl-C stops both)
 	@./scripts/run-minio.sh

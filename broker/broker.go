@@ -178,9 +178,12 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	}
 	b.storeMetrics = &objstore.Metrics{}
 	if b.store, err = openStore(ctx, cfg, b.storeMetrics); err != nil {
-		return nil, fmt.Errorf("broker: object store: %w", err)
+		return nil, fmt.Errorf("broker: %w", ExplainStoreError(cfg, fmt.Errorf("object store: %w", err)))
 	}
 	if b.store != nil {
+		if err := probeStore(ctx, cfg, b.store, logger); err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
 		b.coldPace = newColdPacer(cfg.Tiering, b.topicReadLimits)
 		b.cold, err = tiering.NewColdReader(b.store, b.coldReaderConfig())
 		if err != nil {

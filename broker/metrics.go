@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/strata-log/strata/tiering"
 )
 
 // WriteMetrics writes the broker's metrics in the Prometheus text format,
@@ -100,6 +102,12 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 			mw.sample("strata_upload_lag_seconds", partitionLabels(l.p.topic, l.p.id), age.Seconds())
 		}
 	}
+	b.writeStoreMetrics(mw, b.cold)
+}
+
+// writeStoreMetrics writes the object store's calls and the cold reader's
+// cache: a writing broker's and a read replica's alike.
+func (b *Broker) writeStoreMetrics(mw *metricsWriter, cold *tiering.ColdReader) {
 	mw.family("strata_objstore_calls_total", "counter", "Object store calls by operation.")
 	snap := b.storeMetrics.Snapshot()
 	ops := make([]string, 0, len(snap))
@@ -123,10 +131,10 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 	}
 	mw.counter("strata_objstore_read_bytes_total", "Bytes read from the object store.", read)
 	mw.counter("strata_objstore_written_bytes_total", "Bytes written to the object store.", written)
-	if b.cold == nil {
+	if cold == nil {
 		return
 	}
-	s := b.cold.Stats()
+	s := cold.Stats()
 	mw.counter("strata_cold_chunk_hits_total", "Cold reads served from the chunk cache.", int64(s.ChunkHits))
 	mw.counter("strata_cold_chunk_misses_total", "Cold reads that waited for a GET.", int64(s.ChunkMisses))
 	mw.counter("strata_cold_gets_total", "Requests for object bytes sent by the cold reader.", int64(s.Gets))

@@ -137,11 +137,16 @@ func (p *replicaPartition) bounds() (start, end int64) {
 // soon as Start returns) and starts the refresh loop.
 func (b *Broker) startReadReplica(ctx context.Context) error {
 	store, err := OpenReadOnlyStore(ctx, b.cfg)
+	if err == nil {
+		// Counted as a writing broker's store is, for /metrics.
+		b.storeMetrics = &objstore.Metrics{}
+		store = objstore.ReaderWithMetrics(store, b.storeMetrics)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("broker: read replica: no fs object store at %s (object_store.path): a read replica reads a store another cluster writes, and creates none", b.cfg.ObjectStorePath())
 	}
 	if err != nil {
-		return fmt.Errorf("broker: read replica: object store: %w", err)
+		return fmt.Errorf("broker: read replica: %w", ExplainStoreError(b.cfg, fmt.Errorf("object store: %w", err)))
 	}
 	r := &readReplica{store: store, refresh: time.Duration(b.cfg.ReadReplicaRefresh), log: b.log, now: time.Now}
 	r.mu.topics = map[string]*replicaTopic{}
@@ -155,7 +160,7 @@ func (b *Broker) startReadReplica(ctx context.Context) error {
 	r.cold = cold
 	if err := r.scan(ctx); err != nil {
 		cold.Close()
-		return fmt.Errorf("broker: read replica: listing the bucket: %w", err)
+		return fmt.Errorf("broker: read replica: listing the bucket: %w", ExplainStoreError(b.cfg, err))
 	}
 	b.role = ro
 	b.goLoop(func() { r.refreshLoop(b.stop) })
@@ -599,11 +604,16 @@ func (b readOnly) describeTopic(name string) (TopicDescription, error) {
 // clusterStatus is ClusterStatus on a replica: a cluster of one.
 func (b readOnly) clusterStatus() ClusterStatus {
 	all, version := b.replica.catalog()
-	s := ClusterStatus{BrokerID: b.id, ControllerID: b.id, MetadataVersion: version, Partitions: map[string]int{}}
+	// No controller: Cluster names this broker the controller only so
+	// that admin sent here is refused rather than forwarded; there is no
+	// metadata group. The cold tier is the bucket it serves everything from.
+	s := ClusterStatus{BrokerID: b.id, ControllerID: -1, MetadataVersion: version, Partitions: map[string]int{},
+		ReadReplica: true, ColdTier: true, ObjectStore: StoreLocation(b.cfg)}
 	s.Brokers = []BrokerStatus{{BrokerView: BrokerView{ID: b.id, Addr: b.cfg.AdvertiseAddr()}, Alive: true, Registered: true}}
 	for _, t := range all {
 		s.Partitions[t.name] = len(t.parts)
 	}
+	s.setColdStats(b.replica.cold.Stats())
 	return s
 }
 
@@ -635,4 +645,5 @@ func (b readOnly) writeMetrics(w io.Writer) {
 		}
 	}
 	b.RequestMetrics().write(mw)
+	b.writeStoreMetrics(mw, b.replica.cold)
 }

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/strata-log/strata/tiering"
 )
 
 // Ready returns nil when the broker is ready for clients: it knows a
@@ -69,6 +71,15 @@ type ClusterStatus struct {
 	ColdTier    bool
 	CacheHits   uint64
 	CacheMisses uint64
+	// ColdGets counts the GETs the cold reader sent: the first read of a
+	// chunk shows here even when read-ahead made it a cache hit.
+	ColdGets uint64
+	// ObjectStore is where the cold tier is (StoreLocation); empty
+	// without one.
+	ObjectStore string
+	// ReadReplica: this broker is a read-only replica of another
+	// cluster's bucket, a cluster of one with no controller.
+	ReadReplica bool
 }
 
 // BrokerStatus is one broker in a ClusterStatus.
@@ -157,10 +168,15 @@ func (b clusterMember) clusterStatus() ClusterStatus {
 	})
 	if b.store != nil {
 		s.ColdTier = true
+		s.ObjectStore = StoreLocation(b.cfg)
 		if b.cold != nil {
-			st := b.cold.Stats()
-			s.CacheHits, s.CacheMisses = st.ChunkHits, st.ChunkMisses
+			s.setColdStats(b.cold.Stats())
 		}
 	}
 	return s
+}
+
+// setColdStats copies the cold reader's cache and GET counts.
+func (s *ClusterStatus) setColdStats(st tiering.ReaderStats) {
+	s.CacheHits, s.CacheMisses, s.ColdGets = st.ChunkHits, st.ChunkMisses, uint64(st.Gets)
 }

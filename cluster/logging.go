@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -73,6 +74,7 @@ func (a *hclogAdapter) enabled(l hclog.Level) bool {
 // Log writes one record. hclog arguments are alternating keys and values,
 // which slog takes as they are.
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	level = expectedLevel(level, msg, args)
 	if !a.enabled(level) {
 		return
 	}
@@ -88,6 +90,22 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	attrs = append(attrs, a.implied...)
 	attrs = append(attrs, args...)
 	a.logger.Log(ctx, sl, msg, attrs...)
+}
+
+// expectedLevel lowers to info raft's warning that it starts an election
+// when no leader was ever known: every broker starting, a single one
+// above all, goes through it, and nothing is wrong. With a leader known
+// before, the timeout means it was lost, and stays a warning.
+func expectedLevel(level hclog.Level, msg string, args []any) hclog.Level {
+	if level != hclog.Warn || msg != "heartbeat timeout reached, starting election" {
+		return level
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "last-leader-addr" && fmt.Sprint(args[i+1]) != "" {
+			return level
+		}
+	}
+	return hclog.Info
 }
 
 // Trace logs at trace level.

@@ -82,3 +82,26 @@ func TestHclogAdapterRespectsHandler(t *testing.T) {
 		t.Fatalf("written: %s", buf.String())
 	}
 }
+
+// TestFirstElectionIsNotAWarning: raft's election timeout is a warning
+// only when a leader was known before; at start, with none ever known,
+// it is info, so that a broker starting alone logs no warning.
+func TestFirstElectionIsNotAWarning(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a := newHclogAdapter(logger, "raft", slog.LevelWarn)
+	const msg = "heartbeat timeout reached, starting election"
+	a.Warn(msg, "last-leader-addr", "", "last-leader-id", "")
+	if buf.Len() != 0 {
+		t.Fatalf("the first election was logged at warn: %s", buf.String())
+	}
+	a.Warn(msg, "last-leader-addr", "127.0.0.1:7401", "last-leader-id", "2")
+	if out := buf.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "last-leader-id=2") {
+		t.Fatalf("losing a known leader is not a warning: %q", out)
+	}
+	buf.Reset()
+	a.Warn("something else", "last-leader-addr", "")
+	if !strings.Contains(buf.String(), "level=WARN") {
+		t.Fatalf("another warning was lowered: %q", buf.String())
+	}
+}

@@ -18,7 +18,7 @@
 // variables and flags; see Load and BindFlags. One table of fields names
 // each setting in all three places (object_store.type,
 // STRATA_OBJECT_STORE_TYPE, --object-store-type), so they cannot drift
-// apart. testdata/strata.yaml is the documented example.
+// apart. strata.example.yaml is the documented example.
 //
 // # Errors
 //

@@ -49,7 +49,7 @@ func ExampleLoad() {
 		}
 		return "", false
 	}
-	b, err := config.Load("testdata/strata.yaml", env, fs)
+	b, err := config.Load("strata.example.yaml", env, fs)
 	if err != nil {
 		fmt.Println(err)
 		return

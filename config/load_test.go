@@ -62,7 +62,7 @@ func TestLoadMissingFile(t *testing.T) {
 // TestExampleFile: the documented example loads, names every setting (so
 // the docs cannot fall behind the code) and mentions every topic key.
 func TestExampleFile(t *testing.T) {
-	const path = "testdata/strata.yaml"
+	const path = "strata.example.yaml"
 	b, err := Load(path, nil, nil)
 	if err != nil {
 		t.Fatalf("Load(%s) = %v", path, err)
@@ -101,6 +101,18 @@ func TestExampleFile(t *testing.T) {
 	for _, k := range TopicKeys() {
 		if !strings.Contains(string(data), k.Name) {
 			t.Errorf("%s does not mention topic key %s", path, k.Name)
+		}
+	}
+	// Every value is the default, so that a copy changes only what its
+	// owner edits (topic_defaults restates the topic defaults, checked
+	// above).
+	def := DefaultBroker()
+	for _, f := range brokerFields() {
+		if f.path == "topic_defaults" {
+			continue
+		}
+		if got, want := f.get(&b), f.get(&def); got != want {
+			t.Errorf("%s sets %s to %q; the default is %q", path, f.path, got, want)
 		}
 	}
 }

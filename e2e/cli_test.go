@@ -400,6 +400,47 @@ func TestCLIConsumeFollow(t *testing.T) {
 	}
 }
 
+// TestCLIJSON: the listings of the real binary against a real broker
+// decode as the JSON docs/CLI.md describes.
+func TestCLIJSON(t *testing.T) {
+	b := newBroker(t, 1)
+	b.start()
+	mustStrata(t, b, "", "topic", "create", "events", "--partitions", "2")
+	mustStrata(t, b, "a\nb\nc\n", "produce", "events")
+
+	var topics []struct {
+		Name              string `json:"name"`
+		Partitions        int32  `json:"partitions"`
+		ReplicationFactor int32  `json:"replication_factor"`
+	}
+	if err := json.Unmarshal([]byte(mustStrata(t, b, "", "topic", "list", "--format", "json")), &topics); err != nil ||
+		len(topics) != 1 || topics[0].Name != "events" || topics[0].Partitions != 2 || topics[0].ReplicationFactor != 1 {
+		t.Fatalf("topic list --format json: %+v %v", topics, err)
+	}
+	var topic struct {
+		Name       string `json:"name"`
+		Partitions []struct {
+			Partition     int32 `json:"partition"`
+			HighWatermark int64 `json:"high_watermark"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(mustStrata(t, b, "", "topic", "describe", "events", "--format", "json")), &topic); err != nil ||
+		topic.Name != "events" || len(topic.Partitions) != 2 || topic.Partitions[0].HighWatermark+topic.Partitions[1].HighWatermark != 3 {
+		t.Fatalf("topic describe --format json: %+v %v", topic, err)
+	}
+	var status struct {
+		BrokerID int32 `json:"broker_id"`
+		Brokers  []struct {
+			ID       int32 `json:"id"`
+			Answered bool  `json:"answered"`
+		} `json:"brokers"`
+	}
+	if err := json.Unmarshal([]byte(mustStrata(t, b, "", "cluster", "status", "--format", "json")), &status); err != nil ||
+		status.BrokerID != 1 || len(status.Brokers) != 1 || !status.Brokers[0].Answered {
+		t.Fatalf("cluster status --format json: %+v %v", status, err)
+	}
+}
+
 func TestCLIErrors(t *testing.T) {
 	b := newBroker(t, 1)
 	b.start()
@@ -429,6 +470,9 @@ func TestCLIErrors(t *testing.T) {
 	wantFailure(t, strata(t, b, "", "consume", "there", "--partition", "4"), "partition 4", "PARTITION_NOT_FOUND")
 	wantFailure(t, strata(t, b, "", "consume", "there", "--format", "xml"), `--format "xml"`)
 	wantFailure(t, strata(t, b, "", "topic", "describe"), "missing NAME")
+	wantFailure(t, strata(t, b, "", "topic", "lsit"), `unknown command "lsit" for "strata topic"; did you mean "list"?`)
+	wantFailure(t, strata(t, b, "", "topic", "list", "--fromat", "json"), "unknown flag: --fromat; did you mean --format?")
+	wantFailure(t, strata(t, b, "", "topic", "list", "--format", "yaml"), `--format "yaml": want text or json`)
 
 	// No broker at the address: says so at once.
 	dead := &brokerProc{addr: freeport.Loopback(t)}

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,6 +144,49 @@ func TestReadReplicaServesAnotherClustersBucket(t *testing.T) {
 	}
 	if _, ok := metrics[`strata_read_replica_head_age_seconds{topic="mirror",partition="0"}`]; !ok {
 		t.Fatalf("no head age metric: %v", metrics)
+	}
+	// It served everything from the bucket: its metrics count the GETs
+	// and the cold reads, as a writing broker's do.
+	for _, name := range []string{`strata_objstore_calls_total{op="get"}`, "strata_cold_fetched_bytes_total", "strata_cold_gets_total", "strata_objstore_read_bytes_total"} {
+		if metrics[name] <= 0 {
+			t.Errorf("%s = %v on a replica that served %d records from the bucket", name, metrics[name], total)
+		}
+	}
+
+	// cluster status describes it as what it is: no controller, the
+	// bucket as its cold tier, the cold reads it made (read-ahead may
+	// have made every one a hit: the GETs show them).
+	var st struct {
+		ControllerID int32    `json:"controller_id"`
+		ReadReplica  bool     `json:"read_replica"`
+		ColdTier     bool     `json:"cold_tier"`
+		ObjectStores []string `json:"object_stores"`
+		Brokers      []struct {
+			Controller bool `json:"controller"`
+		} `json:"brokers"`
+		Cache struct {
+			Hits   uint64 `json:"hits"`
+			Misses uint64 `json:"misses"`
+			Gets   uint64 `json:"gets"`
+		} `json:"cache"`
+	}
+	js := r.run(nil, "cluster", "status", "--format", "json")
+	if err := json.Unmarshal([]byte(js), &st); err != nil {
+		t.Fatalf("cluster status --format json: %v in %s", err, js)
+	}
+	wantStore := "s3://" + m.Bucket + "/" + prefix + " at " + m.Endpoint
+	if st.ControllerID != -1 || !st.ReadReplica || !st.ColdTier || len(st.ObjectStores) != 1 || st.ObjectStores[0] != wantStore ||
+		len(st.Brokers) != 1 || st.Brokers[0].Controller || st.Cache.Hits+st.Cache.Misses == 0 || st.Cache.Gets == 0 {
+		t.Errorf("cluster status of the replica: %+v from:\n%s", st, js)
+	}
+	text := r.run(nil, "cluster", "status")
+	for _, want := range []string{"Read replica 9 of " + wantStore, "Cold tier: " + wantStore} {
+		if !strings.Contains(text, want) {
+			t.Errorf("cluster status of the replica lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "object_store.type none") {
+		t.Errorf("cluster status of the replica says it has no cold tier:\n%s", text)
 	}
 
 	// The replica follows new uploads.

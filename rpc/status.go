@@ -39,6 +39,9 @@ func (s *adminService) ClusterStatus(ctx context.Context, req *stratav1.ClusterS
 		ColdTier:             st.ColdTier,
 		CacheHits:            st.CacheHits,
 		CacheMisses:          st.CacheMisses,
+		ColdGets:             st.ColdGets,
+		ObjectStore:          st.ObjectStore,
+		ReadReplica:          st.ReadReplica,
 	}
 	for _, n := range st.Partitions {
 		resp.Partitions += int32(n)

@@ -172,6 +172,7 @@ not stored is not an error; the command says that nothing matched.`,
 
 func newACLListCommand(f *clientFlags) *cobra.Command {
 	var principal string
+	var format outputFlag
 	cmd := &cobra.Command{
 		Use:   "list [--principal P]",
 		Short: "List the stored ACLs",
@@ -179,22 +180,48 @@ func newACLListCommand(f *clientFlags) *cobra.Command {
 principal, the operation, the kind of resource, its name ("-" for the
 cluster, "(any)" for an empty prefix, which covers every name) and whether
 the name is a literal name or a prefix. --principal shows only the ACLs of
-that exact principal ('*' shows those granted to every principal).`,
+that exact principal ('*' shows those granted to every principal).
+--format json writes one JSON array instead (docs/CLI.md).`,
 		Example: `  strata acl list
   strata acl list --principal User:alice`,
 		Args: exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			if err := format.check(); err != nil {
+				return err
+			}
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
 				acls, err := c.ListACLs(ctx, principal)
 				if err != nil {
 					return err
+				}
+				if format == outputJSON {
+					return writeJSON(cmd.OutOrStdout(), aclJSON(acls))
 				}
 				return printACLs(cmd.OutOrStdout(), acls)
 			})
 		}),
 	}
 	cmd.Flags().StringVar(&principal, "principal", "", "only the ACLs of this principal (User:NAME or '*')")
+	addOutputFlag(cmd, &format)
 	return cmd
+}
+
+// aclDoc is one ACL in acl list --format json: name is "" for the cluster
+// resource and, with prefix true, for a prefix covering every name.
+type aclDoc struct {
+	Principal    string `json:"principal"`
+	Operation    string `json:"operation"`
+	ResourceType string `json:"resource_type"`
+	Name         string `json:"name"`
+	Prefix       bool   `json:"prefix"`
+}
+
+func aclJSON(acls []*stratav1.ACL) []aclDoc {
+	out := []aclDoc{}
+	for _, a := range acls {
+		out = append(out, aclDoc{Principal: a.GetPrincipal(), Operation: a.GetOperation(), ResourceType: a.GetResourceType(), Name: a.GetName(), Prefix: a.GetPrefix()})
+	}
+	return out
 }
 
 // printACLs writes one ACL per row, in the order given.

@@ -40,6 +40,14 @@ const (
 // is, named as strata serve names it.
 type bucketFlags struct {
 	configFile string
+	// cfg is what open loaded, for explaining the store's errors.
+	cfg config.Broker
+}
+
+// explain turns an error of the store into one line that says what to
+// check, where it is of a kind a setting explains.
+func (f *bucketFlags) explain(err error) error {
+	return broker.ExplainStoreError(f.cfg, err)
 }
 
 // storeFlag reports whether the broker setting behind flag name says
@@ -74,6 +82,7 @@ func (f *bucketFlags) open(ctx context.Context, cmd *cobra.Command) (r objstore.
 	if err != nil {
 		return nil, "", &exitError{code: exitUsage, err: err}
 	}
+	f.cfg = cfg
 	o := cfg.ObjectStore
 	switch o.Type {
 	case config.ObjectStoreNone:
@@ -91,15 +100,43 @@ func (f *bucketFlags) open(ctx context.Context, cmd *cobra.Command) (r objstore.
 	// broker's uploads in flight.
 	r, err = broker.OpenReadOnlyStore(ctx, cfg)
 	if errors.Is(err, fs.ErrNotExist) {
-		err = usageErrorf("no fs object store at %s: see --object-store-path, --data-dir (the store is <data_dir>/objects by default) or --config", where)
+		err = usageErrorf("no fs object store at %s: see --object-store-path, --data-dir (the store is <data_dir>/objects by default), or give --config with the broker's config file (a broker using S3 or MinIO keeps nothing there)", where)
 	}
 	if err != nil {
-		return nil, "", &exitError{code: exitUsage, err: err}
+		return nil, "", &exitError{code: exitUsage, err: f.explain(err)}
 	}
 	if o.Prefix != "" {
 		where += ", prefix " + o.Prefix
 	}
+	// Say which store is read before reading it: a broker run with MinIO
+	// keeps nothing in ./data/objects, and an empty listing of the wrong
+	// store looks like an empty cold tier.
+	note := ""
+	if f.defaulted(cmd) {
+		note = " (the default fs store; for a broker's own store give --config with its config file, or its --object-store-* flags)"
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "reading %s%s\n", where, note)
 	return r, where, nil
+}
+
+// defaulted reports whether nothing named the store: no --config, no flag
+// and no environment variable of the store, so the default
+// ./data/objects is read.
+func (f *bucketFlags) defaulted(cmd *cobra.Command) bool {
+	if f.configFile != "" {
+		return false
+	}
+	changed := false
+	cmd.Flags().Visit(func(fl *pflag.Flag) { changed = changed || storeFlag(fl.Name) })
+	if changed {
+		return false
+	}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "STRATA_OBJECT_STORE_") || strings.HasPrefix(kv, "STRATA_DATA_DIR=") {
+			return false
+		}
+	}
+	return true
 }
 
 func newBucketCommand() *cobra.Command {
@@ -112,8 +149,11 @@ whether it is sound (verify). No broker is needed, and nothing is written,
 so both are safe beside a running cluster and on a copy of a bucket.
 
 The store is found as strata serve finds it: defaults, then the YAML file
-given with --config, then STRATA_OBJECT_STORE_* (and STRATA_DATA_DIR)
-environment variables, then the flags below. Give S3 secrets through the
+given with --config (the broker's own config file: the simplest way to read
+the store a broker writes, MinIO or S3 included), then STRATA_OBJECT_STORE_*
+(and STRATA_DATA_DIR) environment variables, then the flags below. With none
+of them it reads the fs store of "make run", ./data/objects. The first line
+on stderr names the store read. Give S3 secrets through the
 environment (STRATA_OBJECT_STORE_SECRET_KEY), or leave both keys empty for
 the standard AWS credential chain.
 
@@ -141,7 +181,7 @@ read.`,
 	f.register(cmd)
 	// A mistyped flag is a usage error (2), not a finding (1).
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: usageErrorf("%v (see %s --help)", err, c.CommandPath())}
+		return &exitError{code: exitUsage, err: usageErrorf("%s (see %s --help)", suggestFlag(c, err), c.CommandPath())}
 	})
 	cmd.AddCommand(newBucketLsCommand(&f), newBucketVerifyCommand(&f))
 	return cmd
@@ -180,6 +220,7 @@ func checkBucketTopic(topic string) error {
 
 func newBucketLsCommand(f *bucketFlags) *cobra.Command {
 	var topic string
+	var format outputFlag
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the topics and partitions the cold tier holds",
@@ -189,12 +230,16 @@ two), the partition, the segments and their bytes, the offsets held (START
 up to, not including, END), the smallest and largest record timestamps, the
 leader epoch and the generation (commits so far) of the manifest head.
 
-It reads manifests only, never a segment: use verify to check the objects.`,
+It reads manifests only, never a segment: use verify to check the objects.
+--format json writes one JSON document instead (docs/CLI.md).`,
 		Example: `  strata bucket ls
   strata bucket ls --topic orders --config strata.yaml`,
 		RunE: bucketRun(func(ctx context.Context, cmd *cobra.Command) error {
 			if err := checkBucketTopic(topic); err != nil {
 				return err
+			}
+			if err := format.check(); err != nil {
+				return &exitError{code: exitUsage, err: err}
 			}
 			r, where, err := f.open(ctx, cmd)
 			if err != nil {
@@ -202,7 +247,7 @@ It reads manifests only, never a segment: use verify to check the objects.`,
 			}
 			rows, err := tiering.ListBucket(ctx, r, topic)
 			if err != nil {
-				return err
+				return f.explain(err)
 			}
 			if topic != "" && len(rows) == 0 {
 				return &exitError{code: exitUsage, err: usageErrorf("no manifest of topic %q in %s", topic, where)}
@@ -210,7 +255,12 @@ It reads manifests only, never a segment: use verify to check the objects.`,
 			if len(rows) == 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "no manifest in %s\n", where)
 			}
-			if err := printBucketRows(cmd.OutOrStdout(), rows); err != nil {
+			if format == outputJSON {
+				err = writeJSON(cmd.OutOrStdout(), bucketJSON(where, rows))
+			} else {
+				err = printBucketRows(cmd.OutOrStdout(), rows)
+			}
+			if err != nil {
 				return err
 			}
 			bad := 0
@@ -227,7 +277,48 @@ It reads manifests only, never a segment: use verify to check the objects.`,
 		}),
 	}
 	cmd.Flags().StringVar(&topic, "topic", "", "list only this topic's partitions")
+	addOutputFlag(cmd, &format)
 	return cmd
+}
+
+// The JSON document of strata bucket ls --format json (docs/CLI.md).
+type (
+	bucketDoc struct {
+		Store      string               `json:"store"`
+		Partitions []bucketPartitionDoc `json:"partitions"`
+	}
+	bucketPartitionDoc struct {
+		Topic       string `json:"topic"`
+		TopicID     string `json:"topic_id"`
+		Partition   int32  `json:"partition"`
+		Segments    int    `json:"segments"`
+		Bytes       int64  `json:"bytes"`
+		StartOffset int64  `json:"start_offset"`
+		EndOffset   int64  `json:"end_offset"`
+		// MinTime and MaxTime are RFC 3339 with milliseconds, empty
+		// when the partition holds no segment.
+		MinTime     string `json:"min_time"`
+		MaxTime     string `json:"max_time"`
+		LeaderEpoch int32  `json:"leader_epoch"`
+		Generation  uint64 `json:"generation"`
+		Error       string `json:"error,omitempty"`
+	}
+)
+
+func bucketJSON(where string, rows []tiering.PartitionSummary) bucketDoc {
+	d := bucketDoc{Store: where, Partitions: []bucketPartitionDoc{}}
+	for _, s := range rows {
+		p := bucketPartitionDoc{Topic: s.Ref.Topic, TopicID: s.Ref.TopicID, Partition: s.Ref.Partition, Segments: s.Segments, Bytes: s.Bytes,
+			StartOffset: s.StartOffset, EndOffset: s.EndOffset, LeaderEpoch: s.LeaderEpoch, Generation: s.Generation}
+		if s.Segments > 0 {
+			p.MinTime, p.MaxTime = formatMillis(s.MinTs), formatMillis(s.MaxTs)
+		}
+		if s.Err != nil {
+			p.Error = s.Err.Error()
+		}
+		d.Partitions = append(d.Partitions, p)
+	}
+	return d
 }
 
 // printBucketRows writes the ls table.
@@ -276,6 +367,12 @@ manifest and every object the manifests name, whole:
     from the segment's first offset to its last, the index entries and the
     log's CRC and time range. With --records every record is decoded too.
 
+A partition's manifest is its head (one object, rewritten on every
+upload) and its closed parts: once the head lists 1000 segments, the oldest
+of them move into a closed part, an immutable object the head names, so
+that the head stays small however long the history. The summary line
+counts the partitions, the closed parts and the segments checked.
+
 Each problem is one line, "problem: <object>: <what is wrong>". Objects no
 manifest names are listed as orphans with their size: they are not
 problems (an upload in flight is one until its commit, and brokers delete
@@ -309,7 +406,7 @@ Progress shows on stderr: a bar on a terminal, otherwise a line every 10s.`,
 				bar.done()
 			}
 			if err != nil {
-				return err
+				return f.explain(err)
 			}
 			if opts.Topic != "" && rep.Listed == 0 {
 				return &exitError{code: exitUsage, err: usageErrorf("no object of topic %q in %s", opts.Topic, where)}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -144,6 +145,51 @@ func TestBucketCommands(t *testing.T) {
 	if out2, stderr, code := bucketCmd(t, "bucket", "ls", "--config", cfg); code != 0 || out2 != out {
 		t.Fatalf("ls --config: status %d\n%s%s", code, out2, stderr)
 	}
+	// As JSON, with the documented names.
+	js, _, code := bucketCmd(t, append([]string{"bucket", "ls", "--format", "json"}, where...)...)
+	var doc struct {
+		Store      string `json:"store"`
+		Partitions []struct {
+			Topic       string `json:"topic"`
+			TopicID     string `json:"topic_id"`
+			Partition   int32  `json:"partition"`
+			Segments    int    `json:"segments"`
+			StartOffset int64  `json:"start_offset"`
+			EndOffset   int64  `json:"end_offset"`
+			MinTime     string `json:"min_time"`
+			Generation  uint64 `json:"generation"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); code != 0 || err != nil {
+		t.Fatalf("ls --format json: status %d, %v in:\n%s", code, err, js)
+	}
+	if doc.Store != dir || len(doc.Partitions) != 2 || doc.Partitions[0].Partition != 2 || doc.Partitions[1].Partition != 10 ||
+		doc.Partitions[0].EndOffset != h2.EndOffset() || doc.Partitions[1].Generation != h10.Generation ||
+		doc.Partitions[0].Topic != "orders" || doc.Partitions[0].MinTime == "" {
+		t.Fatalf("ls --format json: %+v", doc)
+	}
+
+	// With nothing naming a store, the default ./data/objects is read,
+	// and stderr says so and how to read a broker's own.
+	t.Run("default", func(t *testing.T) {
+		base := t.TempDir()
+		if err := os.Mkdir(filepath.Join(base, "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(dir, filepath.Join(base, "data", "objects")); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(base)
+		_, stderr, code := bucketCmd(t, "bucket", "ls")
+		if code != 0 || !strings.HasPrefix(stderr, "reading "+filepath.Join(base, "data", "objects")+" (the default fs store; for a broker's own store give --config") {
+			t.Fatalf("ls with no store named: status %d, stderr %q", code, stderr)
+		}
+		os.Remove(filepath.Join(base, "data", "objects"))
+		_, stderr, code = bucketCmd(t, "bucket", "verify")
+		if code != exitUsage || !strings.Contains(stderr, "give --config with the broker's config file (a broker using S3 or MinIO keeps nothing there)") {
+			t.Fatalf("verify with no store: status %d, stderr %q", code, stderr)
+		}
+	})
 	t.Run("env", func(t *testing.T) {
 		t.Setenv("STRATA_OBJECT_STORE_PATH", dir)
 		if out2, stderr, code := bucketCmd(t, "bucket", "ls", "--topic", "orders"); code != 0 || out2 != out {
@@ -155,7 +201,7 @@ func TestBucketCommands(t *testing.T) {
 	segs10, _ := h10.Stats()
 	out, stderr, code = bucketCmd(t, append([]string{"bucket", "verify", "--records"}, where...)...)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("2 partitions, 0 closed parts, %d segments", segs2+segs10)) ||
-		!strings.HasSuffix(out, "\nsound\n") || stderr != "" {
+		!strings.HasSuffix(out, "\nsound\n") || stderr != "reading "+dir+"\n" {
 		t.Fatalf("verify of a sound bucket: status %d\n%s\nstderr: %s", code, out, stderr)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,7 @@ cache on one screen.`,
 
 func newClusterStatusCommand(f *clientFlags) *cobra.Command {
 	var limit int32
+	var format outputFlag
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show brokers, partitions needing attention, upload lag and cache hits",
@@ -52,7 +54,12 @@ func newClusterStatusCommand(f *clientFlags) *cobra.Command {
   - the cold chunk cache's hit ratio over every broker that answered.
 
 Lists show at most --limit partitions each and say how many more there are.
-With ACLs, partitions of topics you may not see are counted, not listed.`,
+With ACLs, partitions of topics you may not see are counted, not listed.
+
+A read replica (read_replica: true) answers as a cluster of one with no
+controller, and names the bucket it serves from as its cold tier.
+
+--format json writes the same as one JSON document (docs/CLI.md).`,
 		Example: `  strata cluster status
   strata cluster status --limit 50
   STRATA_BROKER=10.0.0.5:7400 strata cluster status --tls-ca ca.pem --tls-cert me.pem --tls-key me-key.pem`,
@@ -61,16 +68,23 @@ With ACLs, partitions of topics you may not see are counted, not listed.`,
 			if limit <= 0 {
 				return usageErrorf("--limit %d: want a positive number of partitions", limit)
 			}
+			if err := format.check(); err != nil {
+				return err
+			}
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
 				st, err := collectStatus(ctx, c, limit)
 				if err != nil {
 					return err
+				}
+				if format == outputJSON {
+					return writeJSON(cmd.OutOrStdout(), statusJSON(st, int(limit)))
 				}
 				return printStatus(cmd.OutOrStdout(), st, int(limit))
 			})
 		}),
 	}
 	cmd.Flags().Int32Var(&limit, "limit", 10, "most partitions to list in each section")
+	addOutputFlag(cmd, &format)
 	return cmd
 }
 
@@ -130,13 +144,19 @@ func printStatus(w io.Writer, st *clusterStatus, limit int) error {
 			alive++
 		}
 	}
-	controller := "none known"
-	if st.GetControllerId() >= 0 {
-		controller = fmt.Sprint(st.GetControllerId())
+	if st.GetReadReplica() {
+		fmt.Fprintf(w, "Read replica %d of %s: a cluster of one with no controller, %s, %s; catalog version %d\n\n",
+			st.GetBrokerId(), st.GetObjectStore(), nounCount(int(st.GetTopics()), "topic"), nounCount(int(st.GetPartitions()), "partition"),
+			st.GetMetadataVersion())
+	} else {
+		controller := "none known"
+		if st.GetControllerId() >= 0 {
+			controller = fmt.Sprint(st.GetControllerId())
+		}
+		fmt.Fprintf(w, "Cluster: %s (%d alive), controller %s, %s, %s; metadata version %d, as broker %d sees it\n\n",
+			nounCount(len(st.GetBrokers()), "broker"), alive, controller, nounCount(int(st.GetTopics()), "topic"), nounCount(int(st.GetPartitions()), "partition"),
+			st.GetMetadataVersion(), st.GetBrokerId())
 	}
-	fmt.Fprintf(w, "Cluster: %s (%d alive), controller %s, %s, %s; metadata version %d, as broker %d sees it\n\n",
-		nounCount(len(st.GetBrokers()), "broker"), alive, controller, nounCount(int(st.GetTopics()), "topic"), nounCount(int(st.GetPartitions()), "partition"),
-		st.GetMetadataVersion(), st.GetBrokerId())
 
 	tw := newTable(w)
 	fmt.Fprintln(tw, "BROKER\tADDRESS\tRACK\tALIVE\tCONTROLLER\tUPLOAD-LAG\tCACHE-HITS")
@@ -208,33 +228,40 @@ func printPartitions(w io.Writer, title string, ps []*stratav1.PartitionStatus, 
 	return nil
 }
 
-// printTier writes the upload lag and the cold cache over every broker
-// that answered.
-func printTier(w io.Writer, st *clusterStatus, limit int) error {
-	var rows []uploadRow
-	var lagBytes int64
-	var lagParts int
-	var hits, misses uint64
-	cold := 0
+// tierSummary is the cold tier over every broker that answered: the
+// upload lag, most behind first, and the cold reads.
+type tierSummary struct {
+	rows               []uploadRow
+	lagBytes           int64
+	lagParts           int
+	hits, misses, gets uint64
+	coldBrokers        int
+	stores             []string // the distinct cold tier locations, sorted
+}
+
+func summarizeTier(st *clusterStatus) tierSummary {
+	var t tierSummary
+	seen := map[string]bool{}
 	for id, own := range st.byBroker {
-		lagBytes += own.GetUploadLagBytes()
-		lagParts += int(own.GetUploadLagPartitions())
+		t.lagBytes += own.GetUploadLagBytes()
+		t.lagParts += int(own.GetUploadLagPartitions())
 		for _, l := range own.GetUploadLag() {
-			rows = append(rows, uploadRow{leader: id, lag: l})
+			t.rows = append(t.rows, uploadRow{leader: id, lag: l})
 		}
 		if own.GetColdTier() {
-			cold++
-			hits += own.GetCacheHits()
-			misses += own.GetCacheMisses()
+			t.coldBrokers++
+			t.hits += own.GetCacheHits()
+			t.misses += own.GetCacheMisses()
+			t.gets += own.GetColdGets()
+			if loc := own.GetObjectStore(); loc != "" && !seen[loc] {
+				seen[loc] = true
+				t.stores = append(t.stores, loc)
+			}
 		}
 	}
-	if cold == 0 {
-		fmt.Fprintf(w, "\nCold tier: none (the brokers that answered run with object_store.type none)\n")
-		return nil
-	}
-	fmt.Fprintf(w, "\nUpload lag: %s in %s\n", humanBytes(lagBytes), nounCount(lagParts, "partition"))
-	sort.Slice(rows, func(i, j int) bool {
-		a, b := rows[i].lag, rows[j].lag
+	sort.Strings(t.stores)
+	sort.Slice(t.rows, func(i, j int) bool {
+		a, b := t.rows[i].lag, t.rows[j].lag
 		if a.GetBytes() != b.GetBytes() {
 			return a.GetBytes() > b.GetBytes()
 		}
@@ -243,26 +270,54 @@ func printTier(w io.Writer, st *clusterStatus, limit int) error {
 		}
 		return a.GetPartition() < b.GetPartition()
 	})
-	shown := min(limit, len(rows))
+	return t
+}
+
+// printTier writes the upload lag and the cold cache over every broker
+// that answered.
+func printTier(w io.Writer, st *clusterStatus, limit int) error {
+	t := summarizeTier(st)
+	if t.coldBrokers == 0 {
+		fmt.Fprintf(w, "\nCold tier: none (the brokers that answered run with object_store.type none)\n")
+		return nil
+	}
+	if len(t.stores) > 0 {
+		fmt.Fprintf(w, "\nCold tier: %s\n", strings.Join(t.stores, "; "))
+	}
+	if st.GetReadReplica() {
+		// A replica uploads nothing: the writing cluster's leaders do.
+		fmt.Fprintln(w, "Upload lag: none here (a read replica uploads nothing)")
+	} else {
+		fmt.Fprintf(w, "\nUpload lag: %s in %s\n", humanBytes(t.lagBytes), nounCount(t.lagParts, "partition"))
+	}
+	shown := min(limit, len(t.rows))
 	if shown > 0 {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tLAG\tSEGMENTS")
-		for _, r := range rows[:shown] {
+		for _, r := range t.rows[:shown] {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", r.lag.GetTopic(), r.lag.GetPartition(), r.leader, humanBytes(r.lag.GetBytes()), r.lag.GetSegments())
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	if more := lagParts - shown; more > 0 {
+	if more := t.lagParts - shown; more > 0 {
 		fmt.Fprintf(w, "... and %d more not listed\n", more)
 	}
-	ratio := "no cold reads yet"
-	if hits+misses > 0 {
-		ratio = fmt.Sprintf("%.1f%% hits (%d of %d chunk reads)", 100*float64(hits)/float64(hits+misses), hits, hits+misses)
-	}
-	fmt.Fprintf(w, "\nCold chunk cache: %s, over %s\n", ratio, nounCount(cold, "broker"))
+	fmt.Fprintf(w, "\nCold chunk cache: %s, over %s\n", cacheFigure(t.hits, t.misses, t.gets), nounCount(t.coldBrokers, "broker"))
 	return nil
+}
+
+// cacheFigure is the cold cache's hit ratio with the GETs sent, so that a
+// first cold read shows even when read-ahead fetched what it then hit.
+func cacheFigure(hits, misses, gets uint64) string {
+	if hits+misses == 0 {
+		if gets == 0 {
+			return "no cold reads yet"
+		}
+		return fmt.Sprintf("no chunk reads yet, %s sent", nounCount(int(gets), "GET"))
+	}
+	return fmt.Sprintf("%.1f%% hits (%d of %d chunk reads), %s sent", 100*float64(hits)/float64(hits+misses), hits, hits+misses, nounCount(int(gets), "GET"))
 }
 
 // hitRatio is one broker's cold cache hit ratio for the brokers table.
@@ -295,6 +350,113 @@ func yesNo(v bool) string {
 func orDash(s string) string {
 	if s == "" {
 		return "-"
+	}
+	return s
+}
+
+// The JSON document of strata cluster status --format json (docs/CLI.md).
+type (
+	statusDoc struct {
+		BrokerID             int32             `json:"broker_id"`
+		ControllerID         int32             `json:"controller_id"`
+		MetadataVersion      uint64            `json:"metadata_version"`
+		ReadReplica          bool              `json:"read_replica"`
+		Topics               int32             `json:"topics"`
+		Partitions           int32             `json:"partitions"`
+		Brokers              []statusBrokerDoc `json:"brokers"`
+		UnderReplicatedCount int32             `json:"under_replicated_count"`
+		UnderReplicated      []partitionDoc    `json:"under_replicated"`
+		OfflineCount         int32             `json:"offline_count"`
+		Offline              []partitionDoc    `json:"offline"`
+		ColdTier             bool              `json:"cold_tier"`
+		ObjectStores         []string          `json:"object_stores"`
+		UploadLagBytes       int64             `json:"upload_lag_bytes"`
+		UploadLagPartitions  int               `json:"upload_lag_partitions"`
+		UploadLag            []statusUploadDoc `json:"upload_lag"`
+		Cache                statusCacheDoc    `json:"cache"`
+	}
+	statusBrokerDoc struct {
+		ID         int32  `json:"id"`
+		Address    string `json:"address"`
+		Rack       string `json:"rack"`
+		Alive      bool   `json:"alive"`
+		Registered bool   `json:"registered"`
+		Controller bool   `json:"controller"`
+		// Answered: the broker gave its own figures; Error says why not.
+		Answered       bool   `json:"answered"`
+		Error          string `json:"error,omitempty"`
+		ColdTier       bool   `json:"cold_tier"`
+		ObjectStore    string `json:"object_store"`
+		UploadLagBytes int64  `json:"upload_lag_bytes"`
+		CacheHits      uint64 `json:"cache_hits"`
+		CacheMisses    uint64 `json:"cache_misses"`
+		ColdGets       uint64 `json:"cold_gets"`
+	}
+	partitionDoc struct {
+		Topic     string  `json:"topic"`
+		Partition int32   `json:"partition"`
+		Leader    int32   `json:"leader"`
+		Replicas  []int32 `json:"replicas"`
+		ISR       []int32 `json:"isr"`
+	}
+	statusUploadDoc struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+		Leader    int32  `json:"leader"`
+		Bytes     int64  `json:"bytes"`
+		Segments  int32  `json:"segments"`
+	}
+	statusCacheDoc struct {
+		Brokers int    `json:"brokers"`
+		Hits    uint64 `json:"hits"`
+		Misses  uint64 `json:"misses"`
+		Gets    uint64 `json:"gets"`
+	}
+)
+
+func statusJSON(st *clusterStatus, limit int) statusDoc {
+	t := summarizeTier(st)
+	d := statusDoc{
+		BrokerID: st.GetBrokerId(), ControllerID: st.GetControllerId(), MetadataVersion: st.GetMetadataVersion(),
+		ReadReplica: st.GetReadReplica(), Topics: st.GetTopics(), Partitions: st.GetPartitions(),
+		Brokers:              []statusBrokerDoc{},
+		UnderReplicatedCount: st.GetUnderReplicatedCount(), UnderReplicated: partitionDocs(st.GetUnderReplicated()),
+		OfflineCount: st.GetOfflineCount(), Offline: partitionDocs(st.GetOffline()),
+		ColdTier: t.coldBrokers > 0, ObjectStores: append([]string{}, t.stores...),
+		UploadLagBytes: t.lagBytes, UploadLagPartitions: t.lagParts, UploadLag: []statusUploadDoc{},
+		Cache: statusCacheDoc{Brokers: t.coldBrokers, Hits: t.hits, Misses: t.misses, Gets: t.gets},
+	}
+	for _, b := range st.GetBrokers() {
+		bd := statusBrokerDoc{ID: b.GetId(), Address: b.GetAddress(), Rack: b.GetRack(), Alive: b.GetAlive(), Registered: b.GetRegistered(),
+			Controller: b.GetId() == st.GetControllerId()}
+		if own, ok := st.byBroker[b.GetId()]; ok {
+			bd.Answered, bd.ColdTier, bd.ObjectStore = true, own.GetColdTier(), own.GetObjectStore()
+			bd.UploadLagBytes, bd.CacheHits, bd.CacheMisses, bd.ColdGets = own.GetUploadLagBytes(), own.GetCacheHits(), own.GetCacheMisses(), own.GetColdGets()
+		} else if err, failed := st.failed[b.GetId()]; failed {
+			bd.Error = explain(err).Error()
+		}
+		d.Brokers = append(d.Brokers, bd)
+	}
+	for _, r := range t.rows[:min(limit, len(t.rows))] {
+		d.UploadLag = append(d.UploadLag, statusUploadDoc{Topic: r.lag.GetTopic(), Partition: r.lag.GetPartition(), Leader: r.leader, Bytes: r.lag.GetBytes(), Segments: r.lag.GetSegments()})
+	}
+	return d
+}
+
+func partitionDocs(ps []*stratav1.PartitionStatus) []partitionDoc {
+	out := []partitionDoc{}
+	for _, p := range ps {
+		m := p.GetPartition()
+		out = append(out, partitionDoc{Topic: p.GetTopic(), Partition: m.GetPartition(), Leader: m.GetLeader(),
+			Replicas: orEmpty(m.GetReplicas()), ISR: orEmpty(m.GetIsr())})
+	}
+	return out
+}
+
+// orEmpty makes a nil list [] in JSON, never null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
 	return s
 }

@@ -157,12 +157,54 @@ func TestClusterStatusCommand(t *testing.T) {
 		"Under-replicated partitions: 0",
 		"Offline partitions: 0",
 		"Upload lag: 0 B in 0 partitions",
-		"Cold chunk cache: no cold reads yet, over 1 broker",
+		"Cold tier: fs " + ab.b.DataDir() + "/objects",
 	}
 	for _, w := range want {
 		if !slices.Contains(rows, w) {
 			t.Errorf("no row %q in:\n%s", w, out)
 		}
+	}
+	if !strings.Contains(out, "Cold chunk cache: ") || !strings.Contains(out, "over 1 broker") {
+		t.Errorf("no cold cache line in:\n%s", out)
+	}
+
+	// The same as JSON, decoded into the documented names.
+	var doc struct {
+		BrokerID     int32    `json:"broker_id"`
+		ControllerID int32    `json:"controller_id"`
+		ReadReplica  bool     `json:"read_replica"`
+		Topics       int      `json:"topics"`
+		Partitions   int      `json:"partitions"`
+		ColdTier     bool     `json:"cold_tier"`
+		ObjectStores []string `json:"object_stores"`
+		Brokers      []struct {
+			ID          int32  `json:"id"`
+			Address     string `json:"address"`
+			Alive       bool   `json:"alive"`
+			Controller  bool   `json:"controller"`
+			Answered    bool   `json:"answered"`
+			ObjectStore string `json:"object_store"`
+		} `json:"brokers"`
+		UnderReplicated []json.RawMessage `json:"under_replicated"`
+		UploadLag       []json.RawMessage `json:"upload_lag"`
+		Cache           struct {
+			Brokers int `json:"brokers"`
+		} `json:"cache"`
+	}
+	js := mustStrataCmd(t, "cluster", "status", "--broker", ab.addr, "--format", "json")
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("--format json: %v in:\n%s", err, js)
+	}
+	fsStore := "fs " + ab.b.DataDir() + "/objects"
+	if doc.BrokerID != 1 || doc.ControllerID != 1 || doc.ReadReplica || doc.Topics != 1 || doc.Partitions != 2 || !doc.ColdTier ||
+		!slices.Equal(doc.ObjectStores, []string{fsStore}) || doc.Cache.Brokers != 1 ||
+		len(doc.Brokers) != 1 || doc.Brokers[0].Address != ab.addr || !doc.Brokers[0].Alive || !doc.Brokers[0].Controller ||
+		!doc.Brokers[0].Answered || doc.Brokers[0].ObjectStore != fsStore ||
+		doc.UnderReplicated == nil || doc.UploadLag == nil {
+		t.Errorf("--format json: %+v from:\n%s", doc, js)
+	}
+	if _, err := strataCmd(t, "cluster", "status", "--broker", ab.addr, "--format", "yaml"); err == nil || !strings.Contains(err.Error(), `--format "yaml": want text or json`) {
+		t.Errorf("--format yaml: %v", err)
 	}
 	if !regexp.MustCompile(`^Cluster: 1 broker \(1 alive\), controller 1, 1 topic, 2 partitions; metadata version \d+, as broker 1 sees it$`).MatchString(rows[0]) {
 		t.Errorf("first line %q", rows[0])
@@ -195,14 +237,14 @@ func TestPrintClusterStatus(t *testing.T) {
 		OfflineCount:         1,
 		UploadLag:            []*stratav1.PartitionUploadLag{{Topic: "orders", Partition: 0, Bytes: 3 << 20, Segments: 3}},
 		UploadLagBytes:       3 << 20, UploadLagPartitions: 1,
-		ColdTier: true, CacheHits: 90, CacheMisses: 10,
+		ColdTier: true, CacheHits: 90, CacheMisses: 10, ColdGets: 12, ObjectStore: "s3://strata/prod at http://10.0.0.9:9000",
 	}
 	second := &stratav1.ClusterStatusResponse{
 		BrokerId:  2,
 		UploadLag: []*stratav1.PartitionUploadLag{{Topic: "orders", Partition: 1, Bytes: 5 << 20, Segments: 5}, {Topic: "logs", Partition: 0, Bytes: 1 << 20, Segments: 1}},
 		// The third partition is in a topic the caller may not see.
 		UploadLagBytes: 7 << 20, UploadLagPartitions: 3,
-		ColdTier: true, CacheHits: 10, CacheMisses: 90,
+		ColdTier: true, CacheHits: 10, CacheMisses: 90, ColdGets: 95, ObjectStore: "s3://strata/prod at http://10.0.0.9:9000",
 	}
 	st := &clusterStatus{ClusterStatusResponse: first,
 		byBroker: map[int32]*stratav1.ClusterStatusResponse{1: first, 2: second},
@@ -227,12 +269,13 @@ func TestPrintClusterStatus(t *testing.T) {
 		"Offline partitions: 1",
 		"TOPIC PARTITION LEADER REPLICAS ISR",
 		"audit 2 - 3 3",
+		"Cold tier: s3://strata/prod at http://10.0.0.9:9000",
 		"Upload lag: 10.0 MiB in 4 partitions",
 		"TOPIC PARTITION LEADER LAG SEGMENTS",
 		"orders 1 2 5.0 MiB 5",
 		"orders 0 1 3.0 MiB 3",
 		"... and 2 more not listed",
-		"Cold chunk cache: 50.0% hits (100 of 200 chunk reads), over 2 brokers",
+		"Cold chunk cache: 50.0% hits (100 of 200 chunk reads), 107 GETs sent, over 2 brokers",
 	}
 	var got []string
 	for _, r := range tableRows(buf.String()) {

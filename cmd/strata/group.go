@@ -41,19 +41,31 @@ group's committed offsets say where each partition resumes.`,
 }
 
 func newGroupListCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var format outputFlag
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the groups with members or committed offsets",
 		Long: `List the consumer groups that have members or committed offsets, with
 their state: empty (offsets, no members), stable (every member owns its
-share) or reconciling (partitions moving between members).`,
-		Example: "  strata group list",
+share) or reconciling (partitions moving between members).
+--format json writes one JSON array instead (docs/CLI.md).`,
+		Example: "  strata group list\n  strata group list --format json",
 		Args:    exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			if err := format.check(); err != nil {
+				return err
+			}
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
 				groups, err := c.ListGroups(ctx)
 				if err != nil {
 					return err
+				}
+				if format == outputJSON {
+					out := []groupListDoc{}
+					for _, g := range groups {
+						out = append(out, groupListDoc{Group: g.GetGroup(), State: g.GetState(), Members: g.GetMembers(), Assignor: g.GetAssignor()})
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
 				}
 				tw := newTable(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "GROUP\tSTATE\tMEMBERS\tASSIGNOR")
@@ -64,10 +76,21 @@ share) or reconciling (partitions moving between members).`,
 			})
 		}),
 	}
+	addOutputFlag(cmd, &format)
+	return cmd
+}
+
+// groupListDoc is one group in group list --format json.
+type groupListDoc struct {
+	Group    string `json:"group"`
+	State    string `json:"state"`
+	Members  int32  `json:"members"`
+	Assignor string `json:"assignor"`
 }
 
 func newGroupDescribeCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var format outputFlag
+	cmd := &cobra.Command{
 		Use:   "describe GROUP",
 		Short: "Show a group's members, their partitions, and the lag of each partition",
 		Long: `Show a consumer group: its state and assignor, one row per member (its id,
@@ -75,19 +98,30 @@ client id, the address it calls from, and the partitions it owns; a
 partition it is giving up is marked -, one waiting for another member to
 give it up +), then one row per partition of the topics it reads: the
 member that owns it, the committed offset, the log end (high watermark) and
-the lag between them.`,
-		Example: "  strata group describe billing",
+the lag between them.
+
+--format json writes the same as one JSON document (docs/CLI.md).`,
+		Example: "  strata group describe billing\n  strata group describe billing --format json",
 		Args:    exactArgs("group"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if err := format.check(); err != nil {
+				return err
+			}
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
 				d, err := c.DescribeGroup(ctx, args[0])
 				if err != nil {
 					return groupError(args[0], err)
 				}
-				return printGroup(ctx, c, cmd.OutOrStdout(), d)
+				doc := describeGroup(ctx, c, d)
+				if format == outputJSON {
+					return writeJSON(cmd.OutOrStdout(), doc)
+				}
+				return printGroup(cmd.OutOrStdout(), doc)
 			})
 		}),
 	}
+	addOutputFlag(cmd, &format)
+	return cmd
 }
 
 func groupError(group string, err error) error {
@@ -101,79 +135,183 @@ func groupError(group string, err error) error {
 	return err
 }
 
-func printGroup(ctx context.Context, c *client.Client, w io.Writer, d *stratav1.DescribeGroupResponse) error {
-	fmt.Fprintf(w, "Group %s: %s, %d members", d.GetGroup(), d.GetState(), len(d.GetMembers()))
-	if d.GetAssignor() != "" {
-		fmt.Fprintf(w, ", assignor %s, epoch %d", d.GetAssignor(), d.GetGroupEpoch())
+// The document of group describe --format json (docs/CLI.md); the text
+// form is printed from it too.
+type (
+	groupDoc struct {
+		Group      string              `json:"group"`
+		State      string              `json:"state"`
+		Assignor   string              `json:"assignor"`
+		GroupEpoch int32               `json:"group_epoch"`
+		Members    []groupMemberDoc    `json:"members"`
+		Partitions []groupPartitionDoc `json:"partitions"`
+		// Unreadable are the topics whose partitions could not be
+		// described, with why.
+		Unreadable []groupUnreadableDoc `json:"unreadable_topics"`
+	}
+	groupMemberDoc struct {
+		MemberID    string   `json:"member_id"`
+		ClientID    string   `json:"client_id"`
+		Host        string   `json:"host"`
+		MemberEpoch int32    `json:"member_epoch"`
+		Topics      []string `json:"topics"`
+		// Owned are the partitions it owns; Revoking those of them it is
+		// giving up; Pending those it waits for another to give up.
+		Owned    []tpDoc `json:"owned"`
+		Revoking []tpDoc `json:"revoking"`
+		Pending  []tpDoc `json:"pending"`
+	}
+	tpDoc struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+	}
+	// groupPartitionDoc: null committed_offset, log_end_offset or lag
+	// when not known (nothing committed, the end could not be read).
+	groupPartitionDoc struct {
+		Topic           string `json:"topic"`
+		Partition       int32  `json:"partition"`
+		Member          string `json:"member"`
+		CommittedOffset *int64 `json:"committed_offset"`
+		LogEndOffset    *int64 `json:"log_end_offset"`
+		Lag             *int64 `json:"lag"`
+	}
+	groupUnreadableDoc struct {
+		Topic string `json:"topic"`
+		Error string `json:"error"`
+	}
+)
+
+func tpDocs(tps []*stratav1.TopicPartition) []tpDoc {
+	out := []tpDoc{}
+	for _, tp := range tps {
+		out = append(out, tpDoc{Topic: tp.GetTopic(), Partition: tp.GetPartition()})
+	}
+	return out
+}
+
+// describeGroup gathers what group describe shows: the members, and every
+// partition of the topics the group reads with its committed offset, log
+// end and lag.
+func describeGroup(ctx context.Context, c *client.Client, d *stratav1.DescribeGroupResponse) groupDoc {
+	doc := groupDoc{Group: d.GetGroup(), State: d.GetState(), Assignor: d.GetAssignor(), GroupEpoch: d.GetGroupEpoch(),
+		Members: []groupMemberDoc{}, Partitions: []groupPartitionDoc{}, Unreadable: []groupUnreadableDoc{}}
+	owner := map[client.TopicPartition]string{}
+	topics := map[string]bool{}
+	for _, m := range d.GetMembers() {
+		for _, tp := range m.GetOwned() {
+			owner[client.TopicPartition{Topic: tp.GetTopic(), Partition: tp.GetPartition()}] = m.GetMemberId()
+		}
+		for _, t := range m.GetTopics() {
+			topics[t] = true
+		}
+		doc.Members = append(doc.Members, groupMemberDoc{MemberID: m.GetMemberId(), ClientID: m.GetClientId(), Host: m.GetHost(),
+			MemberEpoch: m.GetMemberEpoch(), Topics: orEmpty(m.GetTopics()),
+			Owned: tpDocs(m.GetOwned()), Revoking: tpDocs(m.GetRevoking()), Pending: tpDocs(m.GetPending())})
+	}
+	committed := map[client.TopicPartition]int64{}
+	for _, o := range d.GetOffsets() {
+		committed[client.TopicPartition{Topic: o.GetTopic(), Partition: o.GetPartition()}] = o.GetOffset()
+		topics[o.GetTopic()] = true
+	}
+	for _, topic := range slices.Sorted(maps.Keys(topics)) {
+		desc, err := c.DescribeTopic(ctx, topic)
+		if err != nil {
+			doc.Unreadable = append(doc.Unreadable, groupUnreadableDoc{Topic: topic, Error: explain(err).Error()})
+			continue
+		}
+		for i := range int32(len(desc.GetPartitions())) {
+			tp := client.TopicPartition{Topic: topic, Partition: i}
+			p := groupPartitionDoc{Topic: topic, Partition: i, Member: owner[tp]}
+			end, err := c.ListOffsets(ctx, topic, i, client.Latest())
+			if err == nil {
+				p.LogEndOffset = &end
+			}
+			if off, ok := committed[tp]; ok {
+				p.CommittedOffset = &off
+				if err == nil {
+					lag := max(end-off, 0)
+					p.Lag = &lag
+				}
+			}
+			doc.Partitions = append(doc.Partitions, p)
+		}
+	}
+	return doc
+}
+
+func printGroup(w io.Writer, d groupDoc) error {
+	fmt.Fprintf(w, "Group %s: %s, %d members", d.Group, d.State, len(d.Members))
+	if d.Assignor != "" {
+		fmt.Fprintf(w, ", assignor %s, epoch %d", d.Assignor, d.GroupEpoch)
 	}
 	fmt.Fprintln(w)
 
-	owner := map[client.TopicPartition]string{}
-	topics := map[string]bool{}
-	if len(d.GetMembers()) > 0 {
+	if len(d.Members) > 0 {
 		fmt.Fprintln(w)
 		tw := newTable(w)
 		fmt.Fprintln(tw, "MEMBER\tCLIENT\tHOST\tEPOCH\tPARTITIONS")
-		for _, m := range d.GetMembers() {
+		for _, m := range d.Members {
 			var parts []string
-			revoking := map[string]bool{}
-			for _, tp := range m.GetRevoking() {
-				revoking[tpString(tp)] = true
+			revoking := map[tpDoc]bool{}
+			for _, tp := range m.Revoking {
+				revoking[tp] = true
 			}
-			for _, tp := range m.GetOwned() {
-				s := tpString(tp)
-				owner[client.TopicPartition{Topic: tp.GetTopic(), Partition: tp.GetPartition()}] = m.GetMemberId()
-				if revoking[s] {
+			for _, tp := range m.Owned {
+				s := fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)
+				if revoking[tp] {
 					s = "-" + s
 				}
 				parts = append(parts, s)
 			}
-			for _, tp := range m.GetPending() {
-				parts = append(parts, "+"+tpString(tp))
+			for _, tp := range m.Pending {
+				parts = append(parts, fmt.Sprintf("+%s/%d", tp.Topic, tp.Partition))
 			}
-			for _, t := range m.GetTopics() {
-				topics[t] = true
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", m.GetMemberId(), orDash(m.GetClientId()), orDash(m.GetHost()), m.GetMemberEpoch(), orDash(strings.Join(parts, " ")))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", m.MemberID, orDash(m.ClientID), orDash(m.Host), m.MemberEpoch, orDash(strings.Join(parts, " ")))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 
-	committed := map[client.TopicPartition]int64{}
-	for _, o := range d.GetOffsets() {
-		committed[client.TopicPartition{Topic: o.GetTopic(), Partition: o.GetPartition()}] = o.GetOffset()
-		topics[o.GetTopic()] = true
-	}
 	fmt.Fprintln(w)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tMEMBER\tCOMMITTED\tLOG-END\tLAG")
-	for _, topic := range slices.Sorted(maps.Keys(topics)) {
-		desc, err := c.DescribeTopic(ctx, topic)
-		if err != nil {
+	// By topic, the unreadable ones among the others as before.
+	unreadable := map[string]bool{}
+	for _, u := range d.Unreadable {
+		unreadable[u.Topic] = true
+	}
+	byTopic := map[string][]groupPartitionDoc{}
+	for _, p := range d.Partitions {
+		byTopic[p.Topic] = append(byTopic[p.Topic], p)
+	}
+	for _, topic := range slices.Sorted(maps.Keys(mergeKeys(byTopic, unreadable))) {
+		if unreadable[topic] {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\n", topic)
 			continue
 		}
-		for i := range int32(len(desc.GetPartitions())) {
-			tp := client.TopicPartition{Topic: topic, Partition: i}
-			end, err := c.ListOffsets(ctx, topic, i, client.Latest())
-			endS, lag := "-", "-"
-			if err == nil {
-				endS = fmt.Sprint(end)
-			}
-			off, ok := committed[tp]
-			offS := "-"
-			if ok {
-				offS = fmt.Sprint(off)
-				if err == nil {
-					lag = fmt.Sprint(max(end-off, 0))
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", topic, i, orDash(owner[tp]), offS, endS, lag)
+		for _, p := range byTopic[topic] {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, orDash(p.Member), optInt(p.CommittedOffset), optInt(p.LogEndOffset), optInt(p.Lag))
 		}
 	}
 	return tw.Flush()
+}
+
+// mergeKeys is the set of keys of a and b.
+func mergeKeys(a map[string][]groupPartitionDoc, b map[string]bool) map[string]bool {
+	out := maps.Clone(b)
+	for k := range a {
+		out[k] = true
+	}
+	return out
+}
+
+// optInt is the number, or "-" when not known.
+func optInt(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
 }
 
 func tpString(tp *stratav1.TopicPartition) string {

@@ -20,6 +20,10 @@ Run a broker with "strata serve"; the other commands talk to one over gRPC,
 except "strata bucket", which reads the object store itself.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A mistyped command comes here rather than to cobra's own
+		// message, so that it is one line with a suggestion.
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRun,
 	}
 	root.AddCommand(newServeCommand(), newVersionCommand(), newDevCommand())
 	for _, add := range clientCommands {
@@ -28,6 +32,7 @@ except "strata bucket", which reads the object store itself.`,
 	for _, add := range storeCommands {
 		root.AddCommand(add())
 	}
+	enableSuggestions(root)
 	return root
 }
 

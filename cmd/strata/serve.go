@@ -169,12 +169,24 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 			mode = "plaintext without authentication (security.allow_plaintext): anyone who reaches it may do anything"
 		}
 	}
+	cold := broker.StoreLocation(cfg)
+	if cold == "" {
+		cold = "none (object_store.type none)"
+	}
+	adminAt := "off (admin.listen empty)"
+	if admin != nil {
+		scheme := "http"
+		if auth != nil {
+			scheme = "https"
+		}
+		adminAt = scheme + "://" + admin.Addr + " (/metrics, /healthz, /readyz)"
+	}
 	if b.ReadReplica() {
-		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s as a read-only replica of the object store (%s); %s\n",
-			version, cfg.NodeID, lis.Addr(), cfg.ObjectStore.Type, mode)
+		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s as a read-only replica of %s; admin on %s; %s\n",
+			version, cfg.NodeID, lis.Addr(), cold, adminAt, mode)
 	} else {
-		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s (raft %s), data in %s; %s\n",
-			version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, mode)
+		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s (raft %s), data in %s, cold tier %s; admin on %s; %s\n",
+			version, cfg.NodeID, lis.Addr(), b.RaftAddr(), dataDir, cold, adminAt, mode)
 	}
 	if kafkaSrv != nil {
 		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving Kafka on %s (advertised as %s); %s\n",
@@ -339,7 +351,9 @@ func serveAdmin(cfg config.Admin, b *broker.Broker, auth *rpc.Auth, logger *slog
 		mux.HandleFunc("/debug/pprof/symbol", guard(pprof.Symbol))
 		mux.HandleFunc("/debug/pprof/trace", guard(pprof.Trace))
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	// Addr is the address listened on (a port 0 resolved), for the start
+	// line; Serve does not read it.
+	srv := &http.Server{Addr: lis.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 	go func() {
 		if err := srv.Serve(lis); err != nil && err != http.ErrServerClosed {
 			logger.Error("admin endpoint stopped", "err", err)

@@ -32,8 +32,8 @@ func newTopicCommand() *cobra.Command {
 		Long: `Manage topics. A topic is a named log split into partitions; order holds
 within a partition. Per-topic settings keep Kafka's names (retention.ms,
 segment.bytes, ...); sizes and durations may be written the human way
-("90d", "128MiB"). "strata topic describe" lists every setting with its
-default.`,
+("90d", "128MiB"). "strata topic configs" lists every setting with its
+default; "strata topic describe" shows a topic's.`,
 		Example: `  strata topic create events --partitions 6 --config retention.ms=90d
   strata topic list
   strata topic describe events
@@ -41,6 +41,7 @@ default.`,
   strata topic delete events
   strata topic restore events`,
 	}
+	cmd.AddCommand(newTopicConfigsCommand())
 	cmd.RunE = groupRun
 	f.register(cmd)
 	cmd.AddCommand(newTopicCreateCommand(&f), newTopicListCommand(&f), newTopicDescribeCommand(&f),
@@ -91,18 +92,26 @@ comma-separated list. Settings not given keep the broker's defaults.`,
 }
 
 func newTopicListCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var format outputFlag
+	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List topics with their partitions and replication factor",
-		Example: "  strata topic list",
+		Long:    "List topics with their partitions and replication factor, by name.\n--format json writes one JSON array instead (docs/CLI.md).",
+		Example: "  strata topic list\n  strata topic list --format json",
 		Args:    exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			if err := format.check(); err != nil {
+				return err
+			}
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
 				topics, err := c.ListTopics(ctx)
 				if err != nil {
 					return err
 				}
 				sort.Slice(topics, func(i, j int) bool { return topics[i].GetName() < topics[j].GetName() })
+				if format == outputJSON {
+					return writeJSON(cmd.OutOrStdout(), topicListJSON(topics))
+				}
 				tw := newTable(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "NAME\tPARTITIONS\tREPLICATION")
 				for _, t := range topics {
@@ -112,10 +121,13 @@ func newTopicListCommand(f *clientFlags) *cobra.Command {
 			})
 		}),
 	}
+	addOutputFlag(cmd, &format)
+	return cmd
 }
 
 func newTopicDescribeCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var format outputFlag
+	cmd := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic's id, settings and partitions",
 		Long: `Show a topic: its id, every setting in force (raw value, human form, and
@@ -125,25 +137,40 @@ start offset (the first readable, in either tier), high watermark, log end
 offset, then the tiers as the answering broker sees them (zero where it holds
 no replica): where the local log starts, its bytes and segments on disk, the
 bytes and segments in the object store, the sealed data still waiting for
-upload, and the recovery point: the offset up to which the object store holds
+upload, and RECOVERY-POINT: the offset up to which the object store holds
 the partition (what a restore from the bucket alone brings back) and, from
 the partition's leader, how long the oldest acknowledged record not yet there
 has waited ("current" when none waits; remote.max.lag.ms bounds it). A broker
 that has not yet read a partition's cold tier since it started shows
 "loading" in the columns that depend on it, rather than figures of the local
-log alone.`,
-		Example: "  strata topic describe demo",
+log alone.
+
+--format json writes the same as one JSON document (docs/CLI.md).
+
+The topic settings, with their built-in defaults (a broker's topic_defaults
+may change them; "strata topic configs" lists them too):
+
+` + topicSettingsText(),
+		Example: "  strata topic describe demo\n  strata topic describe demo --format json",
 		Args:    exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if err := format.check(); err != nil {
+				return err
+			}
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
 				desc, err := c.DescribeTopic(ctx, args[0])
 				if err != nil {
 					return topicError(args[0], err)
 				}
+				if format == outputJSON {
+					return writeJSON(cmd.OutOrStdout(), topicJSON(desc))
+				}
 				return printTopic(cmd.OutOrStdout(), desc)
 			})
 		}),
 	}
+	addOutputFlag(cmd, &format)
+	return cmd
 }
 
 func newTopicAlterCommand(f *clientFlags) *cobra.Command {
@@ -197,9 +224,16 @@ running the command again waits for the bucket again.`,
 
 func newTopicDeleteCommand(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:     "delete NAME",
-		Short:   "Delete a topic and all its data",
-		Long:    `Delete a topic and all its data, on every broker. There is no undo.`,
+		Use:   "delete NAME",
+		Short: "Delete a topic and all its data, in both tiers",
+		Long: `Delete a topic and all its data: its partitions on every broker and, when
+the cluster has an object store, its objects in the bucket, which the
+controller deletes in the background once the topic is gone.
+
+There is no undo once those objects are gone: "strata topic restore" brings
+a topic back from its objects in the bucket, so it can restore a deleted
+topic only while they remain (a cluster without an object store has none;
+"strata bucket ls" shows what the bucket still holds).`,
 		Example: "  strata topic delete demo",
 		Args:    exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -222,10 +256,17 @@ func newTopicRestoreCommand(f *clientFlags) *cobra.Command {
 		Use:   "restore NAME [--as NEW] [--to-time T | --to-offset P]",
 		Short: "Bring a topic back from the object store",
 		Long: `Bring a topic back from the cold tier alone, after the brokers that held it
-lost their disks (or the topic was deleted while its objects stayed): the
+lost their disks: the
 topic is created again under the id its objects are stored under, with the
 partition count and settings its manifests recorded, and its whole history
 replays from the bucket. New records continue its offsets.
+
+A deleted topic can be restored only while its objects remain in the
+bucket: "strata topic delete" deletes them too, in the background, so a
+restore after a delete finds them only if that deletion has not run or
+failed ("strata bucket ls" shows what the bucket holds). Data a topic had
+only on local disk, not yet uploaded, is not in the bucket either: the
+recovery point (strata topic describe) says up to where a restore reaches.
 
 When the bucket holds several topics of that name (one deleted and created
 again), the most recently written is restored unless --id names another.

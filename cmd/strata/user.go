@@ -180,16 +180,28 @@ logged in stay until they close.`,
 }
 
 func newUserListCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var format outputFlag
+	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List the users and their SCRAM mechanisms",
-		Example: `  strata user list`,
+		Long:    "List the users that have SCRAM credentials, their principal and mechanisms.\n--format json writes one JSON array instead (docs/CLI.md).",
+		Example: "  strata user list\n  strata user list --format json",
 		Args:    exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			if err := format.check(); err != nil {
+				return err
+			}
 			return f.admin(ctx, func(ctx context.Context, c *client.Client) error {
 				users, err := c.ListSCRAMUsers(ctx)
 				if err != nil {
 					return err
+				}
+				if format == outputJSON {
+					out := []userDoc{}
+					for _, u := range users {
+						out = append(out, userDoc{User: u.GetUser(), Principal: "User:" + u.GetUser(), Mechanisms: orEmpty(u.GetMechanisms())})
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
 				}
 				tw := newTable(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "USER\tPRINCIPAL\tMECHANISMS")
@@ -200,4 +212,13 @@ func newUserListCommand(f *clientFlags) *cobra.Command {
 			})
 		}),
 	}
+	addOutputFlag(cmd, &format)
+	return cmd
+}
+
+// userDoc is one user in user list --format json.
+type userDoc struct {
+	User       string   `json:"user"`
+	Principal  string   `json:"principal"`
+	Mechanisms []string `json:"mechanisms"`
 }

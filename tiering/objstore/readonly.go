@@ -44,6 +44,12 @@ func ReaderWithPrefix(r Reader, prefix string) Reader {
 	return readerOnly{WithPrefix(refuseWrites{r}, prefix)}
 }
 
+// ReaderWithMetrics counts r's calls in m, as WithMetrics counts a
+// Bucket's, and stays read-only.
+func ReaderWithMetrics(r Reader, m *Metrics) Reader {
+	return readerOnly{WithMetrics(refuseWrites{r}, m)}
+}
+
 // readerOnly hides every method but the Reader's, so that a type assertion
 // cannot turn a read-only view back into a Bucket.
 type readerOnly struct{ Reader }

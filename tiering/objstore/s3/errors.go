@@ -2,6 +2,7 @@ package s3
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 
@@ -55,6 +56,40 @@ func (a apiError) preconditionFailed() bool {
 // invalidRange: a range GET started at or past the object's end.
 func (a apiError) invalidRange() bool {
 	return a.status == http.StatusRequestedRangeNotSatisfiable || a.code == "InvalidRange"
+}
+
+// Explain says in one line what an error of the store points to and what
+// setting to check, for people, or "" when it is none of the kinds a
+// setting explains (a missing bucket, credentials, region, an endpoint
+// that cannot be reached). The SDK's own text names the operation, the
+// attempts and the request ids, which tell an operator nothing.
+func Explain(err error) string {
+	if err == nil {
+		return ""
+	}
+	a := classify(err)
+	switch {
+	case a.code == "NoSuchBucket":
+		return "the bucket does not exist: create it, correct object_store.bucket, or set object_store.create_bucket"
+	case a.code == "InvalidAccessKeyId":
+		return "the store does not know the access key: check object_store.access_key"
+	case a.code == "SignatureDoesNotMatch":
+		return "the store refused the secret key: check object_store.secret_key (STRATA_OBJECT_STORE_SECRET_KEY)"
+	case a.code == "AccessDenied" || a.status == http.StatusForbidden:
+		return "access denied: check object_store.access_key and secret_key, and that they may read and write the bucket"
+	case a.code == "AuthorizationHeaderMalformed" || a.code == "PermanentRedirect" || a.status == http.StatusMovedPermanently:
+		return "the bucket is in another region: check object_store.region"
+	}
+	if strings.Contains(err.Error(), "failed to retrieve credentials") {
+		return "no credentials: set object_store.access_key and secret_key, or AWS credentials for the standard chain"
+	}
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		return "cannot resolve the endpoint's host " + dns.Name + ": check object_store.endpoint"
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return "cannot reach the endpoint: check object_store.endpoint and that the store is running"
+	}
+	return ""
 }
 
 // ETags travel quoted in HTTP headers and are kept unquoted in ObjectInfo,

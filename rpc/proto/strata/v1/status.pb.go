@@ -103,9 +103,20 @@ type ClusterStatusResponse struct {
 	// Whether the answering broker has a cold tier (an object store). The
 	// cache counts are its cold reads since it started: those served from
 	// the chunk cache, and those that waited for a GET.
-	ColdTier      bool   `protobuf:"varint,14,opt,name=cold_tier,json=coldTier,proto3" json:"cold_tier,omitempty"`
-	CacheHits     uint64 `protobuf:"varint,15,opt,name=cache_hits,json=cacheHits,proto3" json:"cache_hits,omitempty"`
-	CacheMisses   uint64 `protobuf:"varint,16,opt,name=cache_misses,json=cacheMisses,proto3" json:"cache_misses,omitempty"`
+	ColdTier    bool   `protobuf:"varint,14,opt,name=cold_tier,json=coldTier,proto3" json:"cold_tier,omitempty"`
+	CacheHits   uint64 `protobuf:"varint,15,opt,name=cache_hits,json=cacheHits,proto3" json:"cache_hits,omitempty"`
+	CacheMisses uint64 `protobuf:"varint,16,opt,name=cache_misses,json=cacheMisses,proto3" json:"cache_misses,omitempty"`
+	// Whether the answering broker is a read-only replica (read_replica):
+	// a cluster of one that serves another cluster's bucket. It has no
+	// controller (controller_id is -1) and uploads nothing.
+	ReadReplica bool `protobuf:"varint,17,opt,name=read_replica,json=readReplica,proto3" json:"read_replica,omitempty"`
+	// Where the answering broker's cold tier is, for people ("s3://bucket/
+	// prefix at http://host:9000", "fs /var/lib/strata/objects"); empty
+	// without one.
+	ObjectStore string `protobuf:"bytes,18,opt,name=object_store,json=objectStore,proto3" json:"object_store,omitempty"`
+	// GETs the answering broker's cold reader has sent since it started:
+	// a cold read shows here even when the cache serves what it fetched.
+	ColdGets      uint64 `protobuf:"varint,19,opt,name=cold_gets,json=coldGets,proto3" json:"cold_gets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -248,6 +259,27 @@ func (x *ClusterStatusResponse) GetCacheHits() uint64 {
 func (x *ClusterStatusResponse) GetCacheMisses() uint64 {
 	if x != nil {
 		return x.CacheMisses
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetReadReplica() bool {
+	if x != nil {
+		return x.ReadReplica
+	}
+	return false
+}
+
+func (x *ClusterStatusResponse) GetObjectStore() string {
+	if x != nil {
+		return x.ObjectStore
+	}
+	return ""
+}
+
+func (x *ClusterStatusResponse) GetColdGets() uint64 {
+	if x != nil {
+		return x.ColdGets
 	}
 	return 0
 }
@@ -470,7 +502,7 @@ const file_strata_v1_status_proto_rawDesc = "" +
 	"\n" +
 	"\x16strata/v1/status.proto\x12\tstrata.v1\x1a\x18strata/v1/metadata.proto\"=\n" +
 	"\x14ClusterStatusRequest\x12%\n" +
-	"\x0emax_partitions\x18\x01 \x01(\x05R\rmaxPartitions\"\xc2\x05\n" +
+	"\x0emax_partitions\x18\x01 \x01(\x05R\rmaxPartitions\"\xa5\x06\n" +
 	"\x15ClusterStatusResponse\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12#\n" +
 	"\rcontroller_id\x18\x02 \x01(\x05R\fcontrollerId\x12)\n" +
@@ -492,7 +524,10 @@ const file_strata_v1_status_proto_rawDesc = "" +
 	"\tcold_tier\x18\x0e \x01(\bR\bcoldTier\x12\x1d\n" +
 	"\n" +
 	"cache_hits\x18\x0f \x01(\x04R\tcacheHits\x12!\n" +
-	"\fcache_misses\x18\x10 \x01(\x04R\vcacheMisses\"\x9c\x01\n" +
+	"\fcache_misses\x18\x10 \x01(\x04R\vcacheMisses\x12!\n" +
+	"\fread_replica\x18\x11 \x01(\bR\vreadReplica\x12!\n" +
+	"\fobject_store\x18\x12 \x01(\tR\vobjectStore\x12\x1b\n" +
+	"\tcold_gets\x18\x13 \x01(\x04R\bcoldGets\"\x9c\x01\n" +
 	"\fBrokerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x12\n" +
