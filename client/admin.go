@@ -122,6 +122,24 @@ func (c *Client) AlterTopicConfig(ctx context.Context, name string, set map[stri
 	return resp.GetTopic(), err
 }
 
+// AddPartitions raises a topic's partition count to count; the new
+// partitions start empty and existing ones are untouched. Keys map to
+// partitions by hash(key) mod count, so a key produced after the change
+// may go to another partition than before. The client's own metadata is
+// refreshed, so its producers use the new partitions at once.
+func (c *Client) AddPartitions(ctx context.Context, name string, count int32) (*stratav1.TopicDescription, error) {
+	var resp *stratav1.AddPartitionsResponse
+	err := c.callAny(ctx, fmt.Sprintf("add partitions to topic %q", name), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewAdminServiceClient(cc).AddPartitions(ctx, &stratav1.AddPartitionsRequest{Name: name, Count: count})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, _ = c.Metadata(ctx) // best effort: a later refresh finds the partitions too
+	return resp.GetTopic(), nil
+}
+
 // Metadata returns the cluster metadata for the given topics (all when
 // none are named): brokers, partitions, leaders and in-sync replicas. An
 // answer for all topics also refreshes the client's own cache.
