@@ -161,26 +161,3 @@ func TestDeleteTopics(t *testing.T) {
 	}
 }
 
-// TestCreatePartitions: Strata cannot add partitions; the answer says so
-// with INVALID_PARTITIONS and the topic keeps its partitions.
-func TestCreatePartitions(t *testing.T) {
-	tb := startBroker(t)
-	adm := adminOf(t, tb)
-	ctx := testCtx(t)
-	tb.createTopic(t, "fixed", 2)
-	res, err := adm.CreatePartitions(ctx, 2, "fixed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res["fixed"]
-	if !errors.Is(r.Err, kerr.InvalidPartitions) || !strings.Contains(r.ErrMessage, "cannot add partitions") {
-		t.Fatalf("add partitions: %v %q", r.Err, r.ErrMessage)
-	}
-	if d, _ := tb.DescribeTopic("fixed"); len(d.Partitions) != 2 {
-		t.Fatalf("the topic has %d partitions, want 2", len(d.Partitions))
-	}
-	res, _ = adm.UpdatePartitions(ctx, 3, "nosuch")
-	if !errors.Is(res["nosuch"].Err, kerr.UnknownTopicOrPartition) {
-		t.Fatalf("add partitions to an unknown topic: %v", res["nosuch"].Err)
-	}
-}
