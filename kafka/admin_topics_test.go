@@ -160,4 +160,3 @@ func TestDeleteTopics(t *testing.T) {
 		t.Fatalf("metadata after deletes: %v %v", md.Topics.Names(), err)
 	}
 }
-
