@@ -4,9 +4,11 @@ package broker
 // partitions are placed as a new topic's are (or where an assignment
 // says), start empty, and are opened by every broker's reconcile like a
 // topic's first ones. Existing partitions, their data and their leaders
-// are untouched. What moves is the mapping of keys to partitions: a
-// producer that hashes keys modulo the count sends a key to another
-// partition once it sees the new count.
+// are untouched. Every manifest in the bucket records the topic's
+// partition count, so an increase, like a settings change, is answered
+// once they all record the new one. What moves is the mapping of keys to
+// partitions: a producer that hashes keys modulo the count sends a key to
+// another partition once it sees the new count.
 
 import (
 	"context"
@@ -55,6 +57,19 @@ func (b *Broker) addPartitions(ctx context.Context, name string, count int32, as
 		return TopicDescription{}, addPartitionsError(err)
 	}
 	if err := b.waitReconciled(ctx, b.meta.Metadata().Version); err != nil {
+		return TopicDescription{}, err
+	}
+	// Every manifest records the partition count (restore reads it from
+	// there), so the answer waits, as an alter does, until each partition's
+	// leader has written the new one.
+	if err := b.awaitConfigInBucket(ctx, name, t.ID); err != nil {
+		var be *Error
+		if errors.As(err, &be) && be.Reason == ReasonTimeout {
+			return TopicDescription{}, refuse(ReasonTimeout, err,
+				"topic %q has %d partitions in the cluster metadata, in force, but the manifests of partitions %s in the bucket do not record that count yet: a restore from the bucket now could miss the new partitions. "+
+					"Each partition's leader writes it as soon as it can reach the object store; see `strata topic describe %s` for tiering errors",
+				name, len(t.Partitions), be.Meta["partitions"], name).with("partitions", be.Meta["partitions"])
+		}
 		return TopicDescription{}, err
 	}
 	b.awaitTierLoaded(ctx, t.ID, time.Second)
