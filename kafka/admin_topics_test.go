@@ -69,7 +69,8 @@ func TestCreateTopics(t *testing.T) {
 		mention    string
 	}{
 		{"compacted", 1, 1, map[string]*string{"cleanup.policy": strp("compact")}, "compacted", kerr.InvalidConfig, "cleanup.policy"},
-		{"unknown setting", 1, 1, map[string]*string{"compression.type": strp("zstd")}, "squeezed", kerr.InvalidConfig, "compression.type"},
+		{"unknown setting", 1, 1, map[string]*string{"index.interval.bytes": strp("4096")}, "indexed", kerr.InvalidConfig, "index.interval.bytes"},
+		{"unknown codec", 1, 1, map[string]*string{"compression.type": strp("brotli")}, "squeezed", kerr.InvalidConfig, "compression.type"},
 		{"bad value", 1, 1, map[string]*string{"retention.ms": strp("soon")}, "vague", kerr.InvalidConfig, "retention.ms"},
 		{"null value", 1, 1, map[string]*string{"retention.ms": nil}, "nulled", kerr.InvalidConfig, "retention.ms"},
 		{"bad name", 1, 1, nil, "no/slashes", kerr.InvalidTopicException, ""},
