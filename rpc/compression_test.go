@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/record"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
 // TestTopicCompressionType: a topic with compression.type=zstd stores an
