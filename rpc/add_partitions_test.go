@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -116,5 +117,60 @@ func TestAddPartitions(t *testing.T) {
 			d, err := b.admin.DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: "grow"})
 			return err == nil && len(d.Topic.Partitions) == 4
 		})
+	}
+}
+
+// TestAddPartitionsGroup: a consumer group subscribed to a topic is given
+// the partitions added to it and reads what is written there.
+func TestAddPartitionsGroup(t *testing.T) {
+	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
+	ctx := testCtx(t)
+	tb.createTopic(t, "grow", 2, nil)
+	c, err := client.New(ctx, []string{tb.addr}, client.WithLogger(quietLogger()), client.WithMetadataMaxAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g, err := c.NewGroupConsumer("readers", []string{"grow"}, client.WithGroupStartAt(client.Earliest()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(ctx)
+	pollUntil := func(what string, cond func([]*client.Record) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			recs, err := g.Poll(pctx)
+			cancel()
+			if err != nil && ctx.Err() != nil {
+				t.Fatal(err)
+			}
+			if cond(recs) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; assignment %v", what, g.Assignment())
+			}
+		}
+	}
+	pollUntil("both partitions assigned", func([]*client.Record) bool { return len(g.Assignment()) == 2 })
+
+	if _, err := tb.admin.AddPartitions(ctx, &stratav1.AddPartitionsRequest{Name: "grow", Count: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "grow", Partition: 3, Batch: batchOf(t, "in-a-new-partition"), Acks: stratav1.Acks_ACKS_ALL}); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil("the record in partition 3", func(recs []*client.Record) bool {
+		for _, r := range recs {
+			if r.Partition == 3 && string(r.Value) == "in-a-new-partition" {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(g.Assignment()); n != 4 {
+		t.Fatalf("the only member holds %d partitions, want 4", n)
 	}
 }
