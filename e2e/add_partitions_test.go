@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
@@ -92,4 +96,90 @@ func TestCLIAddPartitions(t *testing.T) {
 	if !slices.Equal(got, lines) {
 		t.Fatalf("the read replica served %d records of partition 2, want %d", len(got), len(lines))
 	}
+}
+
+// TestKafkaAddPartitionsCluster: three `strata serve` processes. kadm,
+// talking to broker 3 (the increase is passed on to the controller), adds
+// two partitions to a topic replicated on all three; kgo produces to a
+// new partition with acks=all; its leader is killed with SIGKILL, another
+// in-sync replica takes over the new partition in a later epoch, takes
+// more records, and every acknowledged record reads back once, in order.
+func TestKafkaAddPartitionsCluster(t *testing.T) {
+	tc := &testCluster{t: t}
+	for range 3 {
+		tc.gossip = append(tc.gossip, freeport.Loopback(t))
+	}
+	kafkaAddrs := map[int32]string{}
+	for i := range 3 {
+		id := int32(i + 1)
+		kafkaAddrs[id] = freeport.Loopback(t)
+		tc.brokers = append(tc.brokers, tc.newMember(i+1, tc.gossip[i], "--kafka-listen", kafkaAddrs[id]))
+	}
+	tc.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, tc.addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "grow", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	tc.leaderOf(ctx, "grow", 0) // every broker knows the topic
+	seeds := []string{kafkaAddrs[3], kafkaAddrs[2], kafkaAddrs[1]}
+	adm := kadm.NewClient(newKgo(t, kgo.SeedBrokers(seeds...)))
+	res, err := adm.CreatePartitions(ctx, 2, "grow")
+	if err != nil || res["grow"].Err != nil {
+		t.Fatalf("add 2 partitions: %v %+v", err, res["grow"])
+	}
+	leader := tc.leaderOf(ctx, "grow", 2)
+	before := tc.partition(ctx, "grow", 2)
+	if len(before.Isr) != 3 {
+		t.Fatalf("new partition 2: %+v, want all three replicas in sync", before)
+	}
+
+	cl := newKgo(t, kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	var acked []string
+	produce := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			v := fmt.Sprintf("r%03d", i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "grow", Partition: 2, Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("produce %s to partition 2: %v", v, err)
+			}
+			acked = append(acked, v)
+		}
+	}
+	produce(0, 20)
+	tc.byID(leader).kill9()
+	next := tc.leaderOf(ctx, "grow", 2, leader)
+	after := tc.partition(ctx, "grow", 2, leader)
+	if next == leader || after.LeaderEpoch <= before.LeaderEpoch {
+		t.Fatalf("after killing broker %d: leader %d in epoch %d (was %d)", leader, next, after.LeaderEpoch, before.LeaderEpoch)
+	}
+	produce(20, 20)
+
+	consumer := newKgo(t, kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"grow": {2: kgo.NewOffset().AtStart()}}))
+	var got []string
+	for len(got) < len(acked) {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records: %v", len(got), len(acked), ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if !slices.Equal(got, acked) {
+		t.Fatalf("partition 2 holds %v, want %v", got, acked)
+	}
+}
+
+func newKgo(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
