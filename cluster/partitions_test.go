@@ -61,7 +61,10 @@ func TestFSMAddPartitions(t *testing.T) {
 	h.refused(&addPartitionsCmd{Name: "orders", ID: newTopicID(), Partitions: more}, ErrTopicNotFound)
 	h.refused(&addPartitionsCmd{Name: "orders", ID: old.ID}, ErrInvalidPartitions)
 	stale := slices.Clone(parts[:1]) // numbered 2, but the topic has 5 now
-	h.refused(&addPartitionsCmd{Name: "orders", ID: old.ID, Partitions: stale}, ErrInvalidAssignment)
+	h.refused(&addPartitionsCmd{Name: "orders", ID: old.ID, Partitions: stale}, ErrInvalidPartitions)
+	gap := slices.Clone(more)
+	gap = append(gap, PartitionInfo{Partition: 7, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	h.refused(&addPartitionsCmd{Name: "orders", ID: old.ID, Partitions: gap}, ErrInvalidAssignment)
 	wide := slices.Clone(more)
 	wide[0].Replicas, wide[0].ISR = []int32{1, 2, 3}, []int32{1, 2, 3}
 	h.refused(&addPartitionsCmd{Name: "orders", ID: old.ID, Partitions: wide}, ErrInvalidAssignment)

@@ -210,6 +210,10 @@ func applyAddPartitions(cur *Metadata, c *addPartitionsCmd) (change, error) {
 	if len(c.Partitions) == 0 {
 		return change{}, errorf(ErrInvalidPartitions, "%q: no partitions to add (it has %d)", c.Name, have)
 	}
+	if first := c.Partitions[0].Partition; first != int32(have) {
+		// Another increase was applied since this one was planned.
+		return change{}, errorf(ErrInvalidPartitions, "%q has %d partitions now; the increase was planned from %d", c.Name, have, first)
+	}
 	if have+len(c.Partitions) > MaxPartitions {
 		return change{}, errorf(ErrInvalidPartitions, "%q: %d partitions: want at most %d", c.Name, have+len(c.Partitions), MaxPartitions)
 	}
