@@ -42,10 +42,16 @@ func TestAddPartitions(t *testing.T) {
 
 	before := partitionState(t, bs[0], "grow", 0)
 	via := bs[2] // not the controller: broker 1 bootstrapped the metadata group
-	resp, err := via.admin.AddPartitions(ctx, &stratav1.AddPartitionsRequest{Name: "grow", Count: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// UNAVAILABLE: no controller known for a moment (an election under
+	// load); the change is not made, so the call is made again.
+	var resp *stratav1.AddPartitionsResponse
+	waitUntil(t, "the increase", func() bool {
+		resp, err = via.admin.AddPartitions(ctx, &stratav1.AddPartitionsRequest{Name: "grow", Count: 4})
+		if err != nil && status.Code(err) != codes.Unavailable {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	if n := len(resp.Topic.Partitions); n != 4 {
 		t.Fatalf("answer lists %d partitions, want 4", n)
 	}

@@ -22,7 +22,14 @@ func TestTopicCompressionType(t *testing.T) {
 	createEverywhere(t, bs, "squeezed", 1, map[string]string{"replication.factor": "2", "compression.type": "zstd"})
 	st := partitionState(t, bs[0], "squeezed", 0)
 	leader := byID(bs, st.Metadata.Leader)
-	pid := initProducer(t, bs[0])
+	// Under load an election of the metadata group may be under way:
+	// producer ids come from the controller, so wait for one.
+	var pid int64
+	waitUntil(t, "a producer id", func() bool {
+		resp, err := bs[0].produce.InitProducer(ctx, &stratav1.InitProducerRequest{})
+		pid = resp.GetProducerId()
+		return err == nil
+	})
 
 	opts := record.DefaultBatchOptions()
 	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = pid, 0, 0
