@@ -44,6 +44,7 @@ type ControllerClient interface {
 	CreateTopic(ctx context.Context, name string, partitions, replicationFactor int32, overrides map[string]string) (TopicDescription, error)
 	DeleteTopic(ctx context.Context, name string) error
 	AlterTopicConfig(ctx context.Context, name string, set map[string]string, del []string) (TopicDescription, error)
+	AddPartitions(ctx context.Context, name string, count int32, assignment [][]int32) (TopicDescription, error)
 	// RestoreTopic is RestoreTopicCopy when rc.Copies(), else RestoreTopic.
 	RestoreTopic(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy) (TopicDescription, error)
 	CommitOffsets(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error

@@ -18,7 +18,9 @@ package broker
 // broker's clock than message.timestamp.before.max.ms and
 // message.timestamp.after.max.ms allow (INVALID_TIMESTAMP); for acks=all,
 // the ISR has at least min.insync.replicas members (NOT_ENOUGH_REPLICAS).
-// A batch of an idempotent producer (with a producer id) is then checked
+// Under a compression.type other than producer, a batch in another codec
+// is then recompressed to the topic's (storedForm; RECORD_TOO_LARGE if it
+// grows past max.message.bytes). A batch of an idempotent producer (with a producer id) is then checked
 // against what the producer wrote before (producers.go): a resend of one of
 // its last batches is answered with that batch's offsets and Duplicate set,
 // writing nothing; a gap is OUT_OF_ORDER_SEQUENCE, a fenced epoch
@@ -57,7 +59,9 @@ const (
 type ProduceRequest struct {
 	Topic     string
 	Partition int32
-	// Batch is an encoded batch; its header is rewritten in place.
+	// Batch is an encoded batch; its header is rewritten in place unless
+	// the topic's compression.type makes the leader store a recompressed
+	// copy.
 	Batch   record.Batch
 	Acks    Acks
 	Timeout time.Duration // for AcksAll; 0 means 30s
@@ -141,13 +145,59 @@ func (b clusterMember) produce(ctx context.Context, req ProduceRequest) (Produce
 // whether the caller may use a producer id; onSequenceWait counts the
 // batches that waited for their turn.
 func (p *partition) leaderProduce(ctx context.Context, batch record.Batch, acks Acks, ownsProducer func(id int64) error, onSequenceWait func()) (ProduceResult, *produceWaiter, error) {
-	if err := checkBatch(p, p.cfg.Load(), batch, ownsProducer); err != nil {
+	cfg := p.cfg.Load()
+	if err := checkBatch(p, cfg, batch, ownsProducer); err != nil {
+		return ProduceResult{}, nil, err
+	}
+	batch, err := storedForm(p, cfg, batch)
+	if err != nil {
 		return ProduceResult{}, nil, err
 	}
 	if batch.ProducerID() != record.NoProducerID {
 		p.producers.awaitTurn(ctx, p.log, batch, sequenceWait, onSequenceWait)
 	}
 	return p.appendAsLeader(batch, acks)
+}
+
+// storedForm is the batch as the topic's compression.type stores it: as
+// sent under "producer" or when already in the topic's codec, else
+// recompressed by the leader (record.Recompress: offsets, producer id,
+// epoch and sequence, timestamps kept; the CRC recomputed), as Kafka does.
+// Followers and consumers get these bytes. A batch that grows past
+// max.message.bytes in the new codec is RECORD_TOO_LARGE, as in Kafka.
+func storedForm(p *partition, cfg *config.Topic, batch record.Batch) (record.Batch, error) {
+	c, ok := topicCodec(cfg.CompressionType)
+	if !ok || batch.Compression() == c {
+		return batch, nil
+	}
+	out, err := record.Recompress(batch, c, int(cfg.MaxMessageBytes))
+	if err != nil {
+		// validateRecords decompressed it under the same bound already.
+		return nil, refuse(ReasonCorruptBatch, err, "%s: recompressing the batch to %s (compression.type): %v", p.name(), c, err)
+	}
+	if int64(len(out)) > cfg.MaxMessageBytes {
+		return nil, refuse(ReasonRecordTooLarge, nil, "batch of %d bytes is %d bytes in %s (compression.type of %s), over max.message.bytes (%d)", len(batch), len(out), c, p.topic, cfg.MaxMessageBytes).
+			with("size", itoa(int64(len(out)))).with("max", itoa(cfg.MaxMessageBytes))
+	}
+	return out, nil
+}
+
+// topicCodec is the codec compression.type stores batches in; false for
+// "producer", which keeps each batch's own.
+func topicCodec(t config.CompressionType) (record.Compression, bool) {
+	switch t {
+	case config.CompressionUncompressed:
+		return record.CompressionNone, true
+	case config.CompressionGzip:
+		return record.CompressionGzip, true
+	case config.CompressionSnappy:
+		return record.CompressionSnappy, true
+	case config.CompressionLZ4:
+		return record.CompressionLZ4, true
+	case config.CompressionZstd:
+		return record.CompressionZstd, true
+	}
+	return 0, false
 }
 
 // commitOutcome is what an acks=all produce of the batch at res answers

@@ -95,6 +95,10 @@ func (readOnly) newTopic(string, int32, int32, map[string]string) (newTopic, err
 	return newTopic{}, errReadReplica("create topics")
 }
 
+func (readOnly) planPartitions(string, int32, [][]int32) ([]cluster.PartitionInfo, error) {
+	return nil, errReadReplica("add partitions")
+}
+
 func (readOnly) deleteTopic(context.Context, string) error {
 	return errReadReplica("delete topics")
 }

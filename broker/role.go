@@ -60,6 +60,7 @@ type role interface {
 	produce(ctx context.Context, req ProduceRequest) (ProduceResult, error)
 	initProducer(ctx context.Context) (id int64, epoch int16, err error)
 	newTopic(name string, partitions, replicationFactor int32, overrides map[string]string) (newTopic, error)
+	planPartitions(name string, count int32, assignment [][]int32) ([]cluster.PartitionInfo, error)
 	deleteTopic(ctx context.Context, name string) error
 	restoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error)
 	restoreTopicCut(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy, cut tiering.RestoreCut) (TopicDescription, error)

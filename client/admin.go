@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -120,6 +121,42 @@ func (c *Client) AlterTopicConfig(ctx context.Context, name string, set map[stri
 		return err
 	})
 	return resp.GetTopic(), err
+}
+
+// AddPartitions raises a topic's partition count to count; the new
+// partitions start empty and existing ones are untouched. Keys map to
+// partitions by hash(key) mod count, so a key produced after the change
+// may go to another partition than before. The client's own metadata is
+// refreshed, so its producers use the new partitions at once.
+//
+// A count not above the current one is refused (ErrInvalidRequest), but
+// not when this call's own earlier attempt made the increase and its
+// answer was lost: after a retriable failure, a refusal is checked against
+// the topic, and a topic that has count partitions is the answer.
+func (c *Client) AddPartitions(ctx context.Context, name string, count int32) (*stratav1.TopicDescription, error) {
+	var (
+		resp    *stratav1.AddPartitionsResponse
+		retried bool
+	)
+	err := c.callAny(ctx, fmt.Sprintf("add partitions to topic %q", name), func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = stratav1.NewAdminServiceClient(cc).AddPartitions(ctx, &stratav1.AddPartitionsRequest{Name: name, Count: count})
+		if IsRetriable(toError(err)) {
+			retried = true
+		}
+		return err
+	})
+	if err != nil {
+		var e *Error
+		if retried && errors.As(err, &e) && e.Metadata["field"] == "partitions" {
+			if d, derr := c.DescribeTopic(ctx, name); derr == nil && int32(len(d.GetPartitions())) == count {
+				_, _ = c.Metadata(ctx)
+				return d, nil
+			}
+		}
+		return nil, err
+	}
+	_, _ = c.Metadata(ctx) // best effort: a later refresh finds the partitions too
+	return resp.GetTopic(), nil
 }
 
 // Metadata returns the cluster metadata for the given topics (all when

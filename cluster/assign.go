@@ -36,6 +36,67 @@ func assignReplicas(brokers []int32, partitions int32, rf int, start int) []Part
 	return parts
 }
 
+// PlanPartitions returns the partitions AddPartitions would add to take
+// topic name to count partitions, as the state m has it: with assignment
+// nil, placed as the topic's first partitions were (the same replication
+// factor, leadership continuing the rotation from where partition 0's
+// leader sits); else each new partition on the replicas assignment lists
+// for it, in order, the first as leader. Every new partition starts with
+// ISR = replicas, in the highest leader epoch among the topic's
+// partitions: a restored topic starts above the epochs its manifests were
+// written in (Node.RestoreTopic), and a new partition must start there too
+// or a manifest under its number would fence its first leader.
+func PlanPartitions(m *Metadata, name string, count int32, assignment [][]int32) ([]PartitionInfo, error) {
+	t, ok := m.Topic(name)
+	if !ok {
+		return nil, errorf(ErrTopicNotFound, "%q", name)
+	}
+	have := int32(len(t.Partitions))
+	if count <= have {
+		return nil, errorf(ErrInvalidPartitions, "topic %q has %d partitions; the count asked for, %d, must be more", name, have, count)
+	}
+	if err := validatePartitionCount(int(count)); err != nil {
+		return nil, err
+	}
+	rf := len(t.Partitions[0].Replicas)
+	epoch := int32(0)
+	for _, p := range t.Partitions {
+		epoch = max(epoch, p.LeaderEpoch)
+	}
+	var parts []PartitionInfo
+	if assignment == nil {
+		brokers := m.BrokerIDs()
+		if rf > len(brokers) {
+			return nil, errorf(ErrNotEnoughBrokers, "replication factor %d needs %d brokers, %d registered", rf, rf, len(brokers))
+		}
+		start := max(slices.Index(brokers, t.Partitions[0].Replicas[0]), 0)
+		parts = assignReplicas(brokers, count, rf, start)[have:]
+	} else {
+		if int32(len(assignment)) != count-have {
+			return nil, errorf(ErrInvalidAssignment, "topic %q: %d replica lists for %d new partitions", name, len(assignment), count-have)
+		}
+		parts = make([]PartitionInfo, len(assignment))
+		for i, replicas := range assignment {
+			if len(replicas) == 0 {
+				return nil, errorf(ErrInvalidAssignment, "%s/%d: no replicas", name, have+int32(i))
+			}
+			parts[i] = PartitionInfo{Partition: have + int32(i), Replicas: slices.Clone(replicas), ISR: slices.Clone(replicas), Leader: replicas[0]}
+		}
+	}
+	for i := range parts {
+		parts[i].LeaderEpoch = epoch
+	}
+	if err := validatePartitions(name, parts, have, m.Brokers); err != nil {
+		return nil, err
+	}
+	for _, p := range parts {
+		if len(p.Replicas) != rf {
+			return nil, errorf(ErrInvalidAssignment, "%s/%d: %d replicas, but the topic's replication factor is %d", name, p.Partition, len(p.Replicas), rf)
+		}
+	}
+	return parts, nil
+}
+
 // assignmentStart is the rotating offset of the next topic's assignment:
 // the number of partitions that exist, modulo the broker count. It comes
 // from the replicated state rather than a counter in memory, so every

@@ -40,6 +40,7 @@ const (
 	cmdCreateTopic      = "createTopic"
 	cmdDeleteTopic      = "deleteTopic"
 	cmdAlterTopicConfig = "alterTopicConfig"
+	cmdAddPartitions    = "addPartitions"
 	cmdCommitOffsets    = "commitOffsets"
 	cmdChangeLeader     = "changeLeader"
 	cmdChangeISR        = "changeISR"
@@ -100,6 +101,18 @@ type alterTopicConfigCmd struct {
 	Name   string            `json:"name"`
 	Set    map[string]string `json:"set,omitempty"`
 	Delete []string          `json:"delete,omitempty"`
+}
+
+// addPartitionsCmd adds partitions to a topic: Partitions are the new ones
+// only, numbered on from the topic's last, with their placement, ISR,
+// leader and epoch chosen by the proposer (as for createTopicCmd). ID pins
+// the command to the topic the proposer saw, as for deleteTopicCmd.
+// Existing partitions are never touched.
+type addPartitionsCmd struct {
+	header
+	Name       string          `json:"name"`
+	ID         string          `json:"id"`
+	Partitions []PartitionInfo `json:"partitions"`
 }
 
 // commitOffsetsCmd records a group's positions. All entries are applied or
@@ -223,6 +236,7 @@ func (*registerBrokerCmd) typ() string     { return cmdRegisterBroker }
 func (*createTopicCmd) typ() string        { return cmdCreateTopic }
 func (*deleteTopicCmd) typ() string        { return cmdDeleteTopic }
 func (*alterTopicConfigCmd) typ() string   { return cmdAlterTopicConfig }
+func (*addPartitionsCmd) typ() string      { return cmdAddPartitions }
 func (*commitOffsetsCmd) typ() string      { return cmdCommitOffsets }
 func (*changeLeaderCmd) typ() string       { return cmdChangeLeader }
 func (*changeISRCmd) typ() string          { return cmdChangeISR }
@@ -246,6 +260,8 @@ func newCommand(typ string, v int) command {
 		return &deleteTopicCmd{}
 	case cmdAlterTopicConfig:
 		return &alterTopicConfigCmd{}
+	case cmdAddPartitions:
+		return &addPartitionsCmd{}
 	case cmdCommitOffsets:
 		return &commitOffsetsCmd{}
 	case cmdChangeLeader:

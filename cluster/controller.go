@@ -145,6 +145,38 @@ func (n *Node) AlterTopicConfig(ctx context.Context, name string, set map[string
 	return resp.topic, nil
 }
 
+// AddPartitions raises a topic's partition count to count, placing the new
+// partitions as CreateTopic would (PlanPartitions) or, when assignment is
+// given, on the replicas it lists for each new partition in turn. Existing
+// partitions are untouched. A count not above the current one is
+// ErrInvalidPartitions; a missing topic ErrTopicNotFound. It returns the
+// topic with its new partitions.
+func (n *Node) AddPartitions(ctx context.Context, name string, count int32, assignment [][]int32) (*TopicInfo, error) {
+	if err := ValidateTopicName(name); err != nil {
+		return nil, err
+	}
+	if err := validatePartitionCount(int(count)); err != nil {
+		return nil, err
+	}
+	if err := n.syncLeader(ctx); err != nil {
+		return nil, err
+	}
+	md := n.Metadata()
+	t, ok := md.Topic(name)
+	if !ok {
+		return nil, errorf(ErrTopicNotFound, "%q", name)
+	}
+	parts, err := PlanPartitions(md, name, count, assignment)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.propose(ctx, &addPartitionsCmd{Name: name, ID: t.ID, Partitions: parts})
+	if err != nil {
+		return nil, err
+	}
+	return resp.topic, nil
+}
+
 // CommitOffsets records a consumer group's positions, all or none: a
 // partition that does not exist refuses the whole call (ErrTopicNotFound or
 // ErrPartitionNotFound), and so does a group name ValidateGroupName refuses

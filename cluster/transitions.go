@@ -53,6 +53,8 @@ func transition(cur *Metadata, offsets map[string]groupOffsets, nextProducerID i
 		return applyDeleteTopic(cur, offsets, c)
 	case *alterTopicConfigCmd:
 		return applyAlterTopicConfig(cur, c)
+	case *addPartitionsCmd:
+		return applyAddPartitions(cur, c)
 	case *commitOffsetsCmd:
 		return applyCommitOffsets(cur, offsets, c)
 	case *deleteGroupCmd:
@@ -193,6 +195,46 @@ func applyAlterTopicConfig(cur *Metadata, c *alterTopicConfigCmd) (change, error
 	maps.Copy(cfg, c.Set)
 	nt := *t
 	nt.Config = cfg
+	return change{meta: withTopic(cur, &nt), topic: &nt}, nil
+}
+
+func applyAddPartitions(cur *Metadata, c *addPartitionsCmd) (change, error) {
+	t, ok := cur.Topics[c.Name]
+	if !ok {
+		return change{}, errorf(ErrTopicNotFound, "%q", c.Name)
+	}
+	if c.ID != t.ID {
+		return change{}, errorf(ErrTopicNotFound, "%q with id %s (the topic now has id %s)", c.Name, c.ID, t.ID)
+	}
+	have := len(t.Partitions)
+	if len(c.Partitions) == 0 {
+		return change{}, errorf(ErrInvalidPartitions, "%q: no partitions to add (it has %d)", c.Name, have)
+	}
+	if first := c.Partitions[0].Partition; first != int32(have) {
+		// Another increase was applied since this one was planned.
+		return change{}, errorf(ErrInvalidPartitions, "%q has %d partitions now; the increase was planned from %d", c.Name, have, first)
+	}
+	if have+len(c.Partitions) > MaxPartitions {
+		return change{}, errorf(ErrInvalidPartitions, "%q: %d partitions: want at most %d", c.Name, have+len(c.Partitions), MaxPartitions)
+	}
+	if err := validatePartitions(c.Name, c.Partitions, int32(have), cur.Brokers); err != nil {
+		return change{}, err
+	}
+	// Every partition of a topic has as many replicas as its first: the
+	// topic's replication factor is one number.
+	rf := len(t.Partitions[0].Replicas)
+	for _, p := range c.Partitions {
+		if len(p.Replicas) != rf {
+			return change{}, errorf(ErrInvalidAssignment, "%s/%d: %d replicas, but the topic's replication factor is %d", c.Name, p.Partition, len(p.Replicas), rf)
+		}
+	}
+	nt := *t
+	nt.Partitions = make([]PartitionInfo, 0, have+len(c.Partitions))
+	nt.Partitions = append(nt.Partitions, t.Partitions...)
+	for _, p := range c.Partitions {
+		p.ISR = inReplicaOrder(p.Replicas, p.ISR)
+		nt.Partitions = append(nt.Partitions, p)
+	}
 	return change{meta: withTopic(cur, &nt), topic: &nt}, nil
 }
 

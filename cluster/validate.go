@@ -234,10 +234,18 @@ func validateAssignment(topic string, parts []PartitionInfo, brokers map[int32]B
 	if err := validatePartitionCount(len(parts)); err != nil {
 		return err
 	}
+	return validatePartitions(topic, parts, 0, brokers)
+}
+
+// validatePartitions checks partitions numbered first, first+1, ... as
+// validateAssignment describes: a new topic's (first 0) or those added to
+// a topic that has first partitions.
+func validatePartitions(topic string, parts []PartitionInfo, first int32, brokers map[int32]BrokerInfo) error {
 	for i, p := range parts {
-		where := fmt.Sprintf("%s/%d", topic, i)
-		if p.Partition != int32(i) {
-			return errorf(ErrInvalidAssignment, "%s: partition %d found at position %d", where, p.Partition, i)
+		n := first + int32(i)
+		where := fmt.Sprintf("%s/%d", topic, n)
+		if p.Partition != n {
+			return errorf(ErrInvalidAssignment, "%s: partition %d found where %d belongs", where, p.Partition, n)
 		}
 		if len(p.Replicas) == 0 {
 			return errorf(ErrInvalidAssignment, "%s: no replicas", where)

@@ -55,6 +55,9 @@ type Topic struct {
 	MinInsyncReplicas int
 	// MaxMessageBytes: the largest batch the leader accepts.
 	MaxMessageBytes int64
+	// CompressionType: the codec the leader stores batches in; producer
+	// keeps each batch's own.
+	CompressionType CompressionType
 	// MessageTimestampType: whose clock the record timestamps are.
 	MessageTimestampType TimestampType
 	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs bound
@@ -84,6 +87,23 @@ const (
 	CreateTime TimestampType = "CreateTime"
 	// LogAppendTime stamps each batch with the leader's clock on append.
 	LogAppendTime TimestampType = "LogAppendTime"
+)
+
+// CompressionType is the value of compression.type, spelled as Kafka
+// spells it.
+type CompressionType string
+
+// The compression types.
+const (
+	// CompressionProducer keeps the codec each batch was produced with.
+	CompressionProducer CompressionType = "producer"
+	// The others make the leader store every batch in that codec,
+	// recompressing what producers send in another.
+	CompressionUncompressed CompressionType = "uncompressed"
+	CompressionGzip         CompressionType = "gzip"
+	CompressionSnappy       CompressionType = "snappy"
+	CompressionLZ4          CompressionType = "lz4"
+	CompressionZstd         CompressionType = "zstd"
 )
 
 // FlushPolicy is the value of flush.policy.
@@ -118,6 +138,7 @@ func DefaultTopic() Topic {
 		ReplicationFactor:           1,
 		MinInsyncReplicas:           1,
 		MaxMessageBytes:             1048588, // Kafka's default: 1 MiB plus a batch's log overhead
+		CompressionType:             CompressionProducer,
 		MessageTimestampType:        CreateTime,
 		MessageTimestampBeforeMaxMs: Unbounded,
 		MessageTimestampAfterMaxMs:  3600 * 1000, // Kafka's default since 4.0 (KIP-1030)

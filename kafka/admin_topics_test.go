@@ -69,7 +69,8 @@ func TestCreateTopics(t *testing.T) {
 		mention    string
 	}{
 		{"compacted", 1, 1, map[string]*string{"cleanup.policy": strp("compact")}, "compacted", kerr.InvalidConfig, "cleanup.policy"},
-		{"unknown setting", 1, 1, map[string]*string{"compression.type": strp("zstd")}, "squeezed", kerr.InvalidConfig, "compression.type"},
+		{"unknown setting", 1, 1, map[string]*string{"index.interval.bytes": strp("4096")}, "indexed", kerr.InvalidConfig, "index.interval.bytes"},
+		{"unknown codec", 1, 1, map[string]*string{"compression.type": strp("brotli")}, "squeezed", kerr.InvalidConfig, "compression.type"},
 		{"bad value", 1, 1, map[string]*string{"retention.ms": strp("soon")}, "vague", kerr.InvalidConfig, "retention.ms"},
 		{"null value", 1, 1, map[string]*string{"retention.ms": nil}, "nulled", kerr.InvalidConfig, "retention.ms"},
 		{"bad name", 1, 1, nil, "no/slashes", kerr.InvalidTopicException, ""},
@@ -158,29 +159,5 @@ func TestDeleteTopics(t *testing.T) {
 	md, err := adm.Metadata(ctx)
 	if err != nil || len(md.Topics) != 0 {
 		t.Fatalf("metadata after deletes: %v %v", md.Topics.Names(), err)
-	}
-}
-
-// TestCreatePartitions: Strata cannot add partitions; the answer says so
-// with INVALID_PARTITIONS and the topic keeps its partitions.
-func TestCreatePartitions(t *testing.T) {
-	tb := startBroker(t)
-	adm := adminOf(t, tb)
-	ctx := testCtx(t)
-	tb.createTopic(t, "fixed", 2)
-	res, err := adm.CreatePartitions(ctx, 2, "fixed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res["fixed"]
-	if !errors.Is(r.Err, kerr.InvalidPartitions) || !strings.Contains(r.ErrMessage, "cannot add partitions") {
-		t.Fatalf("add partitions: %v %q", r.Err, r.ErrMessage)
-	}
-	if d, _ := tb.DescribeTopic("fixed"); len(d.Partitions) != 2 {
-		t.Fatalf("the topic has %d partitions, want 2", len(d.Partitions))
-	}
-	res, _ = adm.UpdatePartitions(ctx, 3, "nosuch")
-	if !errors.Is(res["nosuch"].Err, kerr.UnknownTopicOrPartition) {
-		t.Fatalf("add partitions to an unknown topic: %v", res["nosuch"].Err)
 	}
 }

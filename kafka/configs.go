@@ -6,7 +6,7 @@ package kafka
 // Topic settings: Strata's topic keys are Kafka's names already
 // (config/topic_keys.go: retention.ms, local.retention.bytes,
 // remote.storage.enable, min.insync.replicas, max.message.bytes,
-// message.timestamp.*, ...), and Strata's own keys (remote.max.lag.ms,
+// compression.type, message.timestamp.*, ...), and Strata's own keys (remote.max.lag.ms,
 // flush.policy, replication.factor, ...) keep theirs; a value is passed to
 // the broker as given, so the broker's rules and messages apply. Kafka
 // keys Strata has no setting for are refused by the broker as unknown
@@ -64,6 +64,7 @@ var brokerNames = map[string]string{
 	"replication.factor":              "default.replication.factor",
 	"min.insync.replicas":             "min.insync.replicas",
 	"max.message.bytes":               "message.max.bytes",
+	"compression.type":                "compression.type",
 	"message.timestamp.type":          "log.message.timestamp.type",
 	"message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
 	"message.timestamp.after.max.ms":  "log.message.timestamp.after.max.ms",

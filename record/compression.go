@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -50,4 +51,40 @@ func ParseCompression(s string) (Compression, error) {
 		}
 	}
 	return 0, fmt.Errorf("record: unknown compression %q (allowed: %s)", s, strings.Join(compressionNames[:], ", "))
+}
+
+// Recompress returns b with its records section in codec c: the same
+// records byte for byte once decompressed, and the same header (base
+// offset, leader epoch, offsets, timestamps, producer id, epoch and
+// sequence, timestamp type and flags) but for the codec bits, the length
+// and the CRC, which are recomputed. It is how a topic's compression.type
+// is applied to what producers send. The section is decompressed bounded
+// by maxDecompressed, as a read is; a batch already in c comes back as it
+// is (not copied). b must have passed Validate.
+func Recompress(b Batch, c Compression, maxDecompressed int) (Batch, error) {
+	if !c.Valid() {
+		return nil, fmt.Errorf("record: unknown compression %d", c)
+	}
+	if b.Compression() == c {
+		return b, nil
+	}
+	raw, err := decompress(b.Compression(), b[HeaderSize:], nil, maxDecompressed)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, HeaderSize, HeaderSize+len(raw))
+	copy(out, b[:HeaderSize])
+	out, err = appendCompressed(out, c, raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > MaxBatchSize {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(out), MaxBatchSize)
+	}
+	nb := Batch(out[:len(out):len(out)])
+	binary.BigEndian.PutUint32(nb[offBatchLength:], uint32(len(nb)-LengthOffset))
+	attrs := uint16(b.Attributes())&^attrCompressionMask | uint16(c)&attrCompressionMask
+	binary.BigEndian.PutUint16(nb[offAttributes:], attrs)
+	nb.updateCRC()
+	return nb, nil
 }

@@ -78,6 +78,27 @@ func (s *adminService) AlterTopicConfig(ctx context.Context, req *stratav1.Alter
 	return &stratav1.AlterTopicConfigResponse{Topic: topicDescription(d)}, nil
 }
 
+func (s *adminService) AddPartitions(ctx context.Context, req *stratav1.AddPartitionsRequest) (*stratav1.AddPartitionsResponse, error) {
+	d, err := s.b.AddPartitions(ctx, req.Name, req.Count, replicaLists(req.Assignment))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &stratav1.AddPartitionsResponse{Topic: topicDescription(d)}, nil
+}
+
+// replicaLists is an assignment as the broker takes it: nil when none is
+// given.
+func replicaLists(in []*stratav1.ReplicaList) [][]int32 {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([][]int32, len(in))
+	for i, l := range in {
+		out[i] = l.GetBrokers()
+	}
+	return out
+}
+
 func (s *adminService) RestoreTopic(ctx context.Context, req *stratav1.RestoreTopicRequest) (*stratav1.RestoreTopicResponse, error) {
 	var (
 		d   broker.TopicDescription

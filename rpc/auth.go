@@ -197,6 +197,9 @@ var rules = map[string]rule{
 	"/strata.v1.AdminService/AlterTopicConfig": func(req any) broker.Access {
 		return broker.Needs(broker.TopicNeed(req.(*stratav1.AlterTopicConfigRequest).GetName(), security.OpAdmin))
 	},
+	"/strata.v1.AdminService/AddPartitions": func(req any) broker.Access {
+		return broker.Needs(broker.TopicNeed(req.(*stratav1.AddPartitionsRequest).GetName(), security.OpAdmin))
+	},
 	"/strata.v1.AdminService/RestoreTopic": func(req any) broker.Access {
 		return broker.Needs(broker.TopicNeed(req.(*stratav1.RestoreTopicRequest).GetName(), security.OpAdmin))
 	},

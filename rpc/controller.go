@@ -96,6 +96,18 @@ func (c controllerClient) AlterTopicConfig(ctx context.Context, name string, set
 	return fromTopicDescription(resp.GetTopic()), nil
 }
 
+func (c controllerClient) AddPartitions(ctx context.Context, name string, count int32, assignment [][]int32) (broker.TopicDescription, error) {
+	req := &stratav1.AddPartitionsRequest{Name: name, Count: count}
+	for _, replicas := range assignment {
+		req.Assignment = append(req.Assignment, &stratav1.ReplicaList{Brokers: replicas})
+	}
+	resp, err := c.admin().AddPartitions(outgoing(ctx, ""), req)
+	if err != nil {
+		return broker.TopicDescription{}, fromStatus(err)
+	}
+	return fromTopicDescription(resp.GetTopic()), nil
+}
+
 func (c controllerClient) RestoreTopic(ctx context.Context, name, id string, rf int32, rc broker.RestoreCopy) (broker.TopicDescription, error) {
 	resp, err := c.admin().RestoreTopic(outgoing(ctx, ""), &stratav1.RestoreTopicRequest{Name: name, Id: id, ReplicationFactor: rf,
 		As: rc.As, ToOffset: rc.ToOffset, ToTimeMs: rc.ToTime})

@@ -125,6 +125,8 @@ func TestReadReplica(t *testing.T) {
 	wantRefusal(t, "delete topic", err, codes.FailedPrecondition, "READ_REPLICA", false)
 	_, err = r.admin.AlterTopicConfig(ctx, &stratav1.AlterTopicConfigRequest{Name: "rr", Set: map[string]string{"retention.ms": "1d"}})
 	wantRefusal(t, "alter topic", err, codes.FailedPrecondition, "READ_REPLICA", false)
+	_, err = r.admin.AddPartitions(ctx, &stratav1.AddPartitionsRequest{Name: "rr", Count: 2})
+	wantRefusal(t, "add partitions", err, codes.FailedPrecondition, "READ_REPLICA", false)
 	_, err = r.offsets.CommitOffsets(ctx, &stratav1.CommitOffsetsRequest{Group: "g", Offsets: []*stratav1.CommittedOffset{{Topic: "rr", Offset: 1}}})
 	wantRefusal(t, "commit offsets", err, codes.FailedPrecondition, "READ_REPLICA", false)
 

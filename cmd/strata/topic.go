@@ -38,6 +38,7 @@ default; "strata topic describe" shows a topic's.`,
   strata topic list
   strata topic describe events
   strata topic alter events --set retention.ms=30d --delete segment.bytes
+  strata topic add-partitions events --to 12
   strata topic delete events
   strata topic restore events`,
 	}
@@ -45,7 +46,7 @@ default; "strata topic describe" shows a topic's.`,
 	cmd.RunE = groupRun
 	f.register(cmd)
 	cmd.AddCommand(newTopicCreateCommand(&f), newTopicListCommand(&f), newTopicDescribeCommand(&f),
-		newTopicAlterCommand(&f), newTopicDeleteCommand(&f), newTopicRestoreCommand(&f))
+		newTopicAlterCommand(&f), newTopicDeleteCommand(&f), newTopicRestoreCommand(&f), newTopicAddPartitionsCommand(&f))
 	return cmd
 }
 
@@ -62,6 +63,7 @@ func newTopicCreateCommand(f *clientFlags) *cobra.Command {
 --config sets per-topic settings; it may be repeated or given a
 comma-separated list. Settings not given keep the broker's defaults.`,
 		Example: `  strata topic create demo --partitions 3
+  strata topic create orders -p 12 -r 3
   strata topic create audit --replication-factor 3 --config retention.ms=-1
   strata topic create clicks --config retention.ms=7d,segment.bytes=256MiB`,
 		Args: exactArgs("name"),
@@ -85,8 +87,8 @@ comma-separated list. Settings not given keep the broker's defaults.`,
 			})
 		}),
 	}
-	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions")
-	cmd.Flags().Int32Var(&replication, "replication-factor", 0, "replicas of each partition (0: the broker's default)")
+	cmd.Flags().Int32VarP(&partitions, "partitions", "p", 1, "number of partitions")
+	cmd.Flags().Int32VarP(&replication, "replication-factor", "r", 0, "replicas of each partition (0: the broker's default)")
 	cmd.Flags().StringArrayVar(&settings, "config", nil, "a topic setting as key=value (repeatable, or comma-separated)")
 	return cmd
 }

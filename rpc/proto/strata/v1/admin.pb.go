@@ -996,6 +996,160 @@ func (x *AlterTopicConfigRequest) GetDelete() []string {
 	return nil
 }
 
+type AddPartitionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The partition count wanted, above the current one.
+	Count int32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// Optional: the replicas of each new partition in turn (the first leads),
+	// as many lists as partitions added, each as long as the topic's
+	// replication factor. Empty: the broker places them as it places a new
+	// topic's.
+	Assignment    []*ReplicaList `protobuf:"bytes,3,rep,name=assignment,proto3" json:"assignment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddPartitionsRequest) Reset() {
+	*x = AddPartitionsRequest{}
+	mi := &file_strata_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddPartitionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddPartitionsRequest) ProtoMessage() {}
+
+func (x *AddPartitionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddPartitionsRequest.ProtoReflect.Descriptor instead.
+func (*AddPartitionsRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *AddPartitionsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddPartitionsRequest) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *AddPartitionsRequest) GetAssignment() []*ReplicaList {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
+}
+
+// ReplicaList is the broker ids holding one partition.
+type ReplicaList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Brokers       []int32                `protobuf:"varint,1,rep,packed,name=brokers,proto3" json:"brokers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaList) Reset() {
+	*x = ReplicaList{}
+	mi := &file_strata_v1_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaList) ProtoMessage() {}
+
+func (x *ReplicaList) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaList.ProtoReflect.Descriptor instead.
+func (*ReplicaList) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ReplicaList) GetBrokers() []int32 {
+	if x != nil {
+		return x.Brokers
+	}
+	return nil
+}
+
+type AddPartitionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         *TopicDescription      `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddPartitionsResponse) Reset() {
+	*x = AddPartitionsResponse{}
+	mi := &file_strata_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddPartitionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddPartitionsResponse) ProtoMessage() {}
+
+func (x *AddPartitionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddPartitionsResponse.ProtoReflect.Descriptor instead.
+func (*AddPartitionsResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *AddPartitionsResponse) GetTopic() *TopicDescription {
+	if x != nil {
+		return x.Topic
+	}
+	return nil
+}
+
 type AlterTopicConfigResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topic         *TopicDescription      `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -1005,7 +1159,7 @@ type AlterTopicConfigResponse struct {
 
 func (x *AlterTopicConfigResponse) Reset() {
 	*x = AlterTopicConfigResponse{}
-	mi := &file_strata_v1_admin_proto_msgTypes[19]
+	mi := &file_strata_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1171,7 @@ func (x *AlterTopicConfigResponse) String() string {
 func (*AlterTopicConfigResponse) ProtoMessage() {}
 
 func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[19]
+	mi := &file_strata_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1184,7 @@ func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AlterTopicConfigResponse) GetTopic() *TopicDescription {
@@ -1055,7 +1209,7 @@ type TopicDescription struct {
 
 func (x *TopicDescription) Reset() {
 	*x = TopicDescription{}
-	mi := &file_strata_v1_admin_proto_msgTypes[20]
+	mi := &file_strata_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1221,7 @@ func (x *TopicDescription) String() string {
 func (*TopicDescription) ProtoMessage() {}
 
 func (x *TopicDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[20]
+	mi := &file_strata_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1234,7 @@ func (x *TopicDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicDescription.ProtoReflect.Descriptor instead.
 func (*TopicDescription) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TopicDescription) GetName() string {
@@ -1173,7 +1327,7 @@ type PartitionDescription struct {
 
 func (x *PartitionDescription) Reset() {
 	*x = PartitionDescription{}
-	mi := &file_strata_v1_admin_proto_msgTypes[21]
+	mi := &file_strata_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1339,7 @@ func (x *PartitionDescription) String() string {
 func (*PartitionDescription) ProtoMessage() {}
 
 func (x *PartitionDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_admin_proto_msgTypes[21]
+	mi := &file_strata_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1352,7 @@ func (x *PartitionDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDescription.ProtoReflect.Descriptor instead.
 func (*PartitionDescription) Descriptor() ([]byte, []int) {
-	return file_strata_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_strata_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PartitionDescription) GetMetadata() *PartitionMetadata {
@@ -1389,7 +1543,17 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"\x06delete\x18\x03 \x03(\tR\x06delete\x1a6\n" +
 	"\bSetEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"x\n" +
+	"\x14AddPartitionsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x126\n" +
+	"\n" +
+	"assignment\x18\x03 \x03(\v2\x16.strata.v1.ReplicaListR\n" +
+	"assignment\"'\n" +
+	"\vReplicaList\x12\x18\n" +
+	"\abrokers\x18\x01 \x03(\x05R\abrokers\"J\n" +
+	"\x15AddPartitionsResponse\x121\n" +
+	"\x05topic\x18\x01 \x01(\v2\x1b.strata.v1.TopicDescriptionR\x05topic\"M\n" +
 	"\x18AlterTopicConfigResponse\x121\n" +
 	"\x05topic\x18\x01 \x01(\v2\x1b.strata.v1.TopicDescriptionR\x05topic\"\xfb\x02\n" +
 	"\x10TopicDescription\x12\x12\n" +
@@ -1426,14 +1590,15 @@ const file_strata_v1_admin_proto_rawDesc = "" +
 	"\fcold_loading\x18\x0e \x01(\bR\vcoldLoading\x12\"\n" +
 	"\rupload_lag_ms\x18\x0f \x01(\x03R\vuploadLagMs\x12\x1e\n" +
 	"\vhead_age_ms\x18\x10 \x01(\x03R\theadAgeMs\x12'\n" +
-	"\x0fhead_generation\x18\x11 \x01(\x04R\x0eheadGeneration2\xa6\x06\n" +
+	"\x0fhead_generation\x18\x11 \x01(\x04R\x0eheadGeneration2\xfa\x06\n" +
 	"\fAdminService\x12L\n" +
 	"\vCreateTopic\x12\x1d.strata.v1.CreateTopicRequest\x1a\x1e.strata.v1.CreateTopicResponse\x12L\n" +
 	"\vDeleteTopic\x12\x1d.strata.v1.DeleteTopicRequest\x1a\x1e.strata.v1.DeleteTopicResponse\x12I\n" +
 	"\n" +
 	"ListTopics\x12\x1c.strata.v1.ListTopicsRequest\x1a\x1d.strata.v1.ListTopicsResponse\x12R\n" +
 	"\rDescribeTopic\x12\x1f.strata.v1.DescribeTopicRequest\x1a .strata.v1.DescribeTopicResponse\x12[\n" +
-	"\x10AlterTopicConfig\x12\".strata.v1.AlterTopicConfigRequest\x1a#.strata.v1.AlterTopicConfigResponse\x12O\n" +
+	"\x10AlterTopicConfig\x12\".strata.v1.AlterTopicConfigRequest\x1a#.strata.v1.AlterTopicConfigResponse\x12R\n" +
+	"\rAddPartitions\x12\x1f.strata.v1.AddPartitionsRequest\x1a .strata.v1.AddPartitionsResponse\x12O\n" +
 	"\fRestoreTopic\x12\x1e.strata.v1.RestoreTopicRequest\x1a\x1f.strata.v1.RestoreTopicResponse\x12I\n" +
 	"\n" +
 	"CreateACLs\x12\x1c.strata.v1.CreateACLsRequest\x1a\x1d.strata.v1.CreateACLsResponse\x12I\n" +
@@ -1454,7 +1619,7 @@ func file_strata_v1_admin_proto_rawDescGZIP() []byte {
 	return file_strata_v1_admin_proto_rawDescData
 }
 
-var file_strata_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_strata_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_strata_v1_admin_proto_goTypes = []any{
 	(*ACL)(nil),                      // 0: strata.v1.ACL
 	(*CreateACLsRequest)(nil),        // 1: strata.v1.CreateACLsRequest
@@ -1475,57 +1640,64 @@ var file_strata_v1_admin_proto_goTypes = []any{
 	(*DescribeTopicRequest)(nil),     // 16: strata.v1.DescribeTopicRequest
 	(*DescribeTopicResponse)(nil),    // 17: strata.v1.DescribeTopicResponse
 	(*AlterTopicConfigRequest)(nil),  // 18: strata.v1.AlterTopicConfigRequest
-	(*AlterTopicConfigResponse)(nil), // 19: strata.v1.AlterTopicConfigResponse
-	(*TopicDescription)(nil),         // 20: strata.v1.TopicDescription
-	(*PartitionDescription)(nil),     // 21: strata.v1.PartitionDescription
-	nil,                              // 22: strata.v1.CreateTopicRequest.ConfigEntry
-	nil,                              // 23: strata.v1.AlterTopicConfigRequest.SetEntry
-	nil,                              // 24: strata.v1.TopicDescription.ConfigEntry
-	nil,                              // 25: strata.v1.TopicDescription.OverridesEntry
-	(*PartitionMetadata)(nil),        // 26: strata.v1.PartitionMetadata
-	(*ClusterStatusRequest)(nil),     // 27: strata.v1.ClusterStatusRequest
-	(*ClusterStatusResponse)(nil),    // 28: strata.v1.ClusterStatusResponse
+	(*AddPartitionsRequest)(nil),     // 19: strata.v1.AddPartitionsRequest
+	(*ReplicaList)(nil),              // 20: strata.v1.ReplicaList
+	(*AddPartitionsResponse)(nil),    // 21: strata.v1.AddPartitionsResponse
+	(*AlterTopicConfigResponse)(nil), // 22: strata.v1.AlterTopicConfigResponse
+	(*TopicDescription)(nil),         // 23: strata.v1.TopicDescription
+	(*PartitionDescription)(nil),     // 24: strata.v1.PartitionDescription
+	nil,                              // 25: strata.v1.CreateTopicRequest.ConfigEntry
+	nil,                              // 26: strata.v1.AlterTopicConfigRequest.SetEntry
+	nil,                              // 27: strata.v1.TopicDescription.ConfigEntry
+	nil,                              // 28: strata.v1.TopicDescription.OverridesEntry
+	(*PartitionMetadata)(nil),        // 29: strata.v1.PartitionMetadata
+	(*ClusterStatusRequest)(nil),     // 30: strata.v1.ClusterStatusRequest
+	(*ClusterStatusResponse)(nil),    // 31: strata.v1.ClusterStatusResponse
 }
 var file_strata_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: strata.v1.CreateACLsRequest.acls:type_name -> strata.v1.ACL
 	0,  // 1: strata.v1.DeleteACLsRequest.acls:type_name -> strata.v1.ACL
 	0,  // 2: strata.v1.ListACLsResponse.acls:type_name -> strata.v1.ACL
-	20, // 3: strata.v1.RestoreTopicResponse.topic:type_name -> strata.v1.TopicDescription
-	22, // 4: strata.v1.CreateTopicRequest.config:type_name -> strata.v1.CreateTopicRequest.ConfigEntry
-	20, // 5: strata.v1.CreateTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	23, // 3: strata.v1.RestoreTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	25, // 4: strata.v1.CreateTopicRequest.config:type_name -> strata.v1.CreateTopicRequest.ConfigEntry
+	23, // 5: strata.v1.CreateTopicResponse.topic:type_name -> strata.v1.TopicDescription
 	15, // 6: strata.v1.ListTopicsResponse.topics:type_name -> strata.v1.TopicSummary
-	20, // 7: strata.v1.DescribeTopicResponse.topic:type_name -> strata.v1.TopicDescription
-	23, // 8: strata.v1.AlterTopicConfigRequest.set:type_name -> strata.v1.AlterTopicConfigRequest.SetEntry
-	20, // 9: strata.v1.AlterTopicConfigResponse.topic:type_name -> strata.v1.TopicDescription
-	24, // 10: strata.v1.TopicDescription.config:type_name -> strata.v1.TopicDescription.ConfigEntry
-	25, // 11: strata.v1.TopicDescription.overrides:type_name -> strata.v1.TopicDescription.OverridesEntry
-	21, // 12: strata.v1.TopicDescription.partitions:type_name -> strata.v1.PartitionDescription
-	26, // 13: strata.v1.PartitionDescription.metadata:type_name -> strata.v1.PartitionMetadata
-	9,  // 14: strata.v1.AdminService.CreateTopic:input_type -> strata.v1.CreateTopicRequest
-	11, // 15: strata.v1.AdminService.DeleteTopic:input_type -> strata.v1.DeleteTopicRequest
-	13, // 16: strata.v1.AdminService.ListTopics:input_type -> strata.v1.ListTopicsRequest
-	16, // 17: strata.v1.AdminService.DescribeTopic:input_type -> strata.v1.DescribeTopicRequest
-	18, // 18: strata.v1.AdminService.AlterTopicConfig:input_type -> strata.v1.AlterTopicConfigRequest
-	7,  // 19: strata.v1.AdminService.RestoreTopic:input_type -> strata.v1.RestoreTopicRequest
-	1,  // 20: strata.v1.AdminService.CreateACLs:input_type -> strata.v1.CreateACLsRequest
-	3,  // 21: strata.v1.AdminService.DeleteACLs:input_type -> strata.v1.DeleteACLsRequest
-	5,  // 22: strata.v1.AdminService.ListACLs:input_type -> strata.v1.ListACLsRequest
-	27, // 23: strata.v1.AdminService.ClusterStatus:input_type -> strata.v1.ClusterStatusRequest
-	10, // 24: strata.v1.AdminService.CreateTopic:output_type -> strata.v1.CreateTopicResponse
-	12, // 25: strata.v1.AdminService.DeleteTopic:output_type -> strata.v1.DeleteTopicResponse
-	14, // 26: strata.v1.AdminService.ListTopics:output_type -> strata.v1.ListTopicsResponse
-	17, // 27: strata.v1.AdminService.DescribeTopic:output_type -> strata.v1.DescribeTopicResponse
-	19, // 28: strata.v1.AdminService.AlterTopicConfig:output_type -> strata.v1.AlterTopicConfigResponse
-	8,  // 29: strata.v1.AdminService.RestoreTopic:output_type -> strata.v1.RestoreTopicResponse
-	2,  // 30: strata.v1.AdminService.CreateACLs:output_type -> strata.v1.CreateACLsResponse
-	4,  // 31: strata.v1.AdminService.DeleteACLs:output_type -> strata.v1.DeleteACLsResponse
-	6,  // 32: strata.v1.AdminService.ListACLs:output_type -> strata.v1.ListACLsResponse
-	28, // 33: strata.v1.AdminService.ClusterStatus:output_type -> strata.v1.ClusterStatusResponse
-	24, // [24:34] is the sub-list for method output_type
-	14, // [14:24] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	23, // 7: strata.v1.DescribeTopicResponse.topic:type_name -> strata.v1.TopicDescription
+	26, // 8: strata.v1.AlterTopicConfigRequest.set:type_name -> strata.v1.AlterTopicConfigRequest.SetEntry
+	20, // 9: strata.v1.AddPartitionsRequest.assignment:type_name -> strata.v1.ReplicaList
+	23, // 10: strata.v1.AddPartitionsResponse.topic:type_name -> strata.v1.TopicDescription
+	23, // 11: strata.v1.AlterTopicConfigResponse.topic:type_name -> strata.v1.TopicDescription
+	27, // 12: strata.v1.TopicDescription.config:type_name -> strata.v1.TopicDescription.ConfigEntry
+	28, // 13: strata.v1.TopicDescription.overrides:type_name -> strata.v1.TopicDescription.OverridesEntry
+	24, // 14: strata.v1.TopicDescription.partitions:type_name -> strata.v1.PartitionDescription
+	29, // 15: strata.v1.PartitionDescription.metadata:type_name -> strata.v1.PartitionMetadata
+	9,  // 16: strata.v1.AdminService.CreateTopic:input_type -> strata.v1.CreateTopicRequest
+	11, // 17: strata.v1.AdminService.DeleteTopic:input_type -> strata.v1.DeleteTopicRequest
+	13, // 18: strata.v1.AdminService.ListTopics:input_type -> strata.v1.ListTopicsRequest
+	16, // 19: strata.v1.AdminService.DescribeTopic:input_type -> strata.v1.DescribeTopicRequest
+	18, // 20: strata.v1.AdminService.AlterTopicConfig:input_type -> strata.v1.AlterTopicConfigRequest
+	19, // 21: strata.v1.AdminService.AddPartitions:input_type -> strata.v1.AddPartitionsRequest
+	7,  // 22: strata.v1.AdminService.RestoreTopic:input_type -> strata.v1.RestoreTopicRequest
+	1,  // 23: strata.v1.AdminService.CreateACLs:input_type -> strata.v1.CreateACLsRequest
+	3,  // 24: strata.v1.AdminService.DeleteACLs:input_type -> strata.v1.DeleteACLsRequest
+	5,  // 25: strata.v1.AdminService.ListACLs:input_type -> strata.v1.ListACLsRequest
+	30, // 26: strata.v1.AdminService.ClusterStatus:input_type -> strata.v1.ClusterStatusRequest
+	10, // 27: strata.v1.AdminService.CreateTopic:output_type -> strata.v1.CreateTopicResponse
+	12, // 28: strata.v1.AdminService.DeleteTopic:output_type -> strata.v1.DeleteTopicResponse
+	14, // 29: strata.v1.AdminService.ListTopics:output_type -> strata.v1.ListTopicsResponse
+	17, // 30: strata.v1.AdminService.DescribeTopic:output_type -> strata.v1.DescribeTopicResponse
+	22, // 31: strata.v1.AdminService.AlterTopicConfig:output_type -> strata.v1.AlterTopicConfigResponse
+	21, // 32: strata.v1.AdminService.AddPartitions:output_type -> strata.v1.AddPartitionsResponse
+	8,  // 33: strata.v1.AdminService.RestoreTopic:output_type -> strata.v1.RestoreTopicResponse
+	2,  // 34: strata.v1.AdminService.CreateACLs:output_type -> strata.v1.CreateACLsResponse
+	4,  // 35: strata.v1.AdminService.DeleteACLs:output_type -> strata.v1.DeleteACLsResponse
+	6,  // 36: strata.v1.AdminService.ListACLs:output_type -> strata.v1.ListACLsResponse
+	31, // 37: strata.v1.AdminService.ClusterStatus:output_type -> strata.v1.ClusterStatusResponse
+	27, // [27:38] is the sub-list for method output_type
+	16, // [16:27] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_admin_proto_init() }
@@ -1542,7 +1714,7 @@ func file_strata_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_admin_proto_rawDesc), len(file_strata_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	AdminService_ListTopics_FullMethodName       = "/strata.v1.AdminService/ListTopics"
 	AdminService_DescribeTopic_FullMethodName    = "/strata.v1.AdminService/DescribeTopic"
 	AdminService_AlterTopicConfig_FullMethodName = "/strata.v1.AdminService/AlterTopicConfig"
+	AdminService_AddPartitions_FullMethodName    = "/strata.v1.AdminService/AddPartitions"
 	AdminService_RestoreTopic_FullMethodName     = "/strata.v1.AdminService/RestoreTopic"
 	AdminService_CreateACLs_FullMethodName       = "/strata.v1.AdminService/CreateACLs"
 	AdminService_DeleteACLs_FullMethodName       = "/strata.v1.AdminService/DeleteACLs"
@@ -44,6 +45,12 @@ type AdminServiceClient interface {
 	// AlterTopicConfig changes per-topic settings; they take effect without a
 	// restart.
 	AlterTopicConfig(ctx context.Context, in *AlterTopicConfigRequest, opts ...grpc.CallOption) (*AlterTopicConfigResponse, error)
+	// AddPartitions raises a topic's partition count. Existing partitions and
+	// their data are untouched; the new ones start empty. Keys map to
+	// partitions by hash(key) mod count, so once producers see the new count
+	// a key may go to another partition than before. A count not above the
+	// current one is INVALID_ARGUMENT (reason INVALID_REQUEST).
+	AddPartitions(ctx context.Context, in *AddPartitionsRequest, opts ...grpc.CallOption) (*AddPartitionsResponse, error)
 	// RestoreTopic brings a topic back from the cold tier alone (after its
 	// brokers' disks were lost, say): the topic is created again under the id
 	// its objects are stored under, with the partitions and settings its
@@ -125,6 +132,16 @@ func (c *adminServiceClient) AlterTopicConfig(ctx context.Context, in *AlterTopi
 	return out, nil
 }
 
+func (c *adminServiceClient) AddPartitions(ctx context.Context, in *AddPartitionsRequest, opts ...grpc.CallOption) (*AddPartitionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddPartitionsResponse)
+	err := c.cc.Invoke(ctx, AdminService_AddPartitions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) RestoreTopic(ctx context.Context, in *RestoreTopicRequest, opts ...grpc.CallOption) (*RestoreTopicResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RestoreTopicResponse)
@@ -188,6 +205,12 @@ type AdminServiceServer interface {
 	// AlterTopicConfig changes per-topic settings; they take effect without a
 	// restart.
 	AlterTopicConfig(context.Context, *AlterTopicConfigRequest) (*AlterTopicConfigResponse, error)
+	// AddPartitions raises a topic's partition count. Existing partitions and
+	// their data are untouched; the new ones start empty. Keys map to
+	// partitions by hash(key) mod count, so once producers see the new count
+	// a key may go to another partition than before. A count not above the
+	// current one is INVALID_ARGUMENT (reason INVALID_REQUEST).
+	AddPartitions(context.Context, *AddPartitionsRequest) (*AddPartitionsResponse, error)
 	// RestoreTopic brings a topic back from the cold tier alone (after its
 	// brokers' disks were lost, say): the topic is created again under the id
 	// its objects are stored under, with the partitions and settings its
@@ -233,6 +256,9 @@ func (UnimplementedAdminServiceServer) DescribeTopic(context.Context, *DescribeT
 }
 func (UnimplementedAdminServiceServer) AlterTopicConfig(context.Context, *AlterTopicConfigRequest) (*AlterTopicConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AlterTopicConfig not implemented")
+}
+func (UnimplementedAdminServiceServer) AddPartitions(context.Context, *AddPartitionsRequest) (*AddPartitionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddPartitions not implemented")
 }
 func (UnimplementedAdminServiceServer) RestoreTopic(context.Context, *RestoreTopicRequest) (*RestoreTopicResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RestoreTopic not implemented")
@@ -360,6 +386,24 @@ func _AdminService_AlterTopicConfig_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_AddPartitions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddPartitionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).AddPartitions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_AddPartitions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).AddPartitions(ctx, req.(*AddPartitionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_RestoreTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RestoreTopicRequest)
 	if err := dec(in); err != nil {
@@ -476,6 +520,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AlterTopicConfig",
 			Handler:    _AdminService_AlterTopicConfig_Handler,
+		},
+		{
+			MethodName: "AddPartitions",
+			Handler:    _AdminService_AddPartitions_Handler,
 		},
 		{
 			MethodName: "RestoreTopic",

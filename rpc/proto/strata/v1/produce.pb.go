@@ -87,7 +87,10 @@ type ProduceRequest struct {
 	Acks      Acks                   `protobuf:"varint,3,opt,name=acks,proto3,enum=strata.v1.Acks" json:"acks,omitempty"`
 	// Exactly one of records and batch. records are encoded into one batch by
 	// the broker with the given compression; batch is one encoded Kafka v2
-	// RecordBatch (magic 2) and is stored as sent, with offsets assigned.
+	// RecordBatch (magic 2) and is stored as sent, with offsets assigned; a
+	// topic whose compression.type is not "producer" stores either in its
+	// codec, recompressing on the leader (producer id, epoch, sequence and
+	// timestamps kept).
 	//
 	// An idempotent producer (see InitProducer) sends batch, with its producer
 	// id and epoch and the sequence number of its first record in the header;
