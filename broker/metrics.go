@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,19 @@ func (b clusterMember) writeMetrics(w io.Writer) {
 	b.RequestMetrics().write(mw)
 	b.metrics.kafka.write(mw)
 	b.writeTierMetrics(mw, parts)
+	writeRuntimeMetrics(mw)
+}
+
+// writeRuntimeMetrics writes the process's heap allocation counter, under
+// the name Prometheus's Go collector gives it, so that what a workload
+// costs the allocator (and so the GC) can be read as the difference of two
+// scrapes.
+func writeRuntimeMetrics(mw *metricsWriter) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		mw.counter("go_memstats_alloc_bytes_total", "Bytes allocated on the heap since the process started.", int64(s[0].Value.Uint64()))
+	}
 }
 
 func (b clusterMember) knows(topic string) bool {
