@@ -35,6 +35,7 @@ type FetchLoopRequest struct {
 	// Buffer lends each read its buffer, as FetchRequest.Buffer does: an
 	// answer's Batches (and decoded Records, which may point into them)
 	// are valid until send returns, and the buffer may be reused after.
+	// (So are the cold reads': the loop releases each once send returns.)
 	Buffer func(n int) []byte
 }
 
@@ -86,13 +87,17 @@ func fetchLoop(ctx context.Context, req FetchLoopRequest, fetch func(context.Con
 		ans := FetchAnswer{FetchResult: res}
 		if req.Decode {
 			if ans.Records, err = DecodeRecords(req.Topic, req.Partition, res.Batches, offset); err != nil {
+				res.Release()
 				return err
 			}
 		}
 		if len(res.Batches) > 0 || !req.StopAtEnd {
-			if err := send(ans); err != nil {
-				return err
-			}
+			err = send(ans)
+		}
+		// Sent (send returned): what the answer referred to may be reused.
+		res.Release()
+		if err != nil {
+			return err
 		}
 		if req.StopAtEnd && res.NextOffset >= res.HighWatermark {
 			return nil

@@ -148,6 +148,9 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 	mw.counter("strata_cold_readahead_chunks_total", "Chunk GETs issued by read-ahead.", int64(s.ReadAheadChunks))
 	mw.counter("strata_cold_fetched_bytes_total", "Chunk bytes fetched from the object store.", int64(s.BytesFetched))
 	mw.gauge("strata_cold_cache_bytes", "Bytes held by the chunk cache.", s.CachedBytes)
+	mw.counter("strata_cold_arena_reused_buffers_total", "Chunk buffers the cold reader recycled rather than allocated.", int64(s.ArenaReused))
+	mw.counter("strata_cold_arena_heap_buffers_total", "Chunk buffers the cold reader allocated outside its arena, which was all in use.", int64(s.ArenaHeapBuffers))
+	mw.gauge("strata_cold_arena_bytes", "Bytes of chunk buffers the cold reader's arena holds, in use and free.", s.ArenaBytes)
 	if b.coldPace != nil {
 		broker, topic := b.coldPace.throttled()
 		mw.family("strata_cold_read_throttle_seconds_total", "counter", "Time cold reads' GETs were held back by the broker's (tiering.cold_read_*_per_sec) and by topics' (remote.read.*.per.sec) limits.")
