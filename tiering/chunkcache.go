@@ -65,9 +65,8 @@ type chunk struct {
 	// count) when the chunk was fetched (checkChunk): a read of them checks
 	// only what ties each to its place (its offsets), not its bytes again.
 	checked int64
-	// buf is the whole buffer data lies in, given back to arena (put if
-	// pooled, else offered) when refs drops to zero. arena is nil for a
-	// chunk the arena has no part in.
+	// buf is the whole buffer data lies in, given back to arena, if pooled
+	// there, when refs drops to zero.
 	buf    []byte
 	arena  *arena
 	pooled bool
@@ -101,16 +100,12 @@ func (ch *chunk) release() {
 	switch n := ch.refs.Add(-1); {
 	case n < 0:
 		panic("tiering: cold chunk released more often than acquired")
-	case n > 0 || ch.arena == nil:
-		return
+	case n > 0 || !ch.pooled:
+		return // a heap buffer is the GC's
 	}
 	buf := ch.buf
 	ch.buf, ch.data = nil, nil
-	if ch.pooled {
-		ch.arena.put(buf)
-	} else {
-		ch.arena.adopt(buf)
-	}
+	ch.arena.put(buf)
 }
 
 // cachedChunk is a main-region entry: it holds one reference to its

@@ -298,6 +298,7 @@ func (r *ColdReader) Close() {
 	r.ops.Wait()
 	r.background.Wait()
 	r.chunks.close()
+	r.arena.close()
 	r.mu.Lock()
 	r.mu.objects.clear()
 	r.mu.parts.clear()
