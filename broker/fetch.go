@@ -63,6 +63,11 @@ type FetchResult struct {
 // nothing the second time.
 func (r FetchResult) Release() { r.cold.Release() }
 
+// verified reports whether Batches came from the cold tier, whose reader
+// checked every batch's bytes (CRC and all) as they came from the store:
+// nothing on the way to the consumer needs to check them again.
+func (r FetchResult) verified() bool { return len(r.cold.Batches) > 0 }
+
 const defaultFetchBytes = 1 << 20
 
 // Fetch reads committed batches. The leader serves its local log, and,

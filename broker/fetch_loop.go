@@ -86,7 +86,7 @@ func fetchLoop(ctx context.Context, req FetchLoopRequest, fetch func(context.Con
 		}
 		ans := FetchAnswer{FetchResult: res}
 		if req.Decode {
-			if ans.Records, err = DecodeRecords(req.Topic, req.Partition, res.Batches, offset); err != nil {
+			if ans.Records, err = decodeRecords(req.Topic, req.Partition, res.Batches, offset, res.verified()); err != nil {
 				res.Release()
 				return err
 			}
@@ -115,10 +115,21 @@ func fetchLoop(ctx context.Context, req FetchLoopRequest, fetch func(context.Con
 // naming where, never an internal error, which clients would retry
 // forever. Records' keys, values and headers may point into data.
 func DecodeRecords(topic string, partition int32, data []byte, from int64) ([]record.Record, error) {
+	return decodeRecords(topic, partition, data, from, false)
+}
+
+// decodeRecords is DecodeRecords; verified says every batch's bytes passed
+// their CRC check already (the cold reader checks them as they come from
+// the store), and are not checked again.
+func decodeRecords(topic string, partition int32, data []byte, from int64, verified bool) ([]record.Record, error) {
+	split := record.Next
+	if verified {
+		split = record.NextVerified
+	}
 	var out []record.Record
 	at := from // an offset the next batch holds, for errors
 	for len(data) > 0 {
-		b, rest, err := record.Next(data)
+		b, rest, err := split(data)
 		if err != nil {
 			return nil, CorruptData(err, at, "%s/%d: the stored batch holding offset %d fails its checks: %v", topic, partition, at, err)
 		}

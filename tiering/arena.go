@@ -54,6 +54,13 @@ type arena struct {
 // rather than the bytes it expected.
 var poisonReturned atomic.Bool
 
+// PoisonRecycledBuffers makes every cold reader overwrite a chunk's
+// buffer as it goes back to the arena (with 0xEE), from now on: for tests
+// of the packages that hand cold reads on (the fetch paths), where a
+// response that still referred to a released chunk would then show it.
+// It costs a pass over every recycled buffer; nothing else sets it.
+func PoisonRecycledBuffers() { poisonReturned.Store(true) }
+
 // poisonByte is the pattern poisonReturned writes: as the first byte of a
 // batch's offset, and as its magic byte, it fails every check.
 const poisonByte = 0xEE

@@ -11,7 +11,7 @@ import (
 // Every test of the package reads through poisoned buffers: a chunk's
 // buffer overwritten as it goes back to the arena shows in any read that
 // still looks at it, and in the bytes compared with what was written.
-func init() { poisonReturned.Store(true) }
+func init() { PoisonRecycledBuffers() }
 
 func TestArenaRecyclesWithinItsLimit(t *testing.T) {
 	const chunk = 64 << 10
