@@ -124,7 +124,9 @@ func (r *ColdReader) forgetObject(key string) {
 // openObject opens seg's object, reads and checks its trailer and footer,
 // caches it and returns it with one reference taken for the caller.
 func (r *ColdReader) openObject(ctx context.Context, p PartitionRef, seg SegmentRef) (*coldObject, error) {
-	rd, err := r.store.Open(ctx, seg.Key)
+	// The manifest says how large the object is: where the store can
+	// open it on that word, it costs no request (a HEAD on S3).
+	rd, err := objstore.OpenSized(ctx, r.store, seg.Key, seg.Size)
 	if err != nil {
 		return nil, fmt.Errorf("tiering: open cold segment %s: %w", seg.Key, err)
 	}
