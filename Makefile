@@ -114,7 +114,7 @@ certs: build ## a development CA, certificates for brokers 1-3 and client admin,
 cluster: build minio ## start MinIO and three brokers forming one cluster on loopback with TLS, data and certificates in ./.cluster (Ctrl-C stops all)
 	@./scripts/run-cluster.sh
 
-bench-cold: build minio ## replay ~1 GB of history from MinIO: cold and warm cache, GETs per GB, beside raw MinIO GETs and a hot-tier read
+bench-cold: build minio ## replay ~1 GB of history from MinIO: cold and warm cache, GETs per GB, broker CPU and heap allocated per cold GB, beside raw MinIO GETs and a hot-tier read
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench 'ColdReplay$$' -benchtime 1x -timeout 30m -v ./e2e/
 

@@ -49,7 +49,24 @@ type FetchResult struct {
 	NextOffset     int64
 	HighWatermark  int64
 	LogStartOffset int64
+	// cold is the cold read Batches came from, if they did: its chunk
+	// stays in memory, not recycled, until Release.
+	cold tiering.ColdRead
 }
+
+// Release says the caller is done with Batches: a response holding them
+// has been sent (or dropped). Batches read from the cold tier are a slice
+// of a cached chunk, whose buffer is recycled only once every reader of it
+// has released it; a result never released keeps its chunk's memory from
+// the cold reader for good. It does nothing for a result read from the
+// local log (whose buffer is the caller's, see FetchRequest.Buffer), and
+// nothing the second time.
+func (r FetchResult) Release() { r.cold.Release() }
+
+// verified reports whether Batches came from the cold tier, whose reader
+// checked every batch's bytes (CRC and all) as they came from the store:
+// nothing on the way to the consumer needs to check them again.
+func (r FetchResult) verified() bool { return len(r.cold.Batches) > 0 }
 
 const defaultFetchBytes = 1 << 20
 
@@ -154,7 +171,7 @@ func (b *Broker) coldFetch(ctx context.Context, p *partition, req FetchRequest) 
 	if err != nil {
 		return FetchResult{}, b.coldError(p.name(), req.Offset, p.logStart(), p.log.HighWatermark(), err)
 	}
-	return FetchResult{Batches: r.Batches, NextOffset: r.NextOffset, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart()}, nil
+	return FetchResult{Batches: r.Batches, NextOffset: r.NextOffset, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart(), cold: r}, nil
 }
 
 // coldFetchAnywhere serves a read from the cold tier on a broker that does
@@ -178,7 +195,7 @@ func (b *Broker) coldFetchAnywhere(ctx context.Context, req FetchRequest) (Fetch
 	if err != nil {
 		return FetchResult{}, false
 	}
-	return FetchResult{Batches: r.Batches, NextOffset: r.NextOffset, HighWatermark: h.EndOffset(), LogStartOffset: h.StartOffset()}, true
+	return FetchResult{Batches: r.Batches, NextOffset: r.NextOffset, HighWatermark: h.EndOffset(), LogStartOffset: h.StartOffset(), cold: r}, true
 }
 
 // coldError translates a cold read's failure.

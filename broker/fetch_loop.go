@@ -35,6 +35,7 @@ type FetchLoopRequest struct {
 	// Buffer lends each read its buffer, as FetchRequest.Buffer does: an
 	// answer's Batches (and decoded Records, which may point into them)
 	// are valid until send returns, and the buffer may be reused after.
+	// (So are the cold reads': the loop releases each once send returns.)
 	Buffer func(n int) []byte
 }
 
@@ -85,14 +86,18 @@ func fetchLoop(ctx context.Context, req FetchLoopRequest, fetch func(context.Con
 		}
 		ans := FetchAnswer{FetchResult: res}
 		if req.Decode {
-			if ans.Records, err = DecodeRecords(req.Topic, req.Partition, res.Batches, offset); err != nil {
+			if ans.Records, err = decodeRecords(req.Topic, req.Partition, res.Batches, offset, res.verified()); err != nil {
+				res.Release()
 				return err
 			}
 		}
 		if len(res.Batches) > 0 || !req.StopAtEnd {
-			if err := send(ans); err != nil {
-				return err
-			}
+			err = send(ans)
+		}
+		// Sent (send returned): what the answer referred to may be reused.
+		res.Release()
+		if err != nil {
+			return err
 		}
 		if req.StopAtEnd && res.NextOffset >= res.HighWatermark {
 			return nil
@@ -110,10 +115,21 @@ func fetchLoop(ctx context.Context, req FetchLoopRequest, fetch func(context.Con
 // naming where, never an internal error, which clients would retry
 // forever. Records' keys, values and headers may point into data.
 func DecodeRecords(topic string, partition int32, data []byte, from int64) ([]record.Record, error) {
+	return decodeRecords(topic, partition, data, from, false)
+}
+
+// decodeRecords is DecodeRecords; verified says every batch's bytes passed
+// their CRC check already (the cold reader checks them as they come from
+// the store), and are not checked again.
+func decodeRecords(topic string, partition int32, data []byte, from int64, verified bool) ([]record.Record, error) {
+	split := record.Next
+	if verified {
+		split = record.NextVerified
+	}
 	var out []record.Record
 	at := from // an offset the next batch holds, for errors
 	for len(data) > 0 {
-		b, rest, err := record.Next(data)
+		b, rest, err := split(data)
 		if err != nil {
 			return nil, CorruptData(err, at, "%s/%d: the stored batch holding offset %d fails its checks: %v", topic, partition, at, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,19 @@ func (b clusterMember) writeMetrics(w io.Writer) {
 	b.RequestMetrics().write(mw)
 	b.metrics.kafka.write(mw)
 	b.writeTierMetrics(mw, parts)
+	writeRuntimeMetrics(mw)
+}
+
+// writeRuntimeMetrics writes the process's heap allocation counter, under
+// the name Prometheus's Go collector gives it, so that what a workload
+// costs the allocator (and so the GC) can be read as the difference of two
+// scrapes.
+func writeRuntimeMetrics(mw *metricsWriter) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		mw.counter("go_memstats_alloc_bytes_total", "Bytes allocated on the heap since the process started.", int64(s[0].Value.Uint64()))
+	}
 }
 
 func (b clusterMember) knows(topic string) bool {
@@ -142,6 +156,9 @@ func (b *Broker) writeStoreMetrics(mw *metricsWriter, cold *tiering.ColdReader) 
 	mw.counter("strata_cold_readahead_chunks_total", "Chunk GETs issued by read-ahead.", int64(s.ReadAheadChunks))
 	mw.counter("strata_cold_fetched_bytes_total", "Chunk bytes fetched from the object store.", int64(s.BytesFetched))
 	mw.gauge("strata_cold_cache_bytes", "Bytes held by the chunk cache.", s.CachedBytes)
+	mw.counter("strata_cold_arena_reused_buffers_total", "Chunk buffers the cold reader recycled rather than allocated.", int64(s.ArenaReused))
+	mw.counter("strata_cold_arena_heap_buffers_total", "Chunk buffers the cold reader allocated outside its arena, which was all in use.", int64(s.ArenaHeapBuffers))
+	mw.gauge("strata_cold_arena_bytes", "Bytes of chunk buffers the cold reader's arena holds, in use and free.", s.ArenaBytes)
 	if b.coldPace != nil {
 		broker, topic := b.coldPace.throttled()
 		mw.family("strata_cold_read_throttle_seconds_total", "counter", "Time cold reads' GETs were held back by the broker's (tiering.cold_read_*_per_sec) and by topics' (remote.read.*.per.sec) limits.")

@@ -439,7 +439,7 @@ func (r *readReplica) fetch(ctx context.Context, req FetchRequest) (FetchResult,
 			// The cold reader may have read a newer head than the catalog's
 			// (it re-reads at a miss): what it returned is committed all the
 			// same, so the watermark covers it.
-			return FetchResult{Batches: res.Batches, NextOffset: res.NextOffset, HighWatermark: max(end, res.NextOffset), LogStartOffset: start}, nil
+			return FetchResult{Batches: res.Batches, NextOffset: res.NextOffset, HighWatermark: max(end, res.NextOffset), LogStartOffset: start, cold: res}, nil
 		}
 		if req.MaxWait <= 0 {
 			return FetchResult{NextOffset: end, HighWatermark: end, LogStartOffset: start}, nil

@@ -175,6 +175,11 @@ func BenchmarkColdReplay(b *testing.B) {
 	b.ReportMetric(gets/(float64(coldBytes)/1e9), "GETs/GB")
 	b.ReportMetric(coldCPU.perGB("", coldBytes), "cold-CPU-s/GB")
 	b.ReportMetric(hotCPU.perGB("", hotBytesAll), "hot-CPU-s/GB")
+	brokerCold, brokerHot := coldCPU.perGB("broker", coldBytes), hotCPU.perGB("broker", hotBytesAll)
+	heapPerGB := (after["go_memstats_alloc_bytes_total"] - before["go_memstats_alloc_bytes_total"]) / (float64(coldBytes) / 1e9)
+	b.ReportMetric(brokerCold, "broker-cold-CPU-s/GB")
+	b.ReportMetric(brokerHot, "broker-hot-CPU-s/GB")
+	b.ReportMetric(heapPerGB, "broker-cold-heap-B/GB")
 	b.Logf("history: %d records of %d B in %d partitions, %d objects of %d bytes in the bucket; %d records in %d objects of 1 MiB segments",
 		records, recordSize, partitions, len(keys), stored, small, len(smallKeys))
 	b.Logf("fetch streams of raw batches: cold cache %.0f MB/s (%d bytes in %v, %.0f GETs; %.0f reads from the cache, %.0f waited for a GET), warm cache %.0f MB/s, hot tier %.0f MB/s",
@@ -184,6 +189,8 @@ func BenchmarkColdReplay(b *testing.B) {
 	b.Logf("cold cache, 1 MiB segments: %.0f MB/s (%d bytes in %v)", smallRate, smallBytes, smallTook.Round(time.Millisecond))
 	b.Logf("ratios: cold/hot %.2f (aim >= 0.9), warm/hot %.2f (aim >= 1.0), 1 MiB/64 MiB segments cold %.2f (aim >= 0.8), GETs/GB %.0f (aim <= 300)",
 		coldRate/hotRate, warmRate/hotRate, smallRate/coldRate, gets/(float64(coldBytes)/1e9))
+	b.Logf("broker: CPU-s per GB cold %.2f, hot %.2f, cold/hot %.2f (aim <= 2); heap allocated per cold GB %.0f MB, %.1f%% of the bytes replayed (aim <= 5%%)",
+		brokerCold, brokerHot, brokerCold/brokerHot, heapPerGB/1e6, heapPerGB/1e9*100)
 	b.Logf("CPU seconds per GB fetched: cold cache %.2f (broker %.2f, MinIO %.2f, consumer %.2f) with %.2f cores busy; hot tier %.2f (broker %.2f, consumer %.2f) with %.2f cores busy. With the same cores busy in both phases, the CPU alone gives cold/hot %.2f; were the broker's cold reads free, MinIO's CPU alone would cap it at %.2f",
 		coldCPU.perGB("", coldBytes), coldCPU.perGB("broker", coldBytes), coldCPU.perGB("MinIO", coldBytes), coldCPU.perGB("consumer", coldBytes), coldCPU.cores(),
 		hotCPU.perGB("", hotBytesAll), hotCPU.perGB("broker", hotBytesAll), hotCPU.perGB("consumer", hotBytesAll), hotCPU.cores(),

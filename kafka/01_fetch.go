@@ -121,6 +121,7 @@ func fetchOnce(ctx context.Context, c *conn, req *kmsg.FetchRequest, resp *kmsg.
 			// consumer's next fetch is on its way.
 			res, err := b.Fetch(ctx, broker.FetchRequest{Topic: name, Partition: rp.Partition, Offset: rp.FetchOffset, MaxBytes: maxBytes,
 				ReadAhead: c.ctx, Buffer: c.lend}) // conn.go: reused once the answer is written
+			c.hold(res) // a cold read's chunk: released once the answer is written
 			if err != nil {
 				p.ErrorCode = codeOf(err)
 				resp.ThrottleMillis = max(resp.ThrottleMillis, throttleOf(err))
@@ -162,7 +163,8 @@ func waitAny(ctx context.Context, b *broker.Broker, req *kmsg.FetchRequest, resp
 			}
 			n++
 			go func() {
-				b.Fetch(wctx, broker.FetchRequest{Topic: name, Partition: rp.Partition, Offset: rp.FetchOffset, MaxBytes: 1, MaxWait: wait})
+				res, _ := b.Fetch(wctx, broker.FetchRequest{Topic: name, Partition: rp.Partition, Offset: rp.FetchOffset, MaxBytes: 1, MaxWait: wait})
+				res.Release() // only its arrival counts
 				select {
 				case done <- struct{}{}:
 				default:

@@ -34,6 +34,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/broker"
 )
 
 // minFrame is the smallest request frame: API key, version, correlation
@@ -123,6 +125,9 @@ type conn struct {
 	// lent are the buffers this request's fetches read the log into
 	// (lend), which its answer refers to until it is written.
 	lent [][]byte
+	// held are the cold reads this request's answer refers to, released
+	// with what was lent.
+	held []broker.FetchResult
 	// clientID is the client id of the request being served (its header's).
 	clientID string
 	// auth is what the connection has proved (auth.go).
@@ -184,11 +189,9 @@ func (c *conn) handle(frame []byte) error {
 	start := time.Now()
 	resp, err := apis[rq.key].handle(c.withPrincipal(ctx), c, rq.req)
 	c.s.record(rq, resp, err, time.Since(start)) // metrics.go
-	if err != nil {
+	if err != nil || resp == nil {
+		c.giveBack() // no answer (acks=0, or an error) refers to them
 		return err
-	}
-	if resp == nil {
-		return nil // acks=0: no answer
 	}
 	err = c.write(rq, rq.req.IsFlexible() && rq.key != apiVersionsKey, resp)
 	c.giveBack() // the answer is sent: what its fetches read into is free
@@ -275,8 +278,20 @@ func (c *conn) lend(n int) []byte {
 // answer still referring to one shows it.
 var poisonGivenBack bool
 
-// giveBack returns what lend lent to the pool.
+// hold keeps res, until the answer is written, from handing the chunk its
+// batches lie in back to the cold reader.
+func (c *conn) hold(res broker.FetchResult) {
+	c.held = append(c.held, res)
+}
+
+// giveBack returns what lend lent to the pool, and releases what hold
+// held.
 func (c *conn) giveBack() {
+	for i, res := range c.held {
+		res.Release()
+		c.held[i] = broker.FetchResult{}
+	}
+	c.held = c.held[:0]
 	for i, b := range c.lent {
 		if poisonGivenBack {
 			for j := range b {

@@ -7,7 +7,16 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/tiering"
 )
+
+// Every test of the package reads through poisoned buffers, the local
+// log's and the cold tier's chunks alike.
+func init() {
+	poisonGivenBack = true
+	tiering.PoisonRecycledBuffers()
+}
 
 // Fetches read the log into pooled buffers that their answer refers to and
 // that go back to the pool, shared by every connection, once the answer is
@@ -15,8 +24,6 @@ import (
 // each reading every record many fetches deep, must each get every record
 // exactly as produced: a buffer given back too early, or lent twice, would
 // show as another record's bytes.
-func init() { poisonGivenBack = true } // every test of the package reads through poisoned buffers
-
 func TestPooledFetchBuffersKeepEveryAnswerIntact(t *testing.T) {
 	tb := startBroker(t)
 	tb.createTopic(t, "pooled", 3)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
 )
@@ -52,7 +53,11 @@ type chunkCache struct {
 	}
 }
 
-// chunk is a cached chunk of an object's log bytes.
+// chunk is a cached chunk of an object's log bytes. Its buffer is the
+// arena's, recycled once nothing refers to it: the cache (one reference
+// for each region that holds the chunk) and every read that was handed
+// the chunk, until it releases it (a response is released once sent).
+// Anyone touching data must hold a reference.
 type chunk struct {
 	data []byte
 	// checked is how many bytes from the start of data hold whole batches
@@ -60,13 +65,65 @@ type chunk struct {
 	// count) when the chunk was fetched (checkChunk): a read of them checks
 	// only what ties each to its place (its offsets), not its bytes again.
 	checked int64
+	// buf is the whole buffer data lies in, given back to arena, if pooled
+	// there, when refs drops to zero.
+	buf    []byte
+	arena  *arena
+	pooled bool
+	refs   atomic.Int32
 }
 
-// cachedChunk is a main-region entry. The key is kept so that a hit can be
-// checked against the key asked for: ristretto stores hashes, not keys.
+// newChunk wraps data, a slice of buf (a buffer from a, pooled as get
+// said), with one reference: the caller's.
+func newChunk(a *arena, buf []byte, pooled bool, data []byte) *chunk {
+	ch := &chunk{data: data, buf: buf, arena: a, pooled: pooled}
+	ch.refs.Store(1)
+	return ch
+}
+
+// acquire takes a reference, unless the chunk's buffer has gone back to
+// the arena already (a lookup that raced its eviction then misses).
+func (ch *chunk) acquire() bool {
+	for {
+		n := ch.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if ch.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference; the last one gives the buffer back.
+func (ch *chunk) release() {
+	switch n := ch.refs.Add(-1); {
+	case n < 0:
+		panic("tiering: cold chunk released more often than acquired")
+	case n > 0 || !ch.pooled:
+		return // a heap buffer is the GC's
+	}
+	buf := ch.buf
+	ch.buf, ch.data = nil, nil
+	ch.arena.put(buf)
+}
+
+// cachedChunk is a main-region entry: it holds one reference to its
+// chunk, dropped when ristretto lets go of the entry (OnExit, or a Set it
+// refused outright). The key is kept so that a hit can be checked against
+// the key asked for: ristretto stores hashes, not keys.
 type cachedChunk struct {
-	key string
-	ch  *chunk
+	key    string
+	ch     *chunk
+	exited atomic.Bool
+}
+
+// exit drops the entry's reference, once however often ristretto reports
+// the entry gone.
+func (e *cachedChunk) exit() {
+	if e != nil && e.exited.CompareAndSwap(false, true) {
+		e.ch.release()
+	}
 }
 
 func newChunkCache(cacheBytes, chunkBytes int64, counters *readerCounters) (*chunkCache, error) {
@@ -78,7 +135,10 @@ func newChunkCache(cacheBytes, chunkBytes int64, counters *readerCounters) (*chu
 	c := &chunkCache{counters: counters, aheadBytes: max(windowChunks/2, 1) * chunkBytes, chunkBytes: chunkBytes}
 	c.flights.joins = &counters.sharedGets
 	c.mu.unread = map[string]int64{}
-	c.mu.window = newLRU(windowBytes, func(key string, _ *chunk) { c.readLocked(key) })
+	c.mu.window = newLRU(windowBytes, func(key string, ch *chunk) {
+		c.readLocked(key)
+		ch.release()
+	})
 	if mainBytes := cacheBytes - windowBytes; mainBytes > 0 {
 		// Ristretto wants about ten counters per entry it may hold.
 		entries := mainBytes/chunkBytes + 1
@@ -87,6 +147,7 @@ func newChunkCache(cacheBytes, chunkBytes int64, counters *readerCounters) (*chu
 			MaxCost:            mainBytes,
 			BufferItems:        64,
 			IgnoreInternalCost: true, // cost is the chunk's bytes
+			OnExit:             func(e *cachedChunk) { e.exit() },
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tiering: chunk cache: %w", err)
@@ -102,39 +163,51 @@ func chunkKey(object string, idx int64) string {
 	return object + "#" + strconv.FormatInt(idx, 10)
 }
 
-// get returns the chunk named key, calling fetch to read it from the store
-// when it is not cached and no GET for it is in flight. prefetch marks a
+// get returns the chunk named key, with a reference the caller must
+// release, calling fetch to read it from the store when it is not cached
+// and no GET for it is in flight. fetch returns the chunk with one
+// reference, which the caller that ran it gets. prefetch marks a
 // read-ahead lookup, which is left out of the hit and miss counts.
 func (c *chunkCache) get(ctx context.Context, key string, prefetch bool, fetch func(context.Context) (*chunk, error)) (*chunk, error) {
-	if ch, ok := c.lookup(key, !prefetch); ok {
-		if !prefetch {
-			c.counters.chunkHits.Add(1)
-		}
-		return ch, nil
-	}
-	if !prefetch {
-		c.counters.chunkMisses.Add(1)
-	}
-	ch, _, err := c.flights.do(ctx, key, func(ctx context.Context) (*chunk, error) {
-		// A GET that finished between the lookup above and now has
-		// cached the chunk: the window takes it synchronously.
+	for missed := false; ; missed = true {
 		if ch, ok := c.lookup(key, !prefetch); ok {
+			if !prefetch && !missed {
+				c.counters.chunkHits.Add(1)
+			}
 			return ch, nil
 		}
-		ch, err := fetch(ctx)
+		if !prefetch && !missed {
+			c.counters.chunkMisses.Add(1)
+		}
+		ch, shared, err := c.flights.do(ctx, key, func(ctx context.Context) (*chunk, error) {
+			// A GET that finished between the lookup above and now has
+			// cached the chunk: the window takes it synchronously.
+			if ch, ok := c.lookup(key, !prefetch); ok {
+				return ch, nil
+			}
+			ch, err := fetch(ctx)
+			if err != nil {
+				return nil, err
+			}
+			c.add(key, ch, prefetch)
+			return ch, nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		c.add(key, ch, prefetch)
-		return ch, nil
-	})
-	if err == nil && !prefetch {
-		// It may have come from a read-ahead GET this read joined.
-		c.mu.Lock()
-		c.readLocked(key)
-		c.mu.Unlock()
+		// The reference the flight's leader took is its own; one that
+		// joined takes one now, unless the chunk left the cache and its
+		// last reader already (then it looks again).
+		if !shared || ch.acquire() {
+			if !prefetch {
+				// It may have come from a read-ahead GET this read joined.
+				c.mu.Lock()
+				c.readLocked(key)
+				c.mu.Unlock()
+			}
+			return ch, nil
+		}
 	}
-	return ch, err
 }
 
 // readLocked forgets that read-ahead brought in chunk key and no read has
@@ -146,28 +219,39 @@ func (c *chunkCache) readLocked(key string) {
 	}
 }
 
-// lookup returns the chunk named key if it is cached; read says a read
-// (not read-ahead) wants it.
+// lookup returns the chunk named key, with a reference the caller must
+// release, if it is cached; read says a read (not read-ahead) wants it.
 func (c *chunkCache) lookup(key string, read bool) (*chunk, bool) {
 	c.mu.Lock()
 	ch, ok := c.mu.window.get(key)
-	if ok && read {
-		c.readLocked(key)
+	if ok {
+		// The window's reference keeps it alive while the lock is held.
+		ch.acquire()
+		if read {
+			c.readLocked(key)
+		}
 	}
 	c.mu.Unlock()
 	if ok {
 		return ch, true
 	}
-	if e, ok := c.main.Get(key); ok && e != nil && e.key == key {
+	// Ristretto may let go of the entry at any moment: acquire fails once
+	// its last reference is gone, and then it is a miss.
+	if e, ok := c.main.Get(key); ok && e != nil && e.key == key && e.ch.acquire() {
 		return e.ch, true
 	}
 	return nil, false
 }
 
+// add caches ch, which the caller holds a reference to, under key: each
+// region that takes it takes a reference of its own.
 func (c *chunkCache) add(key string, ch *chunk, prefetch bool) {
 	n := int64(len(ch.data))
 	c.mu.Lock()
-	c.mu.window.add(key, ch, n)
+	ch.acquire()
+	if !c.mu.window.add(key, ch, n) {
+		ch.release()
+	}
 	if _, in := c.mu.window.peek(key); in && prefetch {
 		if _, ok := c.mu.unread[key]; !ok {
 			cost := min(n, c.chunkBytes)
@@ -176,7 +260,11 @@ func (c *chunkCache) add(key string, ch *chunk, prefetch bool) {
 		}
 	}
 	c.mu.Unlock()
-	c.main.Set(key, &cachedChunk{key: key, ch: ch}, n)
+	e := &cachedChunk{key: key, ch: ch}
+	ch.acquire()
+	if !c.main.Set(key, e, n) {
+		e.exit() // dropped at once (or no main region): OnExit will not run
+	}
 }
 
 // has reports whether the chunk is cached or being fetched, so read-ahead

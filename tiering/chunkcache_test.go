@@ -19,7 +19,7 @@ func TestChunkCacheServesFromMemory(t *testing.T) {
 	fetch := func(n byte) func(context.Context) (*chunk, error) {
 		return func(context.Context) (*chunk, error) {
 			fetches++
-			return &chunk{data: bytes.Repeat([]byte{n}, 4<<10)}, nil
+			return newChunk(nil, nil, false, bytes.Repeat([]byte{n}, 4<<10)), nil
 		}
 	}
 	for i := range 3 {
@@ -79,7 +79,7 @@ func TestChunkCacheBudget(t *testing.T) {
 		}
 		for i := range 20 {
 			c.get(context.Background(), chunkKey("o", int64(i)), false, func(context.Context) (*chunk, error) {
-				return &chunk{data: make([]byte, tc.chunk)}, nil
+				return newChunk(nil, nil, false, make([]byte, tc.chunk)), nil
 			})
 			c.wait()
 			if n := c.bytes(); n > tc.budget {

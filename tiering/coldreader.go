@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-log/strata/tiering/objstore"
 )
@@ -54,9 +55,28 @@ func (e *OutOfColdRangeError) Error() string {
 type ColdRead struct {
 	// Batches are concatenated batches exactly as they were produced.
 	// They are usually a slice of the reader's cache, shared with other
-	// reads: the caller must not change them.
+	// reads: the caller must not change them, and must not look at them
+	// after Release.
 	Batches    []byte
 	NextOffset int64
+	ref        *readRef
+}
+
+// Release says the caller is done with Batches (a response holding them
+// has been sent): the chunk they lie in may be recycled once the cache has
+// let go of it too. Until then it stays in memory, so every Read must be
+// released; a second Release, or one of a copy of the ColdRead, does
+// nothing.
+func (r ColdRead) Release() {
+	if r.ref != nil && r.ref.done.CompareAndSwap(false, true) {
+		r.ref.ch.release()
+	}
+}
+
+// readRef is a Read's reference to the chunk its batches lie in.
+type readRef struct {
+	ch   *chunk
+	done atomic.Bool
 }
 
 // ColdReader reads partitions' cold tiers from an object store, for any
@@ -68,6 +88,8 @@ type ColdReader struct {
 	cfg      ReaderConfig
 	counters readerCounters
 	chunks   *chunkCache
+	// arena recycles the buffers chunks are read into.
+	arena *arena
 
 	heads   flight[string, *Head]
 	parts   flight[string, *Part]
@@ -112,6 +134,11 @@ func NewColdReader(store objstore.Reader, cfg ReaderConfig) (*ColdReader, error)
 		prefetching: make(chan struct{}, readerPrefetches),
 		gets:        make(chan struct{}, cfg.MaxGets),
 	}
+	// The arena holds what the cache may (with a quarter more for the
+	// rounding of buffers to their size class), and a chunk's worth for
+	// each GET in flight and the responses that still refer to chunks the
+	// cache has let go of.
+	r.arena = newArena(cfg.CacheBytes+cfg.CacheBytes/4+int64(cfg.MaxGets)*cfg.ChunkBytes, cfg.ChunkBytes)
 	chunks, err := newChunkCache(cfg.CacheBytes, cfg.ChunkBytes, &r.counters)
 	if err != nil {
 		return nil, err
@@ -241,6 +268,9 @@ func (r *ColdReader) Stats() ReaderStats {
 		ManifestGets:    c.manifestGets.Load(),
 	}
 	s.Gets = s.ChunkGets + s.IndexGets + s.ManifestGets
+	s.ArenaReused, s.ArenaHeapBuffers = r.arena.reused.Load(), r.arena.heapBuffers.Load()
+	out, free := r.arena.held()
+	s.ArenaBytes = out + free
 	r.mu.Lock()
 	s.FootersCached = r.mu.objects.len()
 	s.PartsCached = r.mu.parts.len()
@@ -268,6 +298,7 @@ func (r *ColdReader) Close() {
 	r.ops.Wait()
 	r.background.Wait()
 	r.chunks.close()
+	r.arena.close()
 	r.mu.Lock()
 	r.mu.objects.clear()
 	r.mu.parts.clear()

@@ -103,3 +103,50 @@ func BenchmarkColdReadRandom(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkColdReadEvicting replays the 64 MiB tier again and again
+// through a 16 MiB cache, so that every chunk is fetched anew and evicted:
+// the steady state of a long replay. "arena" recycles chunk buffers;
+// "heap" gives the arena no room, so that every chunk is read into a fresh
+// heap buffer as before it existed. Poisoning is off: it is a test's cost.
+func BenchmarkColdReadEvicting(b *testing.B) {
+	f := benchTier(b)
+	defer poisonReturned.Store(poisonReturned.Load())
+	poisonReturned.Store(false)
+	for _, heap := range []bool{false, true} {
+		name := "arena"
+		if heap {
+			name = "heap"
+		}
+		b.Run(name, func(b *testing.B) {
+			r, err := NewColdReader(f.store, ReaderConfig{CacheBytes: 16 << 20})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			if heap {
+				r.arena.limit = 0
+			}
+			read := func() {
+				for off := int64(0); off < f.next; {
+					res, err := r.Read(f.ctx, f.ref, off, 1<<20)
+					if err != nil {
+						b.Fatal(err)
+					}
+					off = res.NextOffset
+					res.Release()
+				}
+			}
+			read()
+			b.SetBytes(f.tierBytes())
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				read()
+			}
+			b.StopTimer()
+			s := r.Stats()
+			b.ReportMetric(float64(s.ArenaReused)/float64(s.ChunkGets), "reused/GET")
+		})
+	}
+}

@@ -124,21 +124,24 @@ func (r *ColdReader) forgetObject(key string) {
 // openObject opens seg's object, reads and checks its trailer and footer,
 // caches it and returns it with one reference taken for the caller.
 func (r *ColdReader) openObject(ctx context.Context, p PartitionRef, seg SegmentRef) (*coldObject, error) {
-	rd, err := r.store.Open(ctx, seg.Key)
+	// The manifest says how large the object is: where the store can
+	// open it on that word, it costs no request (a HEAD on S3).
+	rd, err := objstore.OpenSized(ctx, r.store, seg.Key, seg.Size)
 	if err != nil {
 		return nil, fmt.Errorf("tiering: open cold segment %s: %w", seg.Key, err)
 	}
 	o := &coldObject{part: p, seg: seg, rd: rd}
-	logBytes, err := r.readIndex(ctx, o)
+	whole, err := r.readIndex(ctx, o)
 	if err != nil {
 		rd.Close()
 		return nil, err
 	}
-	if logBytes != nil {
+	if whole != nil {
 		// The whole object came in one GET: its only chunk is cached as
 		// read-ahead is, until a read takes it.
-		r.counters.bytesFetched.Add(uint64(len(logBytes)))
-		r.chunks.add(chunkKey(seg.Key, 0), r.checkChunk(o, 0, logBytes), true)
+		r.counters.bytesFetched.Add(uint64(len(whole.data)))
+		r.chunks.add(chunkKey(seg.Key, 0), r.checkChunk(o, 0, whole), true)
+		whole.release()
 	}
 	o.mu.refs = 1
 	r.mu.Lock()
@@ -151,9 +154,10 @@ func (r *ColdReader) openObject(ctx context.Context, p PartitionRef, seg Segment
 // other and against the manifest's SegmentRef. The manifest says where the
 // log bytes end, so one ranged read usually fetches both. An object no
 // larger than a chunk, whose chunk is not cached, is read whole instead:
-// then its log bytes come back too (the object's one chunk), so that
+// then its log bytes come back too (the object's one chunk, with a
+// reference for the caller, read into a buffer of the arena), so that
 // replaying small segments takes one GET an object, not two.
-func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) (logBytes []byte, _ error) {
+func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) (whole *chunk, _ error) {
 	seg := o.seg
 	size := seg.Size
 	if got := o.rd.Size(); got != size {
@@ -168,11 +172,21 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) (logBytes []b
 	if seg.LogLen >= record.HeaderSize && seg.LogLen <= at && at-seg.LogLen <= maxFooterLen(seg.LogLen) {
 		at = seg.LogLen
 	}
+	var tail []byte
+	var wc *chunk
 	if size <= r.cfg.ChunkBytes && seg.LogLen >= record.HeaderSize && !r.chunks.has(chunkKey(seg.Key, 0)) {
 		at = 0
+		buf, pooled := r.arena.get(int(size))
+		wc, tail = newChunk(r.arena, buf, pooled, nil), buf[:size]
+		defer func() {
+			if whole == nil { // the buffer is handed on only as the object's chunk
+				wc.release()
+			}
+		}()
+	} else {
+		tail = make([]byte, size-at)
 	}
-	tail, err := r.readIndexBytes(ctx, o, at, size-at)
-	if err != nil {
+	if err := r.readIndexBytes(ctx, o, at, tail); err != nil {
 		return nil, err
 	}
 	t, err := DecodeTrailer(tail, size)
@@ -196,7 +210,8 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) (logBytes []b
 		// wrongly, which the checks above would have caught), or a large
 		// producer snapshot kept the first read to the trailer: read it
 		// now.
-		if footer, err = r.readIndexBytes(ctx, o, t.LogLen, t.FooterLen()); err != nil {
+		footer = make([]byte, t.FooterLen())
+		if err = r.readIndexBytes(ctx, o, t.LogLen, footer); err != nil {
 			return nil, err
 		}
 	}
@@ -206,8 +221,9 @@ func (r *ColdReader) readIndex(ctx context.Context, o *coldObject) (logBytes []b
 	}
 	o.trailer, o.footer = t, f
 	o.chunks = chunkStarts(f, t.LogLen, r.cfg.ChunkBytes)
-	if at == 0 && len(o.chunks) == 1 {
-		return tail[:t.LogLen:t.LogLen], nil
+	if wc != nil && len(o.chunks) == 1 {
+		wc.data = tail[:t.LogLen:t.LogLen]
+		return wc, nil
 	}
 	return nil, nil
 }
@@ -260,17 +276,18 @@ func (o *coldObject) chunkRange(k int64) (start, end int64) {
 	return o.chunks[k], o.trailer.LogLen
 }
 
-func (r *ColdReader) readIndexBytes(ctx context.Context, o *coldObject, at, n int64) ([]byte, error) {
-	b := make([]byte, n)
+// readIndexBytes fills b with o's bytes from at.
+func (r *ColdReader) readIndexBytes(ctx context.Context, o *coldObject, at int64, b []byte) error {
+	n := int64(len(b))
 	err := r.get(ctx, o.part, n, func() error {
 		r.counters.indexGets.Add(1)
 		_, err := o.rd.ReadAt(ctx, b, at)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tiering: read cold segment %s at %d: %w", o.seg.Key, at, err)
+		return fmt.Errorf("tiering: read cold segment %s at %d: %w", o.seg.Key, at, err)
 	}
-	return b, nil
+	return nil
 }
 
 // maxFooterLen bounds the footer of a log of logLen bytes: an index entry

@@ -115,7 +115,9 @@ func (r *ColdReader) prefetchChunk(ctx context.Context, p PartitionRef, seg Segm
 		}
 		defer o.release()
 		if idx < int64(len(o.chunks)) {
-			r.chunk(ctx, o, idx, true)
+			if ch, err := r.chunk(ctx, o, idx, true); err == nil {
+				ch.release() // the cache holds it
+			}
 		}
 	})
 }

@@ -66,6 +66,13 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 		if err != nil {
 			return ColdRead{}, readEnd{}, err
 		}
+		// The reference is the caller's once the batches are returned.
+		ref := &readRef{ch: ch}
+		defer func() {
+			if ref != nil {
+				ch.release()
+			}
+		}()
 		data := ch.data
 		from := s.pos
 		for first := true; !s.done(); first = false {
@@ -98,6 +105,12 @@ func (r *ColdReader) readSegment(ctx context.Context, p PartitionRef, seg Segmen
 		if s.pos-base == int64(len(data)) {
 			r.chunks.readPast(chunkKey(seg.Key, idx))
 		}
+		if err := s.checkEnd(); err != nil {
+			return ColdRead{}, readEnd{}, err
+		}
+		res := ColdRead{Batches: out, NextOffset: s.next, ref: ref}
+		ref = nil
+		return res, readEnd{pos: s.pos, chunk: o.chunkOf(s.pos - 1), chunks: int64(len(o.chunks))}, nil
 	}
 	if err := s.checkEnd(); err != nil {
 		return ColdRead{}, readEnd{}, err
@@ -211,6 +224,7 @@ func (r *ColdReader) appendLog(ctx context.Context, o *coldObject, dst []byte, f
 		}
 		data, base := ch.data, o.chunks[idx]
 		dst = append(dst, data[max(from-base, 0):min(to-base, int64(len(data)))]...)
+		ch.release()
 	}
 	return dst, nil
 }
@@ -220,7 +234,9 @@ func (r *ColdReader) appendLog(ctx context.Context, o *coldObject, dst []byte, f
 // own.
 var errPassed = fmt.Errorf("tiering: read-ahead overtaken by its reader: %w", context.Canceled)
 
-// chunk returns chunk idx of o's log bytes, from the cache or the store.
+// chunk returns chunk idx of o's log bytes, from the cache or the store,
+// with a reference the caller must release. A GET reads the bytes straight
+// into a buffer from the arena.
 // Read-ahead (prefetch) gives up with errPassed, rather than send the GET,
 // if a reader of o's partition has read past the chunk meanwhile.
 func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefetch bool) (*chunk, error) {
@@ -231,7 +247,8 @@ func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefet
 		if overtaken() {
 			return nil, errPassed
 		}
-		b := make([]byte, n)
+		buf, pooled := r.arena.get(int(n))
+		b := buf[:n]
 		err := r.get(ctx, o.part, n, func() error {
 			if overtaken() { // checked again: the GET may have waited
 				return errPassed
@@ -244,10 +261,11 @@ func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefet
 			return err
 		})
 		if err != nil {
+			newChunk(r.arena, buf, pooled, nil).release()
 			return nil, fmt.Errorf("tiering: read cold segment %s chunk %d: %w", o.seg.Key, idx, err)
 		}
 		r.counters.bytesFetched.Add(uint64(n))
-		return r.checkChunk(o, idx, b), nil
+		return r.checkChunk(o, idx, newChunk(r.arena, buf, pooled, b)), nil
 	})
 }
 
@@ -259,12 +277,11 @@ func (r *ColdReader) chunk(ctx context.Context, o *coldObject, idx int64, prefet
 // batch found bad here is left for the read that reaches it to report.
 // The work is done once per GET, by whoever fetched the chunk (often
 // read-ahead), not on every read.
-func (r *ColdReader) checkChunk(o *coldObject, idx int64, data []byte) *chunk {
-	ch := &chunk{data: data}
+func (r *ColdReader) checkChunk(o *coldObject, idx int64, ch *chunk) *chunk {
 	if !o.batchStartsAt(o.chunks[idx]) {
 		return ch
 	}
-	for rest := data; len(rest) > 0; {
+	for rest := ch.data; len(rest) > 0; {
 		b, next, err := record.Next(rest)
 		if err != nil {
 			break

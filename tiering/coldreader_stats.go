@@ -34,6 +34,14 @@ type ReaderStats struct {
 	PartsCached   int
 	// CachedBytes is what the chunk cache holds now, within CacheBytes.
 	CachedBytes int64
+	// ArenaReused counts chunk buffers recycled from the arena;
+	// ArenaHeapBuffers those taken from the heap instead, because every
+	// buffer the arena may hold was in use (by the cache, GETs in flight
+	// and responses not yet sent) or the chunk was larger than it keeps.
+	// ArenaBytes is what the arena holds now, in use and free.
+	ArenaReused      uint64
+	ArenaHeapBuffers uint64
+	ArenaBytes       int64
 }
 
 // readerCounters are the running counts behind ReaderStats.

@@ -50,6 +50,24 @@ type Reader interface {
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 }
 
+// SizedOpener is a Reader that can open an object whose size the caller
+// knows already (a cold segment's, from its manifest) without a request to
+// the store: its first ReadAt is the first request. Objects are immutable,
+// so the size cannot have changed; one that is gone fails that ReadAt with
+// ErrNotFound, as Open would have.
+type SizedOpener interface {
+	OpenSized(ctx context.Context, key string, size int64) (ObjectReader, error)
+}
+
+// OpenSized opens key of size bytes through r: with OpenSized where r has
+// it, else with Open (which then learns the size from the store).
+func OpenSized(ctx context.Context, r Reader, key string, size int64) (ObjectReader, error) {
+	if s, ok := r.(SizedOpener); ok {
+		return s.OpenSized(ctx, key, size)
+	}
+	return r.Open(ctx, key)
+}
+
 // ObjectReader reads ranges of one object. It is safe for concurrent use.
 type ObjectReader interface {
 	// ReadAt fills p from offset off. It never returns a short read without

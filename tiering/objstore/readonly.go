@@ -69,3 +69,14 @@ func (refuseWrites) Put(_ context.Context, key string, _ []byte, _ WriteOptions)
 func (refuseWrites) Delete(_ context.Context, key string) error {
 	return fmt.Errorf("objstore: delete %q: %w", key, ErrReadOnly)
 }
+
+// OpenSized passes a sized open through, so that a read-only view costs no
+// more requests than the store under it.
+func (r readerOnly) OpenSized(ctx context.Context, key string, size int64) (ObjectReader, error) {
+	return OpenSized(ctx, r.Reader, key, size)
+}
+
+// OpenSized passes a sized open through.
+func (r refuseWrites) OpenSized(ctx context.Context, key string, size int64) (ObjectReader, error) {
+	return OpenSized(ctx, r.Reader, key, size)
+}

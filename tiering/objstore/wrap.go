@@ -37,6 +37,10 @@ func (p *prefixed) Open(ctx context.Context, key string) (ObjectReader, error) {
 	return p.b.Open(ctx, p.prefix+key)
 }
 
+func (p *prefixed) OpenSized(ctx context.Context, key string, size int64) (ObjectReader, error) {
+	return OpenSized(ctx, p.b, p.prefix+key, size)
+}
+
 func (p *prefixed) Get(ctx context.Context, key string) ([]byte, ObjectInfo, error) {
 	data, info, err := p.b.Get(ctx, p.prefix+key)
 	return data, p.strip(info), err
@@ -84,6 +88,17 @@ func (w *metered) start(op Op) { w.m.ops[op].calls.Add(1) }
 func (w *metered) Open(ctx context.Context, key string) (ObjectReader, error) {
 	w.start(OpOpen)
 	r, err := w.b.Open(ctx, key)
+	w.m.done(ctx, OpOpen, err, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &meteredReader{ObjectReader: r, m: w.m}, nil
+}
+
+// OpenSized counts as an Open, whether or not it sent a request.
+func (w *metered) OpenSized(ctx context.Context, key string, size int64) (ObjectReader, error) {
+	w.start(OpOpen)
+	r, err := OpenSized(ctx, w.b, key, size)
 	w.m.done(ctx, OpOpen, err, 0, 0)
 	if err != nil {
 		return nil, err

@@ -63,12 +63,11 @@ var errShortBody = errors.New("response body shorter than the range")
 // get fills p from one range GET at off and returns how much it read.
 func (r *reader) get(ctx context.Context, p []byte, off int64) (int, error) {
 	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1)
-	out, err := r.b.client.GetObject(ctx, &s3sdk.GetObjectInput{
-		Bucket:  &r.b.bucket,
-		Key:     &r.key,
-		Range:   &rng,
-		IfMatch: quote(r.etag),
-	})
+	in := &s3sdk.GetObjectInput{Bucket: &r.b.bucket, Key: &r.key, Range: &rng}
+	if r.etag != "" { // opened with OpenSized: no version to hold it to
+		in.IfMatch = quote(r.etag)
+	}
+	out, err := r.b.client.GetObject(ctx, in)
 	if err != nil {
 		a := classify(err)
 		switch {

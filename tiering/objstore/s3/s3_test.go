@@ -271,3 +271,37 @@ func TestEnsureBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenSized: an object opened with the size its caller knows reads as
+// one opened with Open, and the open itself asks the store nothing: one
+// that is gone opens, and its first ReadAt says ErrNotFound.
+func TestOpenSized(t *testing.T) {
+	srv := miniotest.Start(t)
+	b, _ := newBucket(t, srv)
+	ctx := t.Context()
+	data := payload(7, 100_000)
+	if _, err := b.Put(ctx, "seg", data, objstore.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := objstore.OpenSized(ctx, b, "seg", int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 5000)
+	if _, err := r.ReadAt(ctx, got, 90_000); err != nil || !bytes.Equal(got, data[90_000:95_000]) {
+		t.Fatalf("ReadAt: %v, or the bytes differ", err)
+	}
+	if n, err := r.ReadAt(ctx, make([]byte, 10), int64(len(data))-4); n != 4 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("ReadAt past the end = %d, %v; want 4, io.ErrUnexpectedEOF", n, err)
+	}
+	gone, err := objstore.OpenSized(ctx, b, "gone", 10)
+	if err != nil {
+		t.Fatalf("OpenSized sent a request: %v", err)
+	}
+	if _, err := gone.ReadAt(ctx, make([]byte, 10), 0); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("ReadAt of a missing object: %v, want ErrNotFound", err)
+	}
+	if _, err := objstore.OpenSized(ctx, b, "bad//key", 10); err == nil {
+		t.Fatal("OpenSized took an invalid key")
+	}
+}
