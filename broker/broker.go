@@ -64,6 +64,11 @@ type Broker struct {
 		closed     bool
 	}
 	reconciledCh chan struct{} // closed and replaced after each reconcile
+	// reconcileMu keeps reconcile rounds apart (reconcile.go).
+	reconcileMu sync.Mutex
+	// beforeOpen, when set, is called before a replica's log is opened
+	// (WithBeforeOpen).
+	beforeOpen func(topic string, partition int32)
 
 	peers    Peers          // the other brokers
 	fetchers *fetchers      // this broker's replication as a follower
