@@ -72,8 +72,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.mu.RUnlock()
 		return nil, fmt.Errorf("hotlog: open %s: %w", dir, err)
 	}
-	l.flush.init()
-	go l.runFlusher()
+	l.flush.init(l.flushRound)
 	return l, nil
 }
 
@@ -366,6 +365,9 @@ func (l *Log) appendLocked(b record.Batch) error {
 	seg.track(b, pos, l.opts.IndexIntervalBytes)
 	l.leo.Store(b.NextOffset())
 	l.changed.broadcast()
+	if cfg.FlushPolicy == FlushInterval {
+		l.flush.wroteUnder(cfg.FlushInterval)
+	}
 	return nil
 }
 
@@ -646,8 +648,7 @@ func (l *Log) Close() error {
 	if closed {
 		return nil
 	}
-	close(l.flush.stop)
-	<-l.flush.exited
+	l.flush.stop()
 
 	l.stateMu.Lock()
 	defer l.stateMu.Unlock()
