@@ -1,9 +1,11 @@
 package hotlog
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -57,5 +59,63 @@ func TestIdleLogsRunNoGoroutine(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines after closing every log, %d before opening them", n, before)
+	}
+}
+
+// TestCheckpointSkipsAnUnchangedState: the broker checkpoints every log
+// every few seconds; a log whose state did not change since its last
+// checkpoint writes (and fsyncs) nothing, and one whose state moved writes
+// it.
+func TestCheckpointSkipsAnUnchangedState(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testOptions(DiskFS{}))
+	defer l.Close()
+	inode := func() uint64 {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(dir, stateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	if _, err := l.Append(seqBatch(t, 0, 3, 0, 100), 0); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(3)
+	if err := l.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	written := inode() // each write renames a new file into place
+	for range 3 {
+		if err := l.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if inode() != written {
+		t.Fatal("a checkpoint of an unchanged state rewrote the file")
+	}
+	if _, err := l.Append(seqBatch(t, 3, 3, 0, 100), 0); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(6)
+	if err := l.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if inode() == written {
+		t.Fatal("a checkpoint of a moved high watermark wrote nothing")
+	}
+	reopened := func() logState {
+		data, err := os.ReadFile(filepath.Join(dir, stateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := decodeState(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}()
+	if reopened.highWatermark != 6 || reopened.recoveryPoint != 6 {
+		t.Fatalf("checkpoint holds %+v, want high watermark and recovery point 6", reopened)
 	}
 }

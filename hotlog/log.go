@@ -40,6 +40,12 @@ type Log struct {
 	flushed  atomic.Int64
 	failed   atomic.Pointer[error]
 
+	// saved is the state checkpoint as last written, or nil when unknown
+	// (none written yet, or the last write failed): Checkpoint skips a
+	// write that would change nothing, which a broker of thousands of idle
+	// logs would otherwise pay in fsyncs every few seconds.
+	saved atomic.Pointer[logState]
+
 	epochs   epochCache
 	changed  notifier
 	flush    flusher
@@ -612,6 +618,9 @@ func (l *Log) Checkpoint() error {
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
+	if saved := l.saved.Load(); saved != nil && *saved == l.currentState() {
+		return nil
+	}
 	return l.writeStateLocked()
 }
 
@@ -629,7 +638,12 @@ func (l *Log) currentState() logState {
 }
 
 func (l *Log) writeState(s logState) error {
-	return WriteFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(s))
+	l.saved.Store(nil)
+	if err := WriteFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(s)); err != nil {
+		return err
+	}
+	l.saved.Store(&s)
+	return nil
 }
 
 func (l *Log) writeEpochsLocked() error {
