@@ -69,7 +69,7 @@ func TestIdleLogsRunNoGoroutine(t *testing.T) {
 func TestCheckpointSkipsAnUnchangedState(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, testOptions(DiskFS{}))
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	inode := func() uint64 {
 		t.Helper()
 		fi, err := os.Stat(filepath.Join(dir, stateFile))
@@ -117,5 +117,69 @@ func TestCheckpointSkipsAnUnchangedState(t *testing.T) {
 	}()
 	if reopened.highWatermark != 6 || reopened.recoveryPoint != 6 {
 		t.Fatalf("checkpoint holds %+v, want high watermark and recovery point 6", reopened)
+	}
+	// Close of a log whose checkpoint is current writes none either: a
+	// broker stopping thousands of idle logs pays no fsync for them.
+	written = inode()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if inode() != written {
+		t.Fatal("closing a log with a current checkpoint rewrote it")
+	}
+}
+
+// TestOpenAfterACleanCloseWritesNothing: a clean close leaves every batch
+// fsynced and a current checkpoint, so the next open fsyncs and rewrites
+// nothing (a broker of thousands of logs starts without thousands of
+// fsyncs), leaves no file it must keep open (two such logs under a cache
+// of one file hold one), and the log still serves every record and takes
+// appends.
+func TestOpenAfterACleanCloseWritesNothing(t *testing.T) {
+	root := t.TempDir()
+	files := NewFileCache(1)
+	opts := testOptions(DiskFS{})
+	opts.Files = files
+	inodes := map[string]uint64{}
+	for _, name := range []string{"a", "b"} {
+		dir := filepath.Join(root, name)
+		l := mustOpen(t, dir, opts)
+		for i := range 5 {
+			if _, err := l.Append(seqBatch(t, i*3, 3, 0, 100), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.SetHighWatermark(15)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(filepath.Join(dir, stateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inodes[name] = fi.Sys().(*syscall.Stat_t).Ino
+	}
+	var logs []*Log
+	for _, name := range []string{"a", "b"} {
+		dir := filepath.Join(root, name)
+		l := mustOpen(t, dir, opts)
+		t.Cleanup(func() { l.Close() })
+		logs = append(logs, l)
+		if fi, err := os.Stat(filepath.Join(dir, stateFile)); err != nil || fi.Sys().(*syscall.Stat_t).Ino != inodes[name] {
+			t.Fatalf("open of %s after a clean close rewrote the checkpoint (%v)", name, err)
+		}
+		if l.DurableOffset() != 15 || l.HighWatermark() != 15 || l.LogEndOffset() != 15 {
+			t.Fatalf("reopened %s: durable %d, high watermark %d, end %d; want 15", name, l.DurableOffset(), l.HighWatermark(), l.LogEndOffset())
+		}
+	}
+	if st := files.Stats(); st.Open > 1 {
+		t.Fatalf("%d files open under a cache of one after opening two cleanly closed logs: a file was left unsynced", st.Open)
+	}
+	for _, l := range logs {
+		checkSeq(t, readRecords(t, l, 0, 15), 0, 0)
+		if _, err := l.Append(seqBatch(t, 15, 3, 0, 100), 0); err != nil {
+			t.Fatal(err)
+		}
+		checkSeq(t, readRecords(t, l, 0, 18), 0, 0)
 	}
 }

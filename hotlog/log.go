@@ -673,7 +673,12 @@ func (l *Log) Close() error {
 		if err = l.syncSealedLocked(); err == nil {
 			if err = l.active.Load().sync(); err == nil {
 				l.advanceFlushed(l.leo.Load())
-				err = l.writeStateLocked()
+				// An idle log's checkpoint is already what it would
+				// write: a broker stopping thousands of them skips the
+				// fsyncs.
+				if saved := l.saved.Load(); saved == nil || *saved != l.currentState() {
+					err = l.writeStateLocked()
+				}
 			}
 		}
 	}

@@ -85,15 +85,17 @@ latencies() { # ID
 # restart ID HOW: stops broker ID (TERM: clean, KILL: kill -9), starts it
 # again and prints the time from the new process's start to ready.
 restart() {
-  local id=$1 how=$2 pidvar="PID$1" t0
+  local id=$1 how=$2 pidvar="PID$1" t0 stopped
+  t0=$(ms)
   kill "-$how" "${!pidvar}"
   wait "${!pidvar}" 2>/dev/null || true
+  stopped=$(($(ms) - t0))
   t0=$(ms)
   serve "$id" "${@:3}"
   printf -v "$pidvar" %s "$SERVED"
   PIDS="$PIDS $SERVED"
   ready "$id"
-  echo "  broker $id start to ready after $( [ "$how" = TERM ] && echo 'a clean stop' || echo 'kill -9'): $(($(ms) - t0)) ms (rss $(($(rss_kib "${!pidvar}") / 1024)) MiB)"
+  echo "  broker $id start to ready after $( [ "$how" = TERM ] && echo "a clean stop (which took $stopped ms)" || echo 'kill -9'): $(($(ms) - t0)) ms (rss $(($(rss_kib "${!pidvar}") / 1024)) MiB)"
 }
 snapshot_size() { # ID
   local f
