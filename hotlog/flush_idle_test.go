@@ -145,19 +145,25 @@ func TestOpenAfterACleanCloseWritesNothing(t *testing.T) {
 		dir := filepath.Join(root, name)
 		l := mustOpen(t, dir, opts)
 		for i := range 5 {
-			if _, err := l.Append(seqBatch(t, i*3, 3, 0, 100), 0); err != nil {
+			if _, err := l.Append(seqBatch(t, i*3, 3, 0, 100), 1); err != nil {
 				t.Fatal(err)
 			}
 		}
 		l.SetHighWatermark(15)
+		// A leader's epoch begun at the log end, with no batch yet.
+		if err := l.BeginEpoch(3); err != nil {
+			t.Fatal(err)
+		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		fi, err := os.Stat(filepath.Join(dir, stateFile))
-		if err != nil {
-			t.Fatal(err)
+		for _, file := range []string{stateFile, epochFile} {
+			fi, err := os.Stat(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inodes[name+file] = fi.Sys().(*syscall.Stat_t).Ino
 		}
-		inodes[name] = fi.Sys().(*syscall.Stat_t).Ino
 	}
 	var logs []*Log
 	for _, name := range []string{"a", "b"} {
@@ -165,8 +171,17 @@ func TestOpenAfterACleanCloseWritesNothing(t *testing.T) {
 		l := mustOpen(t, dir, opts)
 		t.Cleanup(func() { l.Close() })
 		logs = append(logs, l)
-		if fi, err := os.Stat(filepath.Join(dir, stateFile)); err != nil || fi.Sys().(*syscall.Stat_t).Ino != inodes[name] {
-			t.Fatalf("open of %s after a clean close rewrote the checkpoint (%v)", name, err)
+		// The leader takes its epoch again, as a broker does at start.
+		if err := l.BeginEpoch(3); err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range []string{stateFile, epochFile} {
+			if fi, err := os.Stat(filepath.Join(dir, file)); err != nil || fi.Sys().(*syscall.Stat_t).Ino != inodes[name+file] {
+				t.Fatalf("open of %s after a clean close rewrote %s (%v)", name, file, err)
+			}
+		}
+		if e := l.Epochs(); len(e) != 2 || e[1].Epoch != 3 || e[1].StartOffset != 15 {
+			t.Fatalf("epochs of %s after open and BeginEpoch: %+v, want epoch 3 from 15 last", name, e)
 		}
 		if l.DurableOffset() != 15 || l.HighWatermark() != 15 || l.LogEndOffset() != 15 {
 			t.Fatalf("reopened %s: durable %d, high watermark %d, end %d; want 15", name, l.DurableOffset(), l.HighWatermark(), l.LogEndOffset())
@@ -177,7 +192,7 @@ func TestOpenAfterACleanCloseWritesNothing(t *testing.T) {
 	}
 	for _, l := range logs {
 		checkSeq(t, readRecords(t, l, 0, 15), 0, 0)
-		if _, err := l.Append(seqBatch(t, 15, 3, 0, 100), 0); err != nil {
+		if _, err := l.Append(seqBatch(t, 15, 3, 0, 100), 3); err != nil {
 			t.Fatal(err)
 		}
 		checkSeq(t, readRecords(t, l, 0, 18), 0, 0)

@@ -1,6 +1,7 @@
 package hotlog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -40,6 +41,11 @@ type Log struct {
 	flushed  atomic.Int64
 	failed   atomic.Pointer[error]
 
+	// epochsSaved is the leader-epoch file's content as last read or
+	// written, nil when unknown; epochsUnsaved says the history in memory
+	// dropped entries the file still has (open). Both under appendMu.
+	epochsSaved   []byte
+	epochsUnsaved bool
 	// saved is the state checkpoint as last written, or nil when unknown
 	// (none written yet, or the last write failed): Checkpoint skips a
 	// write that would change nothing, which a broker of thousands of idle
@@ -350,9 +356,10 @@ func (l *Log) appendLocked(b record.Batch) error {
 	if stale {
 		return fmt.Errorf("%w: batch epoch %d, latest %d", ErrStaleEpoch, b.LeaderEpoch(), l.epochs.latest())
 	}
-	if changed {
+	if changed || l.epochsUnsaved {
 		// The epoch history is written before the data it describes, so a
-		// crash never leaves batches of an epoch the checkpoint lacks.
+		// crash never leaves batches of an epoch the checkpoint lacks (nor
+		// an entry open dropped that these batches would fall under).
 		if err := l.writeEpochsLocked(); err != nil {
 			l.fail(err)
 			return l.failure()
@@ -646,8 +653,20 @@ func (l *Log) writeState(s logState) error {
 	return nil
 }
 
+// writeEpochsLocked writes the leader-epoch history, unless the file
+// already holds exactly it. Caller holds appendMu (or is open).
 func (l *Log) writeEpochsLocked() error {
-	return WriteFileAtomic(l.opts.FS, l.dir, epochFile, encodeEpochs(l.epochs.snapshot()))
+	data := encodeEpochs(l.epochs.snapshot())
+	if l.epochsSaved != nil && bytes.Equal(data, l.epochsSaved) {
+		l.epochsUnsaved = false
+		return nil
+	}
+	l.epochsSaved = nil
+	if err := WriteFileAtomic(l.opts.FS, l.dir, epochFile, data); err != nil {
+		return err
+	}
+	l.epochsSaved, l.epochsUnsaved = data, false
+	return nil
 }
 
 // Close fsyncs the active segment, writes the checkpoints and closes every

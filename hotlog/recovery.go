@@ -88,6 +88,7 @@ func (l *Log) open() error {
 			return err
 		}
 		l.epochs.replace(entries)
+		l.epochsSaved = encodeEpochs(entries)
 	}
 
 	var segs, tail []*segment
@@ -176,10 +177,14 @@ func (l *Log) open() error {
 	l.leo.Store(leo)
 	l.logStart.Store(min(max(state.logStart, segs[0].base), leo))
 	l.hw.Store(min(max(state.highWatermark, l.logStart.Load()), leo))
+	// Epochs that begin at or past the log end have no batch here (a
+	// leader's BeginEpoch, or a batch a crash lost): they go, as in Kafka.
+	// The file keeps them until the next write of the history, which comes
+	// before any append (appendLocked): a leader taking its epoch again at
+	// once (BeginEpoch) then leaves the file as it was, and the start of an
+	// idle log writes nothing. Until then every open drops them again.
 	if l.epochs.truncateFrom(leo) {
-		if err := l.writeEpochsLocked(); err != nil && !l.spareOnFullDisk(err, "leader-epoch cache") {
-			return err
-		}
+		l.epochsUnsaved = true
 	}
 
 	// Whatever recovery read past the recovery point may have come from the
