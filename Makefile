@@ -24,7 +24,7 @@ SIM_FIRST ?= 1
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover fuzz lint run run-minio certs cluster proto tools minio kcat clean
+.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover bench-scale fuzz lint run run-minio certs cluster proto tools minio kcat clean
 
 help: ## list the targets
 	@# The name column is as wide as the longest target name.
@@ -133,6 +133,9 @@ bench-kafka: build ## 1 KiB records, acks=all, produce and consume over gRPC and
 
 bench-rf: build ## acks=all produce: one broker (RF=1) against three on this machine (RF=3), and the ratio
 	@./scripts/bench-rf.sh
+
+bench-scale: build ## one broker with 10,000 partition replicas and three with 30,000 (RF=3): RSS per idle replica, start to ready after a clean stop and kill -9, metadata and describe latency, produce over 1,000 partitions against one, Raft snapshot size
+	@./scripts/bench-scale.sh
 
 bench-failover: build ## three brokers: kill -9 of a leader to the next acknowledged write (5x); longest no-ack window on any partition while a broker is paused 8 s (3x)
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -64,6 +66,11 @@ type Broker struct {
 		closed     bool
 	}
 	reconciledCh chan struct{} // closed and replaced after each reconcile
+	// reconcileMu keeps reconcile rounds apart (reconcile.go).
+	reconcileMu sync.Mutex
+	// beforeOpen, when set, is called before a replica's log is opened
+	// (WithBeforeOpen).
+	beforeOpen func(topic string, partition int32)
 
 	peers    Peers          // the other brokers
 	fetchers *fetchers      // this broker's replication as a follower
@@ -319,13 +326,19 @@ func (b *Broker) closeAll() error {
 	b.fetchers.stop()
 	var errs []error
 	b.mu.Lock()
-	for tp, p := range b.mu.partitions {
-		if err := p.close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", p.name(), err))
-		}
-		delete(b.mu.partitions, tp)
-	}
+	closing := slices.Collect(maps.Values(b.mu.partitions))
+	clear(b.mu.partitions)
 	b.mu.Unlock()
+	// Several at once: each fsyncs what its flush policy left unsynced
+	// and checkpoints a state that moved, and a broker of thousands of
+	// replicas would otherwise stop one fsync at a time.
+	closeErrs := make([]error, len(closing))
+	inParallel(len(closing), func(i int) {
+		if err := closing[i].close(); err != nil {
+			closeErrs[i] = fmt.Errorf("close %s: %w", closing[i].name(), err)
+		}
+	})
+	errs = append(errs, closeErrs...)
 	if b.meta != nil {
 		if err := b.meta.Close(); err != nil {
 			errs = append(errs, err)

@@ -3,25 +3,25 @@ package broker
 // Limits that keep one client from hurting the rest (config.Limits and
 // config.Quotas), read once at start:
 //
-//   - partition replicas per broker: a broker out of file descriptors
-//     answers nothing, health checks included. An idle replica holds none:
-//     its segment files are opened on demand through one broker-wide cache
-//     of at most segmentFiles open files (hotlog.FileCache), sized from the
-//     open-file limit (RLIMIT_NOFILE). A replica being written holds its
-//     active segment file until the flush policy's fsync, and briefly an
-//     index, checkpoint or snapshot file, its directory, or a copy of a
-//     segment for an upload. CreateTopic and RestoreTopic refuse a topic
-//     that would put more replicas on any broker than
-//     limits.max_partitions_per_broker allows, or, when that is 0, than the
-//     open files the reserve and the cache leave room for if every replica
-//     is written at once, at fdsPerWrittenReplica each. The check runs on
-//     the broker that
-//     handles the call, before it asks the controller, against the replica
-//     counts of every broker in the replicated metadata and the placement
-//     the controller would choose now (cluster.ReplicaCounts); the limit is
-//     this broker's own, applied to all (brokers do not advertise theirs),
-//     so set it alike everywhere. A call this broker forwards to the
-//     controller is checked there again with the controller's limit.
+//   - partition replicas per broker: limits.max_partitions_per_broker
+//     (20,000 unless set). The bound is about what every replica costs
+//     whether written or not (memory, metadata, start time), not open
+//     files: an idle replica holds none, its segment files are opened on
+//     demand through one broker-wide cache of at most segmentFiles open
+//     files (hotlog.FileCache), sized from the open-file limit
+//     (RLIMIT_NOFILE). A replica being written holds its active segment
+//     file until the flush policy's fsync, and briefly an index,
+//     checkpoint or snapshot file, its directory, or a copy of a segment
+//     for an upload; a broker whose limit lets more replicas be written
+//     at once than its open files cover says so at start. CreateTopic and
+//     RestoreTopic refuse a topic that would put more replicas on any
+//     broker than the limit. The check runs on the broker that handles
+//     the call, before it asks the controller, against the replica counts
+//     of every broker in the replicated metadata and the placement the
+//     controller would choose now (cluster.ReplicaCounts); the limit is
+//     this broker's own, applied to all (brokers do not advertise
+//     theirs), so set it alike everywhere. A call this broker forwards to
+//     the controller is checked there again with the controller's limit.
 //     Replicas moved onto a broker later (when the controller reassigns a
 //     dead broker's replicas) are not checked.
 //   - fetch response size: limits.max_fetch_bytes caps max_bytes.
@@ -30,7 +30,6 @@ package broker
 //   - byte rates per principal: quota.go.
 
 import (
-	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -61,19 +60,14 @@ const (
 	// everywhere needs.
 	minSegmentFiles = 16
 	maxSegmentFiles = 4096
-	// maxDerivedReplicas bounds a limit derived from a very large (or
-	// unlimited) open-file limit.
-	maxDerivedReplicas = 1 << 20
 )
 
 // limits are this broker's bounds, fixed at start. A nil *limits (a Broker
 // not made by Start) bounds nothing.
 type limits struct {
-	// maxReplicas bounds the partition replicas of one broker.
+	// maxReplicas bounds the partition replicas of one broker
+	// (limits.max_partitions_per_broker).
 	maxReplicas int
-	// nofile is the open-file limit maxReplicas was derived from, or 0
-	// when limits.max_partitions_per_broker set it.
-	nofile uint64
 	// segmentFiles bounds the segment files the broker's logs keep open
 	// (files), derived from the open-file limit.
 	segmentFiles  int
@@ -84,8 +78,8 @@ type limits struct {
 	fetch         *quota
 }
 
-// newLimits reads the broker's limits from cfg and, when the partition
-// limit is to be derived, the process's open-file limit.
+// newLimits reads the broker's limits from cfg and sizes the segment file
+// cache from the process's open-file limit.
 func newLimits(cfg config.Broker, logger *slog.Logger) *limits {
 	l := &limits{
 		maxReplicas:   cfg.Limits.MaxPartitionsPerBroker,
@@ -97,15 +91,15 @@ func newLimits(cfg config.Broker, logger *slog.Logger) *limits {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		rl.Cur = 1024 // the usual soft limit: the safe guess
-		logger.Warn("reading the open-file limit failed; sizing the segment file cache (and any derived partition limit) from 1024 files", "err", err)
+		logger.Warn("reading the open-file limit failed; sizing the segment file cache from 1024 files", "err", err)
 	}
 	l.segmentFiles = segmentFileBound(rl.Cur)
 	l.files = hotlog.NewFileCache(l.segmentFiles)
-	if l.maxReplicas <= 0 {
-		l.nofile = rl.Cur
-		l.maxReplicas = derivedReplicaLimit(rl.Cur, l.segmentFiles)
-		logger.Info("partition replicas per broker bounded by the open files left beside the segment file cache (limits.max_partitions_per_broker is 0)",
-			"open_files", rl.Cur, "segment_file_cache", l.segmentFiles, "max_partitions_per_broker", l.maxReplicas)
+	if l.maxReplicas > 0 {
+		if written := writtenAtOnce(rl.Cur, l.segmentFiles); written < l.maxReplicas {
+			logger.Warn("the open-file limit covers fewer partition replicas written at once than limits.max_partitions_per_broker allows; idle replicas hold no files, but raise ulimit -n if many are written at once (each holds its active segment until fsynced)",
+				"open_files", rl.Cur, "segment_file_cache", l.segmentFiles, "written_at_once", written, "max_partitions_per_broker", l.maxReplicas)
+		}
 	}
 	return l
 }
@@ -123,17 +117,14 @@ func segmentFileBound(nofile uint64) int {
 	return int(min(max(budget(nofile)/4, minSegmentFiles), maxSegmentFiles))
 }
 
-// derivedReplicaLimit is the partition replicas a broker allowed nofile
-// open files, segmentFiles of them for its cache, can hold if all are
-// written at once: what is left after the reserve and the cache, at
-// fdsPerWrittenReplica each, and at least one. Sealed segments no longer
-// count: however many a replica keeps locally, they are open only in the
-// cache.
-func derivedReplicaLimit(nofile uint64, segmentFiles int) int {
+// writtenAtOnce is how many partition replicas a broker allowed nofile
+// open files, segmentFiles of them for its cache, can have written at
+// once: what is left after the reserve and the cache, at
+// fdsPerWrittenReplica each.
+func writtenAtOnce(nofile uint64, segmentFiles int) int {
 	b := budget(nofile)
 	b -= min(uint64(segmentFiles), b)
-	n := b / fdsPerWrittenReplica
-	return int(max(1, min(n, maxDerivedReplicas)))
+	return int(min(b/fdsPerWrittenReplica, 1<<30))
 }
 
 // checkReplicaBudget refuses a new topic of partitions × replicationFactor
@@ -155,15 +146,10 @@ func (b *Broker) checkReplicaBudget(topic string, partitions int32, replicationF
 		return nil
 	}
 	limit := b.limits.maxReplicas
-	source := fmt.Sprintf("limits.max_partitions_per_broker is %d", limit)
-	if b.limits.nofile > 0 {
-		source = fmt.Sprintf("limits.max_partitions_per_broker is 0, so broker %d derived it from its open-file limit of %d: %d files reserved, %d for the segment file cache, %d per replica written at once",
-			b.id, b.limits.nofile, uint64(b.limits.nofile)-budget(b.limits.nofile), b.limits.segmentFiles, fdsPerWrittenReplica)
-	}
 	return refuse(ReasonInvalidRequest, nil,
-		"topic %q with %d partitions × %d replicas would put %d partition replicas on broker %d, which holds %d; at most %d are allowed per broker (%s). "+
-			"Create fewer partitions (one request may ask for at most %d), add brokers, or raise limits.max_partitions_per_broker (and the open-file limit, ulimit -n) on every broker",
-		topic, partitions, replicationFactor, over, worst, now[worst], limit, source, cluster.MaxPartitions).
+		"topic %q with %d partitions × %d replicas would put %d partition replicas on broker %d, which holds %d; at most %d are allowed per broker (limits.max_partitions_per_broker is %d). "+
+			"Create fewer partitions (one request may ask for at most %d), add brokers, or raise limits.max_partitions_per_broker on every broker",
+		topic, partitions, replicationFactor, over, worst, now[worst], limit, limit, cluster.MaxPartitions).
 		with("broker_id", itoa(int64(worst))).with("replicas", itoa(int64(now[worst]))).
 		with("requested", itoa(int64(over-now[worst]))).with("limit", itoa(int64(limit))).
 		with("setting", "limits.max_partitions_per_broker")

@@ -15,47 +15,32 @@ import (
 	"github.com/strata-log/strata/security"
 )
 
-func TestDerivedReplicaLimit(t *testing.T) {
+func TestSegmentFileBound(t *testing.T) {
 	for _, tc := range []struct {
-		nofile      uint64
-		files, want int
+		nofile         uint64
+		files, written int
 	}{
-		{0, minSegmentFiles, 1},
-		{16, minSegmentFiles, 1},
+		{0, minSegmentFiles, 0},
+		{16, minSegmentFiles, 0},
 		{1024, 128, (1024 - 512 - 128) / fdsPerWrittenReplica},
 		{4096, 768, (4096 - 1024 - 768) / fdsPerWrittenReplica},
 		{20000, 4096, (20000 - 1024 - 4096) / fdsPerWrittenReplica},
 		{1 << 20, maxSegmentFiles, (1<<20 - 1024 - maxSegmentFiles) / fdsPerWrittenReplica},
-		{^uint64(0), maxSegmentFiles, maxDerivedReplicas}, // RLIM_INFINITY
+		{^uint64(0), maxSegmentFiles, 1 << 30}, // RLIM_INFINITY
 	} {
 		files := segmentFileBound(tc.nofile)
 		if files != tc.files {
 			t.Errorf("segmentFileBound(%d) = %d, want %d", tc.nofile, files, tc.files)
 		}
-		if got := derivedReplicaLimit(tc.nofile, files); got != tc.want {
-			t.Errorf("derivedReplicaLimit(%d, %d) = %d, want %d", tc.nofile, files, got, tc.want)
-		}
-		// The cache, the reserve and every replica written at once fit in
-		// the open-file limit.
-		if got := derivedReplicaLimit(tc.nofile, files); tc.nofile > 64 && tc.nofile < 1<<40 &&
-			uint64(min(fdReserve, tc.nofile/2))+uint64(files)+uint64(got*fdsPerWrittenReplica) > tc.nofile {
-			t.Errorf("nofile %d: reserve, %d cached files and %d replicas at %d files do not fit", tc.nofile, files, got, fdsPerWrittenReplica)
-		}
-	}
-	// Sealed segments no longer cost a replica descriptors: with a common
-	// server limit a broker takes thousands of replicas, five times what
-	// counting 16 files per replica allowed.
-	for _, nofile := range []uint64{4096, 65536} {
-		old := (nofile - 1024) / 16
-		if n := derivedReplicaLimit(nofile, segmentFileBound(nofile)); uint64(n) < 3*old {
-			t.Errorf("with %d open files a broker takes %d replicas; 16 files per replica allowed %d", nofile, n, old)
+		if got := writtenAtOnce(tc.nofile, files); got != tc.written {
+			t.Errorf("writtenAtOnce(%d, %d) = %d, want %d", tc.nofile, files, got, tc.written)
 		}
 	}
 }
 
 // TestNewLimitsReadsTheOpenFileLimit: the segment file cache is sized from
-// RLIMIT_NOFILE as the process has it, and 0 derives the partition limit
-// from what it leaves; a setting wins over the derived limit.
+// RLIMIT_NOFILE as the process has it; the partition limit is the setting,
+// 20,000 unless set, whatever the open-file limit.
 func TestNewLimitsReadsTheOpenFileLimit(t *testing.T) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
@@ -64,8 +49,8 @@ func TestNewLimitsReadsTheOpenFileLimit(t *testing.T) {
 	cfg := config.DefaultBroker()
 	l := newLimits(cfg, slog.New(slog.DiscardHandler))
 	files := segmentFileBound(rl.Cur)
-	if l.nofile != rl.Cur || l.segmentFiles != files || l.maxReplicas != derivedReplicaLimit(rl.Cur, files) {
-		t.Fatalf("derived limits %+v; want nofile %d, %d cached files and %d replicas", l, rl.Cur, files, derivedReplicaLimit(rl.Cur, files))
+	if l.segmentFiles != files || l.maxReplicas != 20000 {
+		t.Fatalf("default limits %+v; want %d cached files and 20000 replicas", l, files)
 	}
 	if st := l.segmentFileCache().Stats(); st.Limit != files {
 		t.Fatalf("segment file cache %+v, want a bound of %d", st, files)
@@ -75,7 +60,7 @@ func TestNewLimitsReadsTheOpenFileLimit(t *testing.T) {
 	}
 	cfg.Limits.MaxPartitionsPerBroker = 7
 	cfg.Quotas.ProduceBytesPerSec = 100
-	if l := newLimits(cfg, slog.New(slog.DiscardHandler)); l.maxReplicas != 7 || l.nofile != 0 || l.segmentFiles != files || l.produce == nil || l.fetch != nil {
+	if l := newLimits(cfg, slog.New(slog.DiscardHandler)); l.maxReplicas != 7 || l.segmentFiles != files || l.produce == nil || l.fetch != nil {
 		t.Fatalf("configured limits %+v", l)
 	}
 	var none *limits

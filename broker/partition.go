@@ -55,10 +55,9 @@ type partition struct {
 	// was sent in the last second (isr.go, requestNewEpoch).
 	epochAsked atomic.Bool
 
-	// advanceKick wakes the advancer when the log's durable end moved.
-	advanceKick chan struct{}
-	stop        chan struct{}
-	stopped     chan struct{}
+	// advancing runs the high watermark's moves when the log's durable
+	// end moved (kickAdvance).
+	advancing advancer
 }
 
 func logConfig(t config.Topic) hotlog.Config {
@@ -109,8 +108,8 @@ type replicaSpec struct {
 func openPartition(s replicaSpec) (*partition, error) {
 	p := &partition{topic: s.topic, id: s.partition, topicID: s.topicID, dir: s.dir, self: s.self,
 		logger: s.logger.With("topic", s.topic, "partition", s.partition), now: s.now,
-		producers: newProducerState(), advanceKick: make(chan struct{}, 1),
-		stop: make(chan struct{}), stopped: make(chan struct{})}
+		producers: newProducerState()}
+	p.advancing.run = p.advance
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -137,11 +136,6 @@ func openPartition(s replicaSpec) (*partition, error) {
 	p.log = l
 	p.producers.attach(l, opts.Logger)
 	p.mu.rs = newReplicaState(s.self, s.cfg.MinInsyncReplicas, s.lagMax)
-	if s.onDurable == nil {
-		go p.advancer()
-	} else {
-		close(p.stopped)
-	}
 	if err := p.setState(s.info, s.cfg); err != nil {
 		p.close()
 		return nil, err
@@ -222,28 +216,61 @@ func (p *partition) advanceLocked() {
 	finish(rs.complete(p.log.HighWatermark()))
 }
 
-// kickAdvance asks the advancer to run. The log calls it when its durable
-// end moves, from its flusher or from inside an append (a roll): it must
-// not take the replica lock itself, which an appender may hold.
-func (p *partition) kickAdvance() {
-	select {
-	case p.advanceKick <- struct{}{}:
-	default:
+// kickAdvance asks for the high watermark to be moved, on a goroutine of
+// its own. The log calls it when its durable end moves, from its flusher or
+// from inside an append (a roll): it must not take the replica lock
+// itself, which an appender may hold.
+func (p *partition) kickAdvance() { p.advancing.kick() }
+
+// advancer moves the high watermark when the log's durable end moved, for
+// produces that do not wait for it themselves and for consumers. Its
+// goroutine runs only while kicks come: an idle replica of the thousands
+// a broker holds costs none.
+type advancer struct {
+	run func()
+
+	mu      sync.Mutex
+	pending bool // a kick came since the last run began
+	running bool
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+func (a *advancer) kick() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return
+	}
+	a.pending = true
+	if !a.running {
+		a.running = true
+		a.wg.Add(1)
+		go a.loop()
 	}
 }
 
-// advancer moves the high watermark when the log's durable end moved, for
-// produces that do not wait for it themselves and for consumers.
-func (p *partition) advancer() {
-	defer close(p.stopped)
+func (a *advancer) loop() {
+	defer a.wg.Done()
 	for {
-		select {
-		case <-p.stop:
+		a.mu.Lock()
+		if !a.pending || a.stopped {
+			a.running = false
+			a.mu.Unlock()
 			return
-		case <-p.advanceKick:
-			p.advance()
 		}
+		a.pending = false
+		a.mu.Unlock()
+		a.run()
 	}
+}
+
+// stop ends the runs and waits for the one under way.
+func (a *advancer) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+	a.wg.Wait()
 }
 
 // followerReport takes a follower's acknowledged log end in a leader
@@ -407,12 +434,7 @@ func (p *partition) endOffsetForEpoch(epoch int32) EpochEnd {
 
 // close ends the advancer, every produce wait (NOT_LEADER) and the log.
 func (p *partition) close() error {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-	<-p.stopped
+	p.advancing.stop()
 	p.mu.Lock()
 	rs := p.mu.rs
 	var ended []completion

@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/config"
 )
 
 // reconcileLoop applies every metadata change to the local partitions.
@@ -32,18 +35,51 @@ func (b *Broker) partitionDir(t *cluster.TopicInfo, p int32) string {
 	return filepath.Join(b.logsDir, t.Name+"-"+t.ID, strconv.Itoa(int(p)))
 }
 
+// reconcileWorkers bounds the replicas opened (and recovered), updated or
+// deleted at once: the work is mostly waiting on the disk (reads of the
+// tail, fsyncs of checkpoints), so more than the cores, but not so many
+// that a start of thousands of replicas floods the disk queue.
+const reconcileWorkers = 16
+
 // reconcile opens the replicas the metadata assigns to this broker, updates
 // the role and settings of those it has, and closes and deletes those it no
 // longer holds (their topic was deleted).
+//
+// Every produce and fetch takes the broker lock to find its partition, so
+// reconcile holds it only to read and change the map: the slow parts
+// (opening a log, which may recover its tail; writing an epoch checkpoint;
+// closing and removing a deleted replica's files) run outside it, several
+// at once. A replica is in the map only once it is open, so a request
+// meanwhile finds either no replica (a retriable refusal) or an open one.
+// reconcileMu keeps rounds apart: the Start round, then the loop's.
 func (b *Broker) reconcile() error {
+	b.reconcileMu.Lock()
+	defer b.reconcileMu.Unlock()
 	m := b.meta.Metadata()
+
+	type opening struct {
+		tp   cluster.TopicPartition
+		spec replicaSpec
+		p    *partition
+		err  error
+	}
+	type update struct {
+		p    *partition
+		info cluster.PartitionInfo
+		cfg  config.Topic
+		err  error
+	}
+	var (
+		opens   []*opening
+		updates []*update
+		drops   []*partition
+	)
+	kickTier := false
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.mu.closed || m.Version <= b.mu.reconciled && b.mu.reconciled != 0 {
+		b.mu.Unlock()
 		return nil
 	}
-	var firstErr error
-	kickTier := false
 	keep := map[cluster.TopicPartition]bool{}
 	for _, name := range m.TopicNames() {
 		t, _ := m.Topic(name)
@@ -62,42 +98,82 @@ func (b *Broker) reconcile() error {
 			keep[tp] = true
 			p, ok := b.mu.partitions[tp]
 			if ok && p.topicID != t.ID {
-				b.dropLocked(tp, p) // an old topic of the same name
+				// An old topic of the same name: out of the map now, its
+				// files (in a directory named by its own topic id) go below.
+				delete(b.mu.partitions, tp)
+				drops = append(drops, p)
 				ok = false
 			}
 			if !ok {
-				p, err = openPartition(replicaSpec{
+				opens = append(opens, &opening{tp: tp, spec: replicaSpec{
 					dir: b.partitionDir(t, info.Partition), topic: name, topicID: t.ID, partition: info.Partition,
 					self: b.id, cfg: cfg, info: info, lagMax: time.Duration(b.cfg.Replica.LagTimeMax), logger: b.log,
 					files: b.limits.segmentFileCache(),
-				})
-				if err != nil {
-					if firstErr == nil {
-						firstErr = fmt.Errorf("open %s/%d: %w", name, info.Partition, err)
-					}
-					continue
-				}
-				b.mu.partitions[tp] = p
-				if p.isLeader() {
-					kickTier = true // it takes its cold tier over at once
-				}
-				if r := p.log.Recovery(); r.TruncatedBytes > 0 {
-					b.log.Warn("partition recovered a torn tail", "partition", p.name(), "truncated_bytes", r.TruncatedBytes, "reason", r.TruncateReason)
-				}
+				}})
 				continue
 			}
 			if *p.cfg.Load() != cfg && p.isLeader() {
 				kickTier = true // its leader writes the settings to the bucket
 			}
-			if err := p.setState(info, cfg); err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("update %s: %w", p.name(), err)
-			}
+			updates = append(updates, &update{p: p, info: info, cfg: cfg})
 		}
 	}
 	for tp, p := range b.mu.partitions {
 		if !keep[tp] {
-			b.dropLocked(tp, p)
+			delete(b.mu.partitions, tp)
+			drops = append(drops, p)
 		}
+	}
+	b.mu.Unlock()
+
+	// Deleted replicas first: a replica of the same directory assigned
+	// again later is opened only after its old files are gone.
+	inParallel(len(drops), func(i int) { b.drop(drops[i]) })
+	inParallel(len(opens), func(i int) {
+		o := opens[i]
+		if b.beforeOpen != nil {
+			b.beforeOpen(o.tp.Topic, o.tp.Partition)
+		}
+		o.p, o.err = openPartition(o.spec)
+	})
+	inParallel(len(updates), func(i int) {
+		u := updates[i]
+		u.err = u.p.setState(u.info, u.cfg)
+	})
+
+	var firstErr error
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, o := range opens {
+		if o.err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("open %s/%d: %w", o.tp.Topic, o.tp.Partition, o.err)
+			}
+			continue
+		}
+		if b.mu.closed {
+			// Close ran meanwhile (it waits for the loop, not for the
+			// round Start runs): the replica was never served.
+			if err := o.p.close(); err != nil {
+				b.log.Warn("closing a partition opened while the broker closed", "partition", o.p.name(), "err", err)
+			}
+			continue
+		}
+		b.mu.partitions[o.tp] = o.p
+		if o.p.isLeader() {
+			kickTier = true // it takes its cold tier over at once
+		}
+		if r := o.p.log.Recovery(); r.TruncatedBytes > 0 {
+			b.log.Warn("partition recovered a torn tail", "partition", o.p.name(), "truncated_bytes", r.TruncatedBytes, "reason", r.TruncateReason)
+		}
+	}
+	for _, u := range updates {
+		if u.err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("update %s: %w", u.p.name(), u.err)
+		}
+	}
+	if b.mu.closed {
+		return firstErr
 	}
 	b.followLocked(m)
 	if kickTier {
@@ -112,6 +188,35 @@ func (b *Broker) reconcile() error {
 		b.reconciledCh = make(chan struct{})
 	}
 	return firstErr
+}
+
+// WithBeforeOpen calls hook before the broker opens a partition replica's
+// log, on the goroutine that opens it: a seam for tests that hold an open
+// (a recovery of a long tail) to check what the broker serves meanwhile.
+func WithBeforeOpen(hook func(topic string, partition int32)) Option {
+	return func(b *Broker) { b.beforeOpen = hook }
+}
+
+// inParallel calls do(0) … do(n-1) on up to reconcileWorkers goroutines
+// and returns when all have returned.
+func inParallel(n int, do func(i int)) {
+	workers := min(n, reconcileWorkers)
+	if workers <= 1 {
+		for i := range n {
+			do(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				do(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // followLocked points the fetchers at the leader of every partition this
@@ -138,10 +243,9 @@ func follows(view cluster.PartitionInfo, self int32) bool {
 	return view.Leader != self && view.Leader != cluster.NoLeader
 }
 
-// dropLocked closes a replica this broker no longer holds and deletes its
-// data: its topic is gone from the cluster.
-func (b *Broker) dropLocked(tp cluster.TopicPartition, p *partition) {
-	delete(b.mu.partitions, tp)
+// drop closes a replica this broker no longer holds, already out of the
+// partition map, and deletes its data: its topic is gone from the cluster.
+func (b *Broker) drop(p *partition) {
 	if err := p.close(); err != nil {
 		b.log.Warn("closing a deleted partition", "partition", p.name(), "err", err)
 	}

@@ -28,6 +28,9 @@ type Client struct {
 	log       *slog.Logger
 	bootstrap []string
 	meta      *metadataCache
+	// leaderChecks shares the metadata fetches of requests watching their
+	// leader (leaderwatch.go).
+	leaderChecks leaderChecks
 
 	mu struct {
 		sync.Mutex

@@ -17,6 +17,7 @@ package client
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -59,9 +60,11 @@ func (c *Client) watchLeader(ctx context.Context, tp TopicPartition, sentTo part
 	t := time.AfterFunc(leaderCheckAfter, func() {
 		defer close(done)
 		for {
-			if resp, err := c.fetchMetadataAvoiding(wctx, addr, leaderCheckTimeout); err == nil {
-				c.meta.install(resp)
-			}
+			c.leaderChecks.refresh(wctx, func(ctx context.Context) {
+				if resp, err := c.fetchMetadataAvoiding(ctx, addr, leaderCheckTimeout); err == nil {
+					c.meta.install(resp)
+				}
+			})
 			if now, ok := c.meta.current().leaderOf(tp); ok && (now.leader != sentTo.leader || now.epoch > sentTo.epoch) {
 				moved()
 				return
@@ -122,4 +125,47 @@ func (c *Client) backoffUntilLeaderMoves(ctx context.Context, d time.Duration, t
 // its partition's leader changed.
 func leaderMovedError(tp TopicPartition) error {
 	return newError(codes.FailedPrecondition, "NOT_LEADER", true, "%s: %v; sending it to the new leader", tp, errLeaderMoved)
+}
+
+// leaderChecks shares the metadata fetches of the requests that watch
+// their leader: a producer writing to a thousand partitions of a slow
+// broker has a thousand requests waiting at once, and each asking for the
+// whole metadata every leaderCheckEvery made the broker slower still. A
+// watcher that finds a fetch under way waits for it, and one that comes
+// within leaderCheckEvery/2 of the last fetch's end uses what it
+// installed.
+type leaderChecks struct {
+	mu       sync.Mutex
+	inflight chan struct{} // closed when the fetch under way ends; nil if none
+	last     time.Time     // when the last fetch ended
+}
+
+// refresh runs fetch unless one ran lately or runs now (then it waits for
+// that one, or until ctx ends).
+func (l *leaderChecks) refresh(ctx context.Context, fetch func(context.Context)) {
+	l.mu.Lock()
+	if wait := l.inflight; wait != nil {
+		l.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		return
+	}
+	if time.Since(l.last) < leaderCheckEvery/2 {
+		l.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	l.inflight = done
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.inflight, l.last = nil, time.Now()
+		l.mu.Unlock()
+		close(done)
+	}()
+	// Not cut short when this watcher's request is answered: the others
+	// wait for it (fetchMetadataAvoiding bounds it by leaderCheckTimeout).
+	fetch(context.WithoutCancel(ctx))
 }

@@ -28,7 +28,7 @@ func testLogger() *slog.Logger {
 // fsmHarness applies commands to an FSM directly, as Raft would, with
 // increasing indexes.
 type fsmHarness struct {
-	t     *testing.T
+	t     testing.TB
 	f     *fsm
 	index uint64
 }
@@ -173,7 +173,7 @@ func (s *memSink) Close() error  { s.closed = true; return nil }
 func (s *memSink) Cancel() error { s.cancelled = true; return nil }
 
 // snapshotBytes takes and persists a snapshot of f.
-func snapshotBytes(t *testing.T, f *fsm) []byte {
+func snapshotBytes(t testing.TB, f *fsm) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {

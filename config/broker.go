@@ -263,12 +263,12 @@ type Limits struct {
 	// applies its own setting to every broker's count, so set it alike on
 	// all of them. An idle replica holds no file descriptors (its segment
 	// files are opened on demand through one broker-wide cache, sized from
-	// the open-file limit); a replica being written holds a few until its
-	// writes are fsynced, and a broker out of descriptors can answer
-	// nothing, not even health checks. 0, the default, derives the bound
-	// from the process's open-file limit (RLIMIT_NOFILE, ulimit -n): what
-	// is left after 1024 reserved files and the segment file cache, at 3
-	// per replica, so that every replica can be written at once.
+	// the open-file limit) and a few KiB of memory, so the bound is about
+	// metadata, memory and start time, not descriptors: the default,
+	// DefaultMaxPartitionsPerBroker, starts in well under a minute. A
+	// replica being written holds its active segment file until its writes
+	// are fsynced (all the time under flush.policy never), so the open-file
+	// limit must cover the replicas written at once.
 	MaxPartitionsPerBroker int `yaml:"max_partitions_per_broker"`
 	// MaxFetchBytes caps the batches of one fetch response. A request asking
 	// for more is served this much, not refused (a response still holds at
@@ -340,7 +340,7 @@ func DefaultBroker() Broker {
 		},
 		Replica:    Replica{LagTimeMax: Duration(30 * time.Second)},
 		Controller: Controller{DeadBrokerTimeout: Duration(5 * time.Minute)},
-		Limits:     Limits{MaxFetchBytes: 8 << 20, MaxGroups: 10000},
+		Limits:     Limits{MaxPartitionsPerBroker: DefaultMaxPartitionsPerBroker, MaxFetchBytes: 8 << 20, MaxGroups: 10000},
 		Log:        Logging{Level: "info", Format: "text"},
 	}
 }

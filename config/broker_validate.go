@@ -412,6 +412,10 @@ func (t Tiering) validate(topic Topic) error {
 
 func oneOf(s string, values ...string) bool { return slices.Contains(values, s) }
 
+// DefaultMaxPartitionsPerBroker is limits.max_partitions_per_broker unless
+// set: 20,000 idle replicas take a few hundred MiB and start in seconds.
+const DefaultMaxPartitionsPerBroker = 20000
+
 // MinFetchBytes and MaxFetchBytes bound limits.max_fetch_bytes.
 const (
 	MinFetchBytes = 64 << 10
@@ -419,11 +423,11 @@ const (
 )
 
 // validate checks the limits: counts are not negative (0 means derived or
-// unbounded) and a fetch response can hold a useful amount.
+// unbounded, except the partition limit) and a fetch response can hold a useful amount.
 func (l Limits) validate() error {
-	if l.MaxPartitionsPerBroker < 0 {
+	if l.MaxPartitionsPerBroker < 1 {
 		return &Error{Key: "limits.max_partitions_per_broker", Value: strconv.Itoa(l.MaxPartitionsPerBroker),
-			Allowed: "a positive integer, or 0 to derive it from the open files left beside the segment file cache"}
+			Allowed: "a positive integer (the default is " + strconv.Itoa(DefaultMaxPartitionsPerBroker) + "); it no longer follows the open-file limit"}
 	}
 	if l.MaxFetchBytes < MinFetchBytes || l.MaxFetchBytes > MaxFetchBytes {
 		return &Error{Key: "limits.max_fetch_bytes", Value: l.MaxFetchBytes.String(), Allowed: "a size from 64KiB to 1GiB"}

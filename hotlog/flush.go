@@ -7,32 +7,101 @@ import (
 	"time"
 )
 
-// flusher is the one goroutine that fsyncs the active segment. Appenders that
-// need durability (FlushAlways) kick it and wait for the end of a round that
-// began after their write; every appender whose bytes were written before a
-// round began shares that round's fsync. With FlushInterval the rounds come
-// from a timer instead.
+// flusher fsyncs the active segment. Appenders that need durability
+// (FlushAlways) kick it and wait for the end of a round that began after
+// their write; every appender whose bytes were written before a round began
+// shares that round's fsync. With FlushInterval a write arms a timer that
+// kicks it one interval later.
+//
+// Its goroutine runs only while there is work: a kick starts one if none
+// runs, and it ends once a round finds no kick pending. A broker holds
+// thousands of idle logs, and an idle one costs no goroutine (a stack of
+// several KiB) and no timer.
 type flusher struct {
-	kick   chan struct{} // size 1: a pending kick is enough
-	stop   chan struct{}
-	exited chan struct{}
+	run    func()        // one round: Log.flushRound
+	exited chan struct{} // closed once the log is closed and no round runs
 
-	mu    sync.Mutex
-	round chan struct{} // closed when the round under way ends
+	mu      sync.Mutex
+	round   chan struct{} // closed when the round under way ends
+	pending bool          // a kick came since the last round began
+	running bool          // a goroutine runs rounds
+	timer   *time.Timer   // FlushInterval: armed by a write, kicks when it fires
+	armed   bool          // the timer is set and has not fired
+	stopped bool          // the log is closing: no more rounds
+	wg      sync.WaitGroup
 }
 
-func (f *flusher) init() {
-	f.kick = make(chan struct{}, 1)
-	f.stop = make(chan struct{})
+func (f *flusher) init(run func()) {
+	f.run = run
 	f.exited = make(chan struct{})
 	f.round = make(chan struct{})
 }
 
+// poke asks for a round, starting the goroutine when none runs.
 func (f *flusher) poke() {
-	select {
-	case f.kick <- struct{}{}:
-	default:
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return
 	}
+	f.pending = true
+	if !f.running {
+		f.running = true
+		f.wg.Add(1)
+		go f.loop()
+	}
+}
+
+// loop runs rounds while kicks are pending, then ends.
+func (f *flusher) loop() {
+	defer f.wg.Done()
+	for {
+		f.mu.Lock()
+		if !f.pending || f.stopped {
+			f.running = false
+			f.mu.Unlock()
+			return
+		}
+		f.pending = false
+		f.mu.Unlock()
+		f.run()
+	}
+}
+
+// wroteUnder arms the interval timer after a write under FlushInterval,
+// unless it is armed: the write is fsynced at most interval later.
+func (f *flusher) wroteUnder(interval time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.armed || f.stopped {
+		return
+	}
+	f.armed = true
+	if f.timer == nil {
+		f.timer = time.AfterFunc(interval, f.fire)
+	} else {
+		f.timer.Reset(interval)
+	}
+}
+
+func (f *flusher) fire() {
+	f.mu.Lock()
+	f.armed = false
+	f.mu.Unlock()
+	f.poke()
+}
+
+// stop ends the rounds: it waits for the one under way, and waiters see
+// exited closed.
+func (f *flusher) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+	close(f.exited)
 }
 
 func (f *flusher) currentRound() <-chan struct{} {
@@ -46,29 +115,6 @@ func (f *flusher) endRound() {
 	close(f.round)
 	f.round = make(chan struct{})
 	f.mu.Unlock()
-}
-
-func (l *Log) runFlusher() {
-	defer close(l.flush.exited)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	timerSet := false
-	for {
-		cfg := l.cfg.Load()
-		if cfg.FlushPolicy == FlushInterval && !timerSet {
-			timer.Reset(cfg.FlushInterval)
-			timerSet = true
-		}
-		select {
-		case <-l.flush.kick:
-		case <-timer.C:
-			timerSet = false
-		case <-l.flush.stop:
-			timer.Stop()
-			return
-		}
-		l.flushRound()
-	}
 }
 
 // flushRound fsyncs everything written before it began: the segments

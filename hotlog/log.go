@@ -1,6 +1,7 @@
 package hotlog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -40,6 +41,17 @@ type Log struct {
 	flushed  atomic.Int64
 	failed   atomic.Pointer[error]
 
+	// epochsSaved is the leader-epoch file's content as last read or
+	// written, nil when unknown; epochsUnsaved says the history in memory
+	// dropped entries the file still has (open). Both under appendMu.
+	epochsSaved   []byte
+	epochsUnsaved bool
+	// saved is the state checkpoint as last written, or nil when unknown
+	// (none written yet, or the last write failed): Checkpoint skips a
+	// write that would change nothing, which a broker of thousands of idle
+	// logs would otherwise pay in fsyncs every few seconds.
+	saved atomic.Pointer[logState]
+
 	epochs   epochCache
 	changed  notifier
 	flush    flusher
@@ -72,8 +84,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.mu.RUnlock()
 		return nil, fmt.Errorf("hotlog: open %s: %w", dir, err)
 	}
-	l.flush.init()
-	go l.runFlusher()
+	l.flush.init(l.flushRound)
 	return l, nil
 }
 
@@ -345,9 +356,10 @@ func (l *Log) appendLocked(b record.Batch) error {
 	if stale {
 		return fmt.Errorf("%w: batch epoch %d, latest %d", ErrStaleEpoch, b.LeaderEpoch(), l.epochs.latest())
 	}
-	if changed {
+	if changed || l.epochsUnsaved {
 		// The epoch history is written before the data it describes, so a
-		// crash never leaves batches of an epoch the checkpoint lacks.
+		// crash never leaves batches of an epoch the checkpoint lacks (nor
+		// an entry open dropped that these batches would fall under).
 		if err := l.writeEpochsLocked(); err != nil {
 			l.fail(err)
 			return l.failure()
@@ -366,6 +378,9 @@ func (l *Log) appendLocked(b record.Batch) error {
 	seg.track(b, pos, l.opts.IndexIntervalBytes)
 	l.leo.Store(b.NextOffset())
 	l.changed.broadcast()
+	if cfg.FlushPolicy == FlushInterval {
+		l.flush.wroteUnder(cfg.FlushInterval)
+	}
 	return nil
 }
 
@@ -610,6 +625,9 @@ func (l *Log) Checkpoint() error {
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
+	if saved := l.saved.Load(); saved != nil && *saved == l.currentState() {
+		return nil
+	}
 	return l.writeStateLocked()
 }
 
@@ -627,11 +645,28 @@ func (l *Log) currentState() logState {
 }
 
 func (l *Log) writeState(s logState) error {
-	return WriteFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(s))
+	l.saved.Store(nil)
+	if err := WriteFileAtomic(l.opts.FS, l.dir, stateFile, encodeState(s)); err != nil {
+		return err
+	}
+	l.saved.Store(&s)
+	return nil
 }
 
+// writeEpochsLocked writes the leader-epoch history, unless the file
+// already holds exactly it. Caller holds appendMu (or is open).
 func (l *Log) writeEpochsLocked() error {
-	return WriteFileAtomic(l.opts.FS, l.dir, epochFile, encodeEpochs(l.epochs.snapshot()))
+	data := encodeEpochs(l.epochs.snapshot())
+	if l.epochsSaved != nil && bytes.Equal(data, l.epochsSaved) {
+		l.epochsUnsaved = false
+		return nil
+	}
+	l.epochsSaved = nil
+	if err := WriteFileAtomic(l.opts.FS, l.dir, epochFile, data); err != nil {
+		return err
+	}
+	l.epochsSaved, l.epochsUnsaved = data, false
+	return nil
 }
 
 // Close fsyncs the active segment, writes the checkpoints and closes every
@@ -646,8 +681,7 @@ func (l *Log) Close() error {
 	if closed {
 		return nil
 	}
-	close(l.flush.stop)
-	<-l.flush.exited
+	l.flush.stop()
 
 	l.stateMu.Lock()
 	defer l.stateMu.Unlock()
@@ -658,7 +692,12 @@ func (l *Log) Close() error {
 		if err = l.syncSealedLocked(); err == nil {
 			if err = l.active.Load().sync(); err == nil {
 				l.advanceFlushed(l.leo.Load())
-				err = l.writeStateLocked()
+				// An idle log's checkpoint is already what it would
+				// write: a broker stopping thousands of them skips the
+				// fsyncs.
+				if saved := l.saved.Load(); saved == nil || *saved != l.currentState() {
+					err = l.writeStateLocked()
+				}
 			}
 		}
 	}

@@ -71,10 +71,11 @@ func (l *Log) open() error {
 		}
 	}
 
-	state := logState{}
+	state, stateFound := logState{}, false
 	if data, ok, err := readFile(fsys, filepath.Join(dir, stateFile)); err != nil {
 		return err
 	} else if ok {
+		stateFound = true
 		if state, err = decodeState(data); err != nil {
 			return err
 		}
@@ -87,6 +88,7 @@ func (l *Log) open() error {
 			return err
 		}
 		l.epochs.replace(entries)
+		l.epochsSaved = encodeEpochs(entries)
 	}
 
 	var segs, tail []*segment
@@ -114,10 +116,17 @@ func (l *Log) open() error {
 		// later segments continue offsets the log no longer has, and go.
 		// (Not when the next one starts at or below the checkpointed log
 		// start: that gap is a reset's, whose older segments go below.)
-		if err := l.recoverTail(seg, state.recoveryPoint); err != nil {
+		durable, err := l.recoverTail(seg, state.recoveryPoint)
+		if err != nil {
 			return err
 		}
-		tail = append(tail, seg)
+		if durable && !slices.Contains(l.recovery.RebuiltIndexes, seg.base) {
+			if !last {
+				seg.synced.Store(true)
+			}
+		} else {
+			tail = append(tail, seg)
+		}
 		if !last && seg.next.Load() != bases[i+1] && bases[i+1] > state.logStart {
 			for _, b := range bases[i+1:] {
 				for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
@@ -152,7 +161,8 @@ func (l *Log) open() error {
 				ErrCorrupt, segs[i-1].base, end, segs[i].base)
 		}
 	}
-	if len(segs) == 0 {
+	created := len(segs) == 0
+	if created {
 		seg, err := createSegment(fsys, l.opts.Files, dir, state.logStart)
 		if err != nil {
 			return err
@@ -167,10 +177,14 @@ func (l *Log) open() error {
 	l.leo.Store(leo)
 	l.logStart.Store(min(max(state.logStart, segs[0].base), leo))
 	l.hw.Store(min(max(state.highWatermark, l.logStart.Load()), leo))
+	// Epochs that begin at or past the log end have no batch here (a
+	// leader's BeginEpoch, or a batch a crash lost): they go, as in Kafka.
+	// The file keeps them until the next write of the history, which comes
+	// before any append (appendLocked): a leader taking its epoch again at
+	// once (BeginEpoch) then leaves the file as it was, and the start of an
+	// idle log writes nothing. Until then every open drops them again.
 	if l.epochs.truncateFrom(leo) {
-		if err := l.writeEpochsLocked(); err != nil && !l.spareOnFullDisk(err, "leader-epoch cache") {
-			return err
-		}
+		l.epochsUnsaved = true
 	}
 
 	// Whatever recovery read past the recovery point may have come from the
@@ -190,11 +204,18 @@ func (l *Log) open() error {
 			seg.synced.Store(true)
 		}
 	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return err
+	// A clean stop leaves nothing to fsync, no file to remove and a
+	// checkpoint that is still current: such a start writes nothing, which
+	// for a broker of thousands of logs is most of its start time.
+	if len(tail) > 0 || len(l.recovery.RemovedFiles) > 0 || created {
+		if err := fsys.SyncDir(dir); err != nil {
+			return err
+		}
 	}
 	l.flushed.Store(leo)
-	if err := l.writeStateLocked(); err != nil && !l.spareOnFullDisk(err, "state checkpoint") {
+	if stateFound && l.currentState() == state {
+		l.saved.Store(&state)
+	} else if err := l.writeStateLocked(); err != nil && !l.spareOnFullDisk(err, "state checkpoint") {
 		return err
 	}
 	l.recovery.Segments = len(segs)
@@ -258,34 +279,43 @@ func (l *Log) loadSealed(seg *segment) error {
 // fsynced, so the scan starts at the last index entry at or below it; above
 // it a crash may have left any page unwritten, so every batch there is
 // checked.
-func (l *Log) recoverTail(seg *segment, recoveryPoint int64) error {
+func (l *Log) recoverTail(seg *segment, recoveryPoint int64) (durable bool, err error) {
 	f, err := seg.open()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer seg.done()
-	// Its bytes may be only in the page cache of the process that died:
-	// counted as an unsynced write, the file stays open until open fsyncs
-	// it, so that fsync reports any writeback error on this descriptor.
-	seg.file.wrote()
 	size, err := f.Size()
 	if err != nil {
-		return err
+		seg.file.wrote()
+		return false, err
 	}
 	from, end, damage, err := l.resume(seg, size, recoveryPoint)
 	if err != nil {
-		return err
+		seg.file.wrote()
+		return false, err
 	}
 	l.recovery.ScannedFrom = from
+	seg.created = l.opts.Now()
+	// A segment whose every batch lies below the recovery point, with
+	// nothing after them, was fsynced whole before the checkpoint was
+	// written: what a clean stop leaves. Open need not fsync it again.
+	if damage == nil && end == size && seg.next.Load() <= recoveryPoint {
+		return true, nil
+	}
+	// Its bytes may be only in the page cache of the process that died:
+	// counted as an unsynced write, the file stays open (it is held until
+	// this returns) until open fsyncs it, so that fsync reports any
+	// writeback error on this descriptor.
+	seg.file.wrote()
 	if damage != nil {
 		if err := seg.truncate(end); err != nil {
-			return err
+			return false, err
 		}
 		l.recovery.TruncatedBytes += size - end
 		l.recovery.TruncateReason = damage.Error()
 	}
-	seg.created = l.opts.Now()
-	return nil
+	return false, nil
 }
 
 // resume brings a segment's state up to date with its log file of size

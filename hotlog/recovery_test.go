@@ -465,8 +465,7 @@ func TestCrashDuringRoll(t *testing.T) {
 // crashClose stops a log as a killed process would: the flusher stops and the
 // files close with no final fsync and no checkpoint.
 func crashClose(l *Log) {
-	close(l.flush.stop)
-	<-l.flush.exited
+	l.flush.stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.closed = true

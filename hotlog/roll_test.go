@@ -195,13 +195,19 @@ func TestCheckpointDoesNotStopAppends(t *testing.T) {
 	opts.FlushInterval = time.Hour
 	l := mustOpen(t, "/log", opts)
 	defer l.Close()
+	// A state that moved since open, so the checkpoint has something to
+	// write (one of an unchanged state writes nothing).
+	if _, err := l.Append(seqBatch(t, 0, 3, 0, 120), 0); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(3)
 	fsys.hold(func(path string) bool { return strings.HasSuffix(path, stateFile+tmpSuffix) })
 	checkpointed := make(chan error, 1)
 	go func() { checkpointed <- l.Checkpoint() }()
 	eventually(t, 10*time.Second, "the checkpoint at its fsync", func() bool { return fsys.waiting() == 1 })
 	appended := make(chan error, 1)
 	go func() {
-		_, err := l.Append(seqBatch(t, 0, 3, 0, 120), 0)
+		_, err := l.Append(seqBatch(t, 3, 3, 0, 120), 0)
 		appended <- err
 	}()
 	select {

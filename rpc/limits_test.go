@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -165,29 +166,31 @@ func logDescriptors(t *testing.T, dataDir string) int {
 	return open
 }
 
-// TestBrokerServesPartitionsBeyondTheOldFileBudget: under an open-file limit
-// of 4096 a broker with limits.max_partitions_per_broker 0 used to allow
-// (4096-1024)/16 = 192 replicas, counting every local segment file as open.
-// Idle replicas now hold no descriptors, so it creates 700 partitions,
-// takes a record on each and serves each back, and refuses past the limit
-// it derives now (768), saying where it comes from.
-func TestBrokerServesPartitionsBeyondTheOldFileBudget(t *testing.T) {
-	const partitions = 700
+// TestPartitionLimitIgnoresTheOpenFileLimit: under an open-file limit of
+// 4096 a broker used to derive its partition limit from the descriptors
+// (768 replicas at 3 each beside the cache). Idle replicas hold none, so
+// the limit is limits.max_partitions_per_broker alone: the default broker
+// creates 1,500 partitions, takes a record on each and serves each back,
+// and a broker set to 1,600 refuses past it, naming the setting.
+func TestPartitionLimitIgnoresTheOpenFileLimit(t *testing.T) {
+	const partitions = 1500
 	if !inLowNofileChild(t, 4096) {
 		return
 	}
 	dir := t.TempDir()
-	b1 := startBroker(t, brokerConfig(t, 1, dir))
+	cfg := brokerConfig(t, 1, dir)
+	cfg.Limits.MaxPartitionsPerBroker = 1600
+	b1 := startBroker(t, cfg)
 	b1.createTopic(t, "many", partitions, nil)
 	serveOneRecordEach(t, b1, "many", partitions)
 	t.Logf("%d partitions served with %d descriptors open on their logs", partitions, logDescriptors(t, dir))
 
-	// The limit is still there, and says where it comes from: 1024
-	// reserved, a quarter of the rest for the cache, 3 per replica.
-	_, err := b1.admin.CreateTopic(testCtx(t), &stratav1.CreateTopicRequest{Name: "more", Partitions: 100})
-	wantRefusal(t, "past the derived limit", err, codes.InvalidArgument, "INVALID_REQUEST", false,
-		"800 partition replicas on broker 1", "at most 768", "open-file limit of 4096", "1024 files reserved",
-		"768 for the segment file cache", "3 per replica written at once", "limits.max_partitions_per_broker")
+	_, err := b1.admin.CreateTopic(testCtx(t), &stratav1.CreateTopicRequest{Name: "more", Partitions: 101})
+	wantRefusal(t, "past the configured limit", err, codes.InvalidArgument, "INVALID_REQUEST", false,
+		"1601 partition replicas on broker 1", "holds 1500", "at most 1600", "limits.max_partitions_per_broker is 1600")
+	if _, err := b1.admin.CreateTopic(testCtx(t), &stratav1.CreateTopicRequest{Name: "more", Partitions: 100}); err != nil {
+		t.Fatalf("up to the limit: %v", err)
+	}
 }
 
 // TestBrokerLogsShareOneBoundedFileCache: every partition of a broker opens
@@ -542,4 +545,55 @@ func residentBytes(t *testing.T) int64 {
 	}
 	t.Skip("no VmRSS")
 	return 0
+}
+
+// TestOpeningAReplicaBlocksNoOtherPartition: the broker opens (and
+// recovers) a new replica outside the lock every produce and fetch takes,
+// so while the open of a new topic's partition is held, another partition
+// of the broker takes a produce and serves a fetch; once the open goes on,
+// the new topic is served too.
+func TestOpeningAReplicaBlocksNoOtherPartition(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hold := func(topic string, _ int32) {
+		if topic == "slow" {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+	}
+	b1 := startBroker(t, brokerConfig(t, 1, t.TempDir()), broker.WithBeforeOpen(hold))
+	// Registered after the broker's: runs before it is closed, whatever
+	// fails below.
+	letGo := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(letGo)
+	b1.createTopic(t, "busy", 1, nil)
+	serveOneRecordEach(t, b1, "busy", 1)
+
+	created := make(chan error, 1)
+	go func() {
+		_, err := b1.admin.CreateTopic(testCtx(t), &stratav1.CreateTopicRequest{Name: "slow", Partitions: 4})
+		created <- err
+	}()
+	select {
+	case <-entered:
+	case err := <-created:
+		t.Fatalf("the topic was created (%v) without opening its replicas", err)
+	case <-testCtx(t).Done():
+		t.Fatal("the broker never opened the new topic's replicas")
+	}
+	// The open is held: the other partition is served meanwhile. Were the
+	// broker lock held, these would block until testCtx's deadline.
+	_, err := b1.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "busy", Partition: 0, Batch: batchOf(t, "during")})
+	if err != nil {
+		t.Fatalf("produce while a replica is being opened: %v", err)
+	}
+	_, recs := b1.readAll(t, "busy", 0, 0)
+	if len(recs) != 2 || string(recs[1].Value) != "during" {
+		t.Fatalf("fetch while a replica is being opened: %d records", len(recs))
+	}
+	letGo()
+	if err := <-created; err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	serveOneRecordEach(t, b1, "slow", 4)
 }

@@ -48,6 +48,11 @@ func createEverywhere(t *testing.T, bs []*testBroker, name string, partitions in
 			_, err := b.admin.DescribeTopic(testCtx(t), &stratav1.DescribeTopicRequest{Name: name})
 			return err == nil
 		})
+		// Knowing the topic is not having opened its replicas (they open
+		// outside the broker lock): wait until they reflect the metadata.
+		if err := b.Ready(testCtx(t)); err != nil {
+			t.Fatalf("broker %d: %v", b.cfg.NodeID, err)
+		}
 	}
 }
 
