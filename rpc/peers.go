@@ -31,6 +31,10 @@ import (
 // batch can be as large as max.message.bytes allows.
 const maxPeerMessage = 80 << 20
 
+// connBufferBytes is the size of the buffers gRPC writes a server's
+// answers through and reads a peer broker's messages through.
+const connBufferBytes = 256 << 10
+
 // Peers reaches other brokers over gRPC.
 type Peers struct {
 	// tls, when set, is this broker's identity; every connection then
@@ -116,7 +120,10 @@ func (ps *Peers) conn(to broker.Peer) (*grpc.ClientConn, error) {
 		}
 		c.conn.Close()
 	}
-	opts := append([]grpc.DialOption{ps.credentials(to.ID), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage))}, grpcmem.DialOptions()...)
+	// A follower reads its leader's chunks connBufferBytes at a time, not
+	// 32 KiB (gRPC's default): one buffer per peer broker.
+	opts := append([]grpc.DialOption{ps.credentials(to.ID), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage)),
+		grpc.WithReadBufferSize(connBufferBytes)}, grpcmem.DialOptions()...)
 	conn, err := grpc.NewClient(to.Addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to broker %d at %s: %w", to.ID, to.Addr, err)

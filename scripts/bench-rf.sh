@@ -88,6 +88,7 @@ for id in 1 2 3; do [ "$id" = "$leader" ] || followers="$followers $id"; done
 
 declare -A BEFORE
 for id in 1 2 3; do BEFORE[$id]=$(cpu "${PID[$id]}"); done
+profiling=""
 if [ -n "${PROFILE_DIR:-}" ]; then
   mkdir -p "$PROFILE_DIR"
   f1=${followers# }; f1=${f1%% *}
@@ -95,6 +96,7 @@ if [ -n "${PROFILE_DIR:-}" ]; then
    curl -s -o "$PROFILE_DIR/leader.pprof" "http://127.0.0.1:$((27603 + leader * 10))/debug/pprof/profile?seconds=10" &
    curl -s -o "$PROFILE_DIR/follower.pprof" "http://127.0.0.1:$((27603 + f1 * 10))/debug/pprof/profile?seconds=10"
    wait) &
+  profiling=$!
 fi
 rf3=$(bench "$BROKERS" rf3)
 rf3_client=$(cat "$DIR/client.cpu")
@@ -108,7 +110,7 @@ for id in $followers; do
   worst=$(awk -v a="$worst" -v b="$c" 'BEGIN {print (b > a) ? b : a}')
   fline="$fline follower (broker $id) $(perGB "$c"),"
 done
-wait
+[ -z "$profiling" ] || wait "$profiling"
 
 echo "CPU seconds per GB acknowledged (load $(cut -d' ' -f1-3 /proc/loadavg)):"
 echo "  RF=1: broker $(perGB "$rf1_broker"), client $(perGB "$rf1_client")"
