@@ -128,7 +128,7 @@ bench-cold-isolation: build minio ## produce p99 at 50 MB/s acks=all alone and d
 bench-kafka: build ## 1 KiB records, acks=all, produce and consume over gRPC and through the Kafka listener (kgo) in turn: records/s, CPU per record, the median Kafka/gRPC ratios
 	@./scripts/bench-kafka.sh
 
-bench-rf: build ## acks=all produce: one broker (RF=1) against three on this machine (RF=3), and the ratio
+bench-rf: build ## acks=all produce to one partition: one broker (RF=1) against three on this machine (RF=3), the ratio, and CPU per GB of leader, followers and client
 	@./scripts/bench-rf.sh
 
 bench-failover: build ## three brokers: kill -9 of a leader to the next acknowledged write (5x); longest no-ack window on any partition while a broker is paused 8 s (3x)

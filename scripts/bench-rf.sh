@@ -86,8 +86,16 @@ case "$leader" in 1 | 2 | 3) ;; *) echo "no leader for rf3 in:" >&2; cat "$DIR/c
 followers=""
 for id in 1 2 3; do [ "$id" = "$leader" ] || followers="$followers $id"; done
 
+# What the brokers spend with nothing to do (Raft, gossip, housekeeping),
+# over IDLE seconds: a cost per second, not per byte, in the figures below.
+IDLE=${IDLE:-5}
 declare -A BEFORE
 for id in 1 2 3; do BEFORE[$id]=$(cpu "${PID[$id]}"); done
+sleep "$IDLE"
+idle=0
+for id in 1 2 3; do idle=$(awk -v t="$idle" -v a="$(cpu "${PID[$id]}")" -v b="${BEFORE[$id]}" 'BEGIN {print t + a - b}'); done
+for id in 1 2 3; do BEFORE[$id]=$(cpu "${PID[$id]}"); done
+start=$(date +%s.%N)
 profiling=""
 if [ -n "${PROFILE_DIR:-}" ]; then
   mkdir -p "$PROFILE_DIR"
@@ -99,6 +107,7 @@ if [ -n "${PROFILE_DIR:-}" ]; then
   profiling=$!
 fi
 rf3=$(bench "$BROKERS" rf3)
+secs=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN {print a - b}')
 rf3_client=$(cat "$DIR/client.cpu")
 lead_cpu=$(sub "$(cpu "${PID[$leader]}")" "${BEFORE[$leader]}")
 rf3_brokers=$lead_cpu
@@ -117,4 +126,6 @@ echo "  RF=1: broker $(perGB "$rf1_broker"), client $(perGB "$rf1_client")"
 echo "  RF=3: leader (broker $leader) $(perGB "$lead_cpu"),$fline client $(perGB "$rf3_client")"
 echo "  follower/leader $(ratio "$worst" "$lead_cpu") (the busier follower); RF=3 cluster/RF=1 broker $(ratio "$rf3_brokers" "$rf1_broker");" \
   "with the client, the CPU alone gives a throughput ratio of $(ratio "$(awk -v a="$rf1_broker" -v b="$rf1_client" 'BEGIN {print a + b}')" "$(awk -v a="$rf3_brokers" -v b="$rf3_client" 'BEGIN {print a + b}')")"
+echo "  idle, the three RF=3 brokers together use $(awk -v c="$idle" -v s="$IDLE" 'BEGIN {printf "%.1f", c * 100 / s}')% of a core:" \
+  "$(perGB "$(awk -v c="$idle" -v s="$IDLE" -v t="$secs" 'BEGIN {print c / s * t}')") of the RF=3 cluster's CPU per GB in this run"
 echo "RF=1 acks=all: $rf1 records/s; RF=3 acks=all: $rf3 records/s; ratio $(ratio "$rf3" "$rf1")"
