@@ -131,7 +131,7 @@ bench-cold-isolation: build minio ## produce p99 at 50 MB/s acks=all alone and d
 bench-kafka: build ## 1 KiB records, acks=all, produce and consume over gRPC and through the Kafka listener (kgo) in turn: records/s, CPU per record, the median Kafka/gRPC ratios
 	@./scripts/bench-kafka.sh
 
-bench-rf: build ## acks=all produce: one broker (RF=1) against three on this machine (RF=3), and the ratio
+bench-rf: build ## acks=all produce to one partition: one broker (RF=1) against three on this machine (RF=3), the ratio, and CPU per GB of leader, followers and client
 	@./scripts/bench-rf.sh
 
 bench-scale: build ## one broker with 10,000 partition replicas and three with 30,000 (RF=3): RSS per idle replica, start to ready after a clean stop and kill -9, metadata and describe latency, produce over 1,000 partitions against one, Raft snapshot size

@@ -403,10 +403,12 @@ func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW 
 }
 
 // skipBelow drops the leading batches of data that end below offset: a
-// leader may resend what the follower already has after a reconnect.
+// leader may resend what the follower already has after a reconnect. It
+// splits data without checking CRCs: what it drops is not written, and
+// AppendReplica checks every byte of what it keeps.
 func skipBelow(data []byte, offset int64) []byte {
 	for len(data) > 0 {
-		b, rest, err := record.Next(data)
+		b, rest, err := record.NextVerified(data)
 		if err != nil || b.NextOffset() > offset {
 			return data
 		}

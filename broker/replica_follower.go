@@ -206,7 +206,11 @@ func (f *fetcher) session() error {
 				recvErr <- err
 				return
 			}
-			if pos, ok := f.apply(chunk); ok {
+			pos, ok := f.apply(chunk)
+			if chunk.Release != nil {
+				chunk.Release()
+			}
+			if ok {
 				if err := send([]ReplicaPosition{pos}); err != nil {
 					recvErr <- err
 					return

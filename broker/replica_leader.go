@@ -48,10 +48,16 @@ type ReplicaChunk struct {
 	LogStart      int64
 	ErrReason     Reason
 	ErrMessage    string
+	// Release, when set, gives back the buffer Batches lie in: the
+	// transport lends it, and the follower calls Release once it has
+	// applied the chunk and keeps nothing of Batches.
+	Release func()
 }
 
 // ReplicaStream is the transport of one follower's stream, the leader's
-// end (FollowerStream is the follower's).
+// end (FollowerStream is the follower's). Send must be done with the
+// chunk's Batches when it returns (gRPC encodes the message before): a
+// pusher reads the next chunk into the same buffer.
 type ReplicaStream interface {
 	Recv() (ReplicaUpdate, error)
 	Send(ReplicaChunk) error
@@ -200,9 +206,38 @@ type pusher struct {
 	epoch    int32
 	send     func(ReplicaChunk) error
 	kick     chan struct{} // an acknowledgement arrived
+	// buf is the pooled buffer the chunk being sent was read into, if any.
+	buf *[]byte
 
 	mu sync.Mutex
 	st pushState
+}
+
+// chunkBuffers are the buffers pushers read chunks into, each taken for
+// one chunk and given back once it is sent: a fresh buffer for every chunk
+// was most of what a leader allocated while it served followers, and a
+// buffer per pusher would hold a mebibyte for each idle partition and
+// follower.
+var chunkBuffers = sync.Pool{New: func() any { b := make([]byte, replicaChunkBytes); return &b }}
+
+// alloc lends a buffer for a log read of n bytes: a pooled one, unless n
+// is more than a chunk (one batch larger than replicaChunkBytes).
+func (ps *pusher) alloc(n int) []byte {
+	if n > replicaChunkBytes {
+		return make([]byte, n)
+	}
+	if ps.buf == nil {
+		ps.buf = chunkBuffers.Get().(*[]byte)
+	}
+	return (*ps.buf)[:n]
+}
+
+// release gives back the buffer of the chunk just sent.
+func (ps *pusher) release() {
+	if ps.buf != nil {
+		chunkBuffers.Put(ps.buf)
+		ps.buf = nil
+	}
 }
 
 func newPusher(ctx context.Context, p *partition, follower, epoch int32, from int64, send func(ReplicaChunk) error) *pusher {
@@ -229,13 +264,15 @@ func (ps *pusher) run() {
 		ps.mu.Lock()
 		step, next := ps.st.step(p.view.Load().LeaderEpoch == ps.epoch, leo, hw, start), ps.st.next
 		ps.mu.Unlock()
-		c, to, ok := p.pushChunk(ps.follower, ps.epoch, step, next, leo, hw, start, replicaChunkBytes)
+		c, to, ok := p.pushChunkWith(ps.alloc, ps.follower, ps.epoch, step, next, leo, hw, start, replicaChunkBytes)
 		if step == pushFenced {
 			ps.send(c)
 			return
 		}
 		if ok {
-			if err := ps.send(c); err != nil {
+			err := ps.send(c)
+			ps.release()
+			if err != nil {
 				return
 			}
 			ps.mu.Lock()
@@ -245,6 +282,7 @@ func (ps *pusher) run() {
 				continue
 			}
 		}
+		ps.release() // a read that found nothing to send
 		select {
 		case <-ps.ctx.Done():
 			return
@@ -262,6 +300,12 @@ func (ps *pusher) run() {
 // nothing to send: a wait, or a read that found nothing (a truncation or
 // retention raced with the step: look again).
 func (p *partition) pushChunk(follower, epoch int32, step pushKind, next, leo, hw, start int64, maxBytes int) (ReplicaChunk, int64, bool) {
+	return p.pushChunkWith(nil, follower, epoch, step, next, leo, hw, start, maxBytes)
+}
+
+// pushChunkWith is pushChunk reading batches into buffers from alloc (nil:
+// fresh ones), as hotlog's ReadWith does.
+func (p *partition) pushChunkWith(alloc func(int) []byte, follower, epoch int32, step pushKind, next, leo, hw, start int64, maxBytes int) (ReplicaChunk, int64, bool) {
 	c := ReplicaChunk{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: epoch, HighWatermark: hw, LogStart: start}
 	switch step {
 	case pushFenced:
@@ -272,7 +316,7 @@ func (p *partition) pushChunk(follower, epoch int32, step pushKind, next, leo, h
 		c.ErrReason, c.ErrMessage = ReasonOffsetOutOfRange, fmt.Sprintf("offset %d is below the leader's local log start %d", next, start)
 		return c, start, true
 	case pushBatches:
-		res, err := p.log.Read(next, maxBytes, leo)
+		res, err := p.log.ReadWith(alloc, next, maxBytes, leo)
 		if err != nil || len(res.Data) == 0 {
 			return ReplicaChunk{}, next, false
 		}

@@ -13,9 +13,12 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
@@ -27,6 +30,10 @@ import (
 // maxPeerMessage bounds a replication message: a chunk of batches, and a
 // batch can be as large as max.message.bytes allows.
 const maxPeerMessage = 80 << 20
+
+// connBufferBytes is the size of the buffers gRPC writes a server's
+// answers through and reads a peer broker's messages through.
+const connBufferBytes = 256 << 10
 
 // Peers reaches other brokers over gRPC.
 type Peers struct {
@@ -113,7 +120,10 @@ func (ps *Peers) conn(to broker.Peer) (*grpc.ClientConn, error) {
 		}
 		c.conn.Close()
 	}
-	opts := append([]grpc.DialOption{ps.credentials(to.ID), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage))}, grpcmem.DialOptions()...)
+	// A follower reads its leader's chunks connBufferBytes at a time, not
+	// 32 KiB (gRPC's default): one buffer per peer broker.
+	opts := append([]grpc.DialOption{ps.credentials(to.ID), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPeerMessage)),
+		grpc.WithReadBufferSize(connBufferBytes)}, grpcmem.DialOptions()...)
 	conn, err := grpc.NewClient(to.Addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to broker %d at %s: %w", to.ID, to.Addr, err)
@@ -149,14 +159,62 @@ func (f followerStream) Send(u broker.ReplicaUpdate) error {
 	return f.s.Send(req)
 }
 
+// Recv receives a chunk whose Batches lie in the buffer gRPC received it
+// in (decodeReplicateResponse), lent until the chunk's Release: one copy
+// of every replicated byte less than proto.Unmarshal makes.
 func (f followerStream) Recv() (broker.ReplicaChunk, error) {
-	c, err := f.s.Recv()
-	if err != nil {
+	frame := new(grpcmem.Frame)
+	if err := f.s.RecvMsg(frame); err != nil {
 		return broker.ReplicaChunk{}, fromStatus(err)
+	}
+	c, err := decodeReplicateResponse(frame.Bytes())
+	if err != nil {
+		frame.Free()
+		return broker.ReplicaChunk{}, fromStatus(status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err))
 	}
 	return broker.ReplicaChunk{Topic: c.Topic, TopicID: c.TopicId, Partition: c.Partition, LeaderEpoch: c.LeaderEpoch,
 		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStart: c.LogStartOffset,
-		ErrReason: broker.Reason(c.ErrorReason), ErrMessage: c.ErrorMessage}, nil
+		ErrReason: broker.Reason(c.ErrorReason), ErrMessage: c.ErrorMessage, Release: frame.Free}, nil
+}
+
+// batchesField is the number of ReplicateResponse.batches.
+var batchesField = protowire.Number((&stratav1.ReplicateResponse{}).ProtoReflect().Descriptor().Fields().ByName("batches").Number())
+
+// decodeReplicateResponse decodes a ReplicateResponse as proto.Unmarshal
+// does, except that Batches is a slice of b, not a copy: the other fields
+// go through proto.Unmarshal, Batches (the last one on the wire wins, as
+// for any scalar field) is cut out of b.
+func decodeReplicateResponse(b []byte) (*stratav1.ReplicateResponse, error) {
+	var rest []byte // every field but batches, as it came
+	var batches []byte
+	for in := b; len(in) > 0; {
+		num, typ, n := protowire.ConsumeTag(in)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, in[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		if num == batchesField && typ == protowire.BytesType {
+			v, k := protowire.ConsumeBytes(in[n:])
+			if k < 0 {
+				return nil, protowire.ParseError(k)
+			}
+			batches = v
+		} else {
+			rest = append(rest, in[:n+m]...)
+		}
+		in = in[n+m:]
+	}
+	c := new(stratav1.ReplicateResponse)
+	if err := proto.Unmarshal(rest, c); err != nil {
+		return nil, err
+	}
+	if len(batches) > 0 {
+		c.Batches = batches
+	}
+	return c, nil
 }
 
 // EndOffsetForEpoch implements broker.Peers.

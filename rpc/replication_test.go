@@ -230,3 +230,46 @@ func TestReplicateRefusesAPositionPastTheLeadersLog(t *testing.T) {
 		return st.LogEndOffset == end && len(st.Metadata.Isr) == 2
 	})
 }
+
+// TestFollowersCopyManyChunksByteForByte: batches written faster than
+// acks=all waits for go to the followers in many chunks of up to a MiB,
+// each read into a buffer the leader reuses for the next and received into
+// one the follower gives back once applied (with this package's pool
+// poisoning every buffer it hands out); every replica's log still ends up
+// byte-identical to the leader's.
+func TestFollowersCopyManyChunksByteForByte(t *testing.T) {
+	bs := threeBrokers(t)
+	createEverywhere(t, bs, "many", 1, map[string]string{"replication.factor": "3", "min.insync.replicas": "1", "segment.bytes": "4MiB"})
+	leader := byID(bs, partitionState(t, bs[0], "many", 0).Metadata.Leader)
+	var sent int64
+	for i := range 48 {
+		values := make([]string, 120)
+		for j := range values {
+			values[j] = fmt.Sprintf("%03d-%03d-%01000d", i, j, i*j)
+		}
+		res, err := leader.produce.Produce(testCtx(t), &stratav1.ProduceRequest{Topic: "many", Batch: batchOf(t, values...), Acks: stratav1.Acks_ACKS_LEADER})
+		if err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+		sent = res.LastOffset + 1
+	}
+	for _, b := range bs {
+		waitUntil(t, fmt.Sprintf("broker %d to have every record", b.ID()), func() bool {
+			p := partitionState(t, b, "many", 0)
+			return p.LogEndOffset == sent && p.HighWatermark == sent
+		})
+	}
+	want, _ := leader.readAll(t, "many", 0, 0)
+	if len(want) < 5<<20 {
+		t.Fatalf("the leader holds %d bytes, want more than 5 MiB: several chunks", len(want))
+	}
+	id := partitionTopicID(t, bs[0], "many")
+	for _, b := range bs {
+		b.stop(t)
+	}
+	for _, b := range bs {
+		if got := localLog(t, b, "many", id, 0); !bytes.Equal(got, want) {
+			t.Fatalf("broker %d's log differs from what the leader served (%d vs %d bytes)", b.cfg.NodeID, len(got), len(want))
+		}
+	}
+}

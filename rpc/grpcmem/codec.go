@@ -62,8 +62,14 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 // Unmarshal decodes data into v. proto.Unmarshal copies the bytes it
-// keeps, so the buffer goes back to Shared at once.
+// keeps, so the buffer goes back to Shared at once. A *Frame keeps the
+// bytes undecoded instead.
 func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if f, ok := v.(*Frame); ok {
+		f.Free()
+		f.buf = data.MaterializeToBuffer(Shared)
+		return nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("grpcmem: cannot unmarshal into %T, not a proto.Message", v)
@@ -71,4 +77,29 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(Shared)
 	defer buf.Free()
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
+}
+
+// Frame receives a message without decoding it: Codec.Unmarshal keeps the
+// message's bytes in a buffer from Shared (the one gRPC read them into, or
+// a copy), for a receiver that decodes them itself and keeps slices of
+// them, where proto.Unmarshal would copy every bytes field. The receiver
+// calls Free once it is done with those slices.
+type Frame struct {
+	buf mem.Buffer
+}
+
+// Bytes are the message's encoded bytes, valid until Free.
+func (f *Frame) Bytes() []byte {
+	if f.buf == nil {
+		return nil
+	}
+	return f.buf.ReadOnlyData()
+}
+
+// Free gives the buffer back to Shared. Calling it twice is harmless.
+func (f *Frame) Free() {
+	if f.buf != nil {
+		f.buf.Free()
+		f.buf = nil
+	}
 }
