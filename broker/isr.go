@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/config"
 )
 
 // shrinkISR asks for lagging followers of a led partition to leave its ISR.
@@ -148,7 +149,9 @@ func (b *Broker) newLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.Pa
 }
 
 // NewLeaderEpoch is the controller's side of newLeaderEpoch: the broker
-// leading a partition in an epoch asks for the next one, keeping the lead.
+// leading a partition in an epoch asks for the next one, keeping the lead
+// unless its topic's flush policy lets a restart lose acknowledged records
+// (restartSuccessor).
 func (b *Broker) NewLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
 	return b.role.newLeaderEpochCall(ctx, req)
 }
@@ -161,9 +164,38 @@ func (b clusterMember) newLeaderEpochCall(ctx context.Context, req ISRRequest) (
 	if info, ok := t.Partition(req.Partition); ok && (info.Leader != req.LeaderID || info.LeaderEpoch != req.LeaderEpoch) {
 		return cluster.PartitionInfo{}, refuse(ReasonFencedEpoch, nil, "broker %d does not lead %s/%d in epoch %d", req.LeaderID, req.Topic, req.Partition, req.LeaderEpoch)
 	}
-	info, err := b.meta.ChangeLeader(ctx, req.Topic, req.Partition, req.LeaderID, req.LeaderEpoch)
+	policy := b.defaults.FlushPolicy
+	if cfg, err := b.defaults.With(t.Config); err == nil {
+		policy = cfg.FlushPolicy
+	}
+	next := req.LeaderID
+	if info, ok := t.Partition(req.Partition); ok {
+		next = restartSuccessor(info, req.LeaderID, policy)
+	}
+	info, err := b.meta.ChangeLeader(ctx, req.Topic, req.Partition, next, req.LeaderEpoch)
 	if err != nil {
 		return cluster.PartitionInfo{}, clusterError(err)
 	}
 	return info, nil
+}
+
+// restartSuccessor is who leads the next epoch after the leader restarted
+// unnoticed in its epoch. Under flush.policy=always the leader itself: what
+// it acknowledged was fsynced, so its log still holds it. Under the other
+// policies its restart may have been a power cut that took acknowledged
+// records every other in-sync replica still holds, and followers cut
+// their logs to their leader's: the lead goes to the first other ISR
+// member, and the restarted broker follows it (if that one is gone too,
+// the controller's election moves on as after any leader's death). Alone in
+// the ISR, it keeps the lead: nobody else has more.
+func restartSuccessor(info cluster.PartitionInfo, restarted int32, policy config.FlushPolicy) int32 {
+	if policy == config.FlushAlways {
+		return restarted
+	}
+	for _, id := range info.ISR {
+		if id != restarted {
+			return id
+		}
+	}
+	return restarted
 }

@@ -98,9 +98,9 @@ type replicaSpec struct {
 	// onDurable, when set, is called when the log's durable end moves,
 	// instead of waking a goroutine of the partition's own that moves the
 	// high watermark: a simulation calls advance itself, in its own order.
-	// It also keeps the fsync of a rolled segment on the appending
-	// goroutine (hotlog.Options.SyncRollsInline), so that the call comes
-	// there.
+	// It also keeps every fsync on the goroutine that needs it, and the
+	// interval's rounds to the caller's Flush (hotlog.Options.FlushInline),
+	// so that the call comes there.
 	onDurable func()
 }
 
@@ -129,6 +129,7 @@ func openPartition(s replicaSpec) (*partition, error) {
 	if s.onDurable != nil {
 		opts.OnDurable = func(int64) { s.onDurable() }
 		opts.SyncRollsInline = true
+		opts.FlushInline = true
 	}
 	l, err := hotlog.Open(s.dir, opts)
 	if err != nil {
@@ -161,11 +162,15 @@ func (p *partition) logViewLocked() logView {
 }
 
 // committedEnd is how far this replica's own log counts towards the high
-// watermark: what is fsynced, unless the topic asked never to fsync, in
-// which case what is written. So under "always" and "interval" a consumer
-// never reads a record that a crash of this broker could take back.
+// watermark, as a leader and in a follower's reports: under "always" what
+// is fsynced, so a consumer never reads a record that a crash of this
+// broker could take back; under "interval" and "never" what is written,
+// so a write is acknowledged once every in-sync replica has it in its
+// page cache, and the fsync follows (within flush.ms under "interval"). An
+// acknowledged record is then lost only if every in-sync replica loses
+// power before its fsync.
 func (p *partition) committedEnd() int64 {
-	if p.cfg.Load().FlushPolicy == config.FlushNever {
+	if p.cfg.Load().FlushPolicy != config.FlushAlways {
 		return p.log.LogEndOffset()
 	}
 	return min(p.log.DurableOffset(), p.log.LogEndOffset())

@@ -349,7 +349,16 @@ func (s *replicaState) followerReport(id, epoch int32, leo int64, log logView, n
 		return reportBeyond, nil
 	}
 	f.limit = max(f.limit, leo)
+	// A report below what the follower acknowledged before in this epoch:
+	// it lost records it had, as a power cut does under flush.policy
+	// interval. It may lack committed records now, so it leaves the ISR
+	// at once rather than after replica.lag.time.max, and joins again
+	// once it has caught up.
+	lost := f.leo >= 0 && leo < f.leo
 	f.leo, f.heardAt = leo, now
+	if lost && slices.Contains(s.info.ISR, id) && s.pending == nil {
+		return reportCounted, s.propose(slices.DeleteFunc(slices.Clone(s.info.ISR), func(m int32) bool { return m == id }), now)
+	}
 	if f.sentEnd >= 0 && leo >= f.sentEnd && f.sentAt.After(f.caughtUpAt) {
 		f.caughtUpAt = f.sentAt
 	}

@@ -267,7 +267,7 @@ func (l *Log) appendUnflushed(b record.Batch, epoch int32) (AppendResult, error)
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if l.cfg.Load().FlushPolicy == FlushAlways {
+	if l.cfg.Load().FlushPolicy == FlushAlways && !l.opts.FlushInline {
 		l.flush.poke()
 	}
 	return res, nil
@@ -437,7 +437,7 @@ func (l *Log) rollLocked() error {
 	l.mu.segments = append(l.mu.segments, seg)
 	l.mu.Unlock()
 	l.active.Store(seg)
-	if l.opts.SyncRollsInline {
+	if l.opts.SyncRollsInline || l.opts.FlushInline {
 		l.syncMu.Lock()
 		err := l.syncSealedLocked()
 		l.syncMu.Unlock()
