@@ -176,6 +176,15 @@ func (b clusterMember) newLeaderEpochCall(ctx context.Context, req ISRRequest) (
 	if err != nil {
 		return cluster.PartitionInfo{}, clusterError(err)
 	}
+	if next == req.LeaderID {
+		return info, nil
+	}
+	// It may lack committed records now: out of the ISR until it has
+	// caught up with its successor, as any follower joins.
+	isr := slices.DeleteFunc(slices.Clone(info.ISR), func(id int32) bool { return id == req.LeaderID })
+	if info, err = b.meta.ChangeISR(ctx, req.Topic, req.Partition, isr, info.LeaderEpoch, info.PartitionEpoch); err != nil {
+		return cluster.PartitionInfo{}, clusterError(err)
+	}
 	return info, nil
 }
 
@@ -185,9 +194,9 @@ func (b clusterMember) newLeaderEpochCall(ctx context.Context, req ISRRequest) (
 // policies its restart may have been a power cut that took acknowledged
 // records every other in-sync replica still holds, and followers cut
 // their logs to their leader's: the lead goes to the first other ISR
-// member, and the restarted broker follows it (if that one is gone too,
-// the controller's election moves on as after any leader's death). Alone in
-// the ISR, it keeps the lead: nobody else has more.
+// member, the restarted broker leaves the ISR and follows it (if that one
+// is gone too, the controller's election moves on as after any leader's
+// death). Alone in the ISR, it keeps the lead: nobody else has more.
 func restartSuccessor(info cluster.PartitionInfo, restarted int32, policy config.FlushPolicy) int32 {
 	if policy == config.FlushAlways {
 		return restarted

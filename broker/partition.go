@@ -131,6 +131,10 @@ func openPartition(s replicaSpec) (*partition, error) {
 		opts.SyncRollsInline = true
 		opts.FlushInline = true
 	}
+	// A replica with files already is a restart (of this process or the
+	// machine): under interval and never it may have lost records.
+	names, _ := opts.FS.ReadDir(s.dir)
+	restarted := len(names) > 0
 	l, err := hotlog.Open(s.dir, opts)
 	if err != nil {
 		return nil, err
@@ -138,6 +142,7 @@ func openPartition(s replicaSpec) (*partition, error) {
 	p.log = l
 	p.producers.attach(l, opts.Logger)
 	p.mu.rs = newReplicaState(s.self, s.cfg.MinInsyncReplicas, s.lagMax)
+	p.mu.rs.unsure = restarted && s.cfg.FlushPolicy != config.FlushAlways
 	if s.onDurable == nil {
 		go p.advancer()
 	} else {
@@ -377,7 +382,29 @@ func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW 
 	if hw := followerHighWatermark(leaderHW, p.logViewLocked()); hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
 	}
+	if p.mu.rs.unsure && p.holdsCommittedBefore(epoch, leaderHW) {
+		p.mu.rs.unsure = false
+	}
 	return nil
+}
+
+// holdsCommittedBefore reports whether this follower's log shows it holds
+// every record committed before its process started, after it took a
+// chunk of leader epoch epoch carrying the leader's high watermark hw: it
+// holds hw, and hw is past the first offset of epoch, so every record
+// committed before the epoch began is below it (the leader had them all
+// when it took the lead), and every record committed in the epoch before
+// this process started is too.
+func (p *partition) holdsCommittedBefore(epoch int32, hw int64) bool {
+	if p.log.LogEndOffset() < hw {
+		return false
+	}
+	for _, e := range p.log.Epochs() {
+		if e.Epoch == epoch {
+			return e.StartOffset <= hw
+		}
+	}
+	return false
 }
 
 // skipBelow drops the leading batches of data that end below offset: a
@@ -408,6 +435,19 @@ func (p *partition) endOffsetForEpoch(epoch int32) EpochEnd {
 	}
 	e, end := p.log.EndOffsetForEpoch(epoch)
 	return EpochEnd{Epoch: e, EndOffset: end}
+}
+
+// leaderEndOffsetForEpoch is endOffsetForEpoch as the leader answers a
+// follower about to follow it. A leader that restarted unnoticed in its
+// epoch does not answer (LEADER_NOT_AVAILABLE) until a new epoch starts:
+// a power cut may have taken records from its log that its followers
+// hold, acknowledged ones under flush.policy interval, and a follower
+// would cut its log to the shorter one (restartSuccessor).
+func (p *partition) leaderEndOffsetForEpoch(epoch int32) (EpochEnd, error) {
+	if inherited, waiting := p.needsNewEpoch(); waiting {
+		return EpochEnd{}, refuse(ReasonLeaderNotAvailable, nil, "%s: this broker restarted while leading it in epoch %d and waits for the controller to start a new leader epoch", p.name(), inherited)
+	}
+	return p.endOffsetForEpoch(epoch), nil
 }
 
 // close ends the advancer, every produce wait (NOT_LEADER) and the log.

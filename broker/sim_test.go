@@ -1074,7 +1074,12 @@ func (b *simBroker) housekeeping() {
 			if s.ctrl.info.Leader != b.id || s.ctrl.info.LeaderEpoch != epoch {
 				return
 			}
-			next, err := cluster.ChangeLeaderOf(s.ctrl.info, "orders", restartSuccessor(s.ctrl.info, b.id, s.topic.FlushPolicy), epoch)
+			successor := restartSuccessor(s.ctrl.info, b.id, s.topic.FlushPolicy)
+			next, err := cluster.ChangeLeaderOf(s.ctrl.info, "orders", successor, epoch)
+			if err == nil && successor != b.id {
+				isr := slices.DeleteFunc(slices.Clone(next.ISR), func(id int32) bool { return id == b.id })
+				next, err = cluster.ChangeISROf(next, "orders", isr, next.LeaderEpoch, next.PartitionEpoch)
+			}
 			if err != nil {
 				s.fail("controller: a new epoch for broker %d: %v", b.id, err)
 				return
@@ -1428,7 +1433,7 @@ func (b *simBroker) answerEpoch(epoch int32, q EpochQuery) (EpochEnd, error) {
 	if b.p == nil || !b.p.isLeader() || b.p.view.Load().LeaderEpoch != epoch {
 		return EpochEnd{}, refuse(ReasonFencedEpoch, nil, "not the leader in epoch %d", epoch)
 	}
-	return b.p.endOffsetForEpoch(q.Epoch), nil
+	return b.p.leaderEndOffsetForEpoch(q.Epoch)
 }
 
 // report sends the session's position end.
