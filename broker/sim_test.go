@@ -57,7 +57,9 @@ package broker
 // even if every replica is cut at once. Under interval the brokers fsync
 // every simFlush on the simulation's clock, and an acknowledged (or read)
 // record may be lost only if every member of the ISR of the moment lost it
-// in a power cut, holding it written but not yet fsynced.
+// in a power cut, holding it written but not yet fsynced, or (a known gap)
+// if a broker that lost it in a power cut led later alone in the ISR before
+// it had caught up, the other members having died and left the ISR.
 //
 // A failing seed is shrunk to the fewest of its scheduled faults that still
 // fail it; STRATA_SIM_SEED=N replays one seed with its trace. make test runs
@@ -102,6 +104,14 @@ const (
 	simTierEvery    = 100 * time.Millisecond
 	simFlush        = 50 * time.Millisecond // flush.ms under interval
 )
+
+// simLoneLead is a replica that led, at a moment, while unsure that it
+// held every committed record: alone in the ISR, the others dead or
+// lagging, it takes the lead rather than leave the partition offline.
+type simLoneLead struct {
+	broker int32
+	at     time.Time
+}
 
 // simCrash is a power cut: the broker lost whatever it had written at or
 // past durable, up to end; isr is the controller's ISR at that moment.
@@ -167,6 +177,9 @@ type simulation struct {
 	// from the other streams; crashes are the power cuts so far.
 	drng    *rand.Rand
 	crashes []simCrash
+	// loneLeads are the moments a replica led while unsure that it held
+	// every committed record (replicaState.unsure), alone in the ISR.
+	loneLeads []simLoneLead
 	// isolated counts the cuts in force per broker.
 	isolated map[int32]int
 	healed   bool
@@ -1162,6 +1175,11 @@ func (b *simBroker) learn(info cluster.PartitionInfo) {
 		b.s.fail("broker %d: apply metadata: %v", b.id, err)
 		return
 	}
+	b.p.mu.Lock()
+	if rs := b.p.mu.rs; rs.unsure && rs.leading() {
+		b.s.loneLeads = append(b.s.loneLeads, simLoneLead{broker: b.id, at: b.s.now})
+	}
+	b.p.mu.Unlock()
 	// Whom to follow, as followLocked says from the replica's own view.
 	switch view := *b.p.view.Load(); {
 	case !follows(view, b.id):
@@ -1231,6 +1249,14 @@ func (s *simulation) lostInCrashes(offset int64) bool {
 	}
 	for _, c := range s.crashes {
 		if c.durable <= offset && offset < c.end && !slices.ContainsFunc(c.controller, func(id int32) bool { return !lost(id) }) {
+			return true
+		}
+		// The known gap: a broker that lost the offset in a power cut led
+		// later, alone in the ISR, before it had caught up again (the
+		// other members had died, not lost power, and left the ISR).
+		if c.durable <= offset && offset < c.end && slices.ContainsFunc(s.loneLeads, func(l simLoneLead) bool {
+			return l.broker == c.broker && !l.at.Before(c.at)
+		}) {
 			return true
 		}
 	}
