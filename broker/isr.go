@@ -133,7 +133,7 @@ func (b *Broker) requestNewEpoch(p *partition) {
 			b.log.Warn("asking for a new leader epoch after a restart failed; will ask again", "partition", p.name(), "epoch", epoch, "err", err)
 			return
 		}
-		b.log.Info("leading again in a new epoch after a restart", "partition", p.name(), "epoch", info.LeaderEpoch)
+		b.log.Info("a new leader epoch after a restart", "partition", p.name(), "epoch", info.LeaderEpoch, "leader", info.Leader)
 	})
 }
 
