@@ -1021,6 +1021,10 @@ type simBroker struct {
 	// settings is the version of the topic's settings the broker learned
 	// from the controller, with its partition's metadata.
 	settings int
+	// filesDurable and filesEnd are the durable and log end offsets its
+	// files held when its last process died: what a power cut before the
+	// next process opens them loses.
+	filesDurable, filesEnd int64
 }
 
 func (b *simBroker) running() bool { return b.up && !b.paused }
@@ -1216,6 +1220,7 @@ func (b *simBroker) kill() {
 		}
 	}
 	if b.p != nil {
+		b.filesDurable, b.filesEnd = b.p.log.DurableOffset(), b.p.log.LogEndOffset()
 		b.p.close() // on the old file system: the fork does not see it
 		b.p = nil
 	}
@@ -1224,7 +1229,7 @@ func (b *simBroker) kill() {
 // crash is a power cut: the broker stops as in kill, and its files keep
 // only what was fsynced.
 func (b *simBroker) crash() {
-	c := simCrash{broker: b.id, at: b.s.now, durable: -1, end: -1, controller: slices.Clone(b.s.ctrl.info.ISR)}
+	c := simCrash{broker: b.id, at: b.s.now, durable: b.filesDurable, end: b.filesEnd, controller: slices.Clone(b.s.ctrl.info.ISR)}
 	if b.p != nil {
 		c.durable, c.end = b.p.log.DurableOffset(), b.p.log.LogEndOffset()
 	}
@@ -1232,6 +1237,7 @@ func (b *simBroker) crash() {
 	b.s.tracef("power cut of broker %d: durable %d of %d", b.id, c.durable, c.end)
 	b.kill()
 	b.fs.Crash(nil)
+	b.filesEnd = b.filesDurable // the unsynced rest is gone
 }
 
 // lostInCrashes reports whether offset may be gone under flush.policy
