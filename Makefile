@@ -24,7 +24,7 @@ SIM_FIRST ?= 1
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-rf bench-failover bench-scale fuzz lint run run-minio certs cluster proto tools minio kcat clean
+.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-latency bench-rf bench-failover bench-scale fuzz lint run run-minio certs cluster proto tools minio kcat clean
 
 help: ## list the targets
 	@# The name column is as wide as the longest target name.
@@ -130,6 +130,9 @@ bench-cold-isolation: build minio ## produce p99 at 50 MB/s acks=all alone and d
 .PHONY: bench-kafka
 bench-kafka: build ## 1 KiB records, acks=all, produce and consume over gRPC and through the Kafka listener (kgo) in turn: records/s, CPU per record, the median Kafka/gRPC ratios
 	@./scripts/bench-kafka.sh
+
+bench-latency: build ## end-to-end p50/p99/p99.9/max at 50 MiB/s of 1 KiB records, acks=all: flush.policy interval and always, RF=1 and RF=3
+	@./scripts/bench-latency.sh
 
 bench-rf: build ## acks=all produce to one partition: one broker (RF=1) against three on this machine (RF=3), the ratio, and CPU per GB of leader, followers and client
 	@./scripts/bench-rf.sh

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/config"
 )
 
 // updateISR proposes the ISR change a led partition's replica state asks
@@ -134,7 +135,7 @@ func (b *Broker) requestNewEpoch(p *partition) {
 			b.log.Warn("asking for a new leader epoch after a restart failed; will ask again", "partition", p.name(), "epoch", epoch, "err", err)
 			return
 		}
-		b.log.Info("leading again in a new epoch after a restart", "partition", p.name(), "epoch", info.LeaderEpoch)
+		b.log.Info("a new leader epoch after a restart", "partition", p.name(), "epoch", info.LeaderEpoch, "leader", info.Leader)
 	})
 }
 
@@ -150,7 +151,9 @@ func (b *Broker) newLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.Pa
 }
 
 // NewLeaderEpoch is the controller's side of newLeaderEpoch: the broker
-// leading a partition in an epoch asks for the next one, keeping the lead.
+// leading a partition in an epoch asks for the next one, keeping the lead
+// unless its topic's flush policy lets a restart lose acknowledged records
+// (restartSuccessor).
 func (b *Broker) NewLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
 	return b.role.newLeaderEpochCall(ctx, req)
 }
@@ -163,9 +166,47 @@ func (b clusterMember) newLeaderEpochCall(ctx context.Context, req ISRRequest) (
 	if info, ok := t.Partition(req.Partition); ok && (info.Leader != req.LeaderID || info.LeaderEpoch != req.LeaderEpoch) {
 		return cluster.PartitionInfo{}, refuse(ReasonFencedEpoch, nil, "broker %d does not lead %s/%d in epoch %d", req.LeaderID, req.Topic, req.Partition, req.LeaderEpoch)
 	}
-	info, err := b.meta.ChangeLeader(ctx, req.Topic, req.Partition, req.LeaderID, req.LeaderEpoch)
+	policy := b.defaults.FlushPolicy
+	if cfg, err := b.defaults.With(t.Config); err == nil {
+		policy = cfg.FlushPolicy
+	}
+	next := req.LeaderID
+	if info, ok := t.Partition(req.Partition); ok {
+		next = restartSuccessor(info, req.LeaderID, policy)
+	}
+	info, err := b.meta.ChangeLeader(ctx, req.Topic, req.Partition, next, req.LeaderEpoch)
 	if err != nil {
 		return cluster.PartitionInfo{}, clusterError(err)
 	}
+	if next == req.LeaderID {
+		return info, nil
+	}
+	// It may lack committed records now: out of the ISR until it has
+	// caught up with its successor, as any follower joins.
+	isr := slices.DeleteFunc(slices.Clone(info.ISR), func(id int32) bool { return id == req.LeaderID })
+	if info, err = b.meta.ChangeISR(ctx, req.Topic, req.Partition, isr, info.LeaderEpoch, info.PartitionEpoch); err != nil {
+		return cluster.PartitionInfo{}, clusterError(err)
+	}
 	return info, nil
+}
+
+// restartSuccessor is who leads the next epoch after the leader restarted
+// unnoticed in its epoch. Under flush.policy=always the leader itself: what
+// it acknowledged was fsynced, so its log still holds it. Under the other
+// policies its restart may have been a power cut that took acknowledged
+// records every other in-sync replica still holds, and followers cut
+// their logs to their leader's: the lead goes to the first other ISR
+// member, the restarted broker leaves the ISR and follows it (if that one
+// is gone too, the controller's election moves on as after any leader's
+// death). Alone in the ISR, it keeps the lead: nobody else has more.
+func restartSuccessor(info cluster.PartitionInfo, restarted int32, policy config.FlushPolicy) int32 {
+	if policy == config.FlushAlways {
+		return restarted
+	}
+	for _, id := range info.ISR {
+		if id != restarted {
+			return id
+		}
+	}
+	return restarted
 }

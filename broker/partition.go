@@ -97,9 +97,9 @@ type replicaSpec struct {
 	// onDurable, when set, is called when the log's durable end moves,
 	// instead of waking a goroutine of the partition's own that moves the
 	// high watermark: a simulation calls advance itself, in its own order.
-	// It also keeps the fsync of a rolled segment on the appending
-	// goroutine (hotlog.Options.SyncRollsInline), so that the call comes
-	// there.
+	// It also keeps every fsync on the goroutine that needs it, and the
+	// interval's rounds to the caller's Flush (hotlog.Options.FlushInline),
+	// so that the call comes there.
 	onDurable func()
 }
 
@@ -128,7 +128,12 @@ func openPartition(s replicaSpec) (*partition, error) {
 	if s.onDurable != nil {
 		opts.OnDurable = func(int64) { s.onDurable() }
 		opts.SyncRollsInline = true
+		opts.FlushInline = true
 	}
+	// A replica with files already is a restart (of this process or the
+	// machine): under interval and never it may have lost records.
+	names, _ := opts.FS.ReadDir(s.dir)
+	restarted := len(names) > 0
 	l, err := hotlog.Open(s.dir, opts)
 	if err != nil {
 		return nil, err
@@ -136,6 +141,7 @@ func openPartition(s replicaSpec) (*partition, error) {
 	p.log = l
 	p.producers.attach(l, opts.Logger)
 	p.mu.rs = newReplicaState(s.self, s.cfg.MinInsyncReplicas, s.lagMax)
+	p.mu.rs.unsure = restarted && s.cfg.FlushPolicy != config.FlushAlways
 	if err := p.setState(s.info, s.cfg); err != nil {
 		p.close()
 		return nil, err
@@ -155,11 +161,15 @@ func (p *partition) logViewLocked() logView {
 }
 
 // committedEnd is how far this replica's own log counts towards the high
-// watermark: what is fsynced, unless the topic asked never to fsync, in
-// which case what is written. So under "always" and "interval" a consumer
-// never reads a record that a crash of this broker could take back.
+// watermark, as a leader and in a follower's reports: under "always" what
+// is fsynced, so a consumer never reads a record that a crash of this
+// broker could take back; under "interval" and "never" what is written,
+// so a write is acknowledged once every in-sync replica has it in its
+// page cache, and the fsync follows (within flush.ms under "interval"). An
+// acknowledged record is then lost only if every in-sync replica loses
+// power before its fsync.
 func (p *partition) committedEnd() int64 {
-	if p.cfg.Load().FlushPolicy == config.FlushNever {
+	if p.cfg.Load().FlushPolicy != config.FlushAlways {
 		return p.log.LogEndOffset()
 	}
 	return min(p.log.DurableOffset(), p.log.LogEndOffset())
@@ -399,7 +409,29 @@ func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW 
 	if hw := followerHighWatermark(leaderHW, p.logViewLocked()); hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
 	}
+	if p.mu.rs.unsure && p.holdsCommittedBefore(epoch, leaderHW) {
+		p.mu.rs.unsure = false
+	}
 	return nil
+}
+
+// holdsCommittedBefore reports whether this follower's log shows it holds
+// every record committed before its process started, after it took a
+// chunk of leader epoch epoch carrying the leader's high watermark hw: it
+// holds hw, and hw is past the first offset of epoch, so every record
+// committed before the epoch began is below it (the leader had them all
+// when it took the lead), and every record committed in the epoch before
+// this process started is too.
+func (p *partition) holdsCommittedBefore(epoch int32, hw int64) bool {
+	if p.log.LogEndOffset() < hw {
+		return false
+	}
+	for _, e := range p.log.Epochs() {
+		if e.Epoch == epoch {
+			return e.StartOffset <= hw
+		}
+	}
+	return false
 }
 
 // skipBelow drops the leading batches of data that end below offset: a
@@ -432,6 +464,19 @@ func (p *partition) endOffsetForEpoch(epoch int32) EpochEnd {
 	}
 	e, end := p.log.EndOffsetForEpoch(epoch)
 	return EpochEnd{Epoch: e, EndOffset: end}
+}
+
+// leaderEndOffsetForEpoch is endOffsetForEpoch as the leader answers a
+// follower about to follow it. A leader that restarted unnoticed in its
+// epoch does not answer (LEADER_NOT_AVAILABLE) until a new epoch starts:
+// a power cut may have taken records from its log that its followers
+// hold, acknowledged ones under flush.policy interval, and a follower
+// would cut its log to the shorter one (restartSuccessor).
+func (p *partition) leaderEndOffsetForEpoch(epoch int32) (EpochEnd, error) {
+	if inherited, waiting := p.needsNewEpoch(); waiting {
+		return EpochEnd{}, refuse(ReasonLeaderNotAvailable, nil, "%s: this broker restarted while leading it in epoch %d and waits for the controller to start a new leader epoch", p.name(), inherited)
+	}
+	return p.endOffsetForEpoch(epoch), nil
 }
 
 // close ends the advancer, every produce wait (NOT_LEADER) and the log.

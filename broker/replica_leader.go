@@ -345,5 +345,5 @@ func (b clusterMember) endOffsetForEpoch(q EpochQuery) (EpochEnd, error) {
 	if err != nil {
 		return EpochEnd{}, err
 	}
-	return p.endOffsetForEpoch(q.Epoch), nil
+	return p.leaderEndOffsetForEpoch(q.Epoch)
 }

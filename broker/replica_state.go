@@ -44,7 +44,11 @@ package broker
 //     records at those offsets in the same epoch would not make the
 //     followers cut theirs. It asks the controller for the next epoch.
 //     (A partition without followers has nobody to disagree with: its
-//     leader goes on at once.)
+//     leader goes on at once.) Under flush.policy interval and never, a
+//     replica whose process started and that has not shown since that it
+//     holds every record committed before (unsure) does the same when it is
+//     named the leader of a new epoch while other in-sync replicas exist:
+//     a power cut may have taken acknowledged records they still hold.
 
 import (
 	"slices"
@@ -64,6 +68,13 @@ type replicaState struct {
 	// its process started, and led before that (-1 for none): it does not
 	// lead in it, and asks for a new one.
 	inherited int32
+	// unsure says this process may have lost records it had before it
+	// started (a power cut under flush.policy interval or never) and has
+	// not shown since that it holds everything committed before: named
+	// the leader while other in-sync replicas exist, it does not take the
+	// lead but asks for a new epoch as a restarted leader does, which the
+	// controller gives to another ISR member (restartSuccessor).
+	unsure bool
 
 	// The rest is the leader's, reset at every change of leader epoch.
 	//
@@ -196,6 +207,9 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 		if s.info.LeaderEpoch < 0 && info.Leader == s.self && log.latestEpoch >= info.LeaderEpoch && len(info.Replicas) > 1 {
 			s.inherited = info.LeaderEpoch // see the top of this file
 		}
+		if s.unsure && info.Leader == s.self && len(info.ISR) > 1 {
+			s.inherited = max(s.inherited, info.LeaderEpoch)
+		}
 		for _, w := range s.waiters {
 			ended = append(ended, completion{w, errNotLeaderNow})
 		}
@@ -209,6 +223,9 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 				}
 			}
 		}
+	}
+	if !slices.Contains(info.ISR, s.self) {
+		s.unsure = false // it joins again only once it has caught up
 	}
 	if s.pending != nil && info.PartitionEpoch > s.pending.partitionEpoch {
 		s.pending = nil // applied, or overtaken by another change
@@ -349,7 +366,16 @@ func (s *replicaState) followerReport(id, epoch int32, leo int64, log logView, n
 		return reportBeyond, nil
 	}
 	f.limit = max(f.limit, leo)
+	// A report below what the follower acknowledged before in this epoch:
+	// it lost records it had, as a power cut does under flush.policy
+	// interval. It may lack committed records now, so it leaves the ISR
+	// at once rather than after replica.lag.time.max, and joins again
+	// once it has caught up.
+	lost := f.leo >= 0 && leo < f.leo
 	f.leo, f.heardAt = leo, now
+	if lost && slices.Contains(s.info.ISR, id) && s.pending == nil {
+		return reportCounted, s.propose(slices.DeleteFunc(slices.Clone(s.info.ISR), func(m int32) bool { return m == id }), now)
+	}
 	if f.sentEnd >= 0 && leo >= f.sentEnd && f.sentAt.After(f.caughtUpAt) {
 		f.caughtUpAt = f.sentAt
 	}

@@ -455,7 +455,9 @@ func TestADeadFollowerTakenOutOfTheISRIsNotAskedBack(t *testing.T) {
 // epoch, asks for the next, and leads in that one.
 func TestRestartedLeaderWaitsForANewEpoch(t *testing.T) {
 	info := cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 3}
-	r := newTestReplica(t, 1, info, 1)
+	// Under always: it keeps the lead (interval and never hand it on,
+	// TestRestartedLeaderAfterAPowerCut).
+	r := openPolicyReplica(t, memfs.New(), 1, info, config.FlushAlways)
 	r.produce(1, 5)
 	if _, asks := r.p.needsNewEpoch(); asks {
 		t.Fatal("a replica that saw its epoch begin asks for another")
@@ -463,7 +465,7 @@ func TestRestartedLeaderWaitsForANewEpoch(t *testing.T) {
 	// kill -9 and a restart: the same files, the same metadata.
 	files := r.fs.Fork()
 	r.p.close()
-	again := openTestReplica(t, files, 1, info, 1)
+	again := openPolicyReplica(t, files, 1, info, config.FlushAlways)
 	epoch, asks := again.p.needsNewEpoch()
 	if !asks || epoch != 3 {
 		t.Fatalf("after the restart: asks for a new epoch %v (leaving %d); want true, 3", asks, epoch)

@@ -49,6 +49,18 @@ package broker
 //     replica's high watermark, or carries settings older than an alter
 //     already acknowledged.
 //
+// Each seed also draws the topic's flush.policy, and each policy is held
+// to its own promise. Under never a kill keeps what was written (durability
+// without fsync is the OS's business). Under always and interval half the
+// kills are power cuts instead: the broker loses every byte it had not
+// fsynced (memfs.Crash). Under always no acknowledged record may be lost,
+// even if every replica is cut at once. Under interval the brokers fsync
+// every simFlush on the simulation's clock, and an acknowledged (or read)
+// record may be lost only if every member of the ISR of the moment lost it
+// in a power cut, holding it written but not yet fsynced, or (a known gap)
+// if a broker that lost it in a power cut led later alone in the ISR before
+// it had caught up, the other members having died and left the ISR.
+//
 // A failing seed is shrunk to the fewest of its scheduled faults that still
 // fail it; STRATA_SIM_SEED=N replays one seed with its trace. make test runs
 // TestSimulation over simSeeds seeds without the race detector (and a tenth
@@ -90,7 +102,26 @@ const (
 	simProduceWait  = 1500 * time.Millisecond
 	simHousekeeping = 50 * time.Millisecond
 	simTierEvery    = 100 * time.Millisecond
+	simFlush        = 50 * time.Millisecond // flush.ms under interval
 )
+
+// simLoneLead is a replica that led, at a moment, while unsure that it
+// held every committed record: alone in the ISR, the others dead or
+// lagging, it takes the lead rather than leave the partition offline.
+type simLoneLead struct {
+	broker int32
+	at     time.Time
+}
+
+// simCrash is a power cut: the broker lost whatever it had written at or
+// past durable, up to end; isr is the controller's ISR at that moment.
+type simCrash struct {
+	broker     int32
+	at         time.Time
+	durable    int64
+	end        int64
+	controller []int32
+}
 
 const (
 	simControllerID int32 = 0
@@ -142,6 +173,13 @@ type simulation struct {
 	// forgeries counts the forged positions delivered to a leader.
 	xrng      *rand.Rand
 	forgeries int
+	// drng draws the flush policy and which kills are power cuts, apart
+	// from the other streams; crashes are the power cuts so far.
+	drng    *rand.Rand
+	crashes []simCrash
+	// loneLeads are the moments a replica led while unsure that it held
+	// every committed record (replicaState.unsure), alone in the ISR.
+	loneLeads []simLoneLead
 	// isolated counts the cuts in force per broker.
 	isolated map[int32]int
 	healed   bool
@@ -475,6 +513,7 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 		srng: rand.New(rand.NewPCG(opts.seed, 0x5701e)),
 		xrng: rand.New(rand.NewPCG(opts.seed, 0xf0e9)),
 		trng: rand.New(rand.NewPCG(opts.seed, 0x7a11)),
+		drng: rand.New(rand.NewPCG(opts.seed, 0xd15c)),
 		// The settings the topic was created with are acknowledged once
 		// a manifest carries them, like those of an alter.
 		settingsAcked: -1,
@@ -495,7 +534,8 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 	// Half the runs let a leader alone in the ISR acknowledge (the
 	// smallest min.insync.replicas): more histories where replicas part.
 	cfg.MinInsyncReplicas = 1 + s.frng.IntN(2)
-	cfg.FlushPolicy = config.FlushNever // a kill keeps what was written: durability is hotlog's own tests' business
+	cfg.FlushPolicy = []config.FlushPolicy{config.FlushNever, config.FlushAlways, config.FlushInterval}[s.drng.IntN(3)]
+	cfg.FlushMs = simFlush.Milliseconds()
 	cfg.SegmentBytes = 4 << 10
 	cfg.SegmentMs = 300
 	cfg.RemoteStorageEnable = true
@@ -703,7 +743,11 @@ func (s *simulation) strike(f simFault) {
 	switch f.kind {
 	case faultKill:
 		if b.up {
-			b.kill()
+			if s.topic.FlushPolicy != config.FlushNever && s.drng.IntN(2) == 0 {
+				b.crash()
+			} else {
+				b.kill()
+			}
 			s.at(f.length, b.restart)
 		}
 	case faultPause:
@@ -977,6 +1021,10 @@ type simBroker struct {
 	// settings is the version of the topic's settings the broker learned
 	// from the controller, with its partition's metadata.
 	settings int
+	// filesDurable and filesEnd are the durable and log end offsets its
+	// files held when its last process died: what a power cut before the
+	// next process opens them loses.
+	filesDurable, filesEnd int64
 }
 
 func (b *simBroker) running() bool { return b.up && !b.paused }
@@ -1005,6 +1053,15 @@ func (b *simBroker) startTimers() {
 	b.timer(simHousekeeping, b.housekeeping)
 	b.timer(simTierEvery, b.tiering)
 	b.timer(100*time.Millisecond, b.reportDue)
+	if b.s.topic.FlushPolicy == config.FlushInterval {
+		b.timer(simFlush, func() {
+			if b.p != nil {
+				if err := b.p.log.Flush(); err != nil {
+					b.s.fail("broker %d: flush: %v", b.id, err)
+				}
+			}
+		})
+	}
 	b.timer(200*time.Millisecond, func() {
 		f := b.follow
 		switch {
@@ -1034,7 +1091,12 @@ func (b *simBroker) housekeeping() {
 			if s.ctrl.info.Leader != b.id || s.ctrl.info.LeaderEpoch != epoch {
 				return
 			}
-			next, err := cluster.ChangeLeaderOf(s.ctrl.info, "orders", b.id, epoch)
+			successor := restartSuccessor(s.ctrl.info, b.id, s.topic.FlushPolicy)
+			next, err := cluster.ChangeLeaderOf(s.ctrl.info, "orders", successor, epoch)
+			if err == nil && successor != b.id {
+				isr := slices.DeleteFunc(slices.Clone(next.ISR), func(id int32) bool { return id == b.id })
+				next, err = cluster.ChangeISROf(next, "orders", isr, next.LeaderEpoch, next.PartitionEpoch)
+			}
 			if err != nil {
 				s.fail("controller: a new epoch for broker %d: %v", b.id, err)
 				return
@@ -1117,6 +1179,11 @@ func (b *simBroker) learn(info cluster.PartitionInfo) {
 		b.s.fail("broker %d: apply metadata: %v", b.id, err)
 		return
 	}
+	b.p.mu.Lock()
+	if rs := b.p.mu.rs; rs.unsure && rs.leading() {
+		b.s.loneLeads = append(b.s.loneLeads, simLoneLead{broker: b.id, at: b.s.now})
+	}
+	b.p.mu.Unlock()
 	// Whom to follow, as followLocked says from the replica's own view.
 	switch view := *b.p.view.Load(); {
 	case !follows(view, b.id):
@@ -1153,9 +1220,53 @@ func (b *simBroker) kill() {
 		}
 	}
 	if b.p != nil {
+		b.filesDurable, b.filesEnd = b.p.log.DurableOffset(), b.p.log.LogEndOffset()
 		b.p.close() // on the old file system: the fork does not see it
 		b.p = nil
 	}
+}
+
+// crash is a power cut: the broker stops as in kill, and its files keep
+// only what was fsynced.
+func (b *simBroker) crash() {
+	c := simCrash{broker: b.id, at: b.s.now, durable: b.filesDurable, end: b.filesEnd, controller: slices.Clone(b.s.ctrl.info.ISR)}
+	if b.p != nil {
+		c.durable, c.end = b.p.log.DurableOffset(), b.p.log.LogEndOffset()
+	}
+	b.s.crashes = append(b.s.crashes, c)
+	b.s.tracef("power cut of broker %d: durable %d of %d", b.id, c.durable, c.end)
+	b.kill()
+	b.fs.Crash(nil)
+	b.filesEnd = b.filesDurable // the unsynced rest is gone
+}
+
+// lostInCrashes reports whether offset may be gone under flush.policy
+// interval: some power cut took it from a broker that held it unsynced
+// while every member of the ISR of that moment lost it in a power cut too.
+// Under the other policies nothing excuses a loss.
+func (s *simulation) lostInCrashes(offset int64) bool {
+	if s.topic.FlushPolicy != config.FlushInterval {
+		return false
+	}
+	lost := func(id int32) bool {
+		return slices.ContainsFunc(s.crashes, func(c simCrash) bool {
+			return c.broker == id && c.durable <= offset && offset < c.end
+		})
+	}
+	for _, c := range s.crashes {
+		if c.durable <= offset && offset < c.end && !slices.ContainsFunc(c.controller, func(id int32) bool { return !lost(id) }) {
+			return true
+		}
+		// The known gap: a broker that lost the offset in a power cut led
+		// later, alone in the ISR, before it had caught up again (the
+		// other members had died, not lost power, and left the ISR).
+		if c.durable <= offset && offset < c.end && slices.ContainsFunc(s.loneLeads, func(l simLoneLead) bool {
+			return l.broker == c.broker && !l.at.Before(c.at)
+		}) {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *simBroker) restart() {
@@ -1354,7 +1465,7 @@ func (b *simBroker) answerEpoch(epoch int32, q EpochQuery) (EpochEnd, error) {
 	if b.p == nil || !b.p.isLeader() || b.p.view.Load().LeaderEpoch != epoch {
 		return EpochEnd{}, refuse(ReasonFencedEpoch, nil, "not the leader in epoch %d", epoch)
 	}
-	return b.p.endOffsetForEpoch(q.Epoch), nil
+	return b.p.leaderEndOffsetForEpoch(q.Epoch)
 }
 
 // report sends the session's position end.
@@ -1532,6 +1643,11 @@ func (b *simBroker) produce(c *simClient, req uint64, batch record.Batch) {
 	res, w, err := p.leaderProduce(context.Background(), batch, AcksAll, func(int64) error { return nil }, func() {})
 	if err != nil {
 		answer(0, 0, err)
+		return
+	}
+	if err := p.log.WaitDurable(res.LastOffset + 1); err != nil {
+		p.dropWaiter(w)
+		answer(0, 0, appendError(p, err))
 		return
 	}
 	b.s.servedEpoch = max(b.s.servedEpoch, p.view.Load().LeaderEpoch)
@@ -1733,7 +1849,7 @@ func (s *simulation) consume() {
 		return
 	}
 	s.observe(data, func(off int64, id uint64) {
-		if prev, ok := s.hist.read[off]; ok && prev != id {
+		if prev, ok := s.hist.read[off]; ok && prev != id && !s.lostInCrashes(off) {
 			s.fail("offset %d was read as committed holding record %d, then from broker %d holding %d", off, prev, b.id, id)
 		}
 		s.hist.read[off] = id
@@ -1834,7 +1950,7 @@ func (s *simulation) check() {
 	// Every acknowledged record, at its offset.
 	lost := 0
 	for id, off := range s.hist.acked {
-		if got, ok := final[off]; !ok || got != id {
+		if got, ok := final[off]; (!ok || got != id) && !s.lostInCrashes(off) {
 			lost++
 			if lost == 1 {
 				s.fail("record %d was acknowledged at offset %d, which holds %d (present %v); %s", id, off, got, ok, s.describe())
@@ -1846,7 +1962,7 @@ func (s *simulation) check() {
 		if off < next {
 			continue // removed by retention since: not the case here, but not a loss either
 		}
-		if got := final[off]; got != id {
+		if got := final[off]; got != id && !s.lostInCrashes(off) {
 			s.fail("offset %d was read as committed holding record %d; it now holds %d", off, id, got)
 			break
 		}

@@ -91,10 +91,13 @@ func topicKeys() []topicKey {
 			"a duration such as 1h or 0, or -1 for unbounded",
 			func(t *Topic) *int64 { return &t.MessageTimestampAfterMaxMs }),
 		enumKey("flush.policy",
-			"When appends are fsynced: always (before the ack), interval (every flush.ms) or never (left to the OS).",
+			"When appends are fsynced. always (the default): a write is acknowledged once every in-sync replica has fsynced it, so no crash loses it. "+
+				"interval: once every in-sync replica has written it (page cache), with the fsync following within flush.ms; "+
+				"an acknowledged write is lost if every in-sync replica loses power (or its OS crashes) within flush.ms of it. "+
+				"never: as interval, with writeback left to the OS.",
 			func(t *Topic) *FlushPolicy { return &t.FlushPolicy }, FlushAlways, FlushInterval, FlushNever),
 		msKey("flush.ms",
-			"How often appends are fsynced when flush.policy is interval.",
+			"How often appends are fsynced when flush.policy is interval: the window in which a power cut of every in-sync replica loses acknowledged writes.",
 			"a duration of at least 1ms, such as 100ms",
 			func(t *Topic) *int64 { return &t.FlushMs }, 1, false),
 		boolKey("unclean.leader.election.enable",

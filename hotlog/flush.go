@@ -128,7 +128,7 @@ func (l *Log) flushRound() {
 	defer l.flush.endRound()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	if l.failure() != nil {
+	if l.writableLocked() != nil { // Close syncs under syncMu, then closes the files
 		return
 	}
 	target := l.leo.Load()
@@ -255,8 +255,29 @@ func (l *Log) advanceFlushed(off int64) {
 	}
 }
 
+// Flush fsyncs, now and on the caller's goroutine, everything written
+// before it began, as a round of the interval timer does (under FlushNever,
+// only the segments sealed since the last round). It returns the log's
+// failure, if it has one.
+func (l *Log) Flush() error {
+	l.flushRound()
+	return l.writableLocked()
+}
+
 // waitFlushed blocks until every offset below off is fsynced.
 func (l *Log) waitFlushed(off int64) error {
+	if l.opts.FlushInline {
+		if l.flushed.Load() < off {
+			l.flushRound()
+		}
+		if l.flushed.Load() >= off {
+			return nil
+		}
+		if err := l.failure(); err != nil {
+			return err
+		}
+		return ErrClosed
+	}
 	for {
 		if l.flushed.Load() >= off {
 			return nil

@@ -278,7 +278,7 @@ func (l *Log) appendUnflushed(b record.Batch, epoch int32) (AppendResult, error)
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if l.cfg.Load().FlushPolicy == FlushAlways {
+	if l.cfg.Load().FlushPolicy == FlushAlways && !l.opts.FlushInline {
 		l.flush.poke()
 	}
 	return res, nil
@@ -378,7 +378,7 @@ func (l *Log) appendLocked(b record.Batch) error {
 	seg.track(b, pos, l.opts.IndexIntervalBytes)
 	l.leo.Store(b.NextOffset())
 	l.changed.broadcast()
-	if cfg.FlushPolicy == FlushInterval {
+	if cfg.FlushPolicy == FlushInterval && !l.opts.FlushInline {
 		l.flush.wroteUnder(cfg.FlushInterval)
 	}
 	return nil
@@ -452,7 +452,7 @@ func (l *Log) rollLocked() error {
 	l.mu.segments = append(l.mu.segments, seg)
 	l.mu.Unlock()
 	l.active.Store(seg)
-	if l.opts.SyncRollsInline {
+	if l.opts.SyncRollsInline || l.opts.FlushInline {
 		l.syncMu.Lock()
 		err := l.syncSealedLocked()
 		l.syncMu.Unlock()

@@ -121,6 +121,13 @@ type Options struct {
 	// It puts the fsync back on the append path, so production leaves it
 	// off.
 	SyncRollsInline bool
+	// FlushInline runs every fsync on the goroutine that needs it, and no
+	// timer: a roll's (as SyncRollsInline), an appender's under
+	// FlushAlways (it runs the flush round itself when it waits), and under
+	// FlushInterval only the rounds its owner asks for with Flush. For a
+	// deterministic simulation that keeps the interval on its own clock;
+	// production leaves it off.
+	FlushInline bool
 }
 
 // DefaultOptions returns the options of a log on the local disk.

@@ -245,3 +245,40 @@ func TestSyncRollsInline(t *testing.T) {
 		t.Fatalf("durable offsets %v, want the last at %d", durable, segs[len(segs)-1].BaseOffset)
 	}
 }
+
+// With FlushInline (a simulation's setting) no timer fsyncs: under
+// FlushInterval the log stays unsynced until its owner calls Flush, which
+// fsyncs everything written on the caller's goroutine, and a crash before
+// it keeps only what an earlier Flush covered.
+func TestFlushInline(t *testing.T) {
+	fsys := newMemFS()
+	opts := testOptions(fsys)
+	opts.FlushPolicy = FlushInterval
+	opts.FlushInterval = time.Millisecond
+	opts.FlushInline = true
+	var durable []int64
+	opts.OnDurable = func(d int64) { durable = append(durable, d) } // no lock: the caller's goroutine only
+	l := mustOpen(t, "/log", opts)
+	defer l.Close()
+	fillLog(t, l, 3)
+	time.Sleep(20 * time.Millisecond) // twenty intervals: a timer, were there one, would have fsynced
+	if d := l.DurableOffset(); d != 0 || len(durable) != 0 {
+		t.Fatalf("durable end %d (%v) before any Flush", d, durable)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	end := l.LogEndOffset()
+	if d := l.DurableOffset(); d != end || len(durable) == 0 || durable[len(durable)-1] != end {
+		t.Fatalf("durable end %d (%v) after Flush, want %d", d, durable, end)
+	}
+	fillLog(t, l, 3)
+	// A power cut now: the appends after the Flush are gone, not the rest.
+	cut := &memFS{fsys.Fork()}
+	cut.Crash(nil)
+	again := mustOpen(t, "/log", testOptions(cut))
+	defer again.Close()
+	if got := again.LogEndOffset(); got != end {
+		t.Fatalf("log end %d after a power cut, want the %d Flush made durable", got, end)
+	}
+}

@@ -21,6 +21,10 @@ import (
 // records of its own run, so other writers to the topic do not disturb it.
 const benchE2EHeader = "strata-bench-e2e"
 
+// benchE2EDefaultBytesPerSec is the schedule without --rate: 50 MiB/s of
+// keys and values, a steady load at which latency is worth planning on.
+const benchE2EDefaultBytesPerSec = 50 << 20
+
 // benchE2EOptions are the flags of strata bench e2e.
 type benchE2EOptions struct {
 	benchProduceOptions
@@ -30,9 +34,10 @@ type benchE2EOptions struct {
 func newBenchE2ECommand(f *clientFlags) *cobra.Command {
 	var o benchE2EOptions
 	cmd := &cobra.Command{
-		Use:   "e2e --topic TOPIC --rate R (--records N | --duration D)",
+		Use:   "e2e --topic TOPIC [--rate R] (--records N | --duration D)",
 		Short: "Measure end-to-end latency: produce at a fixed rate and consume the same topic",
-		Long: `Produce generated records to a topic at a fixed --rate (records/s, open loop)
+		Long: `Produce generated records to a topic at a fixed --rate (records/s, open loop;
+by default 50 MiB/s of --size records, 51,200/s of 1 KiB)
 while a consumer in the same process reads the topic from its end, and
 report the end-to-end latency of each record: from its scheduled send time
 (start + i/rate, fixed in advance) to the moment the consumer's Poll
@@ -61,13 +66,15 @@ The command exits 1 when records failed or were not all consumed.`,
 	}
 	o.registerFlags(cmd, 0, "all")
 	fl := cmd.Flags()
-	fl.Float64Var(&o.rate, "rate", 0, "records/s to produce on a fixed schedule (required)")
+	fl.Float64Var(&o.rate, "rate", 0, "records/s to produce on a fixed schedule (0: 50 MiB/s of --size records)")
 	fl.StringVar(&o.fetchMaxBytes, "fetch-max-bytes", "1MiB", "bytes of batches the broker puts in one fetch response")
-	_ = cmd.MarkFlagRequired("rate")
 	return cmd
 }
 
 func benchE2E(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *benchE2EOptions) error {
+	if o.rate == 0 && o.recordSize+o.keySize > 0 {
+		o.rate = float64(benchE2EDefaultBytesPerSec) / float64(o.recordSize+o.keySize)
+	}
 	switch {
 	case o.rate <= 0:
 		return usageErrorf("--rate %v: want records per second above 0", o.rate)

@@ -89,6 +89,7 @@ settings that do not load or validate change nothing.`,
 // settings again on SIGHUP.
 func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, error)) error {
 	logger := newLogger(cfg.Log, cmd.ErrOrStderr())
+	tuneGC()
 	for _, name := range config.UnknownEnv(os.Environ()) {
 		if !slices.Contains(clientEnv, name) { // the client commands' variables are not broker settings
 			logger.Warn("ignoring unknown environment variable", "name", name)
