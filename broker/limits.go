@@ -79,7 +79,9 @@ type limits struct {
 }
 
 // newLimits reads the broker's limits from cfg and sizes the segment file
-// cache from the process's open-file limit.
+// cache from the process's open-file limit. A limit too low for many
+// replicas written at once is logged at info level: it bounds only a
+// load, and a default start warns of nothing.
 func newLimits(cfg config.Broker, logger *slog.Logger) *limits {
 	l := &limits{
 		maxReplicas:   cfg.Limits.MaxPartitionsPerBroker,
@@ -97,7 +99,7 @@ func newLimits(cfg config.Broker, logger *slog.Logger) *limits {
 	l.files = hotlog.NewFileCache(l.segmentFiles)
 	if l.maxReplicas > 0 {
 		if written := writtenAtOnce(rl.Cur, l.segmentFiles); written < l.maxReplicas {
-			logger.Warn("the open-file limit covers fewer partition replicas written at once than limits.max_partitions_per_broker allows; idle replicas hold no files, but raise ulimit -n if many are written at once (each holds its active segment until fsynced)",
+			logger.Info("the open-file limit covers fewer partition replicas written at once than limits.max_partitions_per_broker allows; idle replicas hold no files, but raise ulimit -n if many are written at once (each holds its active segment until fsynced)",
 				"open_files", rl.Cur, "segment_file_cache", l.segmentFiles, "written_at_once", written, "max_partitions_per_broker", l.maxReplicas)
 		}
 	}
