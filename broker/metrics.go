@@ -135,10 +135,17 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 	mw.counter("strata_cold_fetched_bytes_total", "Chunk bytes fetched from the object store.", int64(s.BytesFetched))
 	mw.gauge("strata_cold_cache_bytes", "Bytes held by the chunk cache.", s.CachedBytes)
 	if b.coldPace != nil {
-		broker, topic := b.coldPace.throttled()
-		mw.family("strata_cold_read_throttle_seconds_total", "counter", "Time cold reads' GETs were held back by the broker's (tiering.cold_read_*_per_sec) and by topics' (remote.read.*.per.sec) limits.")
+		broker, topic, writers := b.coldPace.throttled()
+		mw.family("strata_cold_read_throttle_seconds_total", "counter", "Time cold reads' GETs were held back by the broker's (tiering.cold_read_*_per_sec) and by topics' (remote.read.*.per.sec) limits, and by the yield to writers (tiering.cold_read_yield).")
 		mw.sample("strata_cold_read_throttle_seconds_total", labels("limit", "broker"), broker.Seconds())
 		mw.sample("strata_cold_read_throttle_seconds_total", labels("limit", "topic"), topic.Seconds())
+		mw.sample("strata_cold_read_throttle_seconds_total", labels("limit", "writers"), writers.Seconds())
+		if y := b.coldPace.yield; y != nil {
+			st := y.state()
+			mw.gauge("strata_cold_read_yield_bytes_per_second", "Bytes a second cold reads may fetch while they yield to writers; 0 when they do not.", int64(st.rate))
+			mw.family("strata_cold_read_yield_produce_latency_seconds", "gauge", "Produce latency (a window's 99th percentile) the writers see without cold reads, as the yield to writers learned it; 0 before it has.")
+			mw.sample("strata_cold_read_yield_produce_latency_seconds", "", st.own.Seconds())
+		}
 	}
 }
 

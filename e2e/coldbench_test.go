@@ -363,14 +363,17 @@ func startBenchBroker(b *testing.B, m *miniotest.Server, flags ...string) *broke
 // (open loop, strata bench produce --rate: 50 MB/s of 1 KiB records,
 // acks=all, flush.policy=always) alone and while raw fetch streams replay
 // 1 GB of history from MinIO in a loop through the default 256 MiB cache,
-// so that nearly every read is a GET. The written topic keeps its segments
-// local (remote.storage.enable=false): its own uploads of 128 MiB segments
-// to MinIO, on this machine's one disk, put its p99 at 250-350 ms alone,
-// which would hide what the replay costs. STRATA_BENCH_BROKER_FLAGS adds flags
-// to the broker's command line
+// so that nearly every read is a GET; and the replay's own rate alone and
+// under the writes, with the broker's CPU in each phase. The written topic
+// keeps its segments local (remote.storage.enable=false): its own uploads
+// of 128 MiB segments to MinIO, on this machine's one disk, put its p99 at
+// 250-350 ms alone, which would hide what the replay costs.
+// STRATA_BENCH_BROKER_FLAGS adds flags to the broker's command line
 // (STRATA_BENCH_BROKER_FLAGS="--tiering-cold-read-bytes-per-sec 50MiB",
-// say), so the same run measures a limit. Run it with make
-// bench-cold-isolation.
+// say), so the same run measures a limit. With STRATA_PROFILE=prefix, CPU
+// profiles and execution traces of the broker in the first seconds of the
+// replay alone and of the produce during it go to prefix-*.prof and
+// prefix-*.trace. Run it with make bench-cold-isolation.
 func BenchmarkColdReplayIsolation(b *testing.B) {
 	const (
 		partitions = 4
@@ -380,7 +383,8 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 		duration   = "10s"
 	)
 	m := miniotest.Start(b)
-	br := startBenchBroker(b, m, "--tiering-upload-parallelism", "8")
+	admin := freeport.Loopback(b)
+	br := startBenchBroker(b, m, "--admin-listen", admin, "--admin-pprof", "--tiering-upload-parallelism", "8")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c, err := client.New(ctx, []string{br.addr})
@@ -396,6 +400,7 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 	if _, err := c.CreateTopic(ctx, "live", 3, 1, map[string]string{"flush.policy": "always", "remote.storage.enable": "false"}); err != nil {
 		b.Fatal(err)
 	}
+	broker := map[string]int{"broker": br.cmd.Process.Pid}
 	produce := func(d string) benchSummary {
 		out, err := exec.CommandContext(ctx, strataBin(b), "bench", "produce", "--broker", br.addr, "--topic", "live",
 			"--rate", rate, "--record-size", strconv.Itoa(recordSize), "--acks", "all", "--duration", d, "--json").Output()
@@ -408,41 +413,101 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 		}
 		return s
 	}
-	produce("3s") // warm-up
-	alone := produce(duration)
-
-	stop := make(chan struct{})
-	var replayed atomic.Int64
-	var replays sync.WaitGroup
-	replays.Add(1)
-	start := time.Now()
-	go func() {
-		defer replays.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			fetchAllCounting(ctx, b, br.addr, "history", partitions, &replayed)
+	prof := os.Getenv("STRATA_PROFILE")
+	profile := func(phase string) (wait func()) {
+		if prof == "" {
+			return func() {}
 		}
-	}()
+		var wg sync.WaitGroup
+		for _, p := range []struct{ path, ext string }{{"profile?seconds=5", "prof"}, {"trace?seconds=2", "trace"}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/%s", admin, p.path))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				data, _ := io.ReadAll(resp.Body)
+				if err := os.WriteFile(prof+"-"+phase+"."+p.ext, data, 0o644); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		return wg.Wait
+	}
+	// replaying reads history in a loop until stop is closed, adding the
+	// bytes to n.
+	replaying := func(n *atomic.Int64) (stop func()) {
+		done := make(chan struct{})
+		var replays sync.WaitGroup
+		replays.Add(1)
+		go func() {
+			defer replays.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				fetchAllCounting(ctx, b, br.addr, "history", partitions, n)
+			}
+		}()
+		return func() { close(done); replays.Wait() }
+	}
+	produce("3s") // warm-up
+	aloneCPU := newCPUMeter(b, broker)
+	aloneCPU.begin()
+	alone := produce(duration)
+	aloneCPU.end()
+
+	// The replay alone, for as long as a produce run.
+	var replayedAlone atomic.Int64
+	replayCPU := newCPUMeter(b, broker)
+	replayCPU.begin()
+	start := time.Now()
+	stop := replaying(&replayedAlone)
+	profiled := profile("replay")
+	d, _ := time.ParseDuration(duration)
+	time.Sleep(d) // a measurement period, not a wait for a condition
+	replayAlone := float64(replayedAlone.Load()) / 1e6 / time.Since(start).Seconds()
+	stop()
+	replayCPU.end()
+	profiled()
+
+	// Both: the replay is running before the writes begin.
+	var replayed atomic.Int64
+	stop = replaying(&replayed)
+	waitFor(b, time.Minute, "the replay to read", func() bool { return replayed.Load() > 64<<20 })
+	bothCPU := newCPUMeter(b, broker)
+	profiled = profile("during")
+	bothCPU.begin()
+	from, start := replayed.Load(), time.Now()
 	during := produce(duration)
-	replayRate := float64(replayed.Load()) / 1e6 / time.Since(start).Seconds()
-	close(stop)
-	replays.Wait()
+	replayDuring := float64(replayed.Load()-from) / 1e6 / time.Since(start).Seconds()
+	bothCPU.end()
+	stop()
+	profiled()
 
 	for b.Loop() {
 		// Measured once above; the loop only satisfies the protocol.
 	}
+	ratio := during.Latency.P99 / alone.Latency.P99
 	b.ReportMetric(alone.Latency.P99, "p99-alone-ms")
 	b.ReportMetric(during.Latency.P99, "p99-during-replay-ms")
-	b.ReportMetric(replayRate, "replay-MB/s")
+	b.ReportMetric(ratio, "p99-ratio")
+	b.ReportMetric(replayAlone, "replay-alone-MB/s")
+	b.ReportMetric(replayDuring, "replay-during-MB/s")
 	b.Logf("produce %s records/s of %d B, acks=all, flush always, for %s:", rate, recordSize, duration)
-	b.Logf("  alone:          p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s", alone.Latency.P50, alone.Latency.P99, alone.Latency.P999, alone.Latency.Max, alone.MBPerS)
-	b.Logf("  during replay:  p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; the replay read %.0f MB/s from the bucket",
-		during.Latency.P50, during.Latency.P99, during.Latency.P999, during.Latency.Max, during.MBPerS, replayRate)
-	b.Logf("  p99 during / alone: %.2f (aim <= 1.2)", during.Latency.P99/alone.Latency.P99)
+	b.Logf("  alone:          p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; broker %.2f cores",
+		alone.Latency.P50, alone.Latency.P99, alone.Latency.P999, alone.Latency.Max, alone.MBPerS, aloneCPU.cores())
+	b.Logf("  during replay:  p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; broker %.2f cores",
+		during.Latency.P50, during.Latency.P99, during.Latency.P999, during.Latency.Max, during.MBPerS, bothCPU.cores())
+	b.Logf("  during / alone: p50 %.2f, p99 %.2f (aim <= 1.5), p99.9 %.2f",
+		during.Latency.P50/alone.Latency.P50, ratio, during.Latency.P999/alone.Latency.P999)
+	b.Logf("replay from the bucket: alone %.0f MB/s (broker %.2f cores, %.2f CPU-s/GB), under the writes %.0f MB/s (%.2f of alone)",
+		replayAlone, replayCPU.cores(), replayCPU.perGB("broker", replayedAlone.Load()), replayDuring, replayDuring/replayAlone)
 }
 
 // benchSummary is what strata bench produce --json prints, the part read
