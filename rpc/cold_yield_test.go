@@ -24,7 +24,7 @@ import (
 func TestColdReadsYieldToWriters(t *testing.T) {
 	cfg := brokerConfig(t, 1, t.TempDir())
 	cfg.ObjectStore.Type = config.ObjectStoreFS
-	cfg.Tiering.ChunkBytes = 64 << 10 // many GETs, through a cache that
+	cfg.Tiering.ChunkBytes = 64 << 10  // many GETs, through a cache that
 	cfg.Tiering.CacheBytes = 128 << 10 // holds almost none of the history
 	tb := startBroker(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
