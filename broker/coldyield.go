@@ -10,12 +10,15 @@ package broker
 //
 //   - every produce the broker handles is timed from its admission (after
 //     the quota) to its answer, and counted while it waits;
-//   - every yieldWindow the controller takes the window's 99th percentile
-//     of those times, or the age of the oldest produce still waiting if
-//     that is longer: the writers' latency now;
+//   - every yieldWindow the controller takes the window's median and 99th
+//     percentile of those times, each raised to the age of the oldest
+//     produce still waiting if that is longer: the writers' latency now.
+//     The median moves first when the machine's CPU is short (every
+//     produce waits a little longer), the 99th percentile when cold
+//     reads come in bursts;
 //   - windows in which no cold GET went out for yieldQuiet windows before
-//     teach it the writers' own latency (a moving average);
-//   - while the writers' latency is above target (their own, a quarter
+//     teach it the writers' own latency, both quantiles (moving averages);
+//   - while either is above its target (the writers' own, a quarter
 //     more, and yieldSlack), the bytes cold reads may fetch per second are
 //     halved; while it is within, they grow by a tenth a window, up to
 //     twice what cold reads actually fetched in the last second (a limit
@@ -77,8 +80,9 @@ type coldYield struct {
 		// rate is the bytes a second cold reads may fetch, 0 when not
 		// yielding.
 		rate float64
-		// own is the writers' own latency (0: not known yet).
-		own time.Duration
+		// own is the writers' own latency, median and 99th percentile
+		// (0: not known yet).
+		own [2]time.Duration
 		// idle counts windows without a produce; quiet those since the
 		// last cold GET.
 		idle, quiet int
@@ -89,7 +93,7 @@ type coldYield struct {
 		// in, for strata_cold_read_yield_windows_total.
 		slowed, eased int64
 		// last is the writers' latency in the last window that had one.
-		last time.Duration
+		last [2]time.Duration
 	}
 }
 
@@ -146,7 +150,7 @@ func (y *coldYield) run(stop <-chan struct{}) {
 // rate for the next.
 func (y *coldYield) step(now time.Time) {
 	w := y.window.Add(1) - 1 // the window ending
-	count, p99 := y.lat.take(0.99)
+	count, seen := y.lat.take()
 	var inFlight int64
 	var age time.Duration
 	for back := int64(yieldRing - 1); back >= 0; back-- {
@@ -179,19 +183,24 @@ func (y *coldYield) step(now time.Time) {
 		return
 	}
 	y.mu.idle = 0
-	seen := max(p99, age)
 	if count == 0 && age == 0 {
 		return // a produce just began: nothing measured yet
 	}
-	y.mu.last = seen
-	if y.mu.quiet > yieldQuiet {
-		if y.mu.own == 0 {
-			y.mu.own = seen
-		} else {
-			y.mu.own += (seen - y.mu.own) / 8
+	slow := false
+	for i := range seen {
+		seen[i] = max(seen[i], age)
+		if y.mu.quiet > yieldQuiet {
+			if y.mu.own[i] == 0 {
+				y.mu.own[i] = seen[i]
+			} else {
+				y.mu.own[i] += (seen[i] - y.mu.own[i]) / 8
+			}
 		}
+		own := y.mu.own[i]
+		slow = slow || seen[i] > own+own/4+yieldSlack
 	}
-	if y.mu.own == 0 {
+	y.mu.last = seen
+	if y.mu.own[1] == 0 {
 		y.setRateLocked(yieldMinRate, now) // learn the writers' own latency first
 		return
 	}
@@ -204,7 +213,7 @@ func (y *coldYield) step(now time.Time) {
 	if rate == 0 {
 		rate = max(measured, yieldMinRate) // yielding starts from what cold reads take now
 	}
-	if seen > y.target() {
+	if slow {
 		y.mu.slowed++
 		rate = min(rate, max(measured, yieldMinRate)) / 2
 	} else {
@@ -214,11 +223,6 @@ func (y *coldYield) step(now time.Time) {
 	y.setRateLocked(max(rate, yieldMinRate), now)
 }
 
-// target is the writers' latency above which cold reads slow down.
-func (y *coldYield) target() time.Duration {
-	return y.mu.own + y.mu.own/4 + yieldSlack
-}
-
 func (y *coldYield) setRateLocked(rate float64, now time.Time) {
 	y.mu.rate = rate
 	y.gate.setRate(int64(rate), now)
@@ -226,11 +230,11 @@ func (y *coldYield) setRateLocked(rate float64, now time.Time) {
 
 // yieldState is what the controller shows: the bytes a second cold reads
 // may fetch (0 when not yielding), the writers' own latency it learned and
-// their latency in the last window, and the windows it slowed and eased
-// cold reads in.
+// their latency in the last window (median and 99th percentile), and the
+// windows it slowed and eased cold reads in.
 type yieldState struct {
 	rate          float64
-	own, last     time.Duration
+	own, last     [2]time.Duration
 	slowed, eased int64
 }
 
@@ -274,22 +278,24 @@ func (h *windowHist) record(d time.Duration) {
 }
 
 // take empties the histogram, returning how many latencies it held and
-// the q quantile of them (the upper end of its bucket).
-func (h *windowHist) take(q float64) (int64, time.Duration) {
+// their median and 99th percentile (the upper ends of their buckets).
+func (h *windowHist) take() (n int64, q [2]time.Duration) {
 	var counts [windowBuckets]int64
-	var n int64
 	for i := range h.buckets {
 		counts[i] = h.buckets[i].Swap(0)
 		n += counts[i]
 	}
 	if n == 0 {
-		return 0, 0
+		return 0, q
 	}
-	rank := int64(q*float64(n-1)) + 1 // the rank-th smallest
-	for i, c := range counts {
-		if rank -= c; rank <= 0 {
-			return n, time.Duration(windowUpper(i)) * time.Microsecond
+	for k, f := range [2]float64{0.5, 0.99} {
+		rank := int64(f*float64(n-1)) + 1 // the rank-th smallest
+		for i, c := range counts {
+			if rank -= c; rank <= 0 {
+				q[k] = time.Duration(windowUpper(i)) * time.Microsecond
+				break
+			}
 		}
 	}
-	return n, 0
+	return n, q
 }

@@ -28,11 +28,11 @@ func TestWindowHistBuckets(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		h.record(time.Duration(i) * time.Millisecond)
 	}
-	n, p99 := h.take(0.99)
-	if n != 100 || p99 < 99*time.Millisecond || p99 > 104*time.Millisecond {
-		t.Fatalf("1..100 ms: %d latencies, p99 %v", n, p99)
+	n, q := h.take()
+	if n != 100 || q[0] < 50*time.Millisecond || q[0] > 53*time.Millisecond || q[1] < 99*time.Millisecond || q[1] > 104*time.Millisecond {
+		t.Fatalf("1..100 ms: %d latencies, median and p99 %v", n, q)
 	}
-	if n, _ := h.take(0.99); n != 0 {
+	if n, _ := h.take(); n != 0 {
 		t.Fatalf("take left %d latencies", n)
 	}
 }
@@ -63,13 +63,13 @@ func TestColdYieldFollowsWriters(t *testing.T) {
 	// Writers arrive during a replay: their latency is not known yet, so
 	// cold reads get the least until windows without them teach it.
 	st := window(y, 4<<20, 2*ms, 2*ms, 3*ms)
-	if st.rate != yieldMinRate || st.own != 0 {
+	if st.rate != yieldMinRate || st.own != [2]time.Duration{} {
 		t.Fatalf("writers of unknown latency: %+v", st)
 	}
 	for range yieldQuiet + 5 {
 		st = window(y, 0, 2*ms, 2*ms, 2*ms)
 	}
-	if st.own < 2*ms || st.own > 3*ms {
+	if st.own[0] < 2*ms || st.own[0] > 3*ms || st.own[1] < 2*ms || st.own[1] > 3*ms {
 		t.Fatalf("writers alone at 2 ms: learned %v", st.own)
 	}
 	// Cold reads that leave the writers' latency alone get more and more.
@@ -110,7 +110,7 @@ func TestColdYieldFollowsWriters(t *testing.T) {
 	for range 3 {
 		st = window(y, 0, 2*ms)
 	}
-	if st.rate != yieldMinRate || st.last < 2*yieldWindow {
+	if st.rate != yieldMinRate || st.last[1] < 2*yieldWindow {
 		t.Fatalf("a produce waiting for 3 windows: %+v", st)
 	}
 	// It ends, and the writers go away: after yieldIdleWindows cold reads
@@ -164,7 +164,7 @@ func TestColdYieldProgresses(t *testing.T) {
 	}()
 	defer func() { close(done); writers.Wait() }()
 	deadline := time.Now().Add(30 * time.Second)
-	for y.state().own == 0 {
+	for y.state().own[1] == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the writers' own latency not learned in 30 s: %+v", y.state())
 		}

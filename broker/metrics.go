@@ -143,8 +143,9 @@ func (b *Broker) writeTierMetrics(mw *metricsWriter, parts []*partition) {
 		if y := b.coldPace.yield; y != nil {
 			st := y.state()
 			mw.gauge("strata_cold_read_yield_bytes_per_second", "Bytes a second cold reads may fetch while they yield to writers; 0 when they do not.", int64(st.rate))
-			mw.family("strata_cold_read_yield_produce_latency_seconds", "gauge", "Produce latency (a window's 99th percentile) the writers see without cold reads, as the yield to writers learned it; 0 before it has.")
-			mw.sample("strata_cold_read_yield_produce_latency_seconds", "", st.own.Seconds())
+			mw.family("strata_cold_read_yield_produce_latency_seconds", "gauge", "Produce latency (over a tenth of a second, median and 99th percentile) the writers see without cold reads, as the yield to writers learned it; 0 before it has.")
+			mw.sample("strata_cold_read_yield_produce_latency_seconds", labels("quantile", "0.5"), st.own[0].Seconds())
+			mw.sample("strata_cold_read_yield_produce_latency_seconds", labels("quantile", "0.99"), st.own[1].Seconds())
 		}
 	}
 }
