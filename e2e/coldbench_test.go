@@ -401,7 +401,9 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 	if _, err := c.CreateTopic(ctx, "live", 3, 1, map[string]string{"flush.policy": "always", "remote.storage.enable": "false"}); err != nil {
 		b.Fatal(err)
 	}
-	broker := map[string]int{"broker": br.cmd.Process.Pid}
+	// The CPU of the broker, of MinIO and of this process (the replay's
+	// fetch streams); the writers' client is a process of its own.
+	broker := map[string]int{"broker": br.cmd.Process.Pid, "MinIO": m.Pid(), "consumer": os.Getpid()}
 	produce := func(d string) benchSummary {
 		out, err := exec.CommandContext(ctx, strataBin(b), "bench", "produce", "--broker", br.addr, "--topic", "live",
 			"--rate", rate, "--record-size", strconv.Itoa(recordSize), "--acks", "all", "--duration", d, "--json").Output()
@@ -505,10 +507,10 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 	b.ReportMetric(replayAlone, "replay-alone-MB/s")
 	b.ReportMetric(replayDuring, "replay-during-MB/s")
 	b.Logf("produce %s records/s of %d B, acks=all, flush always, for %s:", rate, recordSize, duration)
-	b.Logf("  alone:          p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; broker %.2f cores",
-		alone.Latency.P50, alone.Latency.P99, alone.Latency.P999, alone.Latency.Max, alone.MBPerS, aloneCPU.cores())
-	b.Logf("  during replay:  p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; broker %.2f cores",
-		during.Latency.P50, during.Latency.P99, during.Latency.P999, during.Latency.Max, during.MBPerS, bothCPU.cores())
+	b.Logf("  alone:          p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; broker %.2f cores, MinIO %.2f, replay client %.2f",
+		alone.Latency.P50, alone.Latency.P99, alone.Latency.P999, alone.Latency.Max, alone.MBPerS, aloneCPU.coresOf("broker"), aloneCPU.coresOf("MinIO"), aloneCPU.coresOf("consumer"))
+	b.Logf("  during replay:  p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; broker %.2f cores, MinIO %.2f, replay client %.2f",
+		during.Latency.P50, during.Latency.P99, during.Latency.P999, during.Latency.Max, during.MBPerS, bothCPU.coresOf("broker"), bothCPU.coresOf("MinIO"), bothCPU.coresOf("consumer"))
 	b.Logf("  during / alone: p50 %.2f, p99 %.2f (aim <= 1.5), p99.9 %.2f",
 		during.Latency.P50/alone.Latency.P50, ratio, during.Latency.P999/alone.Latency.P999)
 	aloneMean, aloneP99 := produceLatency(m0, m1, "live")
@@ -516,8 +518,10 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 	yielded := `strata_cold_read_throttle_seconds_total{limit="writers"}`
 	b.Logf("  in the broker (strata_produce_latency_seconds): alone mean %.2f ms, p99 <= %.4g ms; during replay mean %.2f ms, p99 <= %.4g ms; cold GETs held back for the writers %.1f s in all",
 		aloneMean, aloneP99, duringMean, duringP99, m3[yielded]-m2[yielded])
-	b.Logf("replay from the bucket: alone %.0f MB/s (broker %.2f cores, %.2f CPU-s/GB), under the writes %.0f MB/s (%.2f of alone)",
-		replayAlone, replayCPU.cores(), replayCPU.perGB("broker", replayedAlone.Load()), replayDuring, replayDuring/replayAlone)
+	b.Logf("replay from the bucket: alone %.0f MB/s (broker %.2f cores, %.2f CPU-s/GB; MinIO %.2f CPU-s/GB, replay client %.2f), under the writes %.0f MB/s (%.2f of alone)",
+		replayAlone, replayCPU.coresOf("broker"), replayCPU.perGB("broker", replayedAlone.Load()), replayCPU.perGB("MinIO", replayedAlone.Load()),
+		replayCPU.perGB("consumer", replayedAlone.Load()), replayDuring, replayDuring/replayAlone)
+	b.ReportMetric(bothCPU.coresOf("broker"), "broker-cores-during")
 }
 
 // produceLatency is the mean produce latency of topic in the broker
