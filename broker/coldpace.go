@@ -5,8 +5,9 @@ package broker
 // (tiering.cold_read_bytes_per_sec and tiering.cold_read_gets_per_sec, for
 // all topics together) and each topic's (remote.read.bytes.per.sec and
 // remote.read.gets.per.sec, which a topic alter changes at once). Every
-// GET of a cold read or its read-ahead waits for all four; the cold reader
-// also keeps at most tiering.cold_read_max_gets of them in flight.
+// GET of a cold read or its read-ahead waits for all four, then for the
+// yield to writers (coldyield.go); the cold reader also keeps at most
+// tiering.cold_read_max_gets of them in flight.
 
 import (
 	"context"
