@@ -27,7 +27,8 @@ package broker
 //   - cold reads never get less than yieldMinRate: a replay always
 //     progresses, at least a chunk every few seconds;
 //   - writers idle for yieldIdleWindows: no yielding, the replay gets all
-//     the broker's and the topics' limits allow.
+//     the broker's and the topics' limits allow. When writers come back,
+//     cold reads start again from the least rate.
 //
 // The rate is one for the broker, all topics together, and applies to
 // every GET after the limits of coldpace.go: it can only slow cold reads
@@ -211,7 +212,10 @@ func (y *coldYield) step(now time.Time) {
 	measured := float64(sum) / (yieldHistory * yieldWindow).Seconds()
 	rate := y.mu.rate
 	if rate == 0 {
-		rate = max(measured, yieldMinRate) // yielding starts from what cold reads take now
+		// Writers arrive: cold reads start again from the least rate and
+		// earn more window by window, rather than halving down from full
+		// speed, which took the writers' first second.
+		rate = yieldMinRate
 	}
 	if slow {
 		y.mu.slowed++

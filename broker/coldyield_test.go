@@ -53,7 +53,7 @@ func window(y *coldYield, cold int64, lat ...time.Duration) yieldState {
 // cold reads come with a rise in the writers' latency, or with produces
 // left waiting, the rate cold reads get falls to the least, and it comes
 // back, first while the latency stays low, then all at once when the
-// writers stop.
+// writers stop; when they come back, cold reads start from the least rate.
 func TestColdYieldFollowsWriters(t *testing.T) {
 	y := &coldYield{}
 	ms := time.Millisecond
@@ -128,6 +128,11 @@ func TestColdYieldFollowsWriters(t *testing.T) {
 	}
 	if waited, err := y.wait(context.Background(), 1<<30); err != nil || waited != 0 {
 		t.Fatalf("a GET of 1 GiB, writers gone: waited %v, %v", waited, err)
+	}
+	// Writers come back while cold reads run at full speed: these start
+	// again from the least rate, not from what they took.
+	if st = window(y, 256<<20, 2*ms); st.rate > 2*yieldMinRate {
+		t.Fatalf("writers back beside 2.5 GB/s of cold reads: rate %v", st.rate)
 	}
 }
 
