@@ -123,7 +123,7 @@ bench-cold-kafka: build minio ## replay 512 MiB of history from MinIO with strat
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench ColdReplayKafka -benchtime 1x -timeout 30m -v ./e2e/
 
-bench-cold-isolation: build minio ## produce p99 at 50 MB/s acks=all alone and during a full-speed cold replay of another topic from MinIO
+bench-cold-isolation: build minio ## produce p50/p99/p99.9 at 50 MB/s acks=all alone and during a full-speed cold replay of another topic from MinIO; the replay MB/s alone and under the writes; broker, MinIO and replay CPU
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench ColdReplayIsolation -benchtime 1x -timeout 30m -v ./e2e/
 

@@ -230,6 +230,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		return nil, err
 	}
 	b.goLoop(b.reconcileLoop)
+	if b.coldPace != nil && b.coldPace.yield != nil {
+		b.goLoop(func() { b.coldPace.yield.run(b.stop) })
+	}
 	b.goLoop(b.housekeepingLoop)
 	b.goLoop(b.tierLoop)
 	b.goLoop(b.controllerLoop)

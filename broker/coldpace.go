@@ -5,8 +5,9 @@ package broker
 // (tiering.cold_read_bytes_per_sec and tiering.cold_read_gets_per_sec, for
 // all topics together) and each topic's (remote.read.bytes.per.sec and
 // remote.read.gets.per.sec, which a topic alter changes at once). Every
-// GET of a cold read or its read-ahead waits for all four; the cold reader
-// also keeps at most tiering.cold_read_max_gets of them in flight.
+// GET of a cold read or its read-ahead waits for all four, then for the
+// yield to writers (coldyield.go); the cold reader also keeps at most
+// tiering.cold_read_max_gets of them in flight.
 
 import (
 	"context"
@@ -151,11 +152,15 @@ type coldPacer struct {
 	// remote.read.gets.per.sec (config.Unbounded: none of its own); ok
 	// is false for a topic it does not know.
 	limitsOf func(topic, topicID string) (bytes, gets int64, ok bool)
+	// yield, if set, holds GETs back further while writers need the
+	// broker (coldyield.go).
+	yield *coldYield
 	// waited counts the seconds GETs were held back, by "broker" and
-	// "topic" limits, for strata_cold_read_throttle_seconds_total.
+	// "topic" limits and by the yield to "writers", for
+	// strata_cold_read_throttle_seconds_total.
 	waited struct {
 		sync.Mutex
-		broker, topic time.Duration
+		broker, topic, writers time.Duration
 	}
 	mu struct {
 		sync.Mutex
@@ -167,6 +172,9 @@ type topicPace struct{ bytes, gets rateLimit }
 
 func newColdPacer(t config.Tiering, limitsOf func(topic, topicID string) (int64, int64, bool)) *coldPacer {
 	c := &coldPacer{limitsOf: limitsOf}
+	if t.ColdReadYield {
+		c.yield = &coldYield{}
+	}
 	now := time.Now()
 	c.bytes.setRate(int64(t.ColdReadBytesPerSec), now)
 	c.gets.setRate(int64(t.ColdReadGetsPerSec), now)
@@ -175,17 +183,22 @@ func newColdPacer(t config.Tiering, limitsOf func(topic, topicID string) (int64,
 }
 
 // pace holds back a GET of n bytes from p's cold tier until the topic's
-// and the broker's limits let it go.
+// and the broker's limits let it go, and then the writers.
 func (c *coldPacer) pace(ctx context.Context, p tiering.PartitionRef, n int64) error {
 	if tp := c.topic(p); tp != nil {
 		waited, err := waitGet(ctx, &tp.gets, &tp.bytes, n)
-		c.count(false, waited)
+		c.count(&c.waited.topic, waited)
 		if err != nil {
 			return err
 		}
 	}
 	waited, err := waitGet(ctx, &c.gets, &c.bytes, n)
-	c.count(true, waited)
+	c.count(&c.waited.broker, waited)
+	if err != nil || c.yield == nil {
+		return err
+	}
+	waited, err = c.yield.wait(ctx, n)
+	c.count(&c.waited.writers, waited)
 	return err
 }
 
@@ -221,25 +234,22 @@ func (c *coldPacer) topic(p tiering.PartitionRef) *topicPace {
 	return tp
 }
 
-func (c *coldPacer) count(broker bool, d time.Duration) {
+// count adds d to one of c.waited's sums.
+func (c *coldPacer) count(sum *time.Duration, d time.Duration) {
 	if d == 0 {
 		return
 	}
 	c.waited.Lock()
 	defer c.waited.Unlock()
-	if broker {
-		c.waited.broker += d
-	} else {
-		c.waited.topic += d
-	}
+	*sum += d
 }
 
 // throttled returns the time GETs were held back by the broker's and by
-// topics' limits.
-func (c *coldPacer) throttled() (broker, topic time.Duration) {
+// topics' limits, and by the yield to writers.
+func (c *coldPacer) throttled() (broker, topic, writers time.Duration) {
 	c.waited.Lock()
 	defer c.waited.Unlock()
-	return c.waited.broker, c.waited.topic
+	return c.waited.broker, c.waited.topic, c.waited.writers
 }
 
 // liveSettings are the broker settings Reload applies without a restart.

@@ -107,7 +107,7 @@ func TestColdPacerFollowsTopicSettings(t *testing.T) {
 	if err := quick(slow, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a GET after 3 MiB at 1 MiB/s: %v", err)
 	}
-	if broker, topic := c.throttled(); broker != 0 || topic == 0 {
+	if broker, topic, _ := c.throttled(); broker != 0 || topic == 0 {
 		t.Fatalf("throttled: broker %v, topic %v", broker, topic)
 	}
 
@@ -142,7 +142,7 @@ func TestColdPacerWaits(t *testing.T) {
 	if took := time.Since(start); took < 450*time.Millisecond {
 		t.Fatalf("12 GETs at 20 a second (a tenth of a second's burst) took %v, want at least 0.5s", took)
 	}
-	if broker, _ := c.throttled(); broker < 450*time.Millisecond {
+	if broker, _, _ := c.throttled(); broker < 450*time.Millisecond {
 		t.Fatalf("throttled %v", broker)
 	}
 }

@@ -160,10 +160,18 @@ func (b *Broker) writeStoreMetrics(mw *metricsWriter, cold *tiering.ColdReader) 
 	mw.counter("strata_cold_arena_heap_buffers_total", "Chunk buffers the cold reader allocated outside its arena, which was all in use.", int64(s.ArenaHeapBuffers))
 	mw.gauge("strata_cold_arena_bytes", "Bytes of chunk buffers the cold reader's arena holds, in use and free.", s.ArenaBytes)
 	if b.coldPace != nil {
-		broker, topic := b.coldPace.throttled()
-		mw.family("strata_cold_read_throttle_seconds_total", "counter", "Time cold reads' GETs were held back by the broker's (tiering.cold_read_*_per_sec) and by topics' (remote.read.*.per.sec) limits.")
+		broker, topic, writers := b.coldPace.throttled()
+		mw.family("strata_cold_read_throttle_seconds_total", "counter", "Time cold reads' GETs were held back by the broker's (tiering.cold_read_*_per_sec) and by topics' (remote.read.*.per.sec) limits, and by the yield to writers (tiering.cold_read_yield).")
 		mw.sample("strata_cold_read_throttle_seconds_total", labels("limit", "broker"), broker.Seconds())
 		mw.sample("strata_cold_read_throttle_seconds_total", labels("limit", "topic"), topic.Seconds())
+		mw.sample("strata_cold_read_throttle_seconds_total", labels("limit", "writers"), writers.Seconds())
+		if y := b.coldPace.yield; y != nil {
+			st := y.state()
+			mw.gauge("strata_cold_read_yield_bytes_per_second", "Bytes a second cold reads may fetch while they yield to writers; 0 when they do not.", int64(st.rate))
+			mw.family("strata_cold_read_yield_produce_latency_seconds", "gauge", "Produce latency (over a tenth of a second, median and 99th percentile) the writers see without cold reads, as the yield to writers learned it; 0 before it has.")
+			mw.sample("strata_cold_read_yield_produce_latency_seconds", labels("quantile", "0.5"), st.own[0].Seconds())
+			mw.sample("strata_cold_read_yield_produce_latency_seconds", labels("quantile", "0.99"), st.own[1].Seconds())
+		}
 	}
 }
 

@@ -93,6 +93,13 @@ func (b clusterMember) produce(ctx context.Context, req ProduceRequest) (Produce
 	if err := b.limits.admitProduce(ctx, len(req.Batch)); err != nil {
 		return ProduceResult{}, err
 	}
+	if b.coldPace != nil && b.coldPace.yield != nil {
+		// Cold reads yield to writers by what they see from here on
+		// (coldyield.go); a quota's wait is not theirs to answer for.
+		y, start := b.coldPace.yield, time.Now()
+		w := y.produceStart()
+		defer func() { y.produceEnd(w, time.Since(start)) }()
+	}
 	if err := b.checkDiskSpace(); err != nil {
 		return ProduceResult{}, err
 	}

@@ -153,6 +153,7 @@ func (b *Broker) startReadReplica(ctx context.Context) error {
 	r.mu.changed = make(chan struct{})
 	ro := readOnly{Broker: b, replica: r}
 	b.coldPace = newColdPacer(b.cfg.Tiering, ro.replicaReadLimits)
+	b.coldPace.yield = nil // no writers to yield to
 	cold, err := tiering.NewColdReader(store, b.coldReaderConfig())
 	if err != nil {
 		return fmt.Errorf("broker: read replica: cold reader: %w", err)

@@ -226,6 +226,11 @@ type Tiering struct {
 	// (remote.read.bytes.per.sec, remote.read.gets.per.sec).
 	ColdReadBytesPerSec ByteSize `yaml:"cold_read_bytes_per_sec"`
 	ColdReadGetsPerSec  int      `yaml:"cold_read_gets_per_sec"`
+	// ColdReadYield makes cold reads yield to writes: while produce
+	// latency on this broker is above what the writers see without cold
+	// reads, cold reads fetch less (never less than 1 MiB/s); false lets
+	// them take all the limits above allow.
+	ColdReadYield bool `yaml:"cold_read_yield"`
 }
 
 // Storage guards the local disk.
@@ -337,6 +342,7 @@ func DefaultBroker() Broker {
 			MaxUnuploadedBytes: 1 << 30,
 			OrphanGrace:        Duration(10 * time.Minute),
 			ColdReadMaxGets:    16,
+			ColdReadYield:      true,
 		},
 		Replica:    Replica{LagTimeMax: Duration(30 * time.Second)},
 		Controller: Controller{DeadBrokerTimeout: Duration(5 * time.Minute)},

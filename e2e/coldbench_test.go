@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -370,14 +371,17 @@ func startBenchBroker(b *testing.B, m *miniotest.Server, flags ...string) *broke
 // (open loop, strata bench produce --rate: 50 MB/s of 1 KiB records,
 // acks=all, flush.policy=always) alone and while raw fetch streams replay
 // 1 GB of history from MinIO in a loop through the default 256 MiB cache,
-// so that nearly every read is a GET. The written topic keeps its segments
-// local (remote.storage.enable=false): its own uploads of 128 MiB segments
-// to MinIO, on this machine's one disk, put its p99 at 250-350 ms alone,
-// which would hide what the replay costs. STRATA_BENCH_BROKER_FLAGS adds flags
-// to the broker's command line
+// so that nearly every read is a GET; and the replay's own rate alone and
+// under the writes, with the broker's CPU in each phase. The written topic
+// keeps its segments local (remote.storage.enable=false): its own uploads
+// of 128 MiB segments to MinIO, on this machine's one disk, put its p99 at
+// 250-350 ms alone, which would hide what the replay costs.
+// STRATA_BENCH_BROKER_FLAGS adds flags to the broker's command line
 // (STRATA_BENCH_BROKER_FLAGS="--tiering-cold-read-bytes-per-sec 50MiB",
-// say), so the same run measures a limit. Run it with make
-// bench-cold-isolation.
+// say), so the same run measures a limit. With STRATA_PROFILE=prefix, CPU
+// profiles and execution traces of the broker in the first seconds of the
+// replay alone and of the produce during it go to prefix-*.prof and
+// prefix-*.trace. Run it with make bench-cold-isolation.
 func BenchmarkColdReplayIsolation(b *testing.B) {
 	const (
 		partitions = 4
@@ -387,7 +391,8 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 		duration   = "10s"
 	)
 	m := miniotest.Start(b)
-	br := startBenchBroker(b, m, "--tiering-upload-parallelism", "8")
+	admin := freeport.Loopback(b)
+	br := startBenchBroker(b, m, "--admin-listen", admin, "--admin-pprof", "--tiering-upload-parallelism", "8")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c, err := client.New(ctx, []string{br.addr})
@@ -403,6 +408,9 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 	if _, err := c.CreateTopic(ctx, "live", 3, 1, map[string]string{"flush.policy": "always", "remote.storage.enable": "false"}); err != nil {
 		b.Fatal(err)
 	}
+	// The CPU of the broker, of MinIO and of this process (the replay's
+	// fetch streams); the writers' client is a process of its own.
+	broker := map[string]int{"broker": br.cmd.Process.Pid, "MinIO": m.Pid(), "consumer": os.Getpid()}
 	produce := func(d string) benchSummary {
 		out, err := exec.CommandContext(ctx, strataBin(b), "bench", "produce", "--broker", br.addr, "--topic", "live",
 			"--rate", rate, "--record-size", strconv.Itoa(recordSize), "--acks", "all", "--duration", d, "--json").Output()
@@ -415,41 +423,142 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 		}
 		return s
 	}
-	produce("3s") // warm-up
-	alone := produce(duration)
-
-	stop := make(chan struct{})
-	var replayed atomic.Int64
-	var replays sync.WaitGroup
-	replays.Add(1)
-	start := time.Now()
-	go func() {
-		defer replays.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			fetchAllCounting(ctx, b, br.addr, "history", partitions, &replayed)
+	prof := os.Getenv("STRATA_PROFILE")
+	profile := func(phase string) (wait func()) {
+		if prof == "" {
+			return func() {}
 		}
-	}()
+		var wg sync.WaitGroup
+		for _, p := range []struct{ path, ext string }{{"profile?seconds=5", "prof"}, {"trace?seconds=2", "trace"}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/%s", admin, p.path))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				data, _ := io.ReadAll(resp.Body)
+				if err := os.WriteFile(prof+"-"+phase+"."+p.ext, data, 0o644); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		return wg.Wait
+	}
+	// replaying reads history in a loop until stop is closed, adding the
+	// bytes to n.
+	replaying := func(n *atomic.Int64) (stop func()) {
+		done := make(chan struct{})
+		var replays sync.WaitGroup
+		replays.Add(1)
+		go func() {
+			defer replays.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				fetchAllCounting(ctx, b, br.addr, "history", partitions, n)
+			}
+		}()
+		return func() { close(done); replays.Wait() }
+	}
+	produce("3s") // warm-up
+	aloneCPU := newCPUMeter(b, broker)
+	aloneCPU.begin()
+	m0 := scrape(b, admin)
+	alone := produce(duration)
+	m1 := scrape(b, admin)
+	aloneCPU.end()
+
+	// The replay alone, for as long as a produce run.
+	var replayedAlone atomic.Int64
+	replayCPU := newCPUMeter(b, broker)
+	replayCPU.begin()
+	start := time.Now()
+	stop := replaying(&replayedAlone)
+	profiled := profile("replay")
+	d, _ := time.ParseDuration(duration)
+	time.Sleep(d) // a measurement period, not a wait for a condition
+	replayAlone := float64(replayedAlone.Load()) / 1e6 / time.Since(start).Seconds()
+	stop()
+	replayCPU.end()
+	profiled()
+
+	// Both: the replay is running before the writes begin.
+	var replayed atomic.Int64
+	stop = replaying(&replayed)
+	waitFor(b, time.Minute, "the replay to read", func() bool { return replayed.Load() > 64<<20 })
+	bothCPU := newCPUMeter(b, broker)
+	profiled = profile("during")
+	bothCPU.begin()
+	from, start := replayed.Load(), time.Now()
+	m2 := scrape(b, admin)
 	during := produce(duration)
-	replayRate := float64(replayed.Load()) / 1e6 / time.Since(start).Seconds()
-	close(stop)
-	replays.Wait()
+	m3 := scrape(b, admin)
+	replayDuring := float64(replayed.Load()-from) / 1e6 / time.Since(start).Seconds()
+	bothCPU.end()
+	stop()
+	profiled()
 
 	for b.Loop() {
 		// Measured once above; the loop only satisfies the protocol.
 	}
+	ratio := during.Latency.P99 / alone.Latency.P99
 	b.ReportMetric(alone.Latency.P99, "p99-alone-ms")
 	b.ReportMetric(during.Latency.P99, "p99-during-replay-ms")
-	b.ReportMetric(replayRate, "replay-MB/s")
+	b.ReportMetric(ratio, "p99-ratio")
+	b.ReportMetric(replayAlone, "replay-alone-MB/s")
+	b.ReportMetric(replayDuring, "replay-during-MB/s")
 	b.Logf("produce %s records/s of %d B, acks=all, flush always, for %s:", rate, recordSize, duration)
-	b.Logf("  alone:          p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s", alone.Latency.P50, alone.Latency.P99, alone.Latency.P999, alone.Latency.Max, alone.MBPerS)
-	b.Logf("  during replay:  p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; the replay read %.0f MB/s from the bucket",
-		during.Latency.P50, during.Latency.P99, during.Latency.P999, during.Latency.Max, during.MBPerS, replayRate)
-	b.Logf("  p99 during / alone: %.2f (aim <= 1.2)", during.Latency.P99/alone.Latency.P99)
+	b.Logf("  alone:          p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; broker %.2f cores, MinIO %.2f, replay client %.2f",
+		alone.Latency.P50, alone.Latency.P99, alone.Latency.P999, alone.Latency.Max, alone.MBPerS, aloneCPU.coresOf("broker"), aloneCPU.coresOf("MinIO"), aloneCPU.coresOf("consumer"))
+	b.Logf("  during replay:  p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms, %.1f MB/s; broker %.2f cores, MinIO %.2f, replay client %.2f",
+		during.Latency.P50, during.Latency.P99, during.Latency.P999, during.Latency.Max, during.MBPerS, bothCPU.coresOf("broker"), bothCPU.coresOf("MinIO"), bothCPU.coresOf("consumer"))
+	b.Logf("  during / alone: p50 %.2f, p99 %.2f (aim <= 1.5), p99.9 %.2f",
+		during.Latency.P50/alone.Latency.P50, ratio, during.Latency.P999/alone.Latency.P999)
+	aloneMean, aloneP99 := produceLatency(m0, m1, "live")
+	duringMean, duringP99 := produceLatency(m2, m3, "live")
+	yielded := `strata_cold_read_throttle_seconds_total{limit="writers"}`
+	b.Logf("  in the broker (strata_produce_latency_seconds): alone mean %.2f ms, p99 <= %.4g ms; during replay mean %.2f ms, p99 <= %.4g ms; cold GETs held back for the writers %.1f s in all",
+		aloneMean, aloneP99, duringMean, duringP99, m3[yielded]-m2[yielded])
+	b.Logf("replay from the bucket: alone %.0f MB/s (broker %.2f cores, %.2f CPU-s/GB; MinIO %.2f CPU-s/GB, replay client %.2f), under the writes %.0f MB/s (%.2f of alone)",
+		replayAlone, replayCPU.coresOf("broker"), replayCPU.perGB("broker", replayedAlone.Load()), replayCPU.perGB("MinIO", replayedAlone.Load()),
+		replayCPU.perGB("consumer", replayedAlone.Load()), replayDuring, replayDuring/replayAlone)
+	b.ReportMetric(bothCPU.coresOf("broker"), "broker-cores-during")
+}
+
+// produceLatency is the mean produce latency of topic in the broker
+// between two scrapes, and the upper bound of the histogram bucket its 99th
+// percentile falls in, both in milliseconds.
+func produceLatency(before, after map[string]float64, topic string) (mean, p99 float64) {
+	const name = "strata_produce_latency_seconds"
+	sel := `topic="` + topic + `"`
+	count := after[name+"_count{"+sel+"}"] - before[name+"_count{"+sel+"}"]
+	if count == 0 {
+		return 0, 0
+	}
+	mean = (after[name+"_sum{"+sel+"}"] - before[name+"_sum{"+sel+"}"]) / count * 1e3
+	p99 = -1 // beyond the last bound
+	var bounds []float64
+	for k := range after {
+		if rest, ok := strings.CutPrefix(k, name+"_bucket{"+sel+`,le="`); ok {
+			if le, err := strconv.ParseFloat(strings.TrimSuffix(rest, `"}`), 64); err == nil {
+				bounds = append(bounds, le)
+			}
+		}
+	}
+	slices.Sort(bounds)
+	for _, le := range bounds {
+		k := fmt.Sprintf(`%s_bucket{%s,le="%s"}`, name, sel, strconv.FormatFloat(le, 'g', -1, 64))
+		if after[k]-before[k] >= 0.99*count {
+			return mean, le * 1e3
+		}
+	}
+	return mean, p99
 }
 
 // benchSummary is what strata bench produce --json prints, the part read

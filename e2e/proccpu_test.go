@@ -104,6 +104,12 @@ func (m *cpuMeter) perGB(name string, n int64) float64 {
 	return d.Seconds() / (float64(n) / 1e9)
 }
 
+// coresOf is how many of the machine's cores one process kept busy on
+// average over the phases measured.
+func (m *cpuMeter) coresOf(name string) float64 {
+	return m.used[name].Seconds() / m.wall.Seconds()
+}
+
 // cores is how many of the machine's cores the processes kept busy on
 // average over the phases measured.
 func (m *cpuMeter) cores() float64 {
