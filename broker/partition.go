@@ -459,11 +459,12 @@ func skipBelow(data []byte, offset int64) []byte {
 // left a follower the uncommitted suffix it had written as a deposed
 // leader.
 func (p *partition) endOffsetForEpoch(epoch int32) EpochEnd {
+	leo := p.log.LogEndOffset()
 	if h := p.log.Epochs(); len(h) == 0 || epoch < h[0].Epoch {
-		return EpochEnd{Epoch: hotlog.UndefinedEpoch, EndOffset: hotlog.UndefinedOffset}
+		return EpochEnd{Epoch: hotlog.UndefinedEpoch, EndOffset: hotlog.UndefinedOffset, LogEnd: leo}
 	}
 	e, end := p.log.EndOffsetForEpoch(epoch)
-	return EpochEnd{Epoch: e, EndOffset: end}
+	return EpochEnd{Epoch: e, EndOffset: end, LogEnd: leo}
 }
 
 // leaderEndOffsetForEpoch is endOffsetForEpoch as the leader answers a

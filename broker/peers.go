@@ -73,6 +73,10 @@ type EpochQuery struct {
 type EpochEnd struct {
 	Epoch     int32
 	EndOffset int64
+	// LogEnd is the answering leader's log end offset, or -1 when it did
+	// not say (an older broker). A follower whose epochs the leader does
+	// not know keeps no record at or past it (truncationStep).
+	LogEnd int64
 }
 
 // ISRRequest is a leader's request to change a partition's ISR, computed

@@ -327,7 +327,7 @@ func TestTruncationByLeaderEpochTakesSeveralRounds(t *testing.T) {
 	err := truncateByEpoch(follower.p, 1, 4, func(epoch int32) (EpochEnd, error) {
 		asked = append(asked, epoch)
 		e, end := leaderLog.EndOffsetForEpoch(epoch)
-		return EpochEnd{Epoch: e, EndOffset: end}, nil
+		return EpochEnd{Epoch: e, EndOffset: end, LogEnd: leaderLog.LogEndOffset()}, nil
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +354,11 @@ func TestTruncationStep(t *testing.T) {
 		{"leader knows the epoch and has less", EpochEnd{Epoch: 3, EndOffset: 12}, 0, 12, true},
 		{"leader knows an older epoch the follower knows", EpochEnd{Epoch: 1, EndOffset: 8}, 0, 8, true},
 		{"leader knows an epoch the follower does not", EpochEnd{Epoch: 2, EndOffset: 20}, 0, 10, false},
-		{"leader knows none of the follower's epochs", EpochEnd{Epoch: hotlog.UndefinedEpoch, EndOffset: -1}, 6, 6, true},
+		{"leader knows none of the follower's epochs", EpochEnd{Epoch: hotlog.UndefinedEpoch, EndOffset: -1, LogEnd: 20}, 6, 6, true},
+		{"leader knows none of the follower's epochs, log end unknown", EpochEnd{Epoch: hotlog.UndefinedEpoch, EndOffset: -1, LogEnd: -1}, 6, 6, true},
+		// Every in-sync replica lost records past 4 to power cuts under
+		// flush.policy interval: the follower's committed suffix goes too.
+		{"leader knows none of the follower's epochs and ends below its high watermark", EpochEnd{Epoch: hotlog.UndefinedEpoch, EndOffset: -1, LogEnd: 4}, 6, 4, true},
 	}
 	for _, c := range cases {
 		cut, done := truncationStep(own, own.LogEndOffset(), c.hw, c.ans)

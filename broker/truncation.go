@@ -15,8 +15,10 @@ package broker
 // of the two ends and is done. If not, the histories parted earlier: it
 // cuts where its own history leaves that epoch and asks again about its new
 // latest epoch, until the two agree (Kafka's KIP-279). A leader that knows
-// none of the follower's epochs leaves it its high watermark: what is
-// committed is on every in-sync replica.
+// none of the follower's epochs leaves it its high watermark, and no more
+// than the leader's log end: what is committed is on every in-sync replica,
+// unless a power cut took it from all of them under flush.policy interval,
+// and then the leader's log is the one that goes on.
 
 import "github.com/strata-log/strata/hotlog"
 
@@ -33,6 +35,14 @@ type epochHistory interface {
 // the follower asks again about its latest epoch after the cut.
 func truncationStep(own epochHistory, end, hw int64, ans EpochEnd) (cut int64, done bool) {
 	if ans.Epoch == hotlog.UndefinedEpoch || ans.EndOffset < 0 {
+		// Nothing in common the leader can name: keep what was committed,
+		// but nothing past the leader's log end. A committed record past
+		// it is one the leader no longer has (under flush.policy interval
+		// every in-sync replica may lose unsynced records to a power
+		// cut); kept, it would sit at an offset the leader writes anew.
+		if ans.LogEnd >= 0 {
+			return min(hw, end, ans.LogEnd), true
+		}
 		return min(hw, end), true
 	}
 	epoch, ownEnd := own.EndOffsetForEpoch(ans.Epoch)

@@ -228,7 +228,11 @@ func (ps *Peers) EndOffsetForEpoch(ctx context.Context, to broker.Peer, q broker
 	if err != nil {
 		return broker.EpochEnd{}, fromStatus(err)
 	}
-	return broker.EpochEnd{Epoch: resp.LeaderEpoch, EndOffset: resp.EndOffset}, nil
+	logEnd := int64(-1)
+	if resp.LogEndOffset != nil {
+		logEnd = *resp.LogEndOffset
+	}
+	return broker.EpochEnd{Epoch: resp.LeaderEpoch, EndOffset: resp.EndOffset, LogEnd: logEnd}, nil
 }
 
 // AlterISR implements broker.Peers.

@@ -71,7 +71,7 @@ func (s *replicationService) EndOffsetForEpoch(ctx context.Context, req *stratav
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &stratav1.EndOffsetForEpochResponse{LeaderEpoch: ans.Epoch, EndOffset: ans.EndOffset}, nil
+	return &stratav1.EndOffsetForEpochResponse{LeaderEpoch: ans.Epoch, EndOffset: ans.EndOffset, LogEndOffset: &ans.LogEnd}, nil
 }
 
 func (s *replicationService) AlterISR(ctx context.Context, req *stratav1.AlterISRRequest) (*stratav1.AlterISRResponse, error) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/hotlog"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -89,6 +90,16 @@ func TestReplicationCommitsOnEveryReplica(t *testing.T) {
 	}
 	want, _ := leader.readAll(t, "r", 0, 0)
 	id := partitionTopicID(t, bs[0], "r")
+	// A follower's epoch query over the wire: the leader names the epoch,
+	// where it ends, and its log end (which a follower whose epochs it
+	// does not know keeps no record past).
+	peers := NewPeers(nil, "")
+	defer peers.Close()
+	epoch := partitionState(t, leader, "r", 0).Metadata.LeaderEpoch
+	ans, err := peers.EndOffsetForEpoch(ctx, broker.Peer{ID: leader.ID(), Addr: leader.cfg.Listen}, broker.EpochQuery{Topic: "r", TopicID: id, Partition: 0, Epoch: epoch})
+	if err != nil || ans.Epoch != epoch || ans.EndOffset != sent || ans.LogEnd != sent {
+		t.Fatalf("epoch %d query: %+v, %v; want the epoch ending at %d and log end %d", epoch, ans, err, sent, sent)
+	}
 	for _, b := range bs {
 		b.stop(t)
 	}

@@ -462,8 +462,11 @@ type EndOffsetForEpochResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The largest epoch at or below the one asked for that the leader knows,
 	// and where it ended in the leader's log; -1 and -1 when unknown.
-	LeaderEpoch   int32 `protobuf:"varint,1,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	EndOffset     int64 `protobuf:"varint,2,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	LeaderEpoch int32 `protobuf:"varint,1,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	EndOffset   int64 `protobuf:"varint,2,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	// The leader's log end offset when it answered; absent from a broker
+	// that does not send it.
+	LogEndOffset  *int64 `protobuf:"varint,3,opt,name=log_end_offset,json=logEndOffset,proto3,oneof" json:"log_end_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -508,6 +511,13 @@ func (x *EndOffsetForEpochResponse) GetLeaderEpoch() int32 {
 func (x *EndOffsetForEpochResponse) GetEndOffset() int64 {
 	if x != nil {
 		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *EndOffsetForEpochResponse) GetLogEndOffset() int64 {
+	if x != nil && x.LogEndOffset != nil {
+		return *x.LogEndOffset
 	}
 	return 0
 }
@@ -799,11 +809,13 @@ const file_strata_v1_replication_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
 	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12!\n" +
-	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\"]\n" +
+	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\"\x9b\x01\n" +
 	"\x19EndOffsetForEpochResponse\x12!\n" +
 	"\fleader_epoch\x18\x01 \x01(\x05R\vleaderEpoch\x12\x1d\n" +
 	"\n" +
-	"end_offset\x18\x02 \x01(\x03R\tendOffset\"\xdb\x01\n" +
+	"end_offset\x18\x02 \x01(\x03R\tendOffset\x12)\n" +
+	"\x0elog_end_offset\x18\x03 \x01(\x03H\x00R\flogEndOffset\x88\x01\x01B\x11\n" +
+	"\x0f_log_end_offset\"\xdb\x01\n" +
 	"\x0fAlterISRRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
@@ -880,6 +892,7 @@ func file_strata_v1_replication_proto_init() {
 	if File_strata_v1_replication_proto != nil {
 		return
 	}
+	file_strata_v1_replication_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
