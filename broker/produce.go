@@ -6,21 +6,29 @@ package broker
 // the topic and partition exist (TOPIC_NOT_FOUND, PARTITION_NOT_FOUND); this
 // broker leads the partition (NOT_LEADER with the leader's address) and has
 // it open (LEADER_NOT_AVAILABLE); the caller is within its produce quota
-// (THROTTLED, quota.go); the disk has room (THROTTLED); the batch
-// is within max.message.bytes (RECORD_TOO_LARGE) and passes its length,
-// magic and CRC checks (CORRUPT_BATCH); it sets none of the attribute bits
-// only brokers set (validate.go): control (INVALID_RECORD), transactional
+// (THROTTLED, quota.go); the disk has room (STORAGE_FULL, disk.go); the
+// sealed bytes awaiting upload are within the backlog bound (THROTTLED,
+// checkBacklog in tier.go); a tiered partition's leader has taken the cold
+// tier over in this epoch (ensureTier in tier.go: LEADER_NOT_AVAILABLE
+// while it cannot).
+// Then the batch itself (checkBatch): it is within max.message.bytes
+// (RECORD_TOO_LARGE) and passes its length, magic and CRC checks
+// (CORRUPT_BATCH); it sets none of the attribute bits only brokers set
+// (validate.go): control (INVALID_RECORD), transactional
 // (TRANSACTIONS_NOT_SUPPORTED), LogAppendTime (INVALID_TIMESTAMP); its
-// producer id, if any, belongs to the caller (PERMISSION_DENIED); its
-// records decode (CORRUPT_BATCH); under CreateTime, its header's first and
-// max timestamps are its records' (CORRUPT_BATCH) and no record's
-// timestamp is negative other than -1, nor further behind or ahead of the
-// broker's clock than message.timestamp.before.max.ms and
-// message.timestamp.after.max.ms allow (INVALID_TIMESTAMP); for acks=all,
-// the ISR has at least min.insync.replicas members (NOT_ENOUGH_REPLICAS).
-// Under a compression.type other than producer, a batch in another codec
-// is then recompressed to the topic's (storedForm; RECORD_TOO_LARGE if it
-// grows past max.message.bytes). A batch of an idempotent producer (with a producer id) is then checked
+// producer id, if any, belongs to the caller (PERMISSION_DENIED,
+// producer_binding.go); its records decode (CORRUPT_BATCH); under
+// CreateTime, its header's first and max timestamps are its records'
+// (CORRUPT_BATCH) and no record's timestamp is negative other than -1, nor
+// further behind or ahead of the broker's clock than
+// message.timestamp.before.max.ms and message.timestamp.after.max.ms allow
+// (INVALID_TIMESTAMP). Under a compression.type other than "producer" the
+// leader then recompresses it (storedForm; RECORD_TOO_LARGE if it grows
+// past the limit). Under the replica lock (appendAsLeader): this broker
+// still leads (NOT_LEADER), is not waiting for a new epoch after a restart
+// (LEADER_NOT_AVAILABLE), and for acks=all the ISR has at least
+// min.insync.replicas members (NOT_ENOUGH_REPLICAS).
+// A batch of an idempotent producer (with a producer id) is then checked
 // against what the producer wrote before (producers.go): a resend of one of
 // its last batches is answered with that batch's offsets and Duplicate set,
 // writing nothing; a gap is OUT_OF_ORDER_SEQUENCE, a fenced epoch
@@ -28,12 +36,14 @@ package broker
 // UNKNOWN_PRODUCER_ID unless its batch starts at sequence 0. Then the
 // batch gets its offsets (and, under LogAppendTime, the broker's clock)
 // in its header and is appended. acks=none returns once it is written,
-// acks=leader once the flush policy is met, acks=all once the high watermark
-// passes it in the leader epoch it was appended in (TIMEOUT if that takes
+// acks=leader once the flush policy is met (under "always", fsynced), and
+// acks=all once the high watermark passes it in the leader epoch it was
+// appended in: every in-sync replica has it fsynced under "always", written
+// under "interval" and "never" (committedEnd). TIMEOUT if that takes
 // longer than the request allows: the batch may still commit; NOT_LEADER
 // if leadership moves first: the batch may be lost; and
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND if it committed while the ISR fell
-// below min.insync.replicas). A duplicate is answered under the same
+// below min.insync.replicas. A duplicate is answered under the same
 // rules, for the original batch.
 
 import (
