@@ -123,7 +123,7 @@ func (b *Broker) checkAddedReplicas(m *cluster.Metadata, name string, parts []cl
 	for _, id := range slices.Sorted(maps.Keys(adds)) {
 		if after := now[id] + adds[id]; after > b.limits.maxReplicas {
 			return refuse(ReasonInvalidRequest, nil,
-				"adding %d partitions to topic %q would put %d partition replicas on broker %d, which holds %d; at most %d are allowed per broker (limits.max_partitions_per_broker, or what the open-file limit leaves room for). "+
+				"adding %d partitions to topic %q would put %d partition replicas on broker %d, which holds %d; at most %d are allowed per broker (limits.max_partitions_per_broker). "+
 					"Add fewer partitions, add brokers, or raise the limit on every broker",
 				len(parts), name, after, id, now[id], b.limits.maxReplicas).
 				with("broker_id", itoa(int64(id))).with("replicas", itoa(int64(now[id]))).
