@@ -57,7 +57,7 @@ func startInProcess(t testing.TB, cfg config.Broker) (*broker.Broker, *rpc.Serve
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	b, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rpc.NewPeers(nil, ""))
+	b, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rpc.NewPeers(nil, ""), broker.WithVersion(version))
 	if err != nil {
 		lis.Close()
 		t.Fatalf("start broker: %v", err)

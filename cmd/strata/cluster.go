@@ -159,7 +159,7 @@ func printStatus(w io.Writer, st *clusterStatus, limit int) error {
 	}
 
 	tw := newTable(w)
-	fmt.Fprintln(tw, "BROKER\tADDRESS\tRACK\tALIVE\tCONTROLLER\tUPLOAD-LAG\tCACHE-HITS")
+	fmt.Fprintln(tw, "BROKER\tADDRESS\tRACK\tVERSION\tALIVE\tCONTROLLER\tUPLOAD-LAG\tCACHE-HITS")
 	for _, b := range st.GetBrokers() {
 		aliveText := yesNo(b.GetAlive())
 		if !b.GetRegistered() {
@@ -176,7 +176,7 @@ func printStatus(w io.Writer, st *clusterStatus, limit int) error {
 		} else if _, failed := st.failed[b.GetId()]; failed {
 			lag, hits = "?", "?"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", b.GetId(), orDash(b.GetAddress()), orDash(b.GetRack()), aliveText, ctl, lag, hits)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.GetId(), orDash(b.GetAddress()), orDash(b.GetRack()), orDash(b.GetVersion()), aliveText, ctl, lag, hits)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -376,9 +376,12 @@ type (
 		Cache                statusCacheDoc    `json:"cache"`
 	}
 	statusBrokerDoc struct {
-		ID         int32  `json:"id"`
-		Address    string `json:"address"`
-		Rack       string `json:"rack"`
+		ID      int32  `json:"id"`
+		Address string `json:"address"`
+		Rack    string `json:"rack"`
+		// Version is the software version the broker publishes; empty
+		// while it is not alive.
+		Version    string `json:"version"`
 		Alive      bool   `json:"alive"`
 		Registered bool   `json:"registered"`
 		Controller bool   `json:"controller"`
@@ -427,7 +430,7 @@ func statusJSON(st *clusterStatus, limit int) statusDoc {
 		Cache: statusCacheDoc{Brokers: t.coldBrokers, Hits: t.hits, Misses: t.misses, Gets: t.gets},
 	}
 	for _, b := range st.GetBrokers() {
-		bd := statusBrokerDoc{ID: b.GetId(), Address: b.GetAddress(), Rack: b.GetRack(), Alive: b.GetAlive(), Registered: b.GetRegistered(),
+		bd := statusBrokerDoc{ID: b.GetId(), Address: b.GetAddress(), Rack: b.GetRack(), Version: b.GetVersion(), Alive: b.GetAlive(), Registered: b.GetRegistered(),
 			Controller: b.GetId() == st.GetControllerId()}
 		if own, ok := st.byBroker[b.GetId()]; ok {
 			bd.Answered, bd.ColdTier, bd.ObjectStore = true, own.GetColdTier(), own.GetObjectStore()

@@ -152,8 +152,8 @@ func TestClusterStatusCommand(t *testing.T) {
 	out := mustStrataCmd(t, "cluster", "status", "--broker", ab.addr)
 	rows := tableRows(out)
 	want := []string{
-		"BROKER ADDRESS RACK ALIVE CONTROLLER UPLOAD-LAG CACHE-HITS",
-		"1 " + ab.addr + " - yes yes 0 B -",
+		"BROKER ADDRESS RACK VERSION ALIVE CONTROLLER UPLOAD-LAG CACHE-HITS",
+		"1 " + ab.addr + " - " + version + " yes yes 0 B -",
 		"Under-replicated partitions: 0",
 		"Offline partitions: 0",
 		"Upload lag: 0 B in 0 partitions",
@@ -180,6 +180,7 @@ func TestClusterStatusCommand(t *testing.T) {
 		Brokers      []struct {
 			ID          int32  `json:"id"`
 			Address     string `json:"address"`
+			Version     string `json:"version"`
 			Alive       bool   `json:"alive"`
 			Controller  bool   `json:"controller"`
 			Answered    bool   `json:"answered"`
@@ -198,7 +199,7 @@ func TestClusterStatusCommand(t *testing.T) {
 	fsStore := "fs " + ab.b.DataDir() + "/objects"
 	if doc.BrokerID != 1 || doc.ControllerID != 1 || doc.ReadReplica || doc.Topics != 1 || doc.Partitions != 2 || !doc.ColdTier ||
 		!slices.Equal(doc.ObjectStores, []string{fsStore}) || doc.Cache.Brokers != 1 ||
-		len(doc.Brokers) != 1 || doc.Brokers[0].Address != ab.addr || !doc.Brokers[0].Alive || !doc.Brokers[0].Controller ||
+		len(doc.Brokers) != 1 || doc.Brokers[0].Address != ab.addr || doc.Brokers[0].Version != version || !doc.Brokers[0].Alive || !doc.Brokers[0].Controller ||
 		!doc.Brokers[0].Answered || doc.Brokers[0].ObjectStore != fsStore ||
 		doc.UnderReplicated == nil || doc.UploadLag == nil {
 		t.Errorf("--format json: %+v from:\n%s", doc, js)
@@ -223,8 +224,8 @@ func TestPrintClusterStatus(t *testing.T) {
 	first := &stratav1.ClusterStatusResponse{
 		BrokerId: 1, ControllerId: 1, MetadataVersion: 42, Topics: 2, Partitions: 9,
 		Brokers: []*stratav1.BrokerStatus{
-			{Id: 1, Address: "10.0.0.1:7400", Rack: "a", Alive: true, Registered: true},
-			{Id: 2, Address: "10.0.0.2:7400", Rack: "b", Alive: true, Registered: true},
+			{Id: 1, Address: "10.0.0.1:7400", Rack: "a", Alive: true, Registered: true, Version: "v1.2.0"},
+			{Id: 2, Address: "10.0.0.2:7400", Rack: "b", Alive: true, Registered: true, Version: "v1.1.0"},
 			{Id: 3, Address: "10.0.0.3:7400", Rack: "c", Registered: true},
 			{Id: 4, Address: "10.0.0.4:7400", Alive: true},
 		},
@@ -255,11 +256,11 @@ func TestPrintClusterStatus(t *testing.T) {
 	}
 	want := []string{
 		"Cluster: 4 brokers (3 alive), controller 1, 2 topics, 9 partitions; metadata version 42, as broker 1 sees it",
-		"BROKER ADDRESS RACK ALIVE CONTROLLER UPLOAD-LAG CACHE-HITS",
-		"1 10.0.0.1:7400 a yes yes 3.0 MiB 90.0%",
-		"2 10.0.0.2:7400 b yes - 7.0 MiB 10.0%",
-		"3 10.0.0.3:7400 c no - - -",
-		"4 10.0.0.4:7400 - yes (not registered yet) - ? ?",
+		"BROKER ADDRESS RACK VERSION ALIVE CONTROLLER UPLOAD-LAG CACHE-HITS",
+		"1 10.0.0.1:7400 a v1.2.0 yes yes 3.0 MiB 90.0%",
+		"2 10.0.0.2:7400 b v1.1.0 yes - 7.0 MiB 10.0%",
+		"3 10.0.0.3:7400 c - no - - -",
+		"4 10.0.0.4:7400 - - yes (not registered yet) - ? ?",
 		"broker 4 did not answer: connection refused",
 		"Under-replicated partitions: 5",
 		"TOPIC PARTITION LEADER REPLICAS ISR",
