@@ -58,13 +58,31 @@ func (b readOnly) replicaReadLimits(topic, topicID string) (bytes, gets int64, o
 
 // readLimitsOf returns the cold read limits of a topic with these
 // overrides of the broker's topic defaults.
+// It runs before every cold GET: a topic that overrides neither limit
+// costs no parsing and no allocation (parsing all of a topic's overrides
+// was 3% of the broker's CPU in a cold replay), and one that does has just
+// those two parsed and checked.
 func (b *Broker) readLimitsOf(overrides map[string]string) (bytes, gets int64) {
-	cfg, err := b.defaults.With(overrides)
-	if err != nil {
-		cfg = b.defaults
+	var limits map[string]string
+	for _, k := range readLimitKeys {
+		if v, ok := overrides[k]; ok {
+			if limits == nil {
+				limits = make(map[string]string, len(readLimitKeys))
+			}
+			limits[k] = v
+		}
+	}
+	cfg := b.defaults
+	if limits != nil {
+		if c, err := b.defaults.With(limits); err == nil {
+			cfg = c
+		}
 	}
 	return cfg.RemoteReadBytesPerSec, cfg.RemoteReadGetsPerSec
 }
+
+// readLimitKeys are the topic keys readLimitsOf reads.
+var readLimitKeys = [...]string{"remote.read.bytes.per.sec", "remote.read.gets.per.sec"}
 
 // rateLimit is a token bucket filling at rate tokens a second and holding
 // at most a tenth of a second's worth: a limited replay then sends its GETs

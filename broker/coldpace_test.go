@@ -146,3 +146,28 @@ func TestColdPacerWaits(t *testing.T) {
 		t.Fatalf("throttled %v", broker)
 	}
 }
+
+// TestReadLimitsOf: a topic's own cold read limits override the broker's
+// defaults, its other overrides do not change them, and a limit that does
+// not parse leaves the defaults.
+func TestReadLimitsOf(t *testing.T) {
+	def := config.DefaultTopic()
+	def.RemoteReadBytesPerSec, def.RemoteReadGetsPerSec = 50<<20, 100
+	b := &Broker{defaults: def}
+	for _, c := range []struct {
+		overrides   map[string]string
+		bytes, gets int64
+	}{
+		{nil, 50 << 20, 100},
+		{map[string]string{"segment.bytes": "1MiB", "retention.ms": "-1"}, 50 << 20, 100},
+		{map[string]string{"remote.read.bytes.per.sec": "10MiB"}, 10 << 20, 100},
+		{map[string]string{"remote.read.gets.per.sec": "7", "segment.ms": "1s"}, 50 << 20, 7},
+		{map[string]string{"remote.read.bytes.per.sec": "1MiB", "remote.read.gets.per.sec": "-1"}, 1 << 20, -1},
+		{map[string]string{"remote.read.bytes.per.sec": "fast"}, 50 << 20, 100},
+	} {
+		bytes, gets := b.readLimitsOf(c.overrides)
+		if bytes != c.bytes || gets != c.gets {
+			t.Errorf("overrides %v: limits %d B/s, %d GETs/s, want %d, %d", c.overrides, bytes, gets, c.bytes, c.gets)
+		}
+	}
+}

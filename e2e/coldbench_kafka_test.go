@@ -39,10 +39,11 @@ func BenchmarkColdReplayKafka(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := c.CreateTopic(ctx, "replay", partitions, 1, coldOnly("64MiB")); err != nil {
+	if _, err := c.CreateTopic(ctx, "replay", partitions, 1, coldOnlyFull("64MiB")); err != nil {
 		b.Fatal(err)
 	}
 	fill(ctx, b, c, "replay", records, recordSize)
+	sealTails(ctx, b, c, "replay")
 	waitOnlyInBucket(ctx, b, c, "replay")
 	c.Close()
 

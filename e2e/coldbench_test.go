@@ -61,13 +61,14 @@ func BenchmarkColdReplay(b *testing.B) {
 		name    string
 		cfg     map[string]string
 		records int
-	}{{"replay", coldOnly("64MiB"), records}, {"small", coldOnly("1MiB"), small}, {"hot", hot, records}}
+	}{{"replay", coldOnlyFull("64MiB"), records}, {"small", coldOnlyFull("1MiB"), small}, {"hot", hot, records}}
 	for _, t := range topics {
 		if _, err := c.CreateTopic(ctx, t.name, partitions, 1, t.cfg); err != nil {
 			b.Fatal(err)
 		}
 		fill(ctx, b, c, t.name, t.records, recordSize)
 	}
+	sealTails(ctx, b, c, "replay", "small")
 	waitOnlyInBucket(ctx, b, c, "replay")
 	waitOnlyInBucket(ctx, b, c, "small")
 	var stored int64
@@ -95,28 +96,33 @@ func BenchmarkColdReplay(b *testing.B) {
 	// With STRATA_PROFILE=prefix, CPU profiles of the broker during the
 	// cold, the 1 MiB segments' and the warm replay go to
 	// prefix-cold.prof, prefix-small.prof and prefix-warm.prof (the first
-	// seconds of each).
+	// seconds of each), and what it allocated in the same seconds to
+	// prefix-cold-allocs.prof and so on (go tool pprof -sample_index
+	// alloc_space).
 	prof := os.Getenv("STRATA_PROFILE")
 	profiled := func(phase string, seconds int, run func() (int64, time.Duration)) (int64, time.Duration) {
 		if prof == "" {
 			return run()
 		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, seconds))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			data, _ := io.ReadAll(resp.Body)
-			if err := os.WriteFile(prof+"-"+phase+".prof", data, 0o644); err != nil {
-				b.Error(err)
-			}
-		}()
+		var wg sync.WaitGroup
+		for kind, file := range map[string]string{"profile": ".prof", "allocs": "-allocs.prof"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", admin, kind, seconds))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				data, _ := io.ReadAll(resp.Body)
+				if err := os.WriteFile(prof+"-"+phase+file, data, 0o644); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
 		n, took := run()
-		<-done
+		wg.Wait()
 		return n, took
 	}
 	// The CPU time each GB costs, cold and hot, of each process: the broker,
@@ -127,7 +133,7 @@ func BenchmarkColdReplay(b *testing.B) {
 	var hotBytes, hotBytesAll int64
 	var hotTook time.Duration
 	coldCPU.begin()
-	coldBytes, coldTook := profiled("cold", 2, func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "replay", partitions) })
+	coldBytes, coldTook := profiled("cold", 4, func() (int64, time.Duration) { return fetchAll(ctx, b, br.addr, "replay", partitions) })
 	coldCPU.end()
 	after := scrape(b, admin)
 	hotRun := func() (int64, time.Duration) {
@@ -205,6 +211,30 @@ func BenchmarkColdReplay(b *testing.B) {
 // disk as soon as it is in the bucket, in segments of the size given.
 func coldOnly(segment string) map[string]string {
 	return map[string]string{"segment.bytes": segment, "segment.ms": "1s", "local.retention.bytes": "1", "local.retention.ms": "-1", "retention.ms": "-1"}
+}
+
+// coldOnlyFull is coldOnly for a fill that must land in full segments
+// whatever its rate: segments roll on size alone (segment.ms is an hour)
+// until sealTails shortens segment.ms. With segment.ms=1s from the start,
+// a fill slowed by a loaded machine rolls segments early, and the same GB
+// lands in two or three times the objects, which moves every per-object
+// cost of a replay.
+func coldOnlyFull(segment string) map[string]string {
+	cfg := coldOnly(segment)
+	cfg["segment.ms"] = "1h"
+	return cfg
+}
+
+// sealTails sets segment.ms=1s on topics created with coldOnlyFull once
+// they are filled, so their last, partial segments roll and go to the
+// bucket too.
+func sealTails(ctx context.Context, b testing.TB, c *client.Client, topics ...string) {
+	b.Helper()
+	for _, t := range topics {
+		if _, err := c.AlterTopicConfig(ctx, t, map[string]string{"segment.ms": "1s"}, nil); err != nil {
+			b.Fatalf("seal the tails of %s: %v", t, err)
+		}
+	}
 }
 
 // waitOnlyInBucket waits until every partition of topic has records and

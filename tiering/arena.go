@@ -26,12 +26,12 @@ import (
 // reads into a buffer of the heap, counted in heapBuffers, that the GC
 // reclaims once the chunk is gone.
 //
-// On Linux the buffers are mapped outside the Go heap (mapBuffer), with
-// transparent huge pages where the kernel offers them: the first touch of
-// a fresh buffer costs a fault per 2 MiB rather than per 4 KiB, and a
-// cache of gigabytes neither counts towards the GC's heap goal nor is
-// zeroed by the runtime. A buffer is unmapped only once it is free, with
-// no reference left to it.
+// On Linux the buffers are mapped outside the Go heap (mapBuffer), their
+// pages populated when mapped: a cache of gigabytes neither counts towards
+// the GC's heap goal nor is zeroed by the runtime. Fresh memory is still
+// the largest cost of a cold GB read into a cache that keeps it (the
+// kernel zeroes every page once); recycling buffers is what avoids it. A
+// buffer is unmapped only once it is free, with no reference left to it.
 type arena struct {
 	class int // bytes per size class step
 	max   int // largest buffer kept, in bytes

@@ -26,6 +26,10 @@ type fakeStore struct {
 	maxBody int
 	hang    bool
 	gets    atomic.Int64
+	// wrongChecksum sends a CRC32 checksum header that matches no body.
+	wrongChecksum bool
+	// checksumAsked counts GETs that asked for the object's checksum.
+	checksumAsked atomic.Int64
 }
 
 func (f *fakeStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +44,9 @@ func (f *fakeStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.gets.Add(1)
+	if r.Header.Get("X-Amz-Checksum-Mode") != "" {
+		f.checksumAsked.Add(1)
+	}
 	if f.hang {
 		<-r.Context().Done()
 		return
@@ -51,6 +58,9 @@ func (f *fakeStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(last-first+1))
 	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, len(f.data)))
+	if f.wrongChecksum {
+		w.Header().Set("X-Amz-Checksum-Crc32", "AAAAAA==")
+	}
 	w.WriteHeader(http.StatusPartialContent)
 	// Fewer bytes than declared: the server closes the connection and the
 	// client sees the body end early.
@@ -85,6 +95,27 @@ func TestReadAtShortBodies(t *testing.T) {
 	}
 	if got := f.gets.Load(); got < 50/7 {
 		t.Fatalf("%d GETs for 50 bytes sent 7 at a time; the short bodies were not retried", got)
+	}
+}
+
+// TestReadAtAsksNoChecksum: range GETs do not ask the store for the
+// object's checksum, nor does the SDK check one the store sends anyway (here
+// a wrong one, on a read of the whole object): Strata's own CRCs cover
+// every byte it reads, and a second pass would double the cost of reading
+// small objects whole.
+func TestReadAtAsksNoChecksum(t *testing.T) {
+	f := &fakeStore{data: []byte(strings.Repeat("0123456789", 10)), maxBody: 100, wrongChecksum: true}
+	b := fakeBucket(t, f)
+	r, err := b.(objstore.SizedOpener).OpenSized(t.Context(), "k", int64(len(f.data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, len(f.data))
+	if n, err := r.ReadAt(t.Context(), p, 0); n != len(p) || err != nil || !bytes.Equal(p, f.data) {
+		t.Fatalf("ReadAt = %d, %v; want %d, nil and the object", n, err, len(p))
+	}
+	if got := f.checksumAsked.Load(); got != 0 {
+		t.Fatalf("%d of %d GETs asked for the checksum", got, f.gets.Load())
 	}
 }
 
