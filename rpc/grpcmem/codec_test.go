@@ -49,3 +49,38 @@ func TestCodecRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodedLendsItsBody: an Encoded message is Head then Body on the
+// wire; a large Body is not copied, and its Release runs once, when gRPC
+// frees what Marshal returned, not before. A small one is copied and
+// released at once.
+func TestEncodedLendsItsBody(t *testing.T) {
+	for _, n := range []int{0, 100, 1 << 20} {
+		body := bytes.Repeat([]byte{9}, n)
+		released := 0
+		e := &Encoded{Head: []byte{1, 2, 3}, Body: body, Release: func() { released++ }}
+		data, err := Codec{}.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := data.Materialize(), append([]byte{1, 2, 3}, body...); !bytes.Equal(got, want) {
+			t.Fatalf("%d bytes of body: framed %d bytes, want head then body (%d)", n, len(got), len(want))
+		}
+		small := n == 0 || mem.IsBelowBufferPoolingThreshold(n)
+		if small != (released == 1) {
+			t.Fatalf("%d bytes of body: released %d times before gRPC freed the message", n, released)
+		}
+		if !small && &data[len(data)-1].ReadOnlyData()[0] != &body[0] {
+			t.Fatalf("%d bytes of body: Marshal copied it", n)
+		}
+		data.Ref() // as gRPC's transport does while a write is queued
+		data.Free()
+		if !small && released != 0 {
+			t.Fatalf("%d bytes of body: released while a reference remained", n)
+		}
+		data.Free()
+		if released != 1 {
+			t.Fatalf("%d bytes of body: released %d times, want once", n, released)
+		}
+	}
+}
