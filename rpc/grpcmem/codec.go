@@ -111,8 +111,9 @@ func (f *Frame) Free() {
 // Body without a copy into a buffer of the codec's: a large bytes field
 // written last (protobuf takes fields in any order), whose buffer the
 // sender lends. gRPC writes Body from that buffer, possibly after SendMsg
-// returned, and Release (once, if set) tells the sender it may reuse it;
-// it is called on every path, a failed send included.
+// returned, and Release (once, if set) tells the sender it may reuse it:
+// when gRPC frees the message, a failed send included. Should gRPC drop
+// it without freeing it, the buffer is only not reused.
 type Encoded struct {
 	Head, Body []byte
 	Release    func()
