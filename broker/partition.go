@@ -394,16 +394,8 @@ func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW 
 		return errNotFollowing
 	}
 	if data = skipBelow(data, p.log.LogEndOffset()); len(data) > 0 {
-		if _, err := p.log.AppendReplica(data); err != nil {
+		if err := p.producers.appendReplica(p.log, data); err != nil {
 			return err
-		}
-		for rest := data; len(rest) > 0; {
-			b, next, err := record.NextVerified(rest) // AppendReplica checked every batch
-			if err != nil {
-				break
-			}
-			p.producers.record(b)
-			rest = next
 		}
 	}
 	if hw := followerHighWatermark(leaderHW, p.logViewLocked()); hw > p.log.HighWatermark() {

@@ -355,7 +355,7 @@ func appendIdempotent(p *partition, batch record.Batch, epoch int32) (hotlog.App
 	if err != nil {
 		return hotlog.AppendResult{}, nil, appendError(p, err)
 	}
-	s.recordLocked(batch)
+	s.appendedLocked(batch)
 	return ar, nil, nil
 }
 

@@ -60,10 +60,10 @@ func (p *partition) coldProducerState(ctx context.Context, store objstore.Reader
 	}
 	s := p.producers
 	s.mu.Lock()
-	built := s.mu.built
+	exact := s.mu.built && s.mu.exact
 	s.mu.Unlock()
-	if built {
-		return nil // a follower that recorded every batch it appended
+	if exact {
+		return nil // a follower that recorded every batch it appended, with the history before
 	}
 	ps := s.files(p.log)
 	exact, err := ps.exactAt()

@@ -5,12 +5,14 @@ package broker
 // every batch below its offset (format in producer_snapshot.go).
 //
 // Every replica writes one for each sealed segment, as of the segment's
-// end (the next segment's base offset), computed from the snapshot before
-// it plus the headers of the segment's batches, so the file depends on the
-// log alone and not on when batches were appended: see snapshotSealed,
-// which the broker's housekeeping runs (writeProducerSnapshots), and
-// ensureAt, which the uploader and local retention call for the offsets
-// they need. A leader whose local log
+// end (the next segment's base offset): the state it recorded when its
+// appends reached that base (producerState.appendedLocked), or else
+// computed from the snapshot before it plus the headers of the segment's
+// batches. Both are the same: the state after each batch depends on the
+// state before it and the batch alone, so the file depends on the log
+// alone and not on when batches were appended. See snapshotSealed, which
+// the broker's housekeeping runs (writeProducerSnapshots), and ensureAt,
+// which the uploader and local retention call for the offsets they need. A leader whose local log
 // was reset to the cold tier's end gets one from the cold tier (see
 // producer_cold.go).
 //
@@ -78,6 +80,9 @@ type producerSnapshots struct {
 	log    *hotlog.Log
 	dir    string
 	logger *slog.Logger
+	// state is the partition's producer state, which keeps the state at
+	// the segment bases its appends crossed (nil in some tests).
+	state *producerState
 	// seen is the log end at the last snapshotSealed that succeeded, for
 	// the broker's loop to pass over logs that did not grow.
 	seen atomic.Int64
@@ -324,6 +329,21 @@ func (ps *producerSnapshots) ensureAt(x int64) ([]byte, error) {
 	}
 	ps.mu.Unlock()
 
+	// The state the partition recorded as of x, when it had it: the same
+	// snapshot as the one computed below, without reading the segment.
+	if ps.state != nil {
+		if snap := ps.state.takeCaptured(x); snap != nil {
+			data := encodeProducerSnapshot(snap)
+			err := ps.write(snap, data)
+			if err == nil {
+				return data, nil
+			}
+			if !errors.Is(err, errSnapshotStale) {
+				return nil, err
+			}
+		}
+	}
+
 	s := newProducerState()
 	s.mu.Lock()
 	exact, lastEpoch, err := ps.buildInto(s, x)
@@ -451,6 +471,13 @@ func (p *partition) writeProducerSnapshots(sweep bool, logger *slog.Logger) {
 	leo := p.log.LogEndOffset()
 	if !sweep && ps.seen.Load() == leo {
 		return
+	}
+	if p.log.ActiveBaseOffset() == leo {
+		// The last segment may have been sealed by age, with no append
+		// since to capture the state at its end.
+		p.mu.Lock()
+		p.producers.captureIdleLocked()
+		p.mu.Unlock()
 	}
 	err := ps.snapshotSealed()
 	ps.mu.Lock()

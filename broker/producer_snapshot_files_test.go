@@ -389,3 +389,103 @@ func TestProducerSnapshotsFollowTheLog(t *testing.T) {
 		t.Fatalf("partial snapshots claim the exact state: %v, %v", exact, err)
 	}
 }
+
+// copyChunks appends to follower, with its state, what leader has past
+// the follower's end, in chunks that span several segments of it.
+func copyChunks(t *testing.T, leader, follower *hotlog.Log, s *producerState) {
+	t.Helper()
+	for off := follower.LogEndOffset(); off < leader.LogEndOffset(); {
+		var chunk []byte
+		for len(chunk) < 4<<10 && off < leader.LogEndOffset() {
+			rr, err := leader.Read(off, 1<<10, leader.LogEndOffset())
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunk, off = append(chunk, rr.Data...), rr.NextOffset
+		}
+		if err := s.appendReplica(follower, chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestProducerSnapshotsFromRecordedState: the leader, recording each
+// batch it appends, and a follower, recording chunks that cross several
+// segment bases at once, keep the state as of every base their appends
+// crossed; the snapshots of the sealed segments are written from those,
+// and are byte for byte the files computed again from the log alone.
+func TestProducerSnapshotsFromRecordedState(t *testing.T) {
+	ld := newLeader(t, smallSegments())
+	ld.s.attach(ld.l, quietLogger())
+	fl := openTestLog(t, t.TempDir(), smallSegments())
+	fs := newProducerState()
+	fs.attach(fl, quietLogger())
+	h := newHistory()
+	replicas := []struct {
+		name string
+		s    *producerState
+		l    *hotlog.Log
+	}{{"leader", ld.s, ld.l}, {"follower", fs, fl}}
+	for round := range 6 {
+		if round == 3 {
+			ld.epoch = 2
+		}
+		h.write(t, ld, []int64{1, 2, 3}, 30)
+		copyChunks(t, ld.l, fl, fs)
+		for _, r := range replicas {
+			settled(t, r.l)
+			files := snapshotFiles(t, r.l.Dir())
+			r.s.mu.Lock()
+			var kept []int64
+			for _, snap := range r.s.mu.captured {
+				kept = append(kept, snap.offset)
+			}
+			r.s.mu.Unlock()
+			for _, x := range sealedEnds(r.l) {
+				if !slices.Contains(files, x) && !slices.Contains(kept, x) {
+					t.Fatalf("round %d, %s: no state kept for the segment ending at %d (kept %v, files %v)", round, r.name, x, kept, files)
+				}
+			}
+			if err := r.s.snapshotSealed(); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := snapshotFiles(t, r.l.Dir()), sealedEnds(r.l); !slices.Equal(got, want) {
+				t.Fatalf("round %d, %s: snapshots at %v, sealed segments end at %v", round, r.name, got, want)
+			}
+			r.s.mu.Lock()
+			for _, snap := range r.s.mu.captured {
+				if slices.Contains(sealedEnds(r.l), snap.offset) {
+					t.Errorf("round %d, %s: the state kept at %d was not used for its snapshot", round, r.name, snap.offset)
+				}
+			}
+			r.s.mu.Unlock()
+		}
+	}
+	for _, r := range replicas {
+		ps := r.s.snaps.Load()
+		ends := sealedEnds(r.l)
+		recorded := map[int64][]byte{}
+		for _, x := range ends {
+			snap, data := readSnapshot(t, r.l.Dir(), x)
+			recorded[x] = data
+			if want := h.states[x]; !reflect.DeepEqual(loaded(snap), want) {
+				t.Fatalf("%s: snapshot at %d:\n got %+v\nwant %+v", r.name, x, loaded(snap), want)
+			}
+		}
+		ps.mu.Lock()
+		for _, x := range ends {
+			if err := ps.dropLocked(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ps.mu.Unlock()
+		if err := ps.snapshotSealed(); err != nil { // nothing kept now: read from the log
+			t.Fatal(err)
+		}
+		for _, x := range ends {
+			if _, data := readSnapshot(t, r.l.Dir(), x); !bytes.Equal(data, recorded[x]) {
+				t.Fatalf("%s: the snapshot at %d computed from the log differs from the one recorded", r.name, x)
+			}
+		}
+	}
+}

@@ -54,6 +54,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,10 @@ const (
 	// a live connection, short enough that a gap that stays open (a batch
 	// that was refused or lost) is refused soon.
 	sequenceWait = time.Second
+	// maxCaptured bounds the states kept for snapshots not yet written.
+	// The broker's loop writes them within a tick or so; a log rolling
+	// faster than that has the older ones computed from the log instead.
+	maxCaptured = 8
 )
 
 // InitProducer gives an idempotent producer its identity: an id no other
@@ -160,6 +165,20 @@ type producerState struct {
 		// changed is closed (and dropped) when the state changes, for the
 		// batches waiting for their turn; nil while none waits.
 		changed chan struct{}
+		// exact is false when the state was built without the whole
+		// history below the log start (buildInto): what it gives a
+		// snapshot is then partial.
+		exact bool
+		// buildFailed stops a follower from trying again, at every chunk,
+		// a rebuild that failed; reset clears it.
+		buildFailed bool
+		// seenBase is the newest segment base the state has looked at
+		// (appendedLocked), -1 before it looked at any.
+		seenBase int64
+		// captured are states at segment bases the log crossed while
+		// they were recorded, oldest first, for the snapshots of the
+		// sealed segments ending there (ensureAt): at most maxCaptured.
+		captured []*producerSnapshot
 	}
 	// snaps are the partition's snapshot files, set when its log opens
 	// (attach).
@@ -169,6 +188,7 @@ type producerState struct {
 func newProducerState() *producerState {
 	s := &producerState{}
 	s.mu.producers = make(map[int64]*list.Element)
+	s.mu.seenBase = -1
 	return s
 }
 
@@ -176,7 +196,9 @@ func newProducerState() *producerState {
 // snapshots, once the log is open and before any other use; snapshots the
 // log does not back (above its end) are deleted.
 func (s *producerState) attach(l *hotlog.Log, logger *slog.Logger) {
-	s.snaps.Store(openProducerSnapshots(l, logger))
+	ps := openProducerSnapshots(l, logger)
+	ps.state = s
+	s.snaps.Store(ps)
 }
 
 // files returns the snapshot files of l, attaching them first if that was
@@ -185,18 +207,126 @@ func (s *producerState) files(l *hotlog.Log) *producerSnapshots {
 	if ps := s.snaps.Load(); ps != nil {
 		return ps
 	}
-	s.snaps.CompareAndSwap(nil, openProducerSnapshots(l, slog.Default()))
+	ps := openProducerSnapshots(l, slog.Default())
+	ps.state = s
+	s.snaps.CompareAndSwap(nil, ps)
 	return s.snaps.Load()
 }
 
 // record notes a batch appended to the log, with its offsets assigned.
-// Followers call it for every batch they append.
 func (s *producerState) record(b record.Batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.built {
+	s.appendedLocked(b)
+}
+
+// appendReplica is a follower's append of data, batches whose offsets the
+// leader assigned, and their record. The state is built first (once after
+// the log opened or lost its tail) so that it follows every batch and
+// holds the state at each segment the log seals, for that segment's
+// snapshot, instead of the snapshot being computed by reading the segment
+// again. Holding the lock from the append to the record keeps the state
+// and the log's end in step for whoever reads both under it.
+func (s *producerState) appendReplica(l *hotlog.Log, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.mu.built && !s.mu.buildFailed {
+		if err := s.rebuildLocked(l); err != nil {
+			s.mu.buildFailed = true
+			s.files(l).logger.Warn("cannot build the producer state of a follower; its snapshots will be computed from the log", "dir", l.Dir(), "err", err)
+		}
+	}
+	end := l.LogEndOffset()
+	if _, err := l.AppendReplica(data); err != nil {
+		if l.LogEndOffset() != end {
+			s.clearLocked() // part of data is in the log, unrecorded
+		}
+		return err
+	}
+	s.appendedLocked(data)
+	return nil
+}
+
+// appendedLocked records data, whole batches just appended to the log in
+// order, and keeps the state at each segment base they reach or pass (the
+// log rolled there): with every batch below that base recorded and none
+// above, the state at that moment is the state as of the base.
+func (s *producerState) appendedLocked(data []byte) {
+	if !s.mu.built {
+		return // the rebuild will find them in the log
+	}
+	ps := s.snaps.Load()
+	var bases []int64
+	if ps != nil && ps.log.ActiveBaseOffset() > s.mu.seenBase {
+		for _, seg := range ps.log.Segments() {
+			if seg.BaseOffset > s.mu.seenBase {
+				bases = append(bases, seg.BaseOffset)
+			}
+		}
+	}
+	end := int64(-1)
+	for rest := data; len(rest) > 0; {
+		b, next, err := record.NextVerified(rest) // appended, so whole
+		if err != nil {
+			break
+		}
+		for len(bases) > 0 && bases[0] <= b.BaseOffset() {
+			s.captureLocked(ps, bases[0])
+			bases = bases[1:]
+		}
 		s.recordLocked(b)
-	} // else the rebuild will find it in the log
+		end, rest = b.NextOffset(), next
+	}
+	if len(data) == 0 && ps != nil {
+		end = ps.log.LogEndOffset()
+	}
+	for len(bases) > 0 && bases[0] <= end {
+		s.captureLocked(ps, bases[0])
+		bases = bases[1:]
+	}
+}
+
+// captureLocked keeps the state as of x, a segment base, if the state is
+// that: no recorded batch reaches past x. A base below that (crossed while
+// the state was not built, or while a chunk was cut short) is passed over:
+// its snapshot is computed from the log.
+func (s *producerState) captureLocked(ps *producerSnapshots, x int64) {
+	s.mu.seenBase = max(s.mu.seenBase, x)
+	if x < s.mu.next {
+		return
+	}
+	epoch, ok, err := lastEpochAt(ps.log, x)
+	if err != nil || !ok {
+		return // x is the log start, or the log moved: nothing to snapshot
+	}
+	snap := s.snapshotLocked(x, epoch)
+	snap.partial = !s.mu.exact
+	if len(s.mu.captured) == maxCaptured {
+		s.mu.captured = slices.Delete(s.mu.captured, 0, 1)
+	}
+	s.mu.captured = append(s.mu.captured, snap)
+}
+
+// takeCaptured returns, and forgets, the state kept as of x, if any.
+func (s *producerState) takeCaptured(x int64) *producerSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, snap := range s.mu.captured {
+		if snap.offset == x {
+			s.mu.captured = slices.Delete(s.mu.captured, i, i+1)
+			return snap
+		}
+	}
+	return nil
+}
+
+// captureIdleLocked keeps the state as of segments sealed without an
+// append after them (by age): the caller holds the partition's lock, so no
+// append or truncation is under way and the state is that of the log end.
+func (s *producerState) captureIdleLocked() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.appendedLocked(nil)
 }
 
 // reset forgets everything: the state is rebuilt from the log before the
@@ -207,6 +337,7 @@ func (s *producerState) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clearLocked()
+	s.mu.buildFailed = false
 	if ps := s.snaps.Load(); ps != nil {
 		if err := ps.prune(); err != nil {
 			ps.logger.Warn("pruning producer snapshots after a truncation failed", "dir", ps.dir, "err", err)
@@ -220,6 +351,9 @@ func (s *producerState) clearLocked() {
 	s.mu.lru.Init()
 	s.mu.built = false
 	s.mu.next = 0
+	s.mu.exact = false
+	s.mu.seenBase = -1
+	s.mu.captured = nil
 }
 
 // rebuild replaces the state with the state at l's end: its newest
@@ -233,11 +367,12 @@ func (s *producerState) rebuild(l *hotlog.Log) error {
 
 func (s *producerState) rebuildLocked(l *hotlog.Log) error {
 	s.clearLocked()
-	if _, _, err := s.files(l).buildInto(s, l.LogEndOffset()); err != nil {
+	exact, _, err := s.files(l).buildInto(s, l.LogEndOffset())
+	if err != nil {
 		s.clearLocked()
 		return err
 	}
-	s.mu.built = true
+	s.mu.built, s.mu.exact = true, exact
 	return nil
 }
 

@@ -93,7 +93,7 @@ func (ld *leader) send(b record.Batch) (base, last int64, dup bool, refusal *Err
 	if err != nil {
 		ld.t.Fatal(err)
 	}
-	ld.s.recordLocked(b)
+	ld.s.appendedLocked(b)
 	return ar.BaseOffset, ar.LastOffset, false, nil
 }
 
@@ -111,7 +111,7 @@ func (ld *leader) seed(b record.Batch) (base, last int64) {
 	if err != nil {
 		ld.t.Fatal(err)
 	}
-	ld.s.recordLocked(b)
+	ld.s.appendedLocked(b)
 	return ar.BaseOffset, ar.LastOffset
 }
 

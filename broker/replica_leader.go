@@ -48,16 +48,20 @@ type ReplicaChunk struct {
 	LogStart      int64
 	ErrReason     Reason
 	ErrMessage    string
-	// Release, when set, gives back the buffer Batches lie in: the
-	// transport lends it, and the follower calls Release once it has
-	// applied the chunk and keeps nothing of Batches.
+	// Release, when set, gives back the buffer Batches lie in, once its
+	// borrower is done with it. To a follower the transport lends the
+	// received buffer, and the follower calls Release once it has applied
+	// the chunk and keeps nothing of Batches. A leader's pusher lends its
+	// read buffer to ReplicaStream.Send, which calls Release once the
+	// bytes are written, possibly after it returned.
 	Release func()
 }
 
 // ReplicaStream is the transport of one follower's stream, the leader's
-// end (FollowerStream is the follower's). Send must be done with the
-// chunk's Batches when it returns (gRPC encodes the message before): a
-// pusher reads the next chunk into the same buffer.
+// end (FollowerStream is the follower's). Send keeps the chunk's Batches
+// until it calls the chunk's Release (gRPC writes them from that buffer,
+// without a copy); a chunk without Release it must be done with when it
+// returns.
 type ReplicaStream interface {
 	Recv() (ReplicaUpdate, error)
 	Send(ReplicaChunk) error
@@ -214,7 +218,8 @@ type pusher struct {
 }
 
 // chunkBuffers are the buffers pushers read chunks into, each taken for
-// one chunk and given back once it is sent: a fresh buffer for every chunk
+// one chunk and given back once it is written to the follower's stream
+// (the chunk's Release): a fresh buffer for every chunk
 // was most of what a leader allocated while it served followers, and a
 // buffer per pusher would hold a mebibyte for each idle partition and
 // follower.
@@ -232,11 +237,28 @@ func (ps *pusher) alloc(n int) []byte {
 	return (*ps.buf)[:n]
 }
 
-// release gives back the buffer of the chunk just sent.
+// release gives back the buffer of a read that found nothing to send.
 func (ps *pusher) release() {
 	if ps.buf != nil {
 		chunkBuffers.Put(ps.buf)
 		ps.buf = nil
+	}
+}
+
+// lend hands the chunk's buffer to the stream: Send calls c.Release once
+// it has written Batches, and the pusher reads its next chunk into
+// another buffer. A batch larger than a chunk was read into a buffer of
+// its own, which needs no giving back.
+func (ps *pusher) lend(c *ReplicaChunk) {
+	if len(c.Batches) == 0 {
+		return
+	}
+	buf := ps.buf
+	ps.buf = nil
+	c.Release = func() {
+		if buf != nil {
+			chunkBuffers.Put(buf)
+		}
 	}
 }
 
@@ -270,8 +292,8 @@ func (ps *pusher) run() {
 			return
 		}
 		if ok {
+			ps.lend(&c)
 			err := ps.send(c)
-			ps.release()
 			if err != nil {
 				return
 			}

@@ -162,6 +162,11 @@ func (l *Log) SetHighWatermark(hw int64) {
 	}
 }
 
+// ActiveBaseOffset is the base offset of the active segment: it moves
+// only when the log rolls (or is truncated or reset), so a caller can
+// tell cheaply whether segments were sealed since it last looked.
+func (l *Log) ActiveBaseOffset() int64 { return l.active.Load().base }
+
 // Segments describes every segment, oldest first; the last is active.
 func (l *Log) Segments() []SegmentInfo {
 	l.mu.RLock()

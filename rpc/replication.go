@@ -9,7 +9,11 @@ import (
 	"errors"
 	"io"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/rpc/grpcmem"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -39,12 +43,32 @@ func (r replicaStream) Recv() (broker.ReplicaUpdate, error) {
 	return u, nil
 }
 
+// Send writes a chunk. One whose buffer the pusher lends (Release) goes
+// out without a copy: the other fields encoded, then the batches field
+// last, its bytes written by gRPC from the lent buffer, which it gives
+// back once they are on the connection.
 func (r replicaStream) Send(c broker.ReplicaChunk) error {
-	return r.s.Send(&stratav1.ReplicateResponse{
+	m := &stratav1.ReplicateResponse{
 		Topic: c.Topic, TopicId: c.TopicID, Partition: c.Partition, LeaderEpoch: c.LeaderEpoch,
-		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStartOffset: c.LogStart,
+		HighWatermark: c.HighWatermark, LogStartOffset: c.LogStart,
 		ErrorReason: string(c.ErrReason), ErrorMessage: c.ErrMessage,
-	})
+	}
+	if c.Release == nil || len(c.Batches) == 0 {
+		m.Batches = c.Batches
+		err := r.s.Send(m)
+		if c.Release != nil {
+			c.Release()
+		}
+		return err
+	}
+	head, err := proto.Marshal(m)
+	if err != nil {
+		c.Release()
+		return err
+	}
+	head = protowire.AppendTag(head, batchesField, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(len(c.Batches)))
+	return r.s.SendMsg(&grpcmem.Encoded{Head: head, Body: c.Batches, Release: c.Release})
 }
 
 // Replicate serves a follower's stream until it ends or the server stops:

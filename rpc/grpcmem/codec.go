@@ -34,8 +34,11 @@ var _ encoding.CodecV2 = Codec{}
 func (Codec) Name() string { return "proto" }
 
 // Marshal encodes v into a buffer from Shared, or a buffer of its own when
-// it is too small for gRPC to pool.
+// it is too small for gRPC to pool; an *Encoded is sent as it is.
 func (Codec) Marshal(v any) (mem.BufferSlice, error) {
+	if e, ok := v.(*Encoded); ok {
+		return marshalEncoded(e), nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("grpcmem: cannot marshal %T, not a proto.Message", v)
@@ -102,4 +105,39 @@ func (f *Frame) Free() {
 		f.buf.Free()
 		f.buf = nil
 	}
+}
+
+// Encoded is a message its sender encoded itself, sent as Head followed by
+// Body without a copy into a buffer of the codec's: a large bytes field
+// written last (protobuf takes fields in any order), whose buffer the
+// sender lends. gRPC writes Body from that buffer, possibly after SendMsg
+// returned, and Release (once, if set) tells the sender it may reuse it:
+// when gRPC frees the message, a failed send included. Should gRPC drop
+// it without freeing it, the buffer is only not reused.
+type Encoded struct {
+	Head, Body []byte
+	Release    func()
+}
+
+// releaser is the BufferPool of one lent Body: gRPC gives the buffer back
+// to it once written, and it calls the sender's Release.
+type releaser struct{ release func() }
+
+func (r releaser) Get(int) *[]byte { panic("grpcmem: an Encoded body's pool lends no buffers") }
+func (r releaser) Put(*[]byte)     { r.release() }
+
+// marshalEncoded frames e for gRPC. A Body too small for gRPC to count
+// references to is copied after Head and released at once.
+func marshalEncoded(e *Encoded) mem.BufferSlice {
+	release := e.Release
+	if release == nil {
+		release = func() {}
+	}
+	if len(e.Body) == 0 || mem.IsBelowBufferPoolingThreshold(cap(e.Body)) {
+		out := append(append(make([]byte, 0, len(e.Head)+len(e.Body)), e.Head...), e.Body...)
+		release()
+		return mem.BufferSlice{mem.SliceBuffer(out)}
+	}
+	body := e.Body
+	return mem.BufferSlice{mem.SliceBuffer(e.Head), mem.NewBuffer(&body, releaser{release})}
 }
