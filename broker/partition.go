@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,11 @@ type partition struct {
 	// view is the metadata the replica last applied, for readers that need
 	// no lock (routing, describe).
 	view atomic.Pointer[cluster.PartitionInfo]
+	// applied is the metadata setState last applied without error: a
+	// reconcile round passes over a replica whose metadata and settings
+	// equal what it applied, so that one ISR change costs one replica's
+	// update, not one per replica the broker holds.
+	applied atomic.Pointer[cluster.PartitionInfo]
 
 	// mu is the replica lock. It orders the leader's appends, changes of
 	// role and epoch, moves of the high watermark and the follower's
@@ -189,7 +195,17 @@ func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error
 		}
 	}
 	p.advanceLocked()
+	p.applied.Store(&info)
 	return nil
+}
+
+// reflects reports whether the replica applied info and cfg already, so
+// applying them again would change nothing.
+func (p *partition) reflects(info cluster.PartitionInfo, cfg config.Topic) bool {
+	a := p.applied.Load()
+	return a != nil && *p.cfg.Load() == cfg &&
+		a.Partition == info.Partition && a.Leader == info.Leader && a.LeaderEpoch == info.LeaderEpoch &&
+		a.PartitionEpoch == info.PartitionEpoch && slices.Equal(a.Replicas, info.Replicas) && slices.Equal(a.ISR, info.ISR)
 }
 
 // finish ends produce waits.
