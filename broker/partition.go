@@ -314,6 +314,13 @@ func (p *partition) sentTo(id int32, end int64, caughtUp bool) {
 
 // tick returns an ISR change that drops lagging followers, or nil.
 func (p *partition) tick() *isrChange {
+	// Only a leader with followers has an ISR to manage. The view (what
+	// the replica state last applied, stored under mu) tells without the
+	// lock or the log view: the housekeeping loop asks every replica ten
+	// times a second, and most are followers or lone replicas.
+	if v := p.view.Load(); v == nil || v.Leader != p.self || len(v.Replicas) < 2 {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.rs.tick(p.logViewLocked(), p.now())
