@@ -71,6 +71,9 @@ type Broker struct {
 	// beforeOpen, when set, is called before a replica's log is opened
 	// (WithBeforeOpen).
 	beforeOpen func(topic string, partition int32)
+	// beforeUpdate, when set, is called before metadata is applied to an
+	// open replica (WithBeforeUpdate).
+	beforeUpdate func(topic string, partition int32)
 
 	peers    Peers          // the other brokers
 	fetchers *fetchers      // this broker's replication as a follower

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,11 @@ type partition struct {
 	// view is the metadata the replica last applied, for readers that need
 	// no lock (routing, describe).
 	view atomic.Pointer[cluster.PartitionInfo]
+	// applied is the metadata setState last applied without error: a
+	// reconcile round passes over a replica whose metadata and settings
+	// equal what it applied, so that one ISR change costs one replica's
+	// update, not one per replica the broker holds.
+	applied atomic.Pointer[cluster.PartitionInfo]
 
 	// mu is the replica lock. It orders the leader's appends, changes of
 	// role and epoch, moves of the high watermark and the follower's
@@ -199,7 +205,17 @@ func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error
 		}
 	}
 	p.advanceLocked()
+	p.applied.Store(&info)
 	return nil
+}
+
+// reflects reports whether the replica applied info and cfg already, so
+// applying them again would change nothing.
+func (p *partition) reflects(info cluster.PartitionInfo, cfg config.Topic) bool {
+	a := p.applied.Load()
+	return a != nil && *p.cfg.Load() == cfg &&
+		a.Partition == info.Partition && a.Leader == info.Leader && a.LeaderEpoch == info.LeaderEpoch &&
+		a.PartitionEpoch == info.PartitionEpoch && slices.Equal(a.Replicas, info.Replicas) && slices.Equal(a.ISR, info.ISR)
 }
 
 // finish ends produce waits.
@@ -308,6 +324,13 @@ func (p *partition) sentTo(id int32, end int64, caughtUp bool) {
 
 // tick returns an ISR change that drops lagging followers, or nil.
 func (p *partition) tick() *isrChange {
+	// Only a leader with followers has an ISR to manage. The view (what
+	// the replica state last applied, stored under mu) tells without the
+	// lock or the log view: the housekeeping loop asks every replica ten
+	// times a second, and most are followers or lone replicas.
+	if v := p.view.Load(); v == nil || v.Leader != p.self || len(v.Replicas) < 2 {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.rs.tick(p.logViewLocked(), p.now())

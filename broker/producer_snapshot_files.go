@@ -432,7 +432,7 @@ func (ps *producerSnapshots) dropPartialAbove(offset int64) error {
 // those the log no longer backs.
 func (ps *producerSnapshots) snapshotSealed() error {
 	var ends []int64
-	for _, seg := range ps.log.Segments() {
+	for _, seg := range ps.sealedSegments() {
 		if seg.Sealed && seg.LastOffset >= seg.BaseOffset {
 			ends = append(ends, seg.LastOffset+1)
 		}
@@ -456,6 +456,16 @@ func (ps *producerSnapshots) snapshotSealed() error {
 		}
 	}
 	return nil
+}
+
+// sealedSegments describes the log's segments when one is sealed, else
+// nil: the housekeeping sweep visits every replica each second, and most
+// have only their active segment.
+func (ps *producerSnapshots) sealedSegments() []hotlog.SegmentInfo {
+	if !ps.log.Sealed() {
+		return nil
+	}
+	return ps.log.Segments()
 }
 
 // writeProducerSnapshots writes the producer snapshots a partition's sealed

@@ -596,6 +596,9 @@ func localBytesAbove(log *hotlog.Log, offset int64) int64 {
 
 // localRetention applies total retention to a topic without a cold tier.
 func (p *partition) localRetention(logger *slog.Logger) {
+	if !p.log.Sealed() {
+		return // only sealed segments go, and most idle logs have none
+	}
 	cfg := p.cfg.Load()
 	cut := localCut(p.log.Segments(), p.log.HighWatermark(), cfg.RetentionMs, cfg.RetentionBytes, p.now())
 	if cut > p.log.LogStartOffset() {

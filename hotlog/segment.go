@@ -213,7 +213,10 @@ func (s *segment) scan(pos, end, expect int64, fn func(b record.Batch, pos int64
 		return pos, nil, err
 	}
 	defer s.done()
-	buf := make([]byte, scanBufferBytes)
+	// No more than the bytes to scan: a start recovers thousands of logs
+	// whose tail past the last index entry is a few KiB or nothing, and a
+	// whole buffer each (allocated and cleared) was most of its CPU.
+	buf := make([]byte, max(min(scanBufferBytes, end-pos), 0))
 	bufPos, n := pos, 0 // buf[:n] holds the file from bufPos
 	for pos < end {
 		b, _, err := record.Next(buf[pos-bufPos : n])
