@@ -191,7 +191,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // InvalidRequest is the error for a malformed request: a missing or
 // impossible field.
-func InvalidRequest(format string, args ...any) error {
+func InvalidRequest(format string, args ...any) *Error {
 	return refuse(ReasonInvalidRequest, nil, format, args...)
 }
 
@@ -212,13 +212,13 @@ func (e *Error) With(key, value string) *Error { return e.with(key, value) }
 
 // Unavailable is the error for a request this broker cannot serve right now
 // (it is starting or stopping); the client should retry, here or elsewhere.
-func Unavailable(format string, args ...any) error {
+func Unavailable(format string, args ...any) *Error {
 	return refuse(ReasonUnavailable, nil, format, args...)
 }
 
 // CorruptData is the error for stored data that fails its checks when read
 // back (a length, a CRC, records that do not decode): the data is not
 // returned, and retrying cannot help. offset is where the damage is.
-func CorruptData(cause error, offset int64, format string, args ...any) error {
+func CorruptData(cause error, offset int64, format string, args ...any) *Error {
 	return refuse(ReasonCorruptData, cause, format, args...).with("offset", itoa(offset))
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
-	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/internal/corrupt"
 	"github.com/strata-log/strata/tiering"
 )
 
@@ -169,7 +169,7 @@ func (p *partition) noStoreError(offset int64, err error) error {
 func (b *Broker) coldFetch(ctx context.Context, p *partition, req FetchRequest) (FetchResult, error) {
 	r, err := b.cold.Read(ctx, p.ref(), req.Offset, req.MaxBytes)
 	if err != nil {
-		return FetchResult{}, b.coldError(p.name(), req.Offset, p.logStart(), p.log.HighWatermark(), err)
+		return FetchResult{}, coldError(p.name(), req.Offset, p.logStart(), p.log.HighWatermark(), false, err)
 	}
 	return FetchResult{Batches: r.Batches, NextOffset: r.NextOffset, HighWatermark: p.log.HighWatermark(), LogStartOffset: p.logStart(), cold: r}, nil
 }
@@ -198,14 +198,22 @@ func (b *Broker) coldFetchAnywhere(ctx context.Context, req FetchRequest) (Fetch
 	return FetchResult{Batches: r.Batches, NextOffset: r.NextOffset, HighWatermark: h.EndOffset(), LogStartOffset: h.StartOffset(), cold: r}, true
 }
 
-// coldError translates a cold read's failure.
-func (b *Broker) coldError(name string, offset, start, hw int64, err error) error {
+// coldError translates a cold read's failure, for a leader and for a read
+// replica alike. start and hw are the partition's valid offsets as the
+// caller knows them. An offset out of range names them, unless bucketRange:
+// a read replica has no log of its own, so the range it names is the cold
+// tier's as the read found it (the writer's retention moved it since the
+// caller's head was read), with a high watermark never below hw.
+func coldError(name string, offset, start, hw int64, bucketRange bool, err error) error {
 	var oor *tiering.OutOfColdRangeError
 	switch {
 	case errors.As(err, &oor):
+		if bucketRange {
+			start, hw = oor.Start, max(oor.End, hw)
+		}
 		return refuse(ReasonOffsetOutOfRange, err, "offset %d of %s is out of range: valid offsets are %d to %d", offset, name, start, hw).
 			with("log_start_offset", itoa(start)).with("high_watermark", itoa(hw))
-	case errors.Is(err, tiering.ErrCorrupt):
+	case corrupt.Is(err):
 		return refuse(ReasonCorruptData, err, "%s: the cold tier holds damaged data: %v", name, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
@@ -232,7 +240,7 @@ func (p *partition) readError(offset int64, err error) error {
 	if errors.Is(err, hotlog.ErrClosed) {
 		return refuse(ReasonUnavailable, err, "%s is closing", p.name())
 	}
-	if errors.Is(err, hotlog.ErrCorrupt) || record.IsCorrupt(err) {
+	if corrupt.Is(err) {
 		return CorruptData(err, offset, "%s: the local log holds damaged data: %v", p.name(), err)
 	}
 	return refuse(ReasonStorageError, err, "%s: %v", p.name(), err)
@@ -280,7 +288,7 @@ func (b clusterMember) listOffsets(ctx context.Context, topic string, partition 
 		if ans.LogStartOffset < p.log.LogStartOffset() && b.cold != nil {
 			off, ts, found, err := b.cold.OffsetForTimestamp(ctx, p.ref(), q.TimestampMs)
 			if err != nil {
-				return OffsetAnswer{}, b.coldError(p.name(), 0, ans.LogStartOffset, ans.HighWatermark, err)
+				return OffsetAnswer{}, coldError(p.name(), 0, ans.LogStartOffset, ans.HighWatermark, false, err)
 			}
 			cold = timeAnswer{off, ts, found}
 		}

@@ -179,7 +179,7 @@ func (l *limits) commitOptions() []cluster.CommitOption {
 
 // maxGroupsError explains a commit refused for creating a group beyond
 // limits.max_groups.
-func maxGroupsError(err error, tm *cluster.TooManyGroupsError) error {
+func maxGroupsError(err error, tm *cluster.TooManyGroupsError) *Error {
 	return refuse(ReasonInvalidRequest, err,
 		"%v (limits.max_groups of the controller); groups go away only with the topics they committed offsets for, so raise limits.max_groups on every broker or reuse a group", err).
 		with("limit", itoa(int64(tm.Max))).with("groups", itoa(int64(tm.Groups))).with("setting", "limits.max_groups")

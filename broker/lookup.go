@@ -71,7 +71,7 @@ func partitionInfo(m *cluster.Metadata, topic string, id int32) (cluster.Partiti
 	return info, nil
 }
 
-func (b *Broker) notLeader(m *cluster.Metadata, topic string, id, leader int32) error {
+func (b *Broker) notLeader(m *cluster.Metadata, topic string, id, leader int32) *Error {
 	if leader == cluster.NoLeader {
 		return refuse(ReasonLeaderNotAvailable, nil, "%s/%d has no leader right now", topic, id)
 	}

@@ -234,7 +234,7 @@ func (p *partition) commitOutcome(res ProduceResult, err error) error {
 
 // commitTimedOut is what an acks=all produce of the batch at res answers
 // when its batch did not commit within timeout.
-func (p *partition) commitTimedOut(res ProduceResult, timeout time.Duration, cause error) error {
+func (p *partition) commitTimedOut(res ProduceResult, timeout time.Duration, cause error) *Error {
 	return refuse(ReasonTimeout, cause, "batch at %d of %s was not committed by the in-sync replicas within %v; it may still commit", res.BaseOffset, p.name(), timeout)
 }
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/corrupt"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore"
 )
@@ -94,7 +95,7 @@ func (p *partition) coldProducerState(ctx context.Context, store objstore.Reader
 	case errors.Is(err, tiering.ErrNoProducerSnapshot):
 		logger.Info("the cold segment has no producer snapshot; idempotent producers that wrote before it start again", "partition", p.name(), "segment", seg.Key)
 		return nil
-	case errors.Is(err, tiering.ErrCorrupt) || errors.Is(err, errCorruptSnapshot):
+	case corrupt.Is(err):
 		logger.Warn("the producer snapshot of a cold segment is damaged; idempotent producers that wrote before it start again", "partition", p.name(), "segment", seg.Key, "err", err)
 		return nil
 	case err != nil:
@@ -134,7 +135,7 @@ func maxColdProducerID(ctx context.Context, store objstore.Reader, heads map[int
 		}
 		data, err := tiering.ReadProducerSnapshot(ctx, store, seg)
 		switch {
-		case errors.Is(err, tiering.ErrNoProducerSnapshot), errors.Is(err, tiering.ErrCorrupt):
+		case errors.Is(err, tiering.ErrNoProducerSnapshot), corrupt.Is(err):
 			continue
 		case err != nil:
 			return 0, err

@@ -36,6 +36,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/strata-log/strata/internal/corrupt"
 )
 
 const (
@@ -53,7 +55,8 @@ var (
 )
 
 // errCorruptSnapshot marks producer snapshot bytes that fail a check.
-var errCorruptSnapshot = errors.New("broker: corrupt producer snapshot")
+// Marked as corruption (corrupt.Is).
+var errCorruptSnapshot = corrupt.Mark(errors.New("broker: corrupt producer snapshot"))
 
 func snapshotCorrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errCorruptSnapshot}, args...)...)

@@ -435,7 +435,7 @@ func (r *readReplica) fetch(ctx context.Context, req FetchRequest) (FetchResult,
 		if req.Offset < end {
 			res, err := r.cold.Read(ctx, p.ref, req.Offset, req.MaxBytes)
 			if err != nil {
-				return FetchResult{}, replicaColdError(name, req.Offset, start, end, err)
+				return FetchResult{}, coldError(name, req.Offset, start, end, true, err)
 			}
 			// The cold reader may have read a newer head than the catalog's
 			// (it re-reads at a miss): what it returned is committed all the
@@ -460,21 +460,6 @@ func (r *readReplica) fetch(ctx context.Context, req FetchRequest) (FetchResult,
 	}
 }
 
-func replicaColdError(name string, offset, start, end int64, err error) error {
-	var oor *tiering.OutOfColdRangeError
-	switch {
-	case errors.As(err, &oor):
-		// The writer's retention removed it since the head was read.
-		return refuse(ReasonOffsetOutOfRange, err, "offset %d of %s is out of range: valid offsets are %d to %d", offset, name, oor.Start, oor.End).
-			with("log_start_offset", itoa(oor.Start)).with("high_watermark", itoa(max(oor.End, end)))
-	case errors.Is(err, tiering.ErrCorrupt):
-		return refuse(ReasonCorruptData, err, "%s: the cold tier holds damaged data: %v", name, err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	}
-	return refuse(ReasonStorageError, err, "%s: reading the cold tier: %v", name, err)
-}
-
 // listOffsets resolves a query against the bucket: earliest and latest are
 // where the last read head starts and ends; a time after every record
 // there answers the end.
@@ -497,7 +482,7 @@ func (r *readReplica) listOffsets(ctx context.Context, topic string, partition i
 		}
 		off, ts, found, err := r.cold.OffsetForTimestamp(ctx, p.ref, q.TimestampMs)
 		if err != nil {
-			return OffsetAnswer{}, replicaColdError(fmt.Sprintf("%s-%d", p.ref.Topic, p.ref.Partition), 0, start, end, err)
+			return OffsetAnswer{}, coldError(fmt.Sprintf("%s-%d", p.ref.Topic, p.ref.Partition), 0, start, end, true, err)
 		}
 		if found && off < end {
 			ans.Offset, ans.TimestampMs = off, ts

@@ -165,6 +165,6 @@ func (readOnly) endOffsetForEpoch(EpochQuery) (EpochEnd, error) {
 
 // errReadReplica refuses a write on a read-only replica, naming what was
 // asked.
-func errReadReplica(what string) error {
+func errReadReplica(what string) *Error {
 	return refuse(ReasonReadReplica, nil, "this broker is a read-only replica of a bucket another cluster writes (read_replica): it cannot %s; send it to a broker of the writing cluster", what)
 }

@@ -139,7 +139,7 @@ func (b *Broker) headLacksConfig(ctx context.Context, t *cluster.TopicInfo, info
 
 // configNotInBucket is the answer to an alter whose settings are in force
 // but not yet in every manifest.
-func configNotInBucket(name string, partitions []int32, why map[int32]string) error {
+func configNotInBucket(name string, partitions []int32, why map[int32]string) *Error {
 	parts := make([]string, len(partitions))
 	ids := make([]string, len(partitions))
 	for i, p := range partitions {

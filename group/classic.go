@@ -37,14 +37,14 @@ import (
 var (
 	// ErrRebalanceInProgress tells a classic member to join again: its
 	// assignment is about to change.
-	ErrRebalanceInProgress = errors.New("rebalance in progress")
+	ErrRebalanceInProgress = errors.New("group: rebalance in progress")
 	// ErrIllegalGeneration: a classic call names a generation other than
 	// the member's current one.
-	ErrIllegalGeneration = errors.New("illegal generation")
+	ErrIllegalGeneration = errors.New("group: illegal generation")
 	// ErrInconsistentProtocol: a classic member offers no protocol the
 	// group's other classic members share, or names another protocol than
 	// the one it was answered.
-	ErrInconsistentProtocol = errors.New("inconsistent group protocol")
+	ErrInconsistentProtocol = errors.New("group: inconsistent group protocol")
 )
 
 // ConsumerProtocolType is the protocol type of classic consumers, whose

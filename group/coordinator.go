@@ -31,14 +31,14 @@ const (
 
 // Errors. The broker maps them to the API's error reasons.
 var (
-	ErrUnknownMember  = errors.New("unknown member")
-	ErrFencedMember   = errors.New("fenced member")
-	ErrGroupNotEmpty  = errors.New("group has members")
-	ErrInvalid        = errors.New("invalid group request")
-	ErrNotCoordinator = errors.New("not the coordinator")
+	ErrUnknownMember  = errors.New("group: unknown member")
+	ErrFencedMember   = errors.New("group: fenced member")
+	ErrGroupNotEmpty  = errors.New("group: group has members")
+	ErrInvalid        = errors.New("group: invalid group request")
+	ErrNotCoordinator = errors.New("group: not the coordinator")
 	// ErrGroupFull refines ErrInvalid: a join refused because the group has
 	// MaxMembers members already.
-	ErrGroupFull = errors.New("group full")
+	ErrGroupFull = errors.New("group: group full")
 )
 
 // Config is what a Coordinator needs from the broker around it.

@@ -3,6 +3,8 @@ package hotlog
 import (
 	"errors"
 	"fmt"
+
+	"github.com/strata-log/strata/internal/corrupt"
 )
 
 // Errors returned by the log. Callers test for them with errors.Is; the
@@ -33,7 +35,8 @@ var (
 	ErrAboveHighWatermark = errors.New("hotlog: cut above the high watermark")
 	// ErrCorrupt: the files on disk are damaged beyond what recovery repairs on
 	// its own (a sealed segment or a checkpoint that fails its checks).
-	ErrCorrupt = errors.New("hotlog: corrupt log files")
+	// Marked as corruption (corrupt.Is).
+	ErrCorrupt = corrupt.Mark(errors.New("hotlog: corrupt log files"))
 )
 
 // RangeError reports an offset outside [LogStart, LogEnd]. It matches

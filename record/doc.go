@@ -54,6 +54,7 @@
 // an unbounded allocation.
 //
 // Errors: [ErrShortBuffer] means "read more bytes"; every error caused by
-// malformed bytes wraps [ErrCorrupt] (test with [IsCorrupt]), and names the
-// specific problem ([ErrBadCRC], [ErrBadLength], ...) for errors.Is.
+// malformed bytes wraps [ErrCorrupt] (test with [IsCorrupt], or with
+// internal/corrupt's Is, which holds for every layer's corruption), and names
+// the specific problem ([ErrBadCRC], [ErrBadLength], ...) for errors.Is.
 package record

@@ -3,6 +3,8 @@ package record
 import (
 	"errors"
 	"fmt"
+
+	"github.com/strata-log/strata/internal/corrupt"
 )
 
 // Errors returned by this package. Detail (offsets, stored and computed
@@ -17,8 +19,9 @@ var (
 	// marks a torn write. It is not corruption.
 	ErrShortBuffer = errors.New("record: short buffer")
 
-	// ErrCorrupt is the class of every error caused by malformed bytes.
-	ErrCorrupt = errors.New("record: corrupt batch")
+	// ErrCorrupt is the class of every error caused by malformed bytes. It
+	// is marked as corruption, so corrupt.Is holds for all of them too.
+	ErrCorrupt = corrupt.Mark(errors.New("record: corrupt batch"))
 
 	// ErrBadMagic: the magic byte is not 2.
 	ErrBadMagic error = &corruptError{"record: bad magic"}

@@ -47,6 +47,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/strata-log/strata/internal/corrupt"
 	"github.com/strata-log/strata/record"
 )
 
@@ -71,8 +72,8 @@ var (
 
 // ErrCorrupt marks data from the object store that fails its checks: a bad
 // CRC, length or magic, or batches that do not follow on. It is never
-// returned as data.
-var ErrCorrupt = errors.New("tiering: corrupt object")
+// returned as data. Marked as corruption (corrupt.Is).
+var ErrCorrupt = corrupt.Mark(errors.New("tiering: corrupt object"))
 
 // ErrNoProducerSnapshot: the cold segment object carries no producer
 // snapshot (it was written before objects had one, or its uploader had
