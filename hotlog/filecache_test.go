@@ -3,6 +3,7 @@ package hotlog
 import (
 	"errors"
 	"fmt"
+	"github.com/strata-log/strata/hotlog/memfs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 )
 
@@ -227,7 +229,7 @@ func TestIdleLogsHoldNoFilesBeyondTheSharedBound(t *testing.T) {
 	// The last log's sealed segments are fsynced by its flusher after the
 	// roll; wait for that, not for time.
 	for _, l := range open {
-		eventually(t, 5*time.Second, "sealed segments fsynced", func() bool {
+		testutil.WaitFor(t, 5*time.Second, "sealed segments fsynced", func() bool {
 			segs := l.Segments()
 			return segs[len(segs)-2].Sealed
 		})
@@ -255,7 +257,7 @@ func TestIdleLogsHoldNoFilesBeyondTheSharedBound(t *testing.T) {
 // under FlushNever the active segment stays open however hard other logs
 // press on the cache, until a roll seals and fsyncs it.
 func TestUnsyncedFilesAreNeverEvicted(t *testing.T) {
-	w := newWatchFS(newMemFS())
+	w := newWatchFS(memfs.New())
 	files := NewFileCache(1)
 	opts := testOptions(w)
 	opts.Files = files
@@ -298,7 +300,7 @@ func TestUnsyncedFilesAreNeverEvicted(t *testing.T) {
 // file system lets it, succeeds. An append whose active segment cannot be
 // reopened is refused without writing anything.
 func TestFailedReopenFailsTheCallNotTheLog(t *testing.T) {
-	w := newWatchFS(newMemFS())
+	w := newWatchFS(memfs.New())
 	opts := testOptions(w)
 	opts.Files = NewFileCache(1)
 	l := mustOpen(t, "/l", opts)
@@ -441,7 +443,7 @@ func TestConcurrentReadsEvictionTruncationAndDeletion(t *testing.T) {
 // A process killed with a small cache leaves a log that recovers, within
 // the bound, with every record it had fsynced.
 func TestRecoveryAfterKillWithASmallCache(t *testing.T) {
-	m := newMemFS()
+	m := memfs.New()
 	opts := testOptions(m)
 	opts.Files = NewFileCache(2)
 	l := mustOpen(t, "/k", opts)
@@ -450,7 +452,7 @@ func TestRecoveryAfterKillWithASmallCache(t *testing.T) {
 	if err := l.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	killed := &memFS{m.Fork()} // kill -9: the page cache survives, no final fsync
+	killed := m.Fork() // kill -9: the page cache survives, no final fsync
 	l.Close()
 
 	w := newWatchFS(killed)

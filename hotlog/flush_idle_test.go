@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestIdleLogsRunNoGoroutine: a broker holds thousands of logs, most of
@@ -39,7 +41,7 @@ func TestIdleLogsRunNoGoroutine(t *testing.T) {
 		return true
 	}
 	idle := func() bool { return runtime.NumGoroutine() <= before }
-	eventually(t, 10*time.Second, "opened logs to run no goroutine", idle)
+	testutil.WaitFor(t, 10*time.Second, "opened logs to run no goroutine", idle)
 
 	for round := range 2 {
 		for _, l := range logs {
@@ -49,8 +51,8 @@ func TestIdleLogsRunNoGoroutine(t *testing.T) {
 		}
 		// FlushAlways: Append returned after the fsync. FlushInterval: the
 		// timer the write armed fsyncs it.
-		eventually(t, 10*time.Second, "every write to be fsynced", durable)
-		eventually(t, 10*time.Second, "idle logs to run no goroutine", idle)
+		testutil.WaitFor(t, 10*time.Second, "every write to be fsynced", durable)
+		testutil.WaitFor(t, 10*time.Second, "idle logs to run no goroutine", idle)
 	}
 	for _, l := range logs {
 		if err := l.Close(); err != nil {

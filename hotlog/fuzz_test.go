@@ -1,6 +1,7 @@
 package hotlog
 
 import (
+	"github.com/strata-log/strata/hotlog/memfs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +24,7 @@ func FuzzRecoverSegment(f *testing.F) {
 	f.Add(valid[:len(valid)-9], []byte{0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add(append(append([]byte(nil), valid...), 0xde, 0xad), []byte{0, 0, 0, 2, 0, 0, 0, 40})
 	f.Fuzz(func(t *testing.T, logBytes, indexBytes []byte) {
-		fsys := newMemFS()
+		fsys := memfs.New()
 		writeMemFile(t, fsys, filepath.Join("/log", segmentName(0, logSuffix)), logBytes)
 		writeMemFile(t, fsys, filepath.Join("/log", segmentName(0, indexSuffix)), indexBytes)
 		fsys.SyncDir("/log")
@@ -53,7 +54,7 @@ func FuzzRecoverSegment(f *testing.F) {
 	})
 }
 
-func writeMemFile(t *testing.T, fsys *memFS, path string, data []byte) {
+func writeMemFile(t *testing.T, fsys *memfs.FS, path string, data []byte) {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)

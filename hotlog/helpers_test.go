@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/strata-log/strata/record"
 )
@@ -106,20 +105,6 @@ func wantErr(t testing.TB, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Fatalf("error %v, want %v", err, target)
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		<-tick.C
 	}
 }
 

@@ -3,6 +3,7 @@ package hotlog
 import (
 	"context"
 	"errors"
+	"github.com/strata-log/strata/hotlog/memfs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -697,7 +698,7 @@ func TestConcurrentReadersAndAppenders(t *testing.T) {
 func TestOnDurableAndAppendUnflushed(t *testing.T) {
 	var mu sync.Mutex
 	var seen []int64
-	opts := testOptions(newMemFS())
+	opts := testOptions(memfs.New())
 	opts.OnDurable = func(d int64) { mu.Lock(); seen = append(seen, d); mu.Unlock() }
 	l := mustOpen(t, "/log", opts)
 	defer l.Close()

@@ -2,6 +2,7 @@ package hotlog
 
 import (
 	"errors"
+	"github.com/strata-log/strata/hotlog/memfs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // fillLog appends batches of 3 records until the log has n batches and
@@ -226,7 +229,7 @@ func FuzzCheckpointDecode(f *testing.F) {
 // them) at each crash, across rolls and reopens: every acknowledged record
 // must come back, in order, and the log must stay valid.
 func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	dir := "/log"
 	rng := rand.New(rand.NewPCG(1, 2))
 	acked := 0 // records acknowledged so far; the log holds seq == offset
@@ -282,14 +285,14 @@ func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
 func withFlush(c Config, p FlushPolicy) Config { c.FlushPolicy = p; return c }
 
 func TestFlushNeverLosesOnlyTheUnsyncedTail(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushNever
 	l := mustOpen(t, "/log", opts)
 	fillLog(t, l, 40) // several rolls: sealed segments are fsynced, in the background
 	segs := l.Segments()
 	sealedEnd := segs[len(segs)-1].BaseOffset
-	eventually(t, 10*time.Second, "the rolled segments fsynced", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the rolled segments fsynced", func() bool {
 		segs := l.Segments()
 		return segs[len(segs)-2].Sealed
 	})
@@ -306,7 +309,7 @@ func TestFlushNeverLosesOnlyTheUnsyncedTail(t *testing.T) {
 }
 
 func TestFlushIntervalSyncsInTheBackground(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushInterval
 	opts.FlushInterval = 5 * 1e6 // 5ms
@@ -314,7 +317,7 @@ func TestFlushIntervalSyncsInTheBackground(t *testing.T) {
 	if _, err := l.Append(seqBatch(t, 0, 3, 0, 10), 0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*1e9, "the interval flush", func() bool { return l.DurableOffset() == 3 })
+	testutil.WaitFor(t, 10*1e9, "the interval flush", func() bool { return l.DurableOffset() == 3 })
 	fsys.Crash(nil)
 	l = mustOpen(t, "/log", opts)
 	defer l.Close()
@@ -359,7 +362,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 }
 
 func TestFailedFsyncIsSticky(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
 		t.Fatal(err)
@@ -395,7 +398,7 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 }
 
 func TestFailedWriteIsSticky(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushNever
 	l := mustOpen(t, "/log", opts)
@@ -414,7 +417,7 @@ func TestFailedWriteIsSticky(t *testing.T) {
 // A crash after retention checkpointed the new log start but before it
 // removed the files: the next open removes them.
 func TestRetentionFinishesAfterCrash(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 40)
 	l.SetHighWatermark(l.LogEndOffset())
@@ -440,7 +443,7 @@ func TestRetentionFinishesAfterCrash(t *testing.T) {
 // its directory entry was durable, leaves the sealed segment as the last one:
 // it becomes the active segment again and nothing acknowledged is lost.
 func TestCrashDuringRoll(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 14)
 	segs := l.Segments()
@@ -520,7 +523,7 @@ func appendBytes(t *testing.T, path string, b []byte) {
 // A crash in the middle of ResetTo, after the new start was checkpointed
 // but before the old segments were removed, is finished by the next open.
 func TestCrashDuringReset(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 20)
 	fsys.FailRemove = func(string) error { return errors.New("injected crash before remove") }
@@ -538,7 +541,7 @@ func TestCrashDuringReset(t *testing.T) {
 // log start stays where it was, in memory and on disk, and every segment
 // is still readable.
 func TestRetentionFailedCheckpointChangesNothing(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	defer l.Close()
 	fillLog(t, l, 40)
@@ -565,7 +568,7 @@ func TestRetentionFailedCheckpointChangesNothing(t *testing.T) {
 // crashes must not come back with its old high watermark, which would count
 // the new, unacknowledged records as committed.
 func TestTruncateRewritesCheckpoint(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 40)
 	l.SetHighWatermark(l.LogEndOffset())
@@ -600,7 +603,7 @@ func seqBatchAt(t *testing.T, first, n int, epoch int32) []byte {
 // A batch whose length field was damaged after it was written is an error
 // to read, not an empty answer: a reader asking again would spin forever.
 func TestReadDamagedLengthIsCorrupt(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	defer l.Close()
 	fillLog(t, l, 3)
@@ -624,7 +627,7 @@ func TestReadDamagedLengthIsCorrupt(t *testing.T) {
 // stays as it was and leaves no temp file behind; every acknowledged batch
 // reads back. Once the disk has room, appends and checkpoints work again.
 func TestRecoveryOnAFullDisk(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	l := mustOpen(t, "/log", opts)
 	fillLog(t, l, 12) // FlushAlways: acknowledged is durable
