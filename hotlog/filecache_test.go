@@ -153,7 +153,7 @@ func fillSegments(t testing.TB, l *Log, segs int) int64 {
 	t.Helper()
 	seq := int(l.LogEndOffset())
 	for len(l.Segments()) < segs {
-		if _, err := l.Append(seqBatch(t, seq, 3, int64(seq), 180), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(seq), 3, int64(seq), 180, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 		seq += 3
@@ -272,7 +272,7 @@ func TestUnsyncedFilesAreNeverEvicted(t *testing.T) {
 	reader.SetHighWatermark(rend)
 
 	for i := range 20 {
-		if _, err := writer.Append(seqBatch(t, i, 1, 0, 50), 0); err != nil {
+		if _, err := writer.Append(testutil.SeqBatch(t, int64(i), 1, 0, 50, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 		// Read all of the other log: every segment of it passes through the
@@ -314,14 +314,14 @@ func TestFailedReopenFailsTheCallNotTheLog(t *testing.T) {
 	if _, err := l.Read(end-1, 1<<20, end); !errors.Is(err, errInjectedOpen) {
 		t.Fatalf("read of an evicted segment whose reopen fails: %v, want the open error", err)
 	}
-	if _, err := l.Append(seqBatch(t, int(end), 1, 0, 50), 0); !errors.Is(err, errInjectedOpen) {
+	if _, err := l.Append(testutil.SeqBatch(t, int64(int(end)), 1, 0, 50, []byte("k")), 0); !errors.Is(err, errInjectedOpen) {
 		t.Fatalf("append to an evicted active segment whose reopen fails: %v, want the open error", err)
 	}
 	if l.LogEndOffset() != end {
 		t.Fatalf("log end %d after a refused append, want %d", l.LogEndOffset(), end)
 	}
 	w.failReopen.Store(false)
-	if _, err := l.Append(seqBatch(t, int(end), 1, 0, 50), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, int64(int(end)), 1, 0, 50, []byte("k")), 0); err != nil {
 		t.Fatalf("append after the file system recovered: %v", err)
 	}
 	l.SetHighWatermark(end + 1)
@@ -346,7 +346,7 @@ func TestConcurrentReadsEvictionTruncationAndDeletion(t *testing.T) {
 	}
 	appendUpTo := func(l *Log, end int64) error {
 		for off := l.LogEndOffset(); off < end; off = l.LogEndOffset() {
-			if _, err := l.Append(seqBatch(t, int(off), 2, off, 100), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(int(off)), 2, off, 100, []byte("k")), 0); err != nil {
 				return err
 			}
 			l.SetHighWatermark(l.LogEndOffset())

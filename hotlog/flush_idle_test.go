@@ -45,7 +45,7 @@ func TestIdleLogsRunNoGoroutine(t *testing.T) {
 
 	for round := range 2 {
 		for _, l := range logs {
-			if _, err := l.Append(seqBatch(t, round*3, 3, 0, 100), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(round*3), 3, 0, 100, []byte("k")), 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -80,7 +80,7 @@ func TestCheckpointSkipsAnUnchangedState(t *testing.T) {
 		}
 		return fi.Sys().(*syscall.Stat_t).Ino
 	}
-	if _, err := l.Append(seqBatch(t, 0, 3, 0, 100), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 100, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(3)
@@ -96,7 +96,7 @@ func TestCheckpointSkipsAnUnchangedState(t *testing.T) {
 	if inode() != written {
 		t.Fatal("a checkpoint of an unchanged state rewrote the file")
 	}
-	if _, err := l.Append(seqBatch(t, 3, 3, 0, 100), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 3, 3, 0, 100, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(6)
@@ -147,7 +147,7 @@ func TestOpenAfterACleanCloseWritesNothing(t *testing.T) {
 		dir := filepath.Join(root, name)
 		l := mustOpen(t, dir, opts)
 		for i := range 5 {
-			if _, err := l.Append(seqBatch(t, i*3, 3, 0, 100), 1); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(i*3), 3, 0, 100, []byte("k")), 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -194,7 +194,7 @@ func TestOpenAfterACleanCloseWritesNothing(t *testing.T) {
 	}
 	for _, l := range logs {
 		checkSeq(t, readRecords(t, l, 0, 15), 0, 0)
-		if _, err := l.Append(seqBatch(t, 15, 3, 0, 100), 3); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, 15, 3, 0, 100, []byte("k")), 3); err != nil {
 			t.Fatal(err)
 		}
 		checkSeq(t, readRecords(t, l, 0, 18), 0, 0)

@@ -2,6 +2,7 @@ package hotlog
 
 import (
 	"github.com/strata-log/strata/hotlog/memfs"
+	"github.com/strata-log/strata/internal/testutil"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,7 +17,7 @@ import (
 func FuzzRecoverSegment(f *testing.F) {
 	var valid []byte
 	for i := range 4 {
-		b := seqBatch(f, i*2, 2, int64(i), 30)
+		b := testutil.SeqBatch(f, int64(i*2), 2, int64(i), 30, []byte("k"))
 		b.SetBaseOffset(int64(i * 2))
 		valid = append(valid, b...)
 	}
@@ -48,7 +49,7 @@ func FuzzRecoverSegment(f *testing.F) {
 		if l.LogEndOffset() != expect {
 			t.Fatalf("LEO %d, the kept batches end at %d", l.LogEndOffset(), expect)
 		}
-		if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0); err != nil {
 			t.Fatalf("append after recovery: %v", err)
 		}
 	})

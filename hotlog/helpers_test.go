@@ -32,24 +32,6 @@ func mustOpen(t testing.TB, dir string, opts Options) *Log {
 	return l
 }
 
-// seqBatch builds a batch of n records whose values carry the sequence
-// numbers first..first+n-1 (so a checker can tell exactly which records came
-// back) padded to valueSize bytes, with timestamps ts, ts+1, ...
-func seqBatch(t testing.TB, first, n int, ts int64, valueSize int) record.Batch {
-	t.Helper()
-	b := record.NewBuilder(record.DefaultBatchOptions())
-	for i := range n {
-		v := make([]byte, max(valueSize, 8))
-		binary.BigEndian.PutUint64(v, uint64(first+i))
-		b.Add(record.Record{Timestamp: ts + int64(i), Key: []byte("k"), Value: v})
-	}
-	batch, err := b.Build()
-	if err != nil {
-		t.Fatalf("build batch: %v", err)
-	}
-	return batch
-}
-
 func seqOf(r record.Record) int { return int(binary.BigEndian.Uint64(r.Value)) }
 
 // readRecords reads every record from offset to upTo, checking the batches on

@@ -21,7 +21,7 @@ func fillLog(t *testing.T, l *Log, n int) int {
 	t.Helper()
 	size := 0
 	for i := range n {
-		b := seqBatch(t, i*3, 3, int64(i), 120)
+		b := testutil.SeqBatch(t, int64(i*3), 3, int64(i), 120, []byte("k"))
 		size = len(b)
 		if _, err := l.Append(b, 0); err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ func TestRecoveryRepairsTornTails(t *testing.T) {
 			appendBytes(t, p, make([]byte, 4096))
 		}, batches, true, false, false},
 		{"batch length points past the end", func(t *testing.T, _, p string, bs int) {
-			b := seqBatch(t, 0, 1, 0, 10)
+			b := testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k"))
 			b.SetBaseOffset(int64(batches * 3))
 			appendBytes(t, p, b[:len(b)-3])
 		}, batches, true, false, false},
@@ -142,7 +142,7 @@ func TestRecoveryRepairsTornTails(t *testing.T) {
 			}
 			checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
 			// The repaired log takes appends at its new end and keeps them.
-			if _, err := l.Append(seqBatch(t, c.wantBatches*3, 3, 0, 120), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(c.wantBatches*3), 3, 0, 120, []byte("k")), 0); err != nil {
 				t.Fatal(err)
 			}
 			checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
@@ -248,7 +248,7 @@ func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
 				defer wg.Done()
 				for range n {
 					mu.Lock() // seq must equal offset, so assign both under one lock
-					b := seqBatch(t, int(l.LogEndOffset()), 1+w, 0, 200)
+					b := testutil.SeqBatch(t, l.LogEndOffset(), 1+w, 0, 200, []byte("k"))
 					_, err := l.Append(b, 0)
 					mu.Unlock()
 					if err != nil {
@@ -263,7 +263,7 @@ func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
 		// Unacknowledged, unsynced tail: written with no fsync before the crash.
 		l.Reconfigure(withFlush(l.Config(), FlushNever))
 		for range rng.IntN(4) {
-			if _, err := l.Append(seqBatch(t, int(l.LogEndOffset()), 2, 0, 200), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, l.LogEndOffset(), 2, 0, 200, []byte("k")), 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -314,7 +314,7 @@ func TestFlushIntervalSyncsInTheBackground(t *testing.T) {
 	opts.FlushPolicy = FlushInterval
 	opts.FlushInterval = 5 * 1e6 // 5ms
 	l := mustOpen(t, "/log", opts)
-	if _, err := l.Append(seqBatch(t, 0, 3, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 10*1e9, "the interval flush", func() bool { return l.DurableOffset() == 3 })
@@ -343,7 +343,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				if _, err := l.Append(seqBatch(t, 0, 1, 0, 100), 0); err != nil {
+				if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 100, []byte("k")), 0); err != nil {
 					t.Error(err)
 					return
 				}
@@ -364,7 +364,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 func TestFailedFsyncIsSticky(t *testing.T) {
 	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
-	if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	broken := errors.New("injected EIO")
@@ -374,11 +374,11 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := l.Append(seqBatch(t, 1, 1, 0, 10), 0)
+	_, err := l.Append(testutil.SeqBatch(t, 1, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrLogFailed)
 	wantErr(t, err, broken)
 	fsys.FailSync = nil // the disk "recovers": the log must still refuse
-	_, err = l.Append(seqBatch(t, 1, 1, 0, 10), 0)
+	_, err = l.Append(testutil.SeqBatch(t, 1, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrLogFailed)
 	_, err = l.AppendReplica(replicaBatch(t, 2, 1, 0))
 	wantErr(t, err, ErrLogFailed)
@@ -392,7 +392,7 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 	if l.LogEndOffset() < 1 {
 		t.Fatalf("acknowledged record lost: LEO %d", l.LogEndOffset())
 	}
-	if _, err := l.Append(seqBatch(t, int(l.LogEndOffset()), 1, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, l.LogEndOffset(), 1, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -404,10 +404,10 @@ func TestFailedWriteIsSticky(t *testing.T) {
 	l := mustOpen(t, "/log", opts)
 	defer l.Close()
 	fsys.FailWrite = func(p string) error { return errors.New("injected ENOSPC") }
-	_, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0)
+	_, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrLogFailed)
 	fsys.FailWrite = nil
-	_, err = l.Append(seqBatch(t, 0, 1, 0, 10), 0)
+	_, err = l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrLogFailed)
 	if l.LogEndOffset() != 0 {
 		t.Fatalf("LEO %d after failed writes", l.LogEndOffset())
@@ -459,7 +459,7 @@ func TestCrashDuringRoll(t *testing.T) {
 	if l.LogEndOffset() != 42 {
 		t.Fatalf("LEO %d, want 42", l.LogEndOffset())
 	}
-	if _, err := l.Append(seqBatch(t, 42, 3, 0, 120), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 42, 3, 0, 120, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
@@ -594,7 +594,7 @@ func TestTruncateRewritesCheckpoint(t *testing.T) {
 // offsets assigned from first and its leader epoch set, as a leader would
 // send it to a follower.
 func seqBatchAt(t *testing.T, first, n int, epoch int32) []byte {
-	b := seqBatch(t, first, n, 0, 120)
+	b := testutil.SeqBatch(t, int64(first), n, 0, 120, []byte("k"))
 	b.SetBaseOffset(int64(first))
 	b.SetLeaderEpoch(epoch)
 	return b
@@ -633,7 +633,7 @@ func TestRecoveryOnAFullDisk(t *testing.T) {
 	fillLog(t, l, 12) // FlushAlways: acknowledged is durable
 	acked := l.LogEndOffset()
 	l.Reconfigure(withFlush(l.Config(), FlushNever))
-	if _, err := l.Append(seqBatch(t, int(acked), 3, 0, 120), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, int64(int(acked)), 3, 0, 120, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	fsys.Crash(func(path string, synced, current []byte) []byte {
@@ -674,7 +674,7 @@ func TestRecoveryOnAFullDisk(t *testing.T) {
 	}
 
 	fsys.FailWrite = nil
-	if _, err := l.Append(seqBatch(t, int(acked), 3, 0, 120), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, int64(int(acked)), 3, 0, 120, []byte("k")), 0); err != nil {
 		t.Fatalf("append once the disk has room: %v", err)
 	}
 	if err := l.Checkpoint(); err != nil {

@@ -105,7 +105,7 @@ func TestRollDoesNotFsyncOnTheAppendPath(t *testing.T) {
 	go func() {
 		// 14 batches of ~600 bytes overflow the 8 KiB segment: a roll.
 		for i := range 20 {
-			if _, err := l.Append(seqBatch(t, i*3, 3, int64(i), 120), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(i*3), 3, int64(i), 120, []byte("k")), 0); err != nil {
 				appended <- err
 				return
 			}
@@ -181,7 +181,7 @@ func TestCrashBeforeTheRolledSegmentIsSynced(t *testing.T) {
 		checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
 		// The log goes on from where it ends.
 		next := l.LogEndOffset()
-		if _, err := l.Append(seqBatch(t, int(next), 3, 100, 120), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(int(next)), 3, 100, 120, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 		checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
@@ -200,7 +200,7 @@ func TestCheckpointDoesNotStopAppends(t *testing.T) {
 	defer l.Close()
 	// A state that moved since open, so the checkpoint has something to
 	// write (one of an unchanged state writes nothing).
-	if _, err := l.Append(seqBatch(t, 0, 3, 0, 120), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 120, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(3)
@@ -210,7 +210,7 @@ func TestCheckpointDoesNotStopAppends(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "the checkpoint at its fsync", func() bool { return fsys.waiting() == 1 })
 	appended := make(chan error, 1)
 	go func() {
-		_, err := l.Append(seqBatch(t, 3, 3, 0, 120), 0)
+		_, err := l.Append(testutil.SeqBatch(t, 3, 3, 0, 120, []byte("k")), 0)
 		appended <- err
 	}()
 	select {
