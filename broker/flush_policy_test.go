@@ -24,7 +24,7 @@ func openPolicyReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.Pa
 		dir: "/data/t/0", topic: "t", topicID: "0123456789abcdef0123456789abcdef", self: self,
 		cfg: r.cfg, info: info, lagMax: 10 * time.Second,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		fs:     memFS{fsys}, now: func() time.Time { return r.now }, onDurable: func() {},
+		fs:     fsys, now: func() time.Time { return r.now }, onDurable: func() {},
 	})
 	if err != nil {
 		t.Fatal(err)

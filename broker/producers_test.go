@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -9,23 +8,14 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 )
 
 // idemBatch encodes n records stamped with a producer identity.
 func idemBatch(t testing.TB, id int64, epoch int16, seq int32, n int) record.Batch {
 	t.Helper()
-	opts := record.DefaultBatchOptions()
-	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = id, epoch, seq
-	recs := make([]record.Record, n)
-	for i := range recs {
-		recs[i] = record.Record{Timestamp: 1_700_000_000_000 + int64(i), Value: fmt.Appendf(nil, "p%d-s%d-%d", id, seq, i)}
-	}
-	b, err := record.Encode(opts, recs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testutil.IdemBatch(t, id, epoch, seq, 1_700_000_000_000, testutil.Values(id, seq, n)...)
 }
 
 // leader is the leader's side of producerState over a log: check, append,

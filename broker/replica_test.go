@@ -9,7 +9,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -19,17 +18,6 @@ import (
 	"github.com/strata-log/strata/hotlog/memfs"
 	"github.com/strata-log/strata/record"
 )
-
-// memFS is memfs as the log's file system.
-type memFS struct{ *memfs.FS }
-
-func (f memFS) OpenFile(name string, flag int, perm os.FileMode) (hotlog.File, error) {
-	file, err := f.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return file, nil
-}
 
 // testReplica is one broker's replica with a clock the test moves.
 type testReplica struct {
@@ -56,7 +44,7 @@ func openTestReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.Part
 		dir: "/data/t/0", topic: "t", topicID: "0123456789abcdef0123456789abcdef", self: self,
 		cfg: r.cfg, info: info, lagMax: 10 * time.Second,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		fs:     memFS{fsys}, now: func() time.Time { return r.now }, onDurable: func() {},
+		fs:     fsys, now: func() time.Time { return r.now }, onDurable: func() {},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +360,7 @@ func TestTruncationStep(t *testing.T) {
 func testLog(t *testing.T, epochs map[int32][2]int64) *hotlog.Log {
 	t.Helper()
 	opts := hotlog.DefaultOptions()
-	opts.FS = memFS{memfs.New()}
+	opts.FS = memfs.New()
 	opts.FlushPolicy = hotlog.FlushNever
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	l, err := hotlog.Open("/log", opts)

@@ -1168,7 +1168,7 @@ func (b *simBroker) learn(info cluster.PartitionInfo) {
 		p, err := openPartition(replicaSpec{
 			dir: "/data/orders/0", topic: "orders", topicID: b.s.ref.TopicID, partition: 0, self: b.id,
 			cfg: b.s.topic, info: info, lagMax: simLagMax, logger: b.s.logger,
-			fs: memFS{b.fs}, now: func() time.Time { return b.s.now }, onDurable: func() { b.advanceDue = true },
+			fs: b.fs, now: func() time.Time { return b.s.now }, onDurable: func() { b.advanceDue = true },
 		})
 		if err != nil {
 			b.s.fail("broker %d: open: %v", b.id, err)

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/freeport"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -24,16 +25,11 @@ import (
 // once. They check what must hold when the cluster is unreachable: calls
 // end in time with the right errors, and nothing is left running.
 
-// deadAddr returns a loopback address that refuses connections.
+// deadAddr returns a loopback address that refuses connections: no
+// listener of this test binary is given it.
 func deadAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return freeport.Loopback(t)
 }
 
 // offlineClient returns a client whose metadata says broker 1, at a dead

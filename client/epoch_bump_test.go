@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -286,7 +287,7 @@ func TestProducerEpochBumpKeepsUnansweredBatches(t *testing.T) {
 	go func() { p1done <- p.ProduceSync(ctx, p1first...) }()
 	// Partition 1's batch is on the wire, not yet answered, when partition
 	// 0's next batch is refused.
-	waitUntil(t, "partition 1's batch at the broker", func() bool { return len(tap.sendsOf("p1-b0-0")) == 1 })
+	testutil.WaitFor(t, 20*time.Second, "partition 1's batch at the broker", func() bool { return len(tap.sendsOf("p1-b0-0")) == 1 })
 	if err := p.ProduceSync(ctx, batchRecords("two", 0, 1)...); err != nil {
 		t.Fatal(err)
 	}
@@ -307,17 +308,6 @@ func TestProducerEpochBumpKeepsUnansweredBatches(t *testing.T) {
 	}
 	got := readBack(t, ctx, cl, "two", 1)
 	mustHold(t, got, append(p1first, p1next...))
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-time.After(5 * time.Millisecond)
-	}
 }
 
 // TestProducerEpochBumpManyInFlight: with several batches of a partition

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // ownership records, from the members' own callbacks, who owns each
@@ -243,7 +244,7 @@ func TestGroupMembersShareAndSurviveADeath(t *testing.T) {
 
 	own := newOwnership()
 	a := startMember(t, tb.cfg.Listen, group, topic, "a", own)
-	waitUntil(t, "a owns every partition", func() bool { return own.counts()["a"] == parts })
+	testutil.WaitFor(t, 20*time.Second, "a owns every partition", func() bool { return own.counts()["a"] == parts })
 	b := startMember(t, tb.cfg.Listen, group, topic, "b", own)
 	joinStart := time.Now()
 	cm := startMember(t, tb.cfg.Listen, group, topic, "c", own)
@@ -251,13 +252,13 @@ func TestGroupMembersShareAndSurviveADeath(t *testing.T) {
 		n := own.counts()
 		return n["a"] == 2 && n["b"] == 2 && n["c"] == 2
 	}
-	waitUntil(t, "three members with two partitions each", balanced)
+	testutil.WaitFor(t, 20*time.Second, "three members with two partitions each", balanced)
 	t.Logf("figure: two members joining a member of 6 partitions: balanced after %v", time.Since(joinStart).Round(time.Millisecond))
 
 	before := map[string][]client.TopicPartition{"a": a.g.Assignment(), "c": cm.g.Assignment()}
 	killedAt := time.Now()
 	b.kill(own)
-	waitUntil(t, "b's partitions move to a and c", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "b's partitions move to a and c", func() bool {
 		n := own.counts()
 		return n["a"]+n["c"] == parts
 	})
@@ -305,7 +306,7 @@ func TestGroupMembersShareAndSurviveADeath(t *testing.T) {
 		}
 		return true
 	}
-	waitUntil(t, "every record consumed", consumedAll)
+	testutil.WaitFor(t, 20*time.Second, "every record consumed", consumedAll)
 	a.close(t)
 	cm.close(t)
 	own.mu.Lock()
@@ -355,14 +356,14 @@ func TestGroupConsumerCloseCommitsAndLeaves(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, "m1 reads 40 records", func() bool { return total(m1) == 40 })
+	testutil.WaitFor(t, 20*time.Second, "m1 reads 40 records", func() bool { return total(m1) == 40 })
 	m1.close(t)
 	if d, err := c.DescribeGroup(ctx, "g"); err != nil || len(d.GetMembers()) != 0 || d.GetState() != "empty" {
 		t.Fatalf("after close: %v %v", d, err)
 	}
 	produce(40, 60)
 	m2 := startMember(t, tb.cfg.Listen, "g", "t", "m2", own)
-	waitUntil(t, "m2 reads the 20 new records", func() bool { return total(m2) == 20 })
+	testutil.WaitFor(t, 20*time.Second, "m2 reads the 20 new records", func() bool { return total(m2) == 20 })
 	m2.mu.Lock()
 	for tp, offs := range m2.seen {
 		if offs[0] != 20 {
@@ -402,7 +403,7 @@ func TestGroupConsumerCloseWhileRemoved(t *testing.T) {
 			g.Poll(pctx) // takes the partitions in
 		}()
 		<-polled
-		waitUntil(t, "the member owns the partitions", func() bool { return len(g.Assignment()) == 2 })
+		testutil.WaitFor(t, 20*time.Second, "the member owns the partitions", func() bool { return len(g.Assignment()) == 2 })
 		done := make(chan error, 1)
 		go func() {
 			_, err := c.ResetGroupOffsets(ctx, group, map[client.TopicPartition]int64{{Topic: "t", Partition: 0}: 0}, true)

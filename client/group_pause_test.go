@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -185,7 +186,7 @@ func TestGroupMemberCutOffStopsAtItsSessionTimeout(t *testing.T) {
 		defer mu.Unlock()
 		return len(delivered)
 	}
-	waitUntil(t, "the member reads", func() bool { return len(g.Assignment()) == 2 && count() > 20 })
+	testutil.WaitFor(t, 20*time.Second, "the member reads", func() bool { return len(g.Assignment()) == 2 && count() > 20 })
 
 	cutAt := time.Now()
 	s.gate.closed.Store(true)
@@ -205,7 +206,7 @@ func TestGroupMemberCutOffStopsAtItsSessionTimeout(t *testing.T) {
 	}
 	// Nothing more is delivered, while the producer goes on writing.
 	from := s.produced.Load()
-	waitUntil(t, "the producer writes on", func() bool { return s.produced.Load() > from+50 })
+	testutil.WaitFor(t, 20*time.Second, "the producer writes on", func() bool { return s.produced.Load() > from+50 })
 	mu.Lock()
 	for _, at := range delivered {
 		if at.After(lost.Add(100 * time.Millisecond)) {
@@ -335,7 +336,7 @@ func TestGroupCommitWithALostAnswerIsNotReportedRefused(t *testing.T) {
 	}
 
 	// Refused at its first attempt: a partition the member does not own.
-	waitUntil(t, "the member joins again", func() bool { return len(g.Assignment()) == 2 || pollOnce(ctx, g) })
+	testutil.WaitFor(t, 20*time.Second, "the member joins again", func() bool { return len(g.Assignment()) == 2 || pollOnce(ctx, g) })
 	err = g.CommitOffsets(ctx, map[client.TopicPartition]int64{{Topic: "u", Partition: 0}: 1})
 	if !errors.Is(err, client.ErrFencedMember) || errors.Is(err, client.ErrCommitOutcomeUnknown) {
 		t.Errorf("commit refused at its first attempt: %v; want the refusal (FENCED_MEMBER)", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/security"
 )
 
@@ -13,7 +14,7 @@ import (
 func controllerOf(t *testing.T, nodes []*Node) *Node {
 	t.Helper()
 	var leader *Node
-	eventually(t, 10*time.Second, "one agreed controller", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "one agreed controller", func() bool {
 		leader = nil
 		for _, n := range nodes {
 			if n.IsController() {

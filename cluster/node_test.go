@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/security"
 )
 
@@ -442,7 +443,7 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "goroutines to stop", func() bool { return runtime.NumGoroutine() <= before })
+	testutil.WaitFor(t, 5*time.Second, "goroutines to stop", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestRestoreTopicKeepsItsID(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
@@ -81,14 +82,14 @@ func TestCLIAddPartitions(t *testing.T) {
 	if !slices.Equal(got, lines) {
 		t.Fatalf("partition 2 read back %d records, want %d", len(got), len(lines))
 	}
-	waitFor(t, time.Minute, "partition 2 uploaded to the bucket", func() bool {
+	testutil.WaitFor(t, time.Minute, "partition 2 uploaded to the bucket", func() bool {
 		d, err := c.DescribeTopic(ctx, "grow")
 		return err == nil && d.Partitions[2].ColdEndOffset == int64(len(lines))
 	})
 
 	r := newBroker(t, 9, s3Flags(m, "--read-replica", "--read-replica-refresh", "200ms")...)
 	r.start()
-	waitFor(t, time.Minute, "the read replica to serve 3 partitions", func() bool {
+	testutil.WaitFor(t, time.Minute, "the read replica to serve 3 partitions", func() bool {
 		out, err := r.tryRun(nil, "topic", "list")
 		return err == nil && slices.Contains(rowsOf(out), "grow 3 1")
 	})

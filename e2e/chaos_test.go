@@ -22,6 +22,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering"
@@ -110,7 +111,7 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 	defer cancel()
 	// The topic's replicas are placed on the brokers the metadata knows
 	// when it is created: all three must be registered first.
-	waitFor(t, time.Minute, "all three brokers in the cluster's metadata", func() bool {
+	testutil.WaitFor(t, time.Minute, "all three brokers in the cluster's metadata", func() bool {
 		md := metadataWithin(ctx, tc, 3*time.Second)
 		return md != nil && len(md.Brokers) == 3
 	})
@@ -165,7 +166,7 @@ func TestChaosKeepsEveryAcknowledgedWrite(t *testing.T) {
 	// The first fault meets a cold tier: every partition has a segment in
 	// the bucket (and so, a few seconds on, one deleted from local disk).
 	bucket := minioReader{c: m.Client, bucket: m.Bucket}
-	waitFor(t, time.Minute, "a segment of every partition in the bucket", func() bool {
+	testutil.WaitFor(t, time.Minute, "a segment of every partition in the bucket", func() bool {
 		for p := range int32(chaosPartitions) {
 			head, _, err := tiering.LoadHead(ctx, bucket, tiering.PartitionRef{Topic: chaosTopic, TopicID: desc.Id, Partition: p})
 			if err != nil || head == nil || head.Empty() {

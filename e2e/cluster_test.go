@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
@@ -175,7 +176,7 @@ func (tc *testCluster) partition(ctx context.Context, topic string, p int32, ski
 func (tc *testCluster) leaderOf(ctx context.Context, topic string, p int32, skip ...int32) int32 {
 	tc.t.Helper()
 	var leader int32
-	waitFor(tc.t, time.Minute, fmt.Sprintf("a leader of %s/%d", topic, p), func() bool {
+	testutil.WaitFor(tc.t, time.Minute, fmt.Sprintf("a leader of %s/%d", topic, p), func() bool {
 		leader = tc.agreedLeader(ctx, topic, p, skip...)
 		return leader > 0
 	})
@@ -309,7 +310,7 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 		// The partition is taking writes before its leader dies, so the
 		// failover below is measured from a live stream.
 		before := time.Now()
-		waitFor(t, time.Minute, fmt.Sprintf("an acknowledged write to orders/%d", part), func() bool {
+		testutil.WaitFor(t, time.Minute, fmt.Sprintf("an acknowledged write to orders/%d", part), func() bool {
 			acks.mu.Lock()
 			defer acks.mu.Unlock()
 			return acks.lastAck[part].After(before)
@@ -318,11 +319,11 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 		victim := tc.byID(leader)
 		killed := time.Now()
 		victim.kill9()
-		waitFor(t, time.Minute, fmt.Sprintf("a new leader of orders/%d", part), func() bool {
+		testutil.WaitFor(t, time.Minute, fmt.Sprintf("a new leader of orders/%d", part), func() bool {
 			pm := tc.partition(ctx, "orders", part, leader)
 			return pm != nil && pm.Leader != leader && pm.Leader > 0
 		})
-		waitFor(t, time.Minute, fmt.Sprintf("an acknowledged write to orders/%d after the kill", part), func() bool {
+		testutil.WaitFor(t, time.Minute, fmt.Sprintf("an acknowledged write to orders/%d after the kill", part), func() bool {
 			acks.mu.Lock()
 			defer acks.mu.Unlock()
 			return acks.lastAck[part].After(killed)
@@ -359,7 +360,7 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 	}
 	for part := range int32(3) {
 		key := fmt.Sprintf("orders/%s/%d/manifest", desc.Id, part)
-		waitFor(t, time.Minute, "a manifest of orders/"+fmt.Sprint(part), func() bool {
+		testutil.WaitFor(t, time.Minute, "a manifest of orders/"+fmt.Sprint(part), func() bool {
 			_, err := m.Client.StatObject(ctx, m.Bucket, key, minio.StatObjectOptions{})
 			return err == nil
 		})
@@ -392,7 +393,7 @@ func TestClusterSurvivesLeaderKills(t *testing.T) {
 // its own election, and a test writes to whichever broker leads.
 func (tc *testCluster) waitInSync(ctx context.Context, within time.Duration, what string) {
 	tc.t.Helper()
-	waitFor(tc.t, within, what, func() bool {
+	testutil.WaitFor(tc.t, within, what, func() bool {
 		for _, b := range tc.brokers {
 			if b.cmd == nil {
 				continue
@@ -480,7 +481,7 @@ func checkExactlyOnce(ctx context.Context, t *testing.T, c *client.Client, topic
 func (tc *testCluster) controllerOf(ctx context.Context, skip ...int32) int32 {
 	tc.t.Helper()
 	var ctrl int32
-	waitFor(tc.t, time.Minute, "a controller every broker names", func() bool {
+	testutil.WaitFor(tc.t, time.Minute, "a controller every broker names", func() bool {
 		ctrl = tc.agreedController(ctx, skip...)
 		return ctrl > 0
 	})
@@ -581,7 +582,7 @@ func TestFollowerDivergenceIsTruncated(t *testing.T) {
 	// Both resumed brokers must agree on the new leader before it is
 	// written to: just after SIGCONT each may still hold an older view.
 	var next int32
-	waitFor(t, time.Minute, "a new leader both survivors agree on", func() bool {
+	testutil.WaitFor(t, time.Minute, "a new leader both survivors agree on", func() bool {
 		next = tc.agreedLeader(ctx, "div", part, leader)
 		return next > 0 && next != leader
 	})
@@ -591,7 +592,7 @@ func TestFollowerDivergenceIsTruncated(t *testing.T) {
 		}
 	}
 	old.start()
-	waitFor(t, time.Minute, "the old leader back in the ISR", func() bool {
+	testutil.WaitFor(t, time.Minute, "the old leader back in the ISR", func() bool {
 		pm := tc.partition(ctx, "div", part)
 		return pm != nil && len(pm.Isr) == 3
 	})
@@ -649,7 +650,7 @@ func isolateWithSIGSTOP(t *testing.T) {
 	// the new leader while it is still listed in the ISR, so the leader
 	// does not ask to add it back, and with no new writes it never reports
 	// again once it has been taken out.
-	waitFor(t, time.Minute, "a new leader, and the stopped one out of the ISR", func() bool {
+	testutil.WaitFor(t, time.Minute, "a new leader, and the stopped one out of the ISR", func() bool {
 		pm := tc.partition(ctx, "iso", 0, leader)
 		return pm != nil && pm.Leader > 0 && pm.Leader != leader && !slices.Contains(pm.Isr, leader)
 	})
@@ -662,7 +663,7 @@ func isolateWithSIGSTOP(t *testing.T) {
 			t.Fatalf("the deposed leader acknowledged an acks=all write at offset %d", res.BaseOffset)
 		}
 	}
-	waitFor(t, time.Minute, "the old leader to rejoin as a follower", func() bool {
+	testutil.WaitFor(t, time.Minute, "the old leader to rejoin as a follower", func() bool {
 		pm := tc.partition(ctx, "iso", 0)
 		return pm != nil && pm.Leader != leader && len(pm.Isr) == 3
 	})
@@ -676,7 +677,7 @@ func TestGossipJoinAndFailureDetection(t *testing.T) {
 	defer cancel()
 	fourth := newBroker(t, 4, "--gossip-join", tc.gossip[1], "--gossip-profile", "local")
 	fourth.start()
-	waitFor(t, 30*time.Second, "the fourth broker in the cluster's metadata", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the fourth broker in the cluster's metadata", func() bool {
 		md := tc.metadata(ctx)
 		return md != nil && len(md.Brokers) == 4
 	})
@@ -692,7 +693,7 @@ func TestGossipJoinAndFailureDetection(t *testing.T) {
 	}
 	var victim int32
 	led := 0
-	waitFor(t, 30*time.Second, "leaders for every partition", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "leaders for every partition", func() bool {
 		md := tc.metadata(ctx)
 		if md == nil || len(md.Topics) == 0 || md.Topics[0].Partitions[0].Leader <= 0 {
 			return false
@@ -708,7 +709,7 @@ func TestGossipJoinAndFailureDetection(t *testing.T) {
 	b := tc.brokerOrFourth(victim, fourth)
 	killed := time.Now()
 	b.kill9()
-	waitFor(t, time.Minute, "new leaders for the killed broker's partitions", func() bool {
+	testutil.WaitFor(t, time.Minute, "new leaders for the killed broker's partitions", func() bool {
 		md := tc.metadata(ctx, victim)
 		if md == nil || len(md.Topics) == 0 {
 			return false
@@ -751,7 +752,7 @@ func TestControllerFailover(t *testing.T) {
 	defer c.Close()
 	// Both survivors must name the new controller: one that still names
 	// the dead one forwards the admin calls below to it.
-	waitFor(t, time.Minute, "a new controller both survivors name", func() bool {
+	testutil.WaitFor(t, time.Minute, "a new controller both survivors name", func() bool {
 		next := tc.agreedController(ctx, ctrl)
 		return next > 0 && next != ctrl
 	})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
@@ -241,7 +242,7 @@ func sealTails(ctx context.Context, b testing.TB, c *client.Client, topics ...st
 // all of them are in the bucket and none on local disk.
 func waitOnlyInBucket(ctx context.Context, b testing.TB, c *client.Client, topic string) {
 	b.Helper()
-	waitFor(b, 5*time.Minute, "the history of "+topic+" only in the bucket", func() bool {
+	testutil.WaitFor(b, 5*time.Minute, "the history of "+topic+" only in the bucket", func() bool {
 		d, err := c.DescribeTopic(ctx, topic)
 		if err != nil {
 			return false
@@ -521,7 +522,7 @@ func BenchmarkColdReplayIsolation(b *testing.B) {
 	// Both: the replay is running before the writes begin.
 	var replayed atomic.Int64
 	stop = replaying(&replayed)
-	waitFor(b, time.Minute, "the replay to read", func() bool { return replayed.Load() > 64<<20 })
+	testutil.WaitFor(b, time.Minute, "the replay to read", func() bool { return replayed.Load() > 64<<20 })
 	bothCPU := newCPUMeter(b, broker)
 	profiled = profile("during")
 	bothCPU.begin()

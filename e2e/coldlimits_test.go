@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
 
@@ -107,7 +108,7 @@ func TestColdReadLimitsApplyLive(t *testing.T) {
 		if err := b.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the broker to log "+logged, func() bool { return strings.Count(b.log(), logged) > before })
+		testutil.WaitFor(t, 10*time.Second, "the broker to log "+logged, func() bool { return strings.Count(b.log(), logged) > before })
 	}
 	writeConfig("tiering:\n  cold_read_bytes_per_sec: 512KiB\n  upload_parallelism: 2\n")
 	sighup("SIGHUP: settings reloaded")

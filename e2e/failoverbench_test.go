@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // BenchmarkFailover measures, five times, the time from kill -9 of a
@@ -44,7 +45,7 @@ func BenchmarkFailover(b *testing.B) {
 		victim := tc.byID(leader)
 		killed := time.Now()
 		victim.kill9()
-		waitFor(b, time.Minute, "an acknowledged write after the kill", func() bool {
+		testutil.WaitFor(b, time.Minute, "an acknowledged write after the kill", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return lastAck.After(killed)

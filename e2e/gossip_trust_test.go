@@ -28,6 +28,7 @@ import (
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/gossip"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -79,7 +80,7 @@ func metadataFrom(ctx context.Context, t *testing.T, sc *secureCluster, i int) (
 // at gRPC address addr.
 func waitRefused(t *testing.T, sc *secureCluster, id int, addr string, within time.Duration) {
 	t.Helper()
-	waitFor(t, within, fmt.Sprintf("a broker to refuse the rogue's claim of broker %d", id), func() bool {
+	testutil.WaitFor(t, within, fmt.Sprintf("a broker to refuse the rogue's claim of broker %d", id), func() bool {
 		for _, b := range sc.brokers {
 			for _, line := range lines(b.log()) {
 				if strings.Contains(line, "does not prove the broker id it claims") && strings.Contains(line, fmt.Sprintf("claimed_id=%d ", id)) && strings.Contains(line, "addr="+addr+" ") {
@@ -104,7 +105,7 @@ func TestGossipClaimDoesNotBlockFailover(t *testing.T) {
 	// (so the failover does not wait for a new controller as well).
 	var md *stratav1.GetMetadataResponse
 	victim := -1
-	waitFor(t, time.Minute, "partitions led by a broker that is not the controller", func() bool {
+	testutil.WaitFor(t, time.Minute, "partitions led by a broker that is not the controller", func() bool {
 		var err error
 		if md, err = admin.Metadata(ctx, "t"); err != nil || len(md.Topics) != 1 {
 			return false
@@ -130,7 +131,7 @@ func TestGossipClaimDoesNotBlockFailover(t *testing.T) {
 	rogue := joinRogue(t, sc, fmt.Sprintf("rogue-%d", victim), gossip.Meta{
 		BrokerID: int32(victim), GRPCAddr: rogueAddr, RaftAddr: freeport.Loopback(t), Version: "rogue",
 	})
-	waitFor(t, 30*time.Second, "the rogue to see every broker", func() bool { return len(rogue.Members()) == 4 })
+	testutil.WaitFor(t, 30*time.Second, "the rogue to see every broker", func() bool { return len(rogue.Members()) == 4 })
 	waitRefused(t, sc, victim, rogueAddr, 30*time.Second)
 
 	sc.brokers[victim-1].kill9()
@@ -141,7 +142,7 @@ func TestGossipClaimDoesNotBlockFailover(t *testing.T) {
 	}
 	// Failure detection takes a few seconds with the local profile; the
 	// rogue blocked the failover for as long as it stayed (20 s and more).
-	waitFor(t, 12*time.Second, fmt.Sprintf("partitions %v to get a new live leader", led), func() bool {
+	testutil.WaitFor(t, 12*time.Second, fmt.Sprintf("partitions %v to get a new live leader", led), func() bool {
 		md, err := metadataFrom(ctx, t, sc, survivor)
 		if err != nil || len(md.Topics) != 1 {
 			return false
@@ -155,7 +156,7 @@ func TestGossipClaimDoesNotBlockFailover(t *testing.T) {
 	})
 	t.Logf("every partition has a live leader %v after the SIGKILL", time.Since(killed).Round(time.Millisecond))
 	// The rogue was in gossip all along, and still is.
-	waitFor(t, 10*time.Second, "the rogue to see the survivors and itself only", func() bool { return len(rogue.Members()) == 3 })
+	testutil.WaitFor(t, 10*time.Second, "the rogue to see the survivors and itself only", func() bool { return len(rogue.Members()) == 3 })
 	for _, b := range sc.brokers {
 		if b.id != victim && strings.Contains(b.log(), "member=rogue-") && strings.Contains(b.log(), "msg=\"member leave\" component=gossip node=broker-"+fmt.Sprint(b.id)+" member=rogue-") {
 			t.Errorf("broker %d saw the rogue leave gossip", b.id)
@@ -199,7 +200,7 @@ func TestGossipClaimThroughRelayIsNotRegistered(t *testing.T) {
 	waitRefused(t, sc, victim, grpcRelay.addr, 30*time.Second)
 	// Broker 1's metrics say so too: the rogue is an unproven member, and
 	// its claim was refused.
-	waitFor(t, 30*time.Second, "broker 1's metrics to show an unproven member and a refused claim", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "broker 1's metrics to show an unproven member and a refused claim", func() bool {
 		m := adminMetrics(t, sc)
 		return strings.Contains(m, `strata_gossip_members{state="alive"} 3`+"\n") &&
 			strings.Contains(m, `strata_gossip_members{state="unproven"} 1`+"\n") &&

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // A consumer group keeps its promises while the controller, which
@@ -62,9 +63,9 @@ func TestGroupKeepsItsPromisesUnderFaults(t *testing.T) {
 	progress := func(what string) {
 		t.Helper()
 		from := printedNow()
-		waitFor(t, 2*time.Minute, what, func() bool { return printedNow() > from+200 })
+		testutil.WaitFor(t, 2*time.Minute, what, func() bool { return printedNow() > from+200 })
 	}
-	waitFor(t, time.Minute, "three members share the partitions", func() bool {
+	testutil.WaitFor(t, time.Minute, "three members share the partitions", func() bool {
 		return len(members[0].owns())+len(members[1].owns())+len(members[2].owns()) == parts &&
 			len(members[0].owns()) > 0 && len(members[1].owns()) > 0 && len(members[2].owns()) > 0
 	})
@@ -76,7 +77,7 @@ func TestGroupKeepsItsPromisesUnderFaults(t *testing.T) {
 	if err := ctrl.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the pause to last 6s", func() bool { return time.Since(pausedAt) >= 6*time.Second })
+	testutil.WaitFor(t, time.Minute, "the pause to last 6s", func() bool { return time.Since(pausedAt) >= 6*time.Second })
 	ctrl.cmd.Process.Signal(syscall.SIGCONT)
 	stall := groupStall(members, pausedAt, time.Now())
 	t.Logf("figure: controller %d paused 6s: longest stretch with nothing processed by the group %v", ctrl.id, stall.Round(time.Millisecond))
@@ -99,12 +100,12 @@ func TestGroupKeepsItsPromisesUnderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	pausedMember := time.Now()
-	waitFor(t, time.Minute, "member b's pause to outlast its session", func() bool { return time.Since(pausedMember) >= session+2*time.Second })
+	testutil.WaitFor(t, time.Minute, "member b's pause to outlast its session", func() bool { return time.Since(pausedMember) >= session+2*time.Second })
 	b.cmd.Process.Signal(syscall.SIGCONT)
 	progress("the members print after member b's pause")
 
 	acked := prod.stop(t)
-	waitFor(t, 3*time.Minute, "every acknowledged record processed", func() bool {
+	testutil.WaitFor(t, 3*time.Minute, "every acknowledged record processed", func() bool {
 		seen := printedValues(members)
 		for v := range acked {
 			if !seen[v] {

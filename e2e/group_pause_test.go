@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // A controller paused with SIGSTOP (a long GC, a frozen VM) is replaced by
@@ -73,7 +74,7 @@ func TestGroupGoesOnWhileTheControllerIsPaused(t *testing.T) {
 		startSlowMemberProc(t, brokers, "b", "steady", "g", 0, args...),
 		startSlowMemberProc(t, brokers, "c", "steady", "g", 0, args...),
 	}
-	waitFor(t, time.Minute, "three members share the partitions", func() bool {
+	testutil.WaitFor(t, time.Minute, "three members share the partitions", func() bool {
 		total := 0
 		for _, m := range members {
 			if len(m.owns()) != parts/len(members) {
@@ -88,7 +89,7 @@ func TestGroupGoesOnWhileTheControllerIsPaused(t *testing.T) {
 	for _, m := range members {
 		from += m.printedCount()
 	}
-	waitFor(t, time.Minute, "the members print", func() bool {
+	testutil.WaitFor(t, time.Minute, "the members print", func() bool {
 		n := 0
 		for _, m := range members {
 			n += m.printedCount()
@@ -111,7 +112,7 @@ func TestGroupGoesOnWhileTheControllerIsPaused(t *testing.T) {
 	defer resume()
 	pausedAt := time.Now()
 	t.Logf("paused broker %d, the controller", ctrl)
-	waitFor(t, pause+time.Minute, "the pause to last", func() bool { return time.Since(pausedAt) >= pause })
+	testutil.WaitFor(t, pause+time.Minute, "the pause to last", func() bool { return time.Since(pausedAt) >= pause })
 	resume()
 	resumedAt := time.Now()
 
@@ -140,7 +141,7 @@ func TestGroupGoesOnWhileTheControllerIsPaused(t *testing.T) {
 	// Nothing is lost: every record is printed (some twice: a member that
 	// lost its partitions leaves what it printed after its last commit to
 	// the next owner).
-	waitFor(t, 2*time.Minute, "every record printed after the pause", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "every record printed after the pause", func() bool {
 		seen := map[string]bool{}
 		for _, m := range members {
 			m.mu.Lock()

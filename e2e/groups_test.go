@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // memberProc is one `strata consume --group --follow --format json`
@@ -208,7 +209,7 @@ func TestGroupMemberKilledResumesAtItsCommit(t *testing.T) {
 	// m1 is paced to about 10,000 records a second, so the kill lands
 	// in the middle of the topic, between two of its commits.
 	m1 := startSlowMemberProc(t, b.addr, "m1", "jobs", "workers", 100*time.Microsecond, "--commit-interval", "50ms", "--session-timeout", "2s")
-	waitFor(t, time.Minute, "m1 prints a third of the records and commits", func() bool {
+	testutil.WaitFor(t, time.Minute, "m1 prints a third of the records and commits", func() bool {
 		offs, err := c.FetchOffsets(ctx, "workers")
 		return err == nil && len(offs) > 0 && m1.printedCount() >= n/3
 	})
@@ -222,7 +223,7 @@ func TestGroupMemberKilledResumesAtItsCommit(t *testing.T) {
 	}
 
 	m2 := startMemberProc(t, b, "m2", "jobs", "workers", "--commit-interval", "50ms", "--session-timeout", "2s")
-	waitFor(t, time.Minute, "m2 prints the rest", func() bool {
+	testutil.WaitFor(t, time.Minute, "m2 prints the rest", func() bool {
 		d, err := c.DescribeGroup(ctx, "workers")
 		if err != nil {
 			return false
@@ -313,7 +314,7 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 
 	args := []string{"--commit-interval", "100ms", "--session-timeout", session.String()}
 	members := []*memberProc{startMemberProc(t, b, "a", "stream", "g", args...)}
-	waitFor(t, time.Minute, "a owns every partition", func() bool { return len(members[0].owns()) == parts })
+	testutil.WaitFor(t, time.Minute, "a owns every partition", func() bool { return len(members[0].owns()) == parts })
 	joined := time.Now()
 	members = append(members, startMemberProc(t, b, "b", "stream", "g", args...), startMemberProc(t, b, "c", "stream", "g", args...))
 	balanced := func(ms ...*memberProc) func() bool {
@@ -329,7 +330,7 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 			return total == parts
 		}
 	}
-	waitFor(t, time.Minute, "three members share the partitions", balanced(members...))
+	testutil.WaitFor(t, time.Minute, "three members share the partitions", balanced(members...))
 	took := time.Since(joined)
 	t.Logf("figure: two members joining: balanced %v after they were started (process start included)", took.Round(time.Millisecond))
 
@@ -337,7 +338,7 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 	before := map[*memberProc]map[string]bool{a: a.owns(), cm: cm.owns()}
 	killedAt := time.Now()
 	killed.kill9()
-	waitFor(t, session+30*time.Second, "the killed member's partitions move", balanced(a, cm))
+	testutil.WaitFor(t, session+30*time.Second, "the killed member's partitions move", balanced(a, cm))
 	movedAt := time.Now()
 	moved := movedAt.Sub(killedAt)
 	t.Logf("figure: member killed -9 (session timeout %v): its partitions owned again after %v", session, moved.Round(time.Millisecond))
@@ -392,7 +393,7 @@ func TestGroupThreeMembersOneKilled(t *testing.T) {
 		}
 		return true
 	}
-	waitFor(t, time.Minute, fmt.Sprintf("all %d records printed", n), printedAll)
+	testutil.WaitFor(t, time.Minute, fmt.Sprintf("all %d records printed", n), printedAll)
 	a.interrupt(t)
 	cm.interrupt(t)
 
@@ -457,7 +458,7 @@ func TestGroupSurvivesControllerFailover(t *testing.T) {
 	args := []string{"--commit-interval", "100ms", "--session-timeout", "3s"}
 	a := startSlowMemberProc(t, brokers, "a", "work", "g", 0, args...)
 	b := startSlowMemberProc(t, brokers, "b", "work", "g", 0, args...)
-	waitFor(t, time.Minute, "two members share the partitions", func() bool {
+	testutil.WaitFor(t, time.Minute, "two members share the partitions", func() bool {
 		return len(a.owns()) == parts/2 && len(b.owns()) == parts/2
 	})
 
@@ -478,10 +479,10 @@ func TestGroupSurvivesControllerFailover(t *testing.T) {
 		return len(seen) == 8000
 	}
 	acked := time.Now()
-	waitFor(t, 2*time.Minute, "every record printed after the failover", printedAll)
+	testutil.WaitFor(t, 2*time.Minute, "every record printed after the failover", printedAll)
 	took := time.Since(acked)
 	t.Logf("all 8000 records printed %v after the records after the failover were acknowledged", took.Round(time.Millisecond))
-	waitFor(t, time.Minute, "the group is stable with both members again", func() bool {
+	testutil.WaitFor(t, time.Minute, "the group is stable with both members again", func() bool {
 		d, err := c.DescribeGroup(ctx, "g")
 		return err == nil && d.GetState() == "stable" && len(d.GetMembers()) == 2 &&
 			len(a.owns())+len(b.owns()) == parts

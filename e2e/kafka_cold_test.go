@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
 
@@ -137,7 +138,7 @@ func TestKafkaReplaysHistoryFromTheBucket(t *testing.T) {
 	}
 	produce(0, h.old)
 	// The old history leaves local disk for the bucket, all of it.
-	waitFor(t, 2*time.Minute, "the months-old history only in the bucket", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "the months-old history only in the bucket", func() bool {
 		_, _, lag, _, _, localStart, hw := describeTier(ctx, t, c, h.topic)
 		return lag == 0 && hw == int64(h.old) && localStart == hw
 	})
@@ -145,7 +146,7 @@ func TestKafkaReplaysHistoryFromTheBucket(t *testing.T) {
 	// The young tail is uploaded too (remote.max.lag.ms) and stays local.
 	var coldSegs int32
 	var logStart, localStart, hw int64
-	waitFor(t, 2*time.Minute, "the young tail in both tiers", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "the young tail in both tiers", func() bool {
 		d, err := c.DescribeTopic(ctx, h.topic)
 		if err != nil {
 			return false

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestKafkaIdempotentProducerUnderFaults: an unmodified Kafka client (franz-go's
@@ -113,7 +114,7 @@ func TestKafkaIdempotentProducerUnderFaults(t *testing.T) {
 	progress := func(what string) {
 		t.Helper()
 		from := ackedCount()
-		waitFor(t, 2*time.Minute, fmt.Sprintf("200 more acknowledged writes %s", what), func() bool { return ackedCount() >= from+200 })
+		testutil.WaitFor(t, 2*time.Minute, fmt.Sprintf("200 more acknowledged writes %s", what), func() bool { return ackedCount() >= from+200 })
 	}
 	progress("before any fault")
 
@@ -131,7 +132,7 @@ func TestKafkaIdempotentProducerUnderFaults(t *testing.T) {
 		if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 2*time.Minute, fmt.Sprintf("%s/%d led by another broker than paused %d", topic, p, paused.id), func() bool {
+		testutil.WaitFor(t, 2*time.Minute, fmt.Sprintf("%s/%d led by another broker than paused %d", topic, p, paused.id), func() bool {
 			l := tc.agreedLeader(ctx, topic, p, int32(paused.id))
 			return l > 0 && l != int32(paused.id)
 		})

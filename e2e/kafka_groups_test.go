@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestKafkaGroupFollowsTheController: on three `strata serve` processes
@@ -130,11 +131,11 @@ func TestKafkaGroupFollowsTheController(t *testing.T) {
 		}
 	}
 	produce(0, 200)
-	waitFor(t, time.Minute, "the group to consume the first 200 records", consumed(200))
+	testutil.WaitFor(t, time.Minute, "the group to consume the first 200 records", consumed(200))
 
 	tc.byID(ctrl).kill9()
 	produce(200, 400)
-	waitFor(t, 2*time.Minute, fmt.Sprintf("the group to consume every record after controller %d was killed", ctrl), consumed(400))
+	testutil.WaitFor(t, 2*time.Minute, fmt.Sprintf("the group to consume every record after controller %d was killed", ctrl), consumed(400))
 	newCtrl := tc.controllerOf(ctx, ctrl)
 	t.Logf("controller %d killed; %d took over; the group consumed all 400 records", ctrl, newCtrl)
 }

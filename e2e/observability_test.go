@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -63,7 +64,7 @@ func TestClusterStatusAndHealthOfACluster(t *testing.T) {
 	controller := tc.agreedController(ctx)
 	victim := tc.byID(controller%3 + 1)
 	victim.kill9()
-	waitFor(t, 30*time.Second, "the survivors to report three under-replicated partitions", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the survivors to report three under-replicated partitions", func() bool {
 		var urp float64
 		for id, admin := range admins {
 			if id != int32(victim.id) {
@@ -72,7 +73,7 @@ func TestClusterStatusAndHealthOfACluster(t *testing.T) {
 		}
 		return urp == 3
 	})
-	waitFor(t, 30*time.Second, "cluster status to show the dead broker and the under-replicated partitions", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "cluster status to show the dead broker and the under-replicated partitions", func() bool {
 		rows = rowsOf(b1.run(nil, "cluster", "status"))
 		dead := rowStarting(rows, victim.id, victim.addr)
 		return strings.Contains(dead, " no ") && slices.Contains(rows, "Under-replicated partitions: 3")

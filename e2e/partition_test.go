@@ -14,6 +14,7 @@ import (
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/gossip"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -175,7 +176,7 @@ func TestNetworkPartition(t *testing.T) {
 		}
 	}
 	// The majority elects another leader and takes writes.
-	waitFor(t, time.Minute, "a new leader on the majority side", func() bool {
+	testutil.WaitFor(t, time.Minute, "a new leader on the majority side", func() bool {
 		pm := tc.partition(ctx, "cut", part, 3)
 		return pm != nil && pm.Leader > 0 && pm.Leader != 3
 	})
@@ -189,7 +190,7 @@ func TestNetworkPartition(t *testing.T) {
 	}
 
 	ns.heal(t)
-	waitFor(t, 2*time.Minute, "the cut-off broker back in the ISR", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "the cut-off broker back in the ISR", func() bool {
 		pm := tc.partition(ctx, "cut", part)
 		return pm != nil && len(pm.Isr) == 3
 	})
@@ -254,13 +255,13 @@ func healedLoneISRMember(t *testing.T, removed bool, extra ...string) {
 	ns.cut(t)
 	// The majority's controller sees broker 3 fail and, with no other ISR
 	// member to elect, marks the partition leaderless; the ISR stays [3].
-	waitFor(t, time.Minute, "the partition offline on the majority side", func() bool {
+	testutil.WaitFor(t, time.Minute, "the partition offline on the majority side", func() bool {
 		pm := tc.partition(ctx, "lone", part, 3)
 		return pm != nil && pm.Leader <= 0 && slices.Equal(pm.Isr, []int32{3})
 	})
 	// Broker 3, alone, declares the others dead too; its log is the only
 	// view of its gossip while it cannot be reached.
-	waitFor(t, time.Minute, "broker 3 to declare brokers 1 and 2 failed", func() bool {
+	testutil.WaitFor(t, time.Minute, "broker 3 to declare brokers 1 and 2 failed", func() bool {
 		log := isolated.log()
 		return gossipFailed(log, "broker-1") && gossipFailed(log, "broker-2")
 	})
@@ -270,7 +271,7 @@ func healedLoneISRMember(t *testing.T, removed bool, extra ...string) {
 	// that.
 	<-time.After(3 * gossip.FastFailureDetection().GossipToTheDeadTime)
 	if removed {
-		waitFor(t, time.Minute, "the controller to remove broker 3 from the metadata group", func() bool {
+		testutil.WaitFor(t, time.Minute, "the controller to remove broker 3 from the metadata group", func() bool {
 			for _, b := range tc.brokers[:2] {
 				if strings.Contains(b.log(), `msg="removed a broker gone too long from the metadata group" broker=3 `) {
 					return true
@@ -282,7 +283,7 @@ func healedLoneISRMember(t *testing.T, removed bool, extra ...string) {
 
 	ns.heal(t)
 	healed := time.Now()
-	waitFor(t, 2*time.Minute, "broker 3 elected leader again on the majority side", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "broker 3 elected leader again on the majority side", func() bool {
 		pm := tc.partition(ctx, "lone", part, 3)
 		return pm != nil && pm.Leader == 3
 	})
@@ -290,7 +291,7 @@ func healedLoneISRMember(t *testing.T, removed bool, extra ...string) {
 	// then it refuses (NOT_LEADER, which writes nothing), after that it
 	// must acknowledge.
 	refused := ""
-	waitFor(t, time.Minute, "an acks=all write acknowledged by broker 3", func() bool {
+	testutil.WaitFor(t, time.Minute, "an acks=all write acknowledged by broker 3", func() bool {
 		_, err := rawProduce(ctx, isolated, "lone", part, stratav1.Acks_ACKS_ALL, "after")
 		if err != nil && err.Error() != refused {
 			refused = err.Error()

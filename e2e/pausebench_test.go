@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // BenchmarkPausedBroker measures, three times, the longest window with no
@@ -48,7 +49,7 @@ func BenchmarkPausedBroker(b *testing.B) {
 		victim := tc.byID(int32(round%3 + 1))
 		settled := time.Now()
 		for i := range partitions {
-			waitFor(b, time.Minute, fmt.Sprintf("an acknowledged write to partition %d before the pause", i), func() bool {
+			testutil.WaitFor(b, time.Minute, fmt.Sprintf("an acknowledged write to partition %d before the pause", i), func() bool {
 				return acks[i].last().After(settled)
 			})
 		}
@@ -69,7 +70,7 @@ func BenchmarkPausedBroker(b *testing.B) {
 		// The window ends with each partition's first acknowledgement after
 		// the resume, so a partition that stalled until then counts whole.
 		for i := range partitions {
-			waitFor(b, time.Minute, fmt.Sprintf("an acknowledged write to partition %d after the resume", i), func() bool {
+			testutil.WaitFor(b, time.Minute, fmt.Sprintf("an acknowledged write to partition %d after the resume", i), func() bool {
 				return acks[i].last().After(resumed)
 			})
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
 
@@ -69,7 +70,7 @@ func TestReadReplicaServesAnotherClustersBucket(t *testing.T) {
 		return d.Partitions[0].ColdEndOffset, d.Partitions[0].HighWatermark
 	}
 	produce(0, total)
-	waitFor(t, 2*time.Minute, "the writer to upload everything", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "the writer to upload everything", func() bool {
 		end, hw := coldEnd(wc)
 		return end == total && hw == total
 	})
@@ -191,7 +192,7 @@ func TestReadReplicaServesAnotherClustersBucket(t *testing.T) {
 
 	// The replica follows new uploads.
 	produce(total, more)
-	waitFor(t, 2*time.Minute, "the replica to serve the new uploads", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "the replica to serve the new uploads", func() bool {
 		end, hw := coldEnd(rc)
 		return end == total+more && hw == total+more
 	})

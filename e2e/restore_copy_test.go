@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
 
@@ -52,7 +53,7 @@ func TestRestoreACopyToATimeOrOffset(t *testing.T) {
 			t.Fatalf("record %d went to offset %d", seq, off)
 		}
 	}
-	waitFor(t, time.Minute, "the whole topic in the cold tier", func() bool {
+	testutil.WaitFor(t, time.Minute, "the whole topic in the cold tier", func() bool {
 		d, err := c.DescribeTopic(ctx, "src")
 		return err == nil && d.Partitions[0].ColdEndOffset == total
 	})
@@ -119,7 +120,7 @@ func TestRestoreACopyToATimeOrOffset(t *testing.T) {
 	if err := c.DeleteTopic(ctx, "before-deploy"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the deleted copy's objects gone", func() bool {
+	testutil.WaitFor(t, time.Minute, "the deleted copy's objects gone", func() bool {
 		return len(bucketObjects(t, m, "before-deploy/")) == 0
 	})
 	checkCopy("src", total)

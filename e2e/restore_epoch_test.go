@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 	"github.com/strata-log/strata/tiering/objstore/s3"
@@ -39,7 +40,7 @@ func TestRestoreAfterLeadershipMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	waitFor(t, time.Minute, "the whole topic in the cold tier", func() bool {
+	testutil.WaitFor(t, time.Minute, "the whole topic in the cold tier", func() bool {
 		d, err := c.DescribeTopic(ctx, "moved")
 		return err == nil && d.Partitions[0].ColdEndOffset == total
 	})

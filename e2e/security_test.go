@@ -33,6 +33,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
@@ -90,7 +91,7 @@ func startSecureCluster(t *testing.T) *secureCluster {
 	}
 	// Every broker registered (the controller proves each before it does).
 	admin := sc.client(t, client.WithTLS(sc.clientTLS(t, "admin")))
-	waitFor(t, 2*time.Minute, "every broker registered", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "every broker registered", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		md, err := admin.Metadata(ctx)
@@ -243,7 +244,7 @@ func TestSecurity(t *testing.T) {
 			return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 		}
 		var init *stratav1.InitProducerResponse
-		waitFor(t, 30*time.Second, "mallory's token to be accepted and app's producer id", func() bool {
+		testutil.WaitFor(t, 30*time.Second, "mallory's token to be accepted and app's producer id", func() bool {
 			init, err = stratav1.NewProduceServiceClient(cc).InitProducer(as(appToken), &stratav1.InitProducerRequest{})
 			return err == nil && listTopicsWith(ctx, sc, malloryToken) == nil
 		})
@@ -373,7 +374,7 @@ func TestSecurity(t *testing.T) {
 			"--security-tls-ca-file", sc.file("ca.pem"),
 			"--security-tls-cert-file", sc.file("broker-3.pem"), "--security-tls-key-file", sc.file("broker-3-key.pem"))
 		rogue.launch()
-		waitFor(t, time.Minute, "the controller to refuse broker 66's claim", func() bool {
+		testutil.WaitFor(t, time.Minute, "the controller to refuse broker 66's claim", func() bool {
 			for _, b := range sc.brokers {
 				if strings.Contains(b.log(), "does not prove the broker id it claims") && strings.Contains(b.log(), "claimed_id=66") {
 					return true
@@ -403,7 +404,7 @@ func TestSecurity(t *testing.T) {
 		// what it cannot decrypt.
 		keyless := newBroker(t, 67, "--gossip-join", sc.brokers[0].args[slices.Index(sc.brokers[0].args, "--gossip-listen")+1])
 		keyless.launch()
-		waitFor(t, time.Minute, "the keyless member's join to fail", func() bool {
+		testutil.WaitFor(t, time.Minute, "the keyless member's join to fail", func() bool {
 			return strings.Contains(keyless.log(), "join failed")
 		})
 		md, err = admin.Metadata(ctx)
@@ -421,7 +422,7 @@ func TestSecurity(t *testing.T) {
 	t.Run("certificates and tokens rotate without a restart", func(t *testing.T) {
 		before := serverSerial(t, sc.brokers[0].addr, sc.clientTLS(t, "admin"))
 		runStrata(t, "dev", "certs", "--dir", sc.certs, "--brokers", "3", "--client", "admin")
-		waitFor(t, 30*time.Second, "broker 1 to show its new certificate", func() bool {
+		testutil.WaitFor(t, 30*time.Second, "broker 1 to show its new certificate", func() bool {
 			return serverSerial(t, sc.brokers[0].addr, sc.clientTLS(t, "admin")).Cmp(before) != 0
 		})
 		// The brokers still reach each other and the clients with the new
@@ -434,7 +435,7 @@ func TestSecurity(t *testing.T) {
 		p.Close()
 
 		newToken := addToken(t, sc, "User:app")
-		waitFor(t, 30*time.Second, "the new token to be accepted", func() bool {
+		testutil.WaitFor(t, 30*time.Second, "the new token to be accepted", func() bool {
 			return listTopicsWith(ctx, sc, newToken) == nil
 		})
 		// Revoke the first token: only the new line stays.
@@ -442,7 +443,7 @@ func TestSecurity(t *testing.T) {
 		if err := os.WriteFile(sc.tokens, []byte(lines[len(lines)-1]+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, "the revoked token to be refused", func() bool {
+		testutil.WaitFor(t, 30*time.Second, "the revoked token to be refused", func() bool {
 			return status.Code(listTopicsWith(ctx, sc, appToken)) == codes.Unauthenticated
 		})
 		if err := listTopicsWith(ctx, sc, newToken); err != nil {

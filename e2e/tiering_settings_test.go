@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
@@ -76,7 +77,7 @@ func TestAnAlterIsInTheBucketWhenItReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	waitFor(t, time.Minute, "the whole topic in the cold tier", func() bool {
+	testutil.WaitFor(t, time.Minute, "the whole topic in the cold tier", func() bool {
 		d, err := c.DescribeTopic(ctx, "kept")
 		return err == nil && d.Partitions[0].ColdEndOffset == total
 	})
@@ -158,7 +159,7 @@ func TestAQuietTailReachesTheBucketWithinTheBound(t *testing.T) {
 	// While it waits, describe says how long.
 	var sawWaiting bool
 	var inBucket time.Duration
-	waitFor(t, bound+time.Second, "the acknowledged tail in the bucket", func() bool {
+	testutil.WaitFor(t, bound+time.Second, "the acknowledged tail in the bucket", func() bool {
 		d, err := c.DescribeTopic(ctx, "quiet")
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +181,7 @@ func TestAQuietTailReachesTheBucketWithinTheBound(t *testing.T) {
 	if !sawWaiting {
 		t.Errorf("describe never showed the tail waiting for the bucket")
 	}
-	waitFor(t, 5*time.Second, "describe to show the recovery point at the high watermark", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "describe to show the recovery point at the high watermark", func() bool {
 		d, err := c.DescribeTopic(ctx, "quiet")
 		part := d.Partitions[0]
 		return err == nil && part.ColdEndOffset == total && part.UploadLagMs == 0 && !part.ColdLoading
@@ -225,7 +226,7 @@ func TestDescribeIsLoadingOrRightAfterARestart(t *testing.T) {
 	}
 	p.Close()
 	var coldSegs int32
-	waitFor(t, time.Minute, "history to leave the local disk", func() bool {
+	testutil.WaitFor(t, time.Minute, "history to leave the local disk", func() bool {
 		_, _, _, segs, logStart, localStart, _ := describeTier(ctx, t, c, "deep")
 		coldSegs = segs
 		return logStart == 0 && localStart > 100
@@ -302,7 +303,7 @@ func TestAnAlterTheBucketCannotTakeSaysSo(t *testing.T) {
 	b.start()
 	desc := mustStrata(t, b, "", "topic", "create", "stranded", "--config", "retention.ms=90d")
 	id := strings.Fields(lines(desc)[1])[1]
-	waitFor(t, 30*time.Second, "the leader to record the settings in the manifest", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the leader to record the settings in the manifest", func() bool {
 		h := bucketHead(t, m, "stranded", id, 0)
 		return h != nil && h.Config["retention.ms"] == "7776000000"
 	})
@@ -366,7 +367,7 @@ func TestAnAlterReachesEveryLeadersManifest(t *testing.T) {
 
 	victim := tc.leaderOf(ctx, "spread", 0)
 	tc.byID(victim).kill9()
-	waitFor(t, time.Minute, "another leader of spread/0", func() bool {
+	testutil.WaitFor(t, time.Minute, "another leader of spread/0", func() bool {
 		l := tc.agreedLeader(ctx, "spread", 0, victim)
 		return l > 0 && l != victim
 	})

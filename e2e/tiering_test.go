@@ -21,6 +21,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
@@ -153,17 +154,6 @@ func scrape(t testing.TB, addr string) map[string]float64 {
 	return out
 }
 
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
-}
-
 // bucketObjects lists what MinIO really stores under prefix, read with
 // minio-go, independently of Strata's code.
 func bucketObjects(t *testing.T, m *miniotest.Server, prefix string) map[string]int64 {
@@ -234,7 +224,7 @@ func TestTieredHistoryReplays(t *testing.T) {
 	var localBytes, coldBytes, lag int64
 	var coldSegs int32
 	var logStart, localStart, hw int64
-	waitFor(t, 3*time.Minute, "uploads and local retention", func() bool {
+	testutil.WaitFor(t, 3*time.Minute, "uploads and local retention", func() bool {
 		localBytes, coldBytes, lag, coldSegs, logStart, localStart, hw = describeTier(ctx, t, c, "history")
 		return lag == 0 && localBytes <= 6<<20 && coldSegs > 150 && onDisk() <= 6<<20
 	})
@@ -348,7 +338,7 @@ func TestStoreOutageThrottlesThenDrains(t *testing.T) {
 	}
 
 	m.Restart()
-	waitFor(t, 2*time.Minute, "uploads to drain", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "uploads to drain", func() bool {
 		_, _, lag, _, _, _, _ := describeTier(ctx, t, c, "outage")
 		return lag == 0
 	})
@@ -408,7 +398,7 @@ func TestKill9DuringUploadsKeepsManifestConsistent(t *testing.T) {
 	c.Close()
 	// Kill while uploads are under way: some segments are in the bucket,
 	// more are waiting.
-	waitFor(t, time.Minute, "uploads to start", func() bool {
+	testutil.WaitFor(t, time.Minute, "uploads to start", func() bool {
 		return len(bucketObjects(t, m, "crashy/")) > 3
 	})
 	b.kill9()
@@ -424,11 +414,11 @@ func TestKill9DuringUploadsKeepsManifestConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, 2*time.Minute, "uploads to finish after the restart", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "uploads to finish after the restart", func() bool {
 		_, _, lag, _, _, _, _ := describeTier(ctx, t, c, "crashy")
 		return lag == 0
 	})
-	waitFor(t, time.Minute, "the stray object to be collected", func() bool {
+	testutil.WaitFor(t, time.Minute, "the stray object to be collected", func() bool {
 		_, ok := bucketObjects(t, m, "crashy/")[stray]
 		return !ok
 	})
@@ -489,7 +479,7 @@ func TestRestoreFromBucketAlone(t *testing.T) {
 	}
 	p.Close()
 	// segment.ms seals the last segment too; wait until everything is cold.
-	waitFor(t, time.Minute, "the whole topic in the cold tier", func() bool {
+	testutil.WaitFor(t, time.Minute, "the whole topic in the cold tier", func() bool {
 		d, err := c.DescribeTopic(ctx, "precious")
 		return err == nil && d.Partitions[0].ColdEndOffset == total
 	})
@@ -550,7 +540,7 @@ func TestCorruptObjectIsAnErrorNeverData(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	waitFor(t, time.Minute, "local retention to move the start past offset 0", func() bool {
+	testutil.WaitFor(t, time.Minute, "local retention to move the start past offset 0", func() bool {
 		_, _, _, _, _, localStart, _ := describeTier(ctx, t, c, "fragile")
 		return localStart > 0
 	})

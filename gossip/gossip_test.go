@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 func TestThreeMembersJoin(t *testing.T) {
@@ -126,7 +128,7 @@ func TestUpdateMeta(t *testing.T) {
 		if ev.Member.Meta != m {
 			t.Errorf("%s: update event meta %+v, want %+v", n.cfg.NodeName, ev.Member.Meta, m)
 		}
-		waitFor(t, time.Second, n.cfg.NodeName+" Members() to show the new meta", func() bool {
+		testutil.WaitFor(t, time.Second, n.cfg.NodeName+" Members() to show the new meta", func() bool {
 			return n.Members()[1].Meta == m
 		})
 	}
@@ -169,7 +171,7 @@ func TestEncryption(t *testing.T) {
 		startNode(t, secure(4, nil, first.LocalAddr())),
 	}
 	for _, o := range outsiders {
-		waitFor(t, 10*time.Second, o.cfg.NodeName+" to fail several join attempts", func() bool {
+		testutil.WaitFor(t, 10*time.Second, o.cfg.NodeName+" to fail several join attempts", func() bool {
 			return o.joinAttempts.Load() >= 3
 		})
 		if o.joined.Load() {
@@ -185,7 +187,7 @@ func TestJoinRetryUntilSeedStarts(t *testing.T) {
 	t.Parallel()
 	seedAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	early := startNode(t, testConfig(t, 2, seedAddr))
-	waitFor(t, 10*time.Second, "join attempts against a missing seed", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "join attempts against a missing seed", func() bool {
 		return early.joinAttempts.Load() >= 2
 	})
 	if early.joined.Load() {
@@ -236,7 +238,7 @@ func TestSlowReaderSeesEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMembers(t, slow, 10*time.Second, 1, 2, 3)
-	waitFor(t, 5*time.Second, "Members() to show broker 3's new meta", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "Members() to show broker 3's new meta", func() bool {
 		return slow.Members()[2].Meta == m3
 	})
 

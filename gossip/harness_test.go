@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // testWriter sends log output to t.Log until the test's cleanup ends.
@@ -131,18 +134,6 @@ func crash(t *testing.T, n *node) {
 	}
 }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
-}
-
 // brokerIDs returns the ids in g.Members(), in the order given.
 func brokerIDs(g *Gossip) []int32 {
 	var out []int32
@@ -156,7 +147,7 @@ func brokerIDs(g *Gossip) []int32 {
 // with the Meta testMeta gives it.
 func waitMembers(t *testing.T, n *node, timeout time.Duration, want ...int32) {
 	t.Helper()
-	waitFor(t, timeout, fmt.Sprintf("%s to see brokers %v (sees %v)", n.cfg.NodeName, want, brokerIDs(n.Gossip)), func() bool {
+	testutil.WaitFor(t, timeout, fmt.Sprintf("%s to see brokers %v (sees %v)", n.cfg.NodeName, want, brokerIDs(n.Gossip)), func() bool {
 		got := n.Members()
 		if len(got) != len(want) {
 			return false
@@ -236,21 +227,18 @@ func (r *recorder) wait(t *testing.T, timeout time.Duration, kind EventKind, nam
 }
 
 // freePort returns a loopback port that was free for both TCP and UDP a
-// moment ago.
+// moment ago. It comes from freeport, so no other address handed out in
+// this test binary has it.
 func freePort(t *testing.T) int {
 	t.Helper()
 	for range 20 {
-		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		addr := freeport.Loopback(t)
+		ul, err := net.ListenPacket("udp", addr)
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		port := tl.Addr().(*net.TCPAddr).Port
-		ul, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		tl.Close()
-		if err == nil {
-			ul.Close()
-			return port
-		}
+		ul.Close()
+		return ul.LocalAddr().(*net.UDPAddr).Port
 	}
 	t.Fatal("no free port")
 	return 0

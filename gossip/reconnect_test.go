@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // deadTime is the GossipToTheDeadTime of the partition tests: short, so
@@ -124,7 +126,7 @@ func TestPartitionHealsThroughSeedsAfterReconnectTimeout(t *testing.T) {
 	tn.partition(majority, alone)
 	outlastDeadTime(t, majority, alone)
 	for _, n := range nodes {
-		waitFor(t, 15*time.Second, n.cfg.NodeName+" to forget the members it saw fail", func() bool {
+		testutil.WaitFor(t, 15*time.Second, n.cfg.NodeName+" to forget the members it saw fail", func() bool {
 			failed, _ := n.delegate.failedSince(time.Now().Add(-n.cfg.ReconnectTimeout))
 			return len(failed) == 0
 		})

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // clock is a settable time for tests.
@@ -158,7 +160,7 @@ func TestHeldHeartbeatWakesOnRebalance(t *testing.T) {
 		got <- ans
 	}()
 	// Wait until the heartbeat is held.
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the heartbeat to be held", func() bool {
 		g, _ := c.lockGroup("g", false)
 		defer c.unlockGroup(g)
 		return g.members[a.id].held == 1
@@ -176,17 +178,6 @@ func TestHeldHeartbeatWakesOnRebalance(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("held heartbeat did not return")
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -3,6 +3,7 @@ package hotlog
 import (
 	"errors"
 	"fmt"
+	"github.com/strata-log/strata/hotlog/memfs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 )
 
@@ -151,7 +153,7 @@ func fillSegments(t testing.TB, l *Log, segs int) int64 {
 	t.Helper()
 	seq := int(l.LogEndOffset())
 	for len(l.Segments()) < segs {
-		if _, err := l.Append(seqBatch(t, seq, 3, int64(seq), 180), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(seq), 3, int64(seq), 180, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 		seq += 3
@@ -227,7 +229,7 @@ func TestIdleLogsHoldNoFilesBeyondTheSharedBound(t *testing.T) {
 	// The last log's sealed segments are fsynced by its flusher after the
 	// roll; wait for that, not for time.
 	for _, l := range open {
-		eventually(t, 5*time.Second, "sealed segments fsynced", func() bool {
+		testutil.WaitFor(t, 5*time.Second, "sealed segments fsynced", func() bool {
 			segs := l.Segments()
 			return segs[len(segs)-2].Sealed
 		})
@@ -255,7 +257,7 @@ func TestIdleLogsHoldNoFilesBeyondTheSharedBound(t *testing.T) {
 // under FlushNever the active segment stays open however hard other logs
 // press on the cache, until a roll seals and fsyncs it.
 func TestUnsyncedFilesAreNeverEvicted(t *testing.T) {
-	w := newWatchFS(newMemFS())
+	w := newWatchFS(memfs.New())
 	files := NewFileCache(1)
 	opts := testOptions(w)
 	opts.Files = files
@@ -270,7 +272,7 @@ func TestUnsyncedFilesAreNeverEvicted(t *testing.T) {
 	reader.SetHighWatermark(rend)
 
 	for i := range 20 {
-		if _, err := writer.Append(seqBatch(t, i, 1, 0, 50), 0); err != nil {
+		if _, err := writer.Append(testutil.SeqBatch(t, int64(i), 1, 0, 50, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 		// Read all of the other log: every segment of it passes through the
@@ -298,7 +300,7 @@ func TestUnsyncedFilesAreNeverEvicted(t *testing.T) {
 // file system lets it, succeeds. An append whose active segment cannot be
 // reopened is refused without writing anything.
 func TestFailedReopenFailsTheCallNotTheLog(t *testing.T) {
-	w := newWatchFS(newMemFS())
+	w := newWatchFS(memfs.New())
 	opts := testOptions(w)
 	opts.Files = NewFileCache(1)
 	l := mustOpen(t, "/l", opts)
@@ -312,14 +314,14 @@ func TestFailedReopenFailsTheCallNotTheLog(t *testing.T) {
 	if _, err := l.Read(end-1, 1<<20, end); !errors.Is(err, errInjectedOpen) {
 		t.Fatalf("read of an evicted segment whose reopen fails: %v, want the open error", err)
 	}
-	if _, err := l.Append(seqBatch(t, int(end), 1, 0, 50), 0); !errors.Is(err, errInjectedOpen) {
+	if _, err := l.Append(testutil.SeqBatch(t, int64(int(end)), 1, 0, 50, []byte("k")), 0); !errors.Is(err, errInjectedOpen) {
 		t.Fatalf("append to an evicted active segment whose reopen fails: %v, want the open error", err)
 	}
 	if l.LogEndOffset() != end {
 		t.Fatalf("log end %d after a refused append, want %d", l.LogEndOffset(), end)
 	}
 	w.failReopen.Store(false)
-	if _, err := l.Append(seqBatch(t, int(end), 1, 0, 50), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, int64(int(end)), 1, 0, 50, []byte("k")), 0); err != nil {
 		t.Fatalf("append after the file system recovered: %v", err)
 	}
 	l.SetHighWatermark(end + 1)
@@ -344,7 +346,7 @@ func TestConcurrentReadsEvictionTruncationAndDeletion(t *testing.T) {
 	}
 	appendUpTo := func(l *Log, end int64) error {
 		for off := l.LogEndOffset(); off < end; off = l.LogEndOffset() {
-			if _, err := l.Append(seqBatch(t, int(off), 2, off, 100), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(int(off)), 2, off, 100, []byte("k")), 0); err != nil {
 				return err
 			}
 			l.SetHighWatermark(l.LogEndOffset())
@@ -441,7 +443,7 @@ func TestConcurrentReadsEvictionTruncationAndDeletion(t *testing.T) {
 // A process killed with a small cache leaves a log that recovers, within
 // the bound, with every record it had fsynced.
 func TestRecoveryAfterKillWithASmallCache(t *testing.T) {
-	m := newMemFS()
+	m := memfs.New()
 	opts := testOptions(m)
 	opts.Files = NewFileCache(2)
 	l := mustOpen(t, "/k", opts)
@@ -450,7 +452,7 @@ func TestRecoveryAfterKillWithASmallCache(t *testing.T) {
 	if err := l.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	killed := &memFS{m.Fork()} // kill -9: the page cache survives, no final fsync
+	killed := m.Fork() // kill -9: the page cache survives, no final fsync
 	l.Close()
 
 	w := newWatchFS(killed)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestIdleLogsRunNoGoroutine: a broker holds thousands of logs, most of
@@ -39,18 +41,18 @@ func TestIdleLogsRunNoGoroutine(t *testing.T) {
 		return true
 	}
 	idle := func() bool { return runtime.NumGoroutine() <= before }
-	eventually(t, 10*time.Second, "opened logs to run no goroutine", idle)
+	testutil.WaitFor(t, 10*time.Second, "opened logs to run no goroutine", idle)
 
 	for round := range 2 {
 		for _, l := range logs {
-			if _, err := l.Append(seqBatch(t, round*3, 3, 0, 100), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(round*3), 3, 0, 100, []byte("k")), 0); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// FlushAlways: Append returned after the fsync. FlushInterval: the
 		// timer the write armed fsyncs it.
-		eventually(t, 10*time.Second, "every write to be fsynced", durable)
-		eventually(t, 10*time.Second, "idle logs to run no goroutine", idle)
+		testutil.WaitFor(t, 10*time.Second, "every write to be fsynced", durable)
+		testutil.WaitFor(t, 10*time.Second, "idle logs to run no goroutine", idle)
 	}
 	for _, l := range logs {
 		if err := l.Close(); err != nil {
@@ -78,7 +80,7 @@ func TestCheckpointSkipsAnUnchangedState(t *testing.T) {
 		}
 		return fi.Sys().(*syscall.Stat_t).Ino
 	}
-	if _, err := l.Append(seqBatch(t, 0, 3, 0, 100), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 100, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(3)
@@ -94,7 +96,7 @@ func TestCheckpointSkipsAnUnchangedState(t *testing.T) {
 	if inode() != written {
 		t.Fatal("a checkpoint of an unchanged state rewrote the file")
 	}
-	if _, err := l.Append(seqBatch(t, 3, 3, 0, 100), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 3, 3, 0, 100, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(6)
@@ -145,7 +147,7 @@ func TestOpenAfterACleanCloseWritesNothing(t *testing.T) {
 		dir := filepath.Join(root, name)
 		l := mustOpen(t, dir, opts)
 		for i := range 5 {
-			if _, err := l.Append(seqBatch(t, i*3, 3, 0, 100), 1); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(i*3), 3, 0, 100, []byte("k")), 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -192,7 +194,7 @@ func TestOpenAfterACleanCloseWritesNothing(t *testing.T) {
 	}
 	for _, l := range logs {
 		checkSeq(t, readRecords(t, l, 0, 15), 0, 0)
-		if _, err := l.Append(seqBatch(t, 15, 3, 0, 100), 3); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, 15, 3, 0, 100, []byte("k")), 3); err != nil {
 			t.Fatal(err)
 		}
 		checkSeq(t, readRecords(t, l, 0, 18), 0, 0)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestIdleFootprint measures what idle partitions cost a process: it opens
@@ -55,7 +57,7 @@ func TestIdleFootprint(t *testing.T) {
 				}
 				logs[i] = l
 				for s := range 2 {
-					if _, err := l.Append(seqBatch(t, s, 3, 0, 100), 0); err != nil {
+					if _, err := l.Append(testutil.SeqBatch(t, int64(s), 3, 0, 100, []byte("k")), 0); err != nil {
 						errs <- err
 					}
 					if s == 0 {

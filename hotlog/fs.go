@@ -5,8 +5,10 @@ import (
 	"os"
 )
 
-// File is what the log needs of an open file.
-type File interface {
+// File is what the log needs of an open file. It is an alias of an unnamed
+// interface so that another package can name the identical type without
+// importing hotlog: memfs.FS, which hotlog's own tests use, is an FS as it is.
+type File = interface {
 	io.ReaderAt
 	io.WriterAt
 	io.Closer

@@ -1,6 +1,8 @@
 package hotlog
 
 import (
+	"github.com/strata-log/strata/hotlog/memfs"
+	"github.com/strata-log/strata/internal/testutil"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +17,7 @@ import (
 func FuzzRecoverSegment(f *testing.F) {
 	var valid []byte
 	for i := range 4 {
-		b := seqBatch(f, i*2, 2, int64(i), 30)
+		b := testutil.SeqBatch(f, int64(i*2), 2, int64(i), 30, []byte("k"))
 		b.SetBaseOffset(int64(i * 2))
 		valid = append(valid, b...)
 	}
@@ -23,7 +25,7 @@ func FuzzRecoverSegment(f *testing.F) {
 	f.Add(valid[:len(valid)-9], []byte{0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add(append(append([]byte(nil), valid...), 0xde, 0xad), []byte{0, 0, 0, 2, 0, 0, 0, 40})
 	f.Fuzz(func(t *testing.T, logBytes, indexBytes []byte) {
-		fsys := newMemFS()
+		fsys := memfs.New()
 		writeMemFile(t, fsys, filepath.Join("/log", segmentName(0, logSuffix)), logBytes)
 		writeMemFile(t, fsys, filepath.Join("/log", segmentName(0, indexSuffix)), indexBytes)
 		fsys.SyncDir("/log")
@@ -47,13 +49,13 @@ func FuzzRecoverSegment(f *testing.F) {
 		if l.LogEndOffset() != expect {
 			t.Fatalf("LEO %d, the kept batches end at %d", l.LogEndOffset(), expect)
 		}
-		if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0); err != nil {
 			t.Fatalf("append after recovery: %v", err)
 		}
 	})
 }
 
-func writeMemFile(t *testing.T, fsys *memFS, path string, data []byte) {
+func writeMemFile(t *testing.T, fsys *memfs.FS, path string, data []byte) {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)

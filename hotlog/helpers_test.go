@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/strata-log/strata/record"
 )
@@ -31,24 +30,6 @@ func mustOpen(t testing.TB, dir string, opts Options) *Log {
 		t.Fatalf("open %s: %v", dir, err)
 	}
 	return l
-}
-
-// seqBatch builds a batch of n records whose values carry the sequence
-// numbers first..first+n-1 (so a checker can tell exactly which records came
-// back) padded to valueSize bytes, with timestamps ts, ts+1, ...
-func seqBatch(t testing.TB, first, n int, ts int64, valueSize int) record.Batch {
-	t.Helper()
-	b := record.NewBuilder(record.DefaultBatchOptions())
-	for i := range n {
-		v := make([]byte, max(valueSize, 8))
-		binary.BigEndian.PutUint64(v, uint64(first+i))
-		b.Add(record.Record{Timestamp: ts + int64(i), Key: []byte("k"), Value: v})
-	}
-	batch, err := b.Build()
-	if err != nil {
-		t.Fatalf("build batch: %v", err)
-	}
-	return batch
 }
 
 func seqOf(r record.Record) int { return int(binary.BigEndian.Uint64(r.Value)) }
@@ -106,20 +87,6 @@ func wantErr(t testing.TB, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Fatalf("error %v, want %v", err, target)
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		<-tick.C
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // The kill test runs this test binary again as a child process that appends
@@ -47,7 +49,7 @@ func runKillChild(spec string) {
 			defer wg.Done()
 			for n := 0; ; n += 3 {
 				seq := (r*10+w)*1_000_000 + n
-				if _, err := l.Append(seqBatch(nopTB{}, seq, 3, 0, 700), 0); err != nil {
+				if _, err := l.Append(testutil.SeqBatch(nopTB{}, int64(seq), 3, 0, 700, []byte("k")), 0); err != nil {
 					fmt.Fprintln(os.Stderr, "child append:", err)
 					os.Exit(3)
 				}

@@ -3,6 +3,8 @@ package hotlog
 import (
 	"context"
 	"errors"
+	"github.com/strata-log/strata/hotlog/memfs"
+	"github.com/strata-log/strata/internal/testutil"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,7 +20,7 @@ func TestAppendAssignsOffsetsAndReadsBack(t *testing.T) {
 	seq := 0
 	var sent []record.Batch
 	for i := range 40 {
-		b := seqBatch(t, seq, 1+i%5, int64(1000+seq), 300)
+		b := testutil.SeqBatch(t, int64(seq), 1+i%5, int64(1000+seq), 300, []byte("k"))
 		res, err := l.Append(b, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +68,7 @@ func TestReadWithLendsTheBuffer(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), testOptions(DiskFS{}))
 	defer l.Close()
 	for i := range 10 {
-		if _, err := l.Append(seqBatch(t, i*4, 4, 0, 200), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(i*4), 4, 0, 200, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +112,7 @@ func TestReadBounds(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), testOptions(DiskFS{}))
 	defer l.Close()
 	for i := range 10 {
-		if _, err := l.Append(seqBatch(t, i*4, 4, 0, 200), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(i*4), 4, 0, 200, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,7 +165,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	l := mustOpen(t, dir, testOptions(DiskFS{}))
 	for i := range 30 {
 		epoch := int32(i / 10)
-		if _, err := l.Append(seqBatch(t, i*3, 3, int64(i), 300), epoch); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(i*3), 3, int64(i), 300, []byte("k")), epoch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -195,7 +197,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 		t.Fatalf("epochs %v, want %v", got, want)
 	}
 	checkSeq(t, readRecords(t, l, 0, 90), 0, 0)
-	if _, err := l.Append(seqBatch(t, 90, 3, 0, 300), 2); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 90, 3, 0, 300, []byte("k")), 2); err != nil {
 		t.Fatal(err)
 	}
 	checkSeq(t, readRecords(t, l, 85, 93), 85, 85)
@@ -210,10 +212,10 @@ func TestRollBySizeAndAge(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), opts)
 	defer l.Close()
 
-	b := seqBatch(t, 0, 2, 5000, 1000)
+	b := testutil.SeqBatch(t, 0, 2, 5000, 1000, []byte("k"))
 	perSegment := int(opts.SegmentBytes) / len(b)
 	for i := range perSegment + 1 {
-		if _, err := l.Append(seqBatch(t, i*2, 2, int64(5000+i*2), 1000), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(i*2), 2, int64(5000+i*2), 1000, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -251,13 +253,13 @@ func TestRollBySizeAndAge(t *testing.T) {
 	if rolled, _ := l.RollIfAged(); rolled {
 		t.Fatal("rolled an empty segment")
 	}
-	if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	clockMu.Lock()
 	now = now.Add(time.Minute)
 	clockMu.Unlock()
-	if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(l.Segments()); n != 4 {
@@ -268,16 +270,16 @@ func TestRollBySizeAndAge(t *testing.T) {
 func TestBadInputChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, testOptions(DiskFS{}))
-	if _, err := l.Append(seqBatch(t, 0, 3, 0, 100), 1); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 100, []byte("k")), 1); err != nil {
 		t.Fatal(err)
 	}
 	before := l.LogEndOffset()
 
-	big := seqBatch(t, 0, 1, 0, 5000)
+	big := testutil.SeqBatch(t, 0, 1, 0, 5000, []byte("k"))
 	_, err := l.Append(big, 1)
 	wantErr(t, err, ErrBatchTooLarge)
 
-	bad := seqBatch(t, 0, 3, 0, 100)
+	bad := testutil.SeqBatch(t, 0, 3, 0, 100, []byte("k"))
 	bad[len(bad)-1] ^= 0xff
 	_, err = l.Append(bad, 1)
 	wantErr(t, err, ErrInvalidBatch)
@@ -288,9 +290,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 	_, err = l.Append(record.Batch([]byte{1, 2, 3}), 1)
 	wantErr(t, err, ErrInvalidBatch)
 
-	_, err = l.Append(seqBatch(t, 0, 1, 0, 10), 0)
+	_, err = l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrStaleEpoch)
-	_, err = l.Append(seqBatch(t, 0, 1, 0, 10), -1)
+	_, err = l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), -1)
 	wantErr(t, err, ErrStaleEpoch)
 
 	_, err = l.Read(-1, 100, 10)
@@ -306,11 +308,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err = l.Append(seqBatch(t, 0, 1, 0, 10), 1)
+	_, err = l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 1)
 	wantErr(t, err, ErrClosed)
 	_, err = l.Read(0, 100, 10)
 	wantErr(t, err, ErrClosed)
-	_, err = l.AppendReplica(seqBatch(t, 0, 1, 0, 10))
+	_, err = l.AppendReplica(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")))
 	wantErr(t, err, ErrClosed)
 
 	l = mustOpen(t, dir, testOptions(DiskFS{}))
@@ -322,7 +324,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 
 // replicaBatch is a batch as a leader would have stored it.
 func replicaBatch(t testing.TB, base int64, n int, epoch int32) record.Batch {
-	b := seqBatch(t, int(base), n, base, 100)
+	b := testutil.SeqBatch(t, int64(int(base)), n, base, 100, []byte("k"))
 	b.SetBaseOffset(base)
 	b.SetLeaderEpoch(epoch)
 	return b
@@ -380,7 +382,7 @@ func TestEndOffsetForEpoch(t *testing.T) {
 		epoch int32
 		n     int
 	}{{2, 5}, {4, 4}, {7, 3}} {
-		if _, err := l.Append(seqBatch(t, 0, a.n, 0, 10), a.epoch); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, 0, a.n, 0, 10, []byte("k")), a.epoch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -407,7 +409,7 @@ func TestTruncateTo(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, testOptions(DiskFS{}))
 	for i := range 30 {
-		if _, err := l.Append(seqBatch(t, i*4, 4, int64(i*4), 300), int32(i/10)); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(i*4), 4, int64(i*4), 300, []byte("k")), int32(i/10)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -432,7 +434,7 @@ func TestTruncateTo(t *testing.T) {
 		t.Fatal("the cut segment must be active again")
 	}
 	// Appending continues from the cut, with a new epoch.
-	if _, err := l.Append(seqBatch(t, 80, 4, 0, 300), 5); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 80, 4, 0, 300, []byte("k")), 5); err != nil {
 		t.Fatal(err)
 	}
 	checkSeq(t, readRecords(t, l, 0, 84), 0, 0)
@@ -464,7 +466,7 @@ func TestDeleteSegmentsBefore(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, testOptions(DiskFS{}))
 	for i := range 40 {
-		if _, err := l.Append(seqBatch(t, i*2, 2, 0, 400), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(i*2), 2, 0, 400, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -528,7 +530,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 		if i%7 == 6 {
 			ts = 500
 		}
-		if _, err := l.Append(seqBatch(t, i*4, 4, ts, 300), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(i*4), 4, ts, 300, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, batchTs{int64(i * 4), ts})
@@ -578,7 +580,7 @@ func TestLogAppendTimeLookup(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), testOptions(DiskFS{}))
 	defer l.Close()
 	for i := range 5 {
-		b := seqBatch(t, i, 3, 1, 100) // producer times are tiny
+		b := testutil.SeqBatch(t, int64(i), 3, 1, 100, []byte("k")) // producer times are tiny
 		b.SetLogAppendTime(int64(10_000 + i*100))
 		if _, err := l.Append(b, 0); err != nil {
 			t.Fatal(err)
@@ -594,7 +596,7 @@ func TestLogAppendTimeLookup(t *testing.T) {
 
 func TestWaitForHighWatermark(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), testOptions(DiskFS{}))
-	if _, err := l.Append(seqBatch(t, 0, 2, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 2, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -622,7 +624,7 @@ func TestWaitForHighWatermark(t *testing.T) {
 	wantErr(t, <-done, context.Canceled)
 
 	go func() { done <- l.WaitForLogEnd(context.Background(), 2) }()
-	if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -646,7 +648,7 @@ func TestConcurrentReadersAndAppenders(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perWriter {
-				if _, err := l.Append(seqBatch(t, w*1000+i, 2, 0, 200), 0); err != nil {
+				if _, err := l.Append(testutil.SeqBatch(t, int64(w*1000+i), 2, 0, 200, []byte("k")), 0); err != nil {
 					t.Error(err)
 					return
 				}
@@ -697,7 +699,7 @@ func TestConcurrentReadersAndAppenders(t *testing.T) {
 func TestOnDurableAndAppendUnflushed(t *testing.T) {
 	var mu sync.Mutex
 	var seen []int64
-	opts := testOptions(newMemFS())
+	opts := testOptions(memfs.New())
 	opts.OnDurable = func(d int64) { mu.Lock(); seen = append(seen, d); mu.Unlock() }
 	l := mustOpen(t, "/log", opts)
 	defer l.Close()
@@ -711,7 +713,7 @@ func TestOnDurableAndAppendUnflushed(t *testing.T) {
 	}
 
 	// FlushAlways: OnDurable has reported the batch by the time Append returns.
-	if _, err := l.Append(seqBatch(t, 0, 3, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := lastSeen(); got < 3 {
@@ -722,7 +724,7 @@ func TestOnDurableAndAppendUnflushed(t *testing.T) {
 	if err := l.Reconfigure(withFlush(l.Config(), FlushNever)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.AppendUnflushed(seqBatch(t, 3, 2, 0, 10), 0); err != nil {
+	if _, err := l.AppendUnflushed(testutil.SeqBatch(t, 3, 2, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	if l.DurableOffset() != 3 || lastSeen() != 3 {
@@ -740,7 +742,7 @@ func TestResetTo(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, testOptions(DiskFS{}))
 	for i := range 20 {
-		if _, err := l.Append(seqBatch(t, i*3, 3, 0, 400), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(i*3), 3, 0, 400, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -752,7 +754,7 @@ func TestResetTo(t *testing.T) {
 	}
 	_, err := l.Read(10, 100, 2000)
 	wantErr(t, err, ErrOffsetOutOfRange)
-	res, err := l.Append(seqBatch(t, 1000, 2, 0, 10), 3)
+	res, err := l.Append(testutil.SeqBatch(t, 1000, 2, 0, 10, []byte("k")), 3)
 	if err != nil || res.BaseOffset != 1000 {
 		t.Fatalf("append after reset: %+v %v", res, err)
 	}
@@ -771,12 +773,12 @@ func TestResetTo(t *testing.T) {
 func TestAppendVerifiedChecksTheLayout(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), testOptions(DiskFS{}))
 	defer l.Close()
-	b := seqBatch(t, 0, 3, 0, 10)
+	b := testutil.SeqBatch(t, 0, 3, 0, 10, []byte("k"))
 	b[len(b)-1] ^= 0xff // the CRC no longer matches: the caller said it checked
 	if _, err := l.AppendVerified(b, 0); err != nil {
 		t.Fatalf("a batch with a bad CRC, verified by the caller: %v", err)
 	}
-	short := seqBatch(t, 0, 3, 0, 10)
+	short := testutil.SeqBatch(t, 0, 3, 0, 10, []byte("k"))
 	if _, err := l.AppendVerified(short[:len(short)-1], 0); !errors.Is(err, ErrInvalidBatch) {
 		t.Fatalf("a batch shorter than its length field: %v, want ErrInvalidBatch", err)
 	}

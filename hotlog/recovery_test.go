@@ -2,6 +2,7 @@ package hotlog
 
 import (
 	"errors"
+	"github.com/strata-log/strata/hotlog/memfs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // fillLog appends batches of 3 records until the log has n batches and
@@ -18,7 +21,7 @@ func fillLog(t *testing.T, l *Log, n int) int {
 	t.Helper()
 	size := 0
 	for i := range n {
-		b := seqBatch(t, i*3, 3, int64(i), 120)
+		b := testutil.SeqBatch(t, int64(i*3), 3, int64(i), 120, []byte("k"))
 		size = len(b)
 		if _, err := l.Append(b, 0); err != nil {
 			t.Fatal(err)
@@ -77,7 +80,7 @@ func TestRecoveryRepairsTornTails(t *testing.T) {
 			appendBytes(t, p, make([]byte, 4096))
 		}, batches, true, false, false},
 		{"batch length points past the end", func(t *testing.T, _, p string, bs int) {
-			b := seqBatch(t, 0, 1, 0, 10)
+			b := testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k"))
 			b.SetBaseOffset(int64(batches * 3))
 			appendBytes(t, p, b[:len(b)-3])
 		}, batches, true, false, false},
@@ -139,7 +142,7 @@ func TestRecoveryRepairsTornTails(t *testing.T) {
 			}
 			checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
 			// The repaired log takes appends at its new end and keeps them.
-			if _, err := l.Append(seqBatch(t, c.wantBatches*3, 3, 0, 120), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(c.wantBatches*3), 3, 0, 120, []byte("k")), 0); err != nil {
 				t.Fatal(err)
 			}
 			checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
@@ -226,7 +229,7 @@ func FuzzCheckpointDecode(f *testing.F) {
 // them) at each crash, across rolls and reopens: every acknowledged record
 // must come back, in order, and the log must stay valid.
 func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	dir := "/log"
 	rng := rand.New(rand.NewPCG(1, 2))
 	acked := 0 // records acknowledged so far; the log holds seq == offset
@@ -245,7 +248,7 @@ func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
 				defer wg.Done()
 				for range n {
 					mu.Lock() // seq must equal offset, so assign both under one lock
-					b := seqBatch(t, int(l.LogEndOffset()), 1+w, 0, 200)
+					b := testutil.SeqBatch(t, l.LogEndOffset(), 1+w, 0, 200, []byte("k"))
 					_, err := l.Append(b, 0)
 					mu.Unlock()
 					if err != nil {
@@ -260,7 +263,7 @@ func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
 		// Unacknowledged, unsynced tail: written with no fsync before the crash.
 		l.Reconfigure(withFlush(l.Config(), FlushNever))
 		for range rng.IntN(4) {
-			if _, err := l.Append(seqBatch(t, int(l.LogEndOffset()), 2, 0, 200), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, l.LogEndOffset(), 2, 0, 200, []byte("k")), 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -282,14 +285,14 @@ func TestCrashKeepsAcknowledgedAppends(t *testing.T) {
 func withFlush(c Config, p FlushPolicy) Config { c.FlushPolicy = p; return c }
 
 func TestFlushNeverLosesOnlyTheUnsyncedTail(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushNever
 	l := mustOpen(t, "/log", opts)
 	fillLog(t, l, 40) // several rolls: sealed segments are fsynced, in the background
 	segs := l.Segments()
 	sealedEnd := segs[len(segs)-1].BaseOffset
-	eventually(t, 10*time.Second, "the rolled segments fsynced", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the rolled segments fsynced", func() bool {
 		segs := l.Segments()
 		return segs[len(segs)-2].Sealed
 	})
@@ -306,15 +309,15 @@ func TestFlushNeverLosesOnlyTheUnsyncedTail(t *testing.T) {
 }
 
 func TestFlushIntervalSyncsInTheBackground(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushInterval
 	opts.FlushInterval = 5 * 1e6 // 5ms
 	l := mustOpen(t, "/log", opts)
-	if _, err := l.Append(seqBatch(t, 0, 3, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*1e9, "the interval flush", func() bool { return l.DurableOffset() == 3 })
+	testutil.WaitFor(t, 10*1e9, "the interval flush", func() bool { return l.DurableOffset() == 3 })
 	fsys.Crash(nil)
 	l = mustOpen(t, "/log", opts)
 	defer l.Close()
@@ -340,7 +343,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				if _, err := l.Append(seqBatch(t, 0, 1, 0, 100), 0); err != nil {
+				if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 100, []byte("k")), 0); err != nil {
 					t.Error(err)
 					return
 				}
@@ -359,9 +362,9 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 }
 
 func TestFailedFsyncIsSticky(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
-	if _, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	broken := errors.New("injected EIO")
@@ -371,11 +374,11 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := l.Append(seqBatch(t, 1, 1, 0, 10), 0)
+	_, err := l.Append(testutil.SeqBatch(t, 1, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrLogFailed)
 	wantErr(t, err, broken)
 	fsys.FailSync = nil // the disk "recovers": the log must still refuse
-	_, err = l.Append(seqBatch(t, 1, 1, 0, 10), 0)
+	_, err = l.Append(testutil.SeqBatch(t, 1, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrLogFailed)
 	_, err = l.AppendReplica(replicaBatch(t, 2, 1, 0))
 	wantErr(t, err, ErrLogFailed)
@@ -389,22 +392,22 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 	if l.LogEndOffset() < 1 {
 		t.Fatalf("acknowledged record lost: LEO %d", l.LogEndOffset())
 	}
-	if _, err := l.Append(seqBatch(t, int(l.LogEndOffset()), 1, 0, 10), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, l.LogEndOffset(), 1, 0, 10, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestFailedWriteIsSticky(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushNever
 	l := mustOpen(t, "/log", opts)
 	defer l.Close()
 	fsys.FailWrite = func(p string) error { return errors.New("injected ENOSPC") }
-	_, err := l.Append(seqBatch(t, 0, 1, 0, 10), 0)
+	_, err := l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrLogFailed)
 	fsys.FailWrite = nil
-	_, err = l.Append(seqBatch(t, 0, 1, 0, 10), 0)
+	_, err = l.Append(testutil.SeqBatch(t, 0, 1, 0, 10, []byte("k")), 0)
 	wantErr(t, err, ErrLogFailed)
 	if l.LogEndOffset() != 0 {
 		t.Fatalf("LEO %d after failed writes", l.LogEndOffset())
@@ -414,7 +417,7 @@ func TestFailedWriteIsSticky(t *testing.T) {
 // A crash after retention checkpointed the new log start but before it
 // removed the files: the next open removes them.
 func TestRetentionFinishesAfterCrash(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 40)
 	l.SetHighWatermark(l.LogEndOffset())
@@ -440,7 +443,7 @@ func TestRetentionFinishesAfterCrash(t *testing.T) {
 // its directory entry was durable, leaves the sealed segment as the last one:
 // it becomes the active segment again and nothing acknowledged is lost.
 func TestCrashDuringRoll(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 14)
 	segs := l.Segments()
@@ -456,7 +459,7 @@ func TestCrashDuringRoll(t *testing.T) {
 	if l.LogEndOffset() != 42 {
 		t.Fatalf("LEO %d, want 42", l.LogEndOffset())
 	}
-	if _, err := l.Append(seqBatch(t, 42, 3, 0, 120), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 42, 3, 0, 120, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
@@ -520,7 +523,7 @@ func appendBytes(t *testing.T, path string, b []byte) {
 // A crash in the middle of ResetTo, after the new start was checkpointed
 // but before the old segments were removed, is finished by the next open.
 func TestCrashDuringReset(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 20)
 	fsys.FailRemove = func(string) error { return errors.New("injected crash before remove") }
@@ -538,7 +541,7 @@ func TestCrashDuringReset(t *testing.T) {
 // log start stays where it was, in memory and on disk, and every segment
 // is still readable.
 func TestRetentionFailedCheckpointChangesNothing(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	defer l.Close()
 	fillLog(t, l, 40)
@@ -565,7 +568,7 @@ func TestRetentionFailedCheckpointChangesNothing(t *testing.T) {
 // crashes must not come back with its old high watermark, which would count
 // the new, unacknowledged records as committed.
 func TestTruncateRewritesCheckpoint(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	fillLog(t, l, 40)
 	l.SetHighWatermark(l.LogEndOffset())
@@ -591,7 +594,7 @@ func TestTruncateRewritesCheckpoint(t *testing.T) {
 // offsets assigned from first and its leader epoch set, as a leader would
 // send it to a follower.
 func seqBatchAt(t *testing.T, first, n int, epoch int32) []byte {
-	b := seqBatch(t, first, n, 0, 120)
+	b := testutil.SeqBatch(t, int64(first), n, 0, 120, []byte("k"))
 	b.SetBaseOffset(int64(first))
 	b.SetLeaderEpoch(epoch)
 	return b
@@ -600,7 +603,7 @@ func seqBatchAt(t *testing.T, first, n int, epoch int32) []byte {
 // A batch whose length field was damaged after it was written is an error
 // to read, not an empty answer: a reader asking again would spin forever.
 func TestReadDamagedLengthIsCorrupt(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	l := mustOpen(t, "/log", testOptions(fsys))
 	defer l.Close()
 	fillLog(t, l, 3)
@@ -624,13 +627,13 @@ func TestReadDamagedLengthIsCorrupt(t *testing.T) {
 // stays as it was and leaves no temp file behind; every acknowledged batch
 // reads back. Once the disk has room, appends and checkpoints work again.
 func TestRecoveryOnAFullDisk(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	l := mustOpen(t, "/log", opts)
 	fillLog(t, l, 12) // FlushAlways: acknowledged is durable
 	acked := l.LogEndOffset()
 	l.Reconfigure(withFlush(l.Config(), FlushNever))
-	if _, err := l.Append(seqBatch(t, int(acked), 3, 0, 120), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, int64(int(acked)), 3, 0, 120, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	fsys.Crash(func(path string, synced, current []byte) []byte {
@@ -671,7 +674,7 @@ func TestRecoveryOnAFullDisk(t *testing.T) {
 	}
 
 	fsys.FailWrite = nil
-	if _, err := l.Append(seqBatch(t, int(acked), 3, 0, 120), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, int64(int(acked)), 3, 0, 120, []byte("k")), 0); err != nil {
 		t.Fatalf("append once the disk has room: %v", err)
 	}
 	if err := l.Checkpoint(); err != nil {

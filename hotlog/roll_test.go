@@ -2,18 +2,21 @@ package hotlog
 
 import (
 	"errors"
+	"github.com/strata-log/strata/hotlog/memfs"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // gatedFS holds the fsync of chosen files until the test opens the gate,
 // outside the file system's own lock, so everything else goes on meanwhile.
 type gatedFS struct {
-	*memFS
+	*memfs.FS
 	mu     sync.Mutex
 	held   func(path string) bool
 	gate   chan struct{}
@@ -26,10 +29,10 @@ type gatedFS struct {
 
 var errAbandoned = errors.New("test: sync abandoned")
 
-func newGatedFS() *gatedFS { return &gatedFS{memFS: newMemFS(), gate: make(chan struct{})} }
+func newGatedFS() *gatedFS { return &gatedFS{FS: memfs.New(), gate: make(chan struct{})} }
 
 func (g *gatedFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	f, err := g.memFS.OpenFile(name, flag, perm)
+	f, err := g.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +105,7 @@ func TestRollDoesNotFsyncOnTheAppendPath(t *testing.T) {
 	go func() {
 		// 14 batches of ~600 bytes overflow the 8 KiB segment: a roll.
 		for i := range 20 {
-			if _, err := l.Append(seqBatch(t, i*3, 3, int64(i), 120), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(i*3), 3, int64(i), 120, []byte("k")), 0); err != nil {
 				appended <- err
 				return
 			}
@@ -129,7 +132,7 @@ func TestRollDoesNotFsyncOnTheAppendPath(t *testing.T) {
 		t.Fatalf("durable offset %d before any fsync", n)
 	}
 	fsys.open(false)
-	eventually(t, 10*time.Second, "the rolled segment sealed", func() bool { return l.Segments()[0].Sealed })
+	testutil.WaitFor(t, 10*time.Second, "the rolled segment sealed", func() bool { return l.Segments()[0].Sealed })
 	if n, end := l.DurableOffset(), l.Segments()[0].LastOffset+1; n < end {
 		t.Fatalf("durable offset %d below the end %d of the sealed segment", n, end)
 	}
@@ -161,7 +164,7 @@ func TestCrashBeforeTheRolledSegmentIsSynced(t *testing.T) {
 		if err := l.Checkpoint(); err != nil { // syncs the directory: the new segment's file survives
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the flusher at the gate", func() bool { return fsys.waiting() == 1 })
+		testutil.WaitFor(t, 10*time.Second, "the flusher at the gate", func() bool { return fsys.waiting() == 1 })
 		fsys.open(true) // the held fsync fails: the log stops, as a crash would stop it
 		crashClose(l)
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -178,7 +181,7 @@ func TestCrashBeforeTheRolledSegmentIsSynced(t *testing.T) {
 		checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
 		// The log goes on from where it ends.
 		next := l.LogEndOffset()
-		if _, err := l.Append(seqBatch(t, int(next), 3, 100, 120), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, int64(int(next)), 3, 100, 120, []byte("k")), 0); err != nil {
 			t.Fatal(err)
 		}
 		checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
@@ -197,17 +200,17 @@ func TestCheckpointDoesNotStopAppends(t *testing.T) {
 	defer l.Close()
 	// A state that moved since open, so the checkpoint has something to
 	// write (one of an unchanged state writes nothing).
-	if _, err := l.Append(seqBatch(t, 0, 3, 0, 120), 0); err != nil {
+	if _, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 120, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(3)
 	fsys.hold(func(path string) bool { return strings.HasSuffix(path, stateFile+tmpSuffix) })
 	checkpointed := make(chan error, 1)
 	go func() { checkpointed <- l.Checkpoint() }()
-	eventually(t, 10*time.Second, "the checkpoint at its fsync", func() bool { return fsys.waiting() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the checkpoint at its fsync", func() bool { return fsys.waiting() == 1 })
 	appended := make(chan error, 1)
 	go func() {
-		_, err := l.Append(seqBatch(t, 3, 3, 0, 120), 0)
+		_, err := l.Append(testutil.SeqBatch(t, 3, 3, 0, 120, []byte("k")), 0)
 		appended <- err
 	}()
 	select {
@@ -228,7 +231,7 @@ func TestCheckpointDoesNotStopAppends(t *testing.T) {
 // With SyncRollsInline (a simulation's setting) the append that rolls
 // fsyncs the sealed segment itself: it is sealed when the append returns.
 func TestSyncRollsInline(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushNever
 	opts.SyncRollsInline = true
@@ -251,7 +254,7 @@ func TestSyncRollsInline(t *testing.T) {
 // fsyncs everything written on the caller's goroutine, and a crash before
 // it keeps only what an earlier Flush covered.
 func TestFlushInline(t *testing.T) {
-	fsys := newMemFS()
+	fsys := memfs.New()
 	opts := testOptions(fsys)
 	opts.FlushPolicy = FlushInterval
 	opts.FlushInterval = time.Millisecond
@@ -274,7 +277,7 @@ func TestFlushInline(t *testing.T) {
 	}
 	fillLog(t, l, 3)
 	// A power cut now: the appends after the Flush are gone, not the rest.
-	cut := &memFS{fsys.Fork()}
+	cut := fsys.Fork()
 	cut.Crash(nil)
 	again := mustOpen(t, "/log", testOptions(cut))
 	defer again.Close()

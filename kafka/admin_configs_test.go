@@ -19,7 +19,8 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
-	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
+	"github.com/strata-log/strata/internal/testutil/inproc"
 )
 
 // configOf finds key among a described resource's settings.
@@ -198,14 +199,7 @@ func TestBrokerConfigs(t *testing.T) {
 func startTieredBroker(t *testing.T) *testBroker {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := config.DefaultBroker()
-	cfg.NodeID = 1
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.Listen = freeport.Loopback(t)
-	cfg.Raft.Listen = freeport.Loopback(t)
-	cfg.Gossip.Listen = freeport.Loopback(t)
-	cfg.Gossip.Profile = "local"
-	cfg.Admin.Listen = ""
+	cfg := inproc.Config(t, 1, filepath.Join(dir, "data"))
 	cfg.ObjectStore.Type = config.ObjectStoreFS
 	cfg.ObjectStore.Path = filepath.Join(dir, "objects")
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -247,7 +241,7 @@ func TestRemoteStorageRefusalThroughKafka(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "history in the cold tier and gone from local disk", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "history in the cold tier and gone from local disk", func() bool {
 		d, err := tb.DescribeTopic("cold")
 		return err == nil && d.Partitions[0].LocalStartOffset > 50 && d.Partitions[0].ColdSegments > 2
 	})

@@ -18,7 +18,8 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
-	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
+	"github.com/strata-log/strata/internal/testutil/inproc"
 	"github.com/strata-log/strata/rpc"
 )
 
@@ -28,22 +29,15 @@ import (
 // controller has registered it.
 func startClusterBroker(t *testing.T, id int32, dir string, join *testBroker) *testBroker {
 	t.Helper()
-	cfg := config.DefaultBroker()
-	cfg.NodeID = id
-	cfg.DataDir = filepath.Join(dir, "b"+string(rune('0'+id)))
-	cfg.Raft.Listen = freeport.Loopback(t)
-	cfg.Gossip.Listen = freeport.Loopback(t)
-	cfg.Gossip.Profile = "local"
-	cfg.Admin.Listen = ""
+	cfg := inproc.Config(t, id, filepath.Join(dir, "b"+string(rune('0'+id))))
 	cfg.ObjectStore.Type = config.ObjectStoreNone
 	if join != nil {
 		cfg.Gossip.Join = []string{join.gossip}
 	}
-	glis, err := net.Listen("tcp", "127.0.0.1:0")
+	glis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Listen = glis.Addr().String()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := broker.Start(testCtx(t), cfg, logger, rpc.NewPeers(nil, ""))
 	if err != nil {
@@ -70,7 +64,7 @@ func startClusterBroker(t *testing.T, id int32, dir string, join *testBroker) *t
 		}
 	})
 	if join != nil {
-		waitFor(t, 20*time.Second, "the controller to register the new broker", func() bool {
+		testutil.WaitFor(t, 20*time.Second, "the controller to register the new broker", func() bool {
 			return slices.ContainsFunc(join.Cluster(nil).Brokers, func(v broker.BrokerView) bool { return v.ID == id })
 		})
 	}

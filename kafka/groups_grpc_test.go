@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/rpc"
 )
 
@@ -67,7 +68,7 @@ func TestGRPCGroupSeenByKafka(t *testing.T) {
 	// Poll until each owns one partition and has read to its end (five
 	// records; a partition that moved was committed by its first owner on
 	// the way and resumed there).
-	waitFor(t, 30*time.Second, "two gRPC members reading a partition each", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "two gRPC members reading a partition each", func() bool {
 		done := true
 		for _, g := range gs {
 			pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)

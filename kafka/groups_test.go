@@ -13,19 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+	"github.com/strata-log/strata/internal/testutil"
+)
 
 // ownership checks that no partition is owned by two members at once, as
 // each member's callbacks report what it was given and gave up.
@@ -208,8 +198,8 @@ func testKgoGroup(t *testing.T, crash bool) {
 		}
 		return true
 	}
-	waitFor(t, 30*time.Second, "three members sharing six partitions", func() bool { return spread(3) })
-	waitFor(t, 30*time.Second, "the first 300 records consumed", func() bool { return got.count() == 300 })
+	testutil.WaitFor(t, 30*time.Second, "three members sharing six partitions", func() bool { return spread(3) })
+	testutil.WaitFor(t, 30*time.Second, "the first 300 records consumed", func() bool { return got.count() == 300 })
 
 	// One member leaves (Close leaves the group) or is cut off: its
 	// partitions go to the other two.
@@ -229,13 +219,13 @@ func testKgoGroup(t *testing.T, crash bool) {
 		members[2].Close()
 		members[2] = nil
 	}
-	waitFor(t, 30*time.Second, "two members sharing six partitions", func() bool { return spread(2) })
+	testutil.WaitFor(t, 30*time.Second, "two members sharing six partitions", func() bool { return spread(2) })
 	produce(300, 600)
-	waitFor(t, 30*time.Second, "all 600 records consumed", func() bool { return got.count() == 600 })
+	testutil.WaitFor(t, 30*time.Second, "all 600 records consumed", func() bool { return got.count() == 600 })
 
 	// Autocommit brings the group's positions to the end of every
 	// partition (100 records each).
-	waitFor(t, 30*time.Second, "commits at the end of every partition", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "commits at the end of every partition", func() bool {
 		os, err := adm.FetchOffsets(ctx, "cg")
 		if err != nil {
 			return false
@@ -441,7 +431,7 @@ func TestConsumerGroupHeartbeatRaw(t *testing.T) {
 		t.Fatalf("join without an id: %+v", c)
 	}
 	cID, cEpoch := *c.MemberID, c.MemberEpoch
-	waitFor(t, 30*time.Second, "the silent member's partitions moving", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the silent member's partitions moving", func() bool {
 		beat := cgh("g", cID, cEpoch)
 		beat.Topics = owned(id, partitionsOf(c, id))
 		c = heartbeat(t, cl, beat)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
-	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil/inproc"
 )
 
 // noPeers is the transport of a broker alone: it never reaches another.
@@ -46,14 +46,7 @@ func startBroker(t testing.TB, cfgs ...func(*Config)) *testBroker {
 // bcfg (nil for none) after the defaults.
 func startBrokerWith(t testing.TB, bcfg func(*config.Broker), cfgs ...func(*Config)) *testBroker {
 	t.Helper()
-	cfg := config.DefaultBroker()
-	cfg.NodeID = 1
-	cfg.DataDir = t.TempDir()
-	cfg.Listen = freeport.Loopback(t)
-	cfg.Raft.Listen = freeport.Loopback(t)
-	cfg.Gossip.Listen = freeport.Loopback(t)
-	cfg.Gossip.Profile = "local"
-	cfg.Admin.Listen = ""
+	cfg := inproc.Config(t, 1, t.TempDir())
 	cfg.ObjectStore.Type = config.ObjectStoreNone
 	if bcfg != nil {
 		bcfg(&cfg)

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
 )
@@ -167,15 +169,10 @@ func TestACLWritesReachTheController(t *testing.T) {
 // waitACLs waits until tb lists n ACLs.
 func waitACLs(t *testing.T, tb *testBroker, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := tb.listACLs(t, "")
-		if len(got) == n {
-			return
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("broker %d to list %d ACLs", tb.cfg.NodeID, n), func() error {
+		if got := tb.listACLs(t, ""); len(got) != n {
+			return fmt.Errorf("it lists %d: %v", len(got), got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broker %d lists %d ACLs, want %d: %v", tb.cfg.NodeID, len(got), n, got)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -45,7 +46,7 @@ func TestAddPartitions(t *testing.T) {
 	// UNAVAILABLE: no controller known for a moment (an election under
 	// load); the change is not made, so the call is made again.
 	var resp *stratav1.AddPartitionsResponse
-	waitUntil(t, "the increase", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the increase", func() bool {
 		resp, err = via.admin.AddPartitions(ctx, &stratav1.AddPartitionsRequest{Name: "grow", Count: 4})
 		if err != nil && status.Code(err) != codes.Unavailable {
 			t.Fatal(err)
@@ -78,7 +79,7 @@ func TestAddPartitions(t *testing.T) {
 	}
 	for _, id := range st.Metadata.Replicas {
 		b := byID(bs, id)
-		waitUntil(t, fmt.Sprintf("broker %d to have partition 3's records", id), func() bool {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to have partition 3's records", id), func() bool {
 			p := partitionState(t, b, "grow", 3)
 			return p.LogEndOffset == 3 && p.HighWatermark == 3
 		})
@@ -119,7 +120,7 @@ func TestAddPartitions(t *testing.T) {
 		t.Fatalf("an assignment of another replication factor: %v", err)
 	}
 	for _, b := range bs {
-		waitUntil(t, fmt.Sprintf("broker %d to have 4 partitions", b.ID()), func() bool {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to have 4 partitions", b.ID()), func() bool {
 			d, err := b.admin.DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: "grow"})
 			return err == nil && len(d.Topic.Partitions) == 4
 		})

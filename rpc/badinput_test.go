@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -183,7 +184,7 @@ func TestBadInputMatrix(t *testing.T) {
 		free.Store(int64(b1.cfg.Storage.MinFreeBytes) - 1)
 		// The restarted broker leads its partitions again once the
 		// controller sees it back; only then is the disk check reached.
-		waitUntil(t, "a leader of good/0", func() bool {
+		testutil.WaitFor(t, 20*time.Second, "a leader of good/0", func() bool {
 			md, err := b.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{Topics: []string{"good"}})
 			return err == nil && md.Topics[0].Partitions[0].Leader == b.cfg.NodeID
 		})
@@ -207,17 +208,14 @@ func TestBadInputMatrix(t *testing.T) {
 func joinSecondBroker(t *testing.T, b1 *testBroker, cfg config.Broker) *testBroker {
 	cfg.Gossip.Join = []string{b1.cfg.Gossip.Listen}
 	b2 := startBroker(t, cfg)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, "broker 2 to be registered", func() error {
 		md, err := b1.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{})
 		if err == nil && slices.ContainsFunc(md.Brokers, func(b *stratav1.Broker) bool { return b.Id == cfg.NodeID }) {
-			return b2
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broker 2 was not registered: %v %v", md, err)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+		return fmt.Errorf("%v %v", md, err)
+	})
+	return b2
 }
 
 // ledBy returns a partition of topic that broker id leads.
@@ -237,15 +235,15 @@ func ledBy(t *testing.T, b *testBroker, topic string, id int32) int32 {
 
 // waitForISR waits until a partition's ISR has n members.
 func waitForISR(t *testing.T, b *testBroker, topic string, p int32, n int) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("the ISR of %s/%d to reach %d members", topic, p, n), func() error {
 		md, err := b.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{Topics: []string{topic}})
-		if err == nil && len(md.Topics[0].Partitions[p].Isr) == n {
-			return
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ISR of %s/%d did not reach %d members: %v", topic, p, n, md)
+		if isr := md.Topics[0].Partitions[p].Isr; len(isr) != n {
+			return fmt.Errorf("ISR %v", isr)
 		}
-		<-time.After(5 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering"
@@ -44,7 +46,7 @@ func TestColdFetchStreamsThroughRecycledChunks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "history in the cold tier", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "history in the cold tier", func() bool {
 		d, err := b.admin.DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: "cold"})
 		if err != nil {
 			t.Fatal(err)

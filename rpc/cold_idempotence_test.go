@@ -5,8 +5,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -27,7 +29,7 @@ func TestIdempotentProducersFromTheColdTier(t *testing.T) {
 	var sent []record.Batch
 	var answers []*stratav1.ProduceResponse
 	for i := range 40 {
-		b := idemBatch(t, pid, int32(i), fmt.Sprintf("%03d-%s", i, strings.Repeat("v", 600)))
+		b := testutil.IdemBatch(t, pid, 0, int32(i), baseTime, fmt.Sprintf("%03d-%s", i, strings.Repeat("v", 600)))
 		res, err := tb.send(t, "kept", b, stratav1.Acks_ACKS_ALL)
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +51,7 @@ func TestIdempotentProducersFromTheColdTier(t *testing.T) {
 		}
 		return d.Topic.Partitions[0].ColdEndOffset
 	}
-	waitUntil(t, "the producer's batches in the cold tier", func() bool { return coldEnd() > last })
+	testutil.WaitFor(t, 20*time.Second, "the producer's batches in the cold tier", func() bool { return coldEnd() > last })
 
 	retries := func(when string) {
 		t.Helper()
@@ -69,7 +71,7 @@ func TestIdempotentProducersFromTheColdTier(t *testing.T) {
 	tb = startBroker(t, cfg)
 	retries("after the local log was lost")
 	end := coldEnd()
-	next := idemBatch(t, pid, 40, "next")
+	next := testutil.IdemBatch(t, pid, 0, 40, baseTime, "next")
 	res, err := tb.send(t, "kept", next, stratav1.Acks_ACKS_ALL)
 	if err != nil || res.Duplicate || res.BaseOffset != end {
 		t.Fatalf("the producer's next batch: %v %v, want it written at the cold end %d", res, err, end)
@@ -80,7 +82,7 @@ func TestIdempotentProducersFromTheColdTier(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "the next batch in the cold tier", func() bool { return coldEnd() > res.LastOffset })
+	testutil.WaitFor(t, 20*time.Second, "the next batch in the cold tier", func() bool { return coldEnd() > res.LastOffset })
 	sent, answers = append(sent, next), append(answers, res)
 
 	// The broker loses everything; the topic is restored from the bucket.

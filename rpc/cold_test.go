@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
@@ -53,7 +54,7 @@ func TestColdReadFromAnyBroker(t *testing.T) {
 	// machine can leave the group without a leader for a moment: the
 	// refusal is retriable, and a client would retry.
 	var err error
-	waitUntil(t, "the topic created", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the topic created", func() bool {
 		_, err = b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "cold", Partitions: 2, Config: map[string]string{
 			"segment.bytes": "16KiB", "local.retention.bytes": "16KiB", "retention.ms": "-1"}})
 		if status.Code(err) == codes.Unavailable {
@@ -73,21 +74,16 @@ func TestColdReadFromAnyBroker(t *testing.T) {
 		}
 		sent = append(sent, batch...)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testutil.Eventually(t, time.Minute, "history to move to the cold tier", func() error {
 		d, err := b1.admin.DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: "cold"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		part := d.Topic.Partitions[p]
-		if part.LocalStartOffset > 100 && part.LogStartOffset == 0 && part.ColdSegments > 5 {
-			break
+		if part := d.Topic.Partitions[p]; !(part.LocalStartOffset > 100 && part.LogStartOffset == 0 && part.ColdSegments > 5) {
+			return fmt.Errorf("%v", part)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("history did not move to the cold tier: %v", part)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, tb := range []*testBroker{b1, b2} {
 		resp, err := tb.fetch.Fetch(ctx, &stratav1.FetchRequest{Topic: "cold", Partition: p, Offset: 0, MaxBytes: 1 << 20, StopAtEnd: true})
 		if err != nil {

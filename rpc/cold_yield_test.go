@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -31,13 +32,12 @@ func TestColdReadsYieldToWriters(t *testing.T) {
 	defer cancel()
 	within := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; metrics:\n%s", what, yieldMetrics(tb))
+		testutil.Eventually(t, time.Minute, what, func() error {
+			if cond() {
+				return nil
 			}
-			<-time.After(20 * time.Millisecond)
-		}
+			return fmt.Errorf("metrics:\n%s", yieldMetrics(tb))
+		})
 	}
 
 	// 4 MiB of history, only in the bucket but for the active segment.
@@ -110,7 +110,7 @@ func TestColdReadsYieldToWriters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tb.send(t, "live", idemBatch(t, init.ProducerId, 0, "first"), stratav1.Acks_ACKS_ALL); err != nil {
+		if _, err := tb.send(t, "live", testutil.IdemBatch(t, init.ProducerId, 0, 0, baseTime, "first"), stratav1.Acks_ACKS_ALL); err != nil {
 			t.Fatal(err)
 		}
 		writers.Add(1)
@@ -122,7 +122,7 @@ func TestColdReadsYieldToWriters(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := tb.send(t, "live", idemBatch(t, init.ProducerId, 7, "gap"), stratav1.Acks_ACKS_ALL); reasonOf(err) != "OUT_OF_ORDER_SEQUENCE" {
+				if _, err := tb.send(t, "live", testutil.IdemBatch(t, init.ProducerId, 0, 7, baseTime, "gap"), stratav1.Acks_ACKS_ALL); reasonOf(err) != "OUT_OF_ORDER_SEQUENCE" {
 					t.Errorf("a batch after a gap: %v", err)
 					return
 				}

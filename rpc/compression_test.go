@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -25,7 +27,7 @@ func TestTopicCompressionType(t *testing.T) {
 	// Under load an election of the metadata group may be under way:
 	// producer ids come from the controller, so wait for one.
 	var pid int64
-	waitUntil(t, "a producer id", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a producer id", func() bool {
 		resp, err := bs[0].produce.InitProducer(ctx, &stratav1.InitProducerRequest{})
 		pid = resp.GetProducerId()
 		return err == nil
@@ -118,7 +120,7 @@ func TestTopicCompressionType(t *testing.T) {
 	id := partitionTopicID(t, bs[0], "squeezed")
 	for _, rid := range st.Metadata.Replicas {
 		b := byID(bs, rid)
-		waitUntil(t, fmt.Sprintf("broker %d to have every batch", rid), func() bool {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to have every batch", rid), func() bool {
 			p := partitionState(t, b, "squeezed", 0)
 			return p.LogEndOffset == 6 && p.HighWatermark == 6
 		})

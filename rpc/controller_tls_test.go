@@ -19,6 +19,7 @@ import (
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
@@ -126,7 +127,7 @@ func TestForwardingUnderTLS(t *testing.T) {
 	bs := startTLSBrokers(t, 2, certs)
 	b1, b2 := bs[0], bs[1]
 	ctx := testCtx(t)
-	waitUntil(t, "both brokers to be registered", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "both brokers to be registered", func() bool {
 		return len(b1.Cluster(nil).Brokers) == 2 && len(b2.Cluster(nil).Brokers) == 2
 	})
 	controller, other := b1, b2

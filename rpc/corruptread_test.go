@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -36,18 +38,15 @@ func restart(t *testing.T, tb *testBroker, topic string, hw int64, edit func()) 
 	tb.stop(t)
 	edit()
 	nb := startBroker(t, tb.cfg)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.Eventually(t, 15*time.Second, fmt.Sprintf("%s/0 to be served with high watermark %d after the restart", topic, hw), func() error {
 		ans, err := nb.fetch.ListOffsets(testCtx(t), &stratav1.ListOffsetsRequest{Topic: topic,
 			Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_LATEST}})
 		if err == nil && ans.HighWatermark == hw {
-			return nb
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/0 not served with high watermark %d after the restart: %v %v", topic, hw, ans, err)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+		return fmt.Errorf("%v %v", ans, err)
+	})
+	return nb
 }
 
 // fetchErr reads partition 0 of topic from offset to the end and returns

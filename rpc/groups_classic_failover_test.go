@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -37,7 +38,7 @@ func TestClassicMemberSurvivesControllerFailover(t *testing.T) {
 
 	ctrl.stop(t)
 	var next *testBroker
-	waitUntil(t, "a new controller recognising the classic member", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a new controller recognising the classic member", func() bool {
 		for _, b := range bs {
 			if b != ctrl && b.HeartbeatClassicGroup(ctx, "g", ans.MemberID, ans.Generation) == nil {
 				next = b

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -89,7 +90,7 @@ func TestGroupSurvivesControllerFailover(t *testing.T) {
 	ctrl.stop(t)
 	stopped := time.Now()
 	var after *stratav1.DescribeGroupResponse
-	waitUntil(t, "a new controller describing the group", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a new controller describing the group", func() bool {
 		after, err = groups.DescribeGroup(ctx, &stratav1.DescribeGroupRequest{Group: "g"})
 		return err == nil
 	})

@@ -10,30 +10,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
-
-// idemBatch encodes values into one batch of an idempotent producer.
-func idemBatch(t testing.TB, id int64, seq int32, values ...string) record.Batch {
-	t.Helper()
-	opts := record.DefaultBatchOptions()
-	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = id, 0, seq
-	bl := record.NewBuilder(opts)
-	for i, v := range values {
-		bl.Add(record.Record{Timestamp: baseTime + int64(i), Value: []byte(v)})
-	}
-	b, err := bl.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // send produces b to partition 0 of topic.
 func (tb *testBroker) send(t testing.TB, topic string, b record.Batch, acks stratav1.Acks) (*stratav1.ProduceResponse, error) {
@@ -94,7 +80,7 @@ func TestIdempotentProduce(t *testing.T) {
 		t.Fatalf("second producer id %d after %d", next, pid)
 	}
 
-	first := idemBatch(t, pid, 0, "a", "b")
+	first := testutil.IdemBatch(t, pid, 0, 0, baseTime, "a", "b")
 	res, err := tb.send(t, "idem", first, stratav1.Acks_ACKS_ALL)
 	if err != nil || res.BaseOffset != 0 || res.LastOffset != 1 || res.Duplicate {
 		t.Fatalf("first send: %v %v", res, err)
@@ -111,21 +97,21 @@ func TestIdempotentProduce(t *testing.T) {
 	}
 	// A producer the partition does not know starts at sequence 0; at any
 	// other sequence it is refused, and nothing is written.
-	_, err = tb.send(t, "idem", idemBatch(t, pid+1, 7, "other"), stratav1.Acks_ACKS_ALL)
+	_, err = tb.send(t, "idem", testutil.IdemBatch(t, pid+1, 0, 7, baseTime, "other"), stratav1.Acks_ACKS_ALL)
 	if code, info, _ := errorInfo(err); code != codes.FailedPrecondition || info == nil || info.Reason != "UNKNOWN_PRODUCER_ID" ||
 		info.Metadata["retriable"] != "false" || info.Metadata["producer_id"] != strconv.FormatInt(pid+1, 10) || info.Metadata["sequence"] != "7" {
 		t.Fatalf("unknown producer at sequence 7: %v", err)
 	}
-	if _, err := tb.send(t, "idem", idemBatch(t, pid+1, 0, "other"), stratav1.Acks_ACKS_ALL); err != nil {
+	if _, err := tb.send(t, "idem", testutil.IdemBatch(t, pid+1, 0, 0, baseTime, "other"), stratav1.Acks_ACKS_ALL); err != nil {
 		t.Fatal(err)
 	}
-	second := idemBatch(t, pid, 2, "c")
+	second := testutil.IdemBatch(t, pid, 0, 2, baseTime, "c")
 	if res, err := tb.send(t, "idem", second, stratav1.Acks_ACKS_ALL); err != nil || res.BaseOffset != 4 || res.Duplicate {
 		t.Fatalf("next batch: %v %v", res, err)
 	}
 
 	// A gap: batch 3 is missing.
-	_, err = tb.send(t, "idem", idemBatch(t, pid, 4, "e"), stratav1.Acks_ACKS_ALL)
+	_, err = tb.send(t, "idem", testutil.IdemBatch(t, pid, 0, 4, baseTime, "e"), stratav1.Acks_ACKS_ALL)
 	code, info, _ := errorInfo(err)
 	if code != codes.FailedPrecondition || info == nil || info.Reason != "OUT_OF_ORDER_SEQUENCE" ||
 		info.Metadata["retriable"] != "true" || info.Metadata["expected_sequence"] != "3" || info.Metadata["sequence"] != "4" {
@@ -143,10 +129,10 @@ func TestIdempotentProduce(t *testing.T) {
 			t.Fatalf("resend of sequence %d after a restart: %v %v", b.BaseSequence(), res, err)
 		}
 	}
-	if _, err := tb.send(t, "idem", idemBatch(t, pid, 4, "e"), stratav1.Acks_ACKS_ALL); reasonOf(err) != "OUT_OF_ORDER_SEQUENCE" {
+	if _, err := tb.send(t, "idem", testutil.IdemBatch(t, pid, 0, 4, baseTime, "e"), stratav1.Acks_ACKS_ALL); reasonOf(err) != "OUT_OF_ORDER_SEQUENCE" {
 		t.Fatalf("gap after a restart: %v", err)
 	}
-	res, err = tb.send(t, "idem", idemBatch(t, pid, 3, "d"), stratav1.Acks_ACKS_ALL)
+	res, err = tb.send(t, "idem", testutil.IdemBatch(t, pid, 0, 3, baseTime, "d"), stratav1.Acks_ACKS_ALL)
 	if err != nil || res.BaseOffset != 5 || res.Duplicate {
 		t.Fatalf("next batch after a restart: %v %v", res, err)
 	}
@@ -193,7 +179,7 @@ func TestIdempotentRetryAfterRetentionAndRestart(t *testing.T) {
 	var early []record.Batch
 	var answers []*stratav1.ProduceResponse
 	for i := range 5 {
-		b := idemBatch(t, pid, int32(i), fmt.Sprintf("early-%d", i))
+		b := testutil.IdemBatch(t, pid, 0, int32(i), baseTime, fmt.Sprintf("early-%d", i))
 		res, err := tb.send(t, "far", b, stratav1.Acks_ACKS_ALL)
 		if err != nil {
 			t.Fatal(err)
@@ -202,11 +188,11 @@ func TestIdempotentRetryAfterRetentionAndRestart(t *testing.T) {
 	}
 	other := initProducer(t, tb)
 	for i := range 300 {
-		if _, err := tb.send(t, "far", idemBatch(t, other, int32(i), strings.Repeat("x", 600)), stratav1.Acks_ACKS_LEADER); err != nil {
+		if _, err := tb.send(t, "far", testutil.IdemBatch(t, other, 0, int32(i), baseTime, strings.Repeat("x", 600)), stratav1.Acks_ACKS_LEADER); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "a producer snapshot for every sealed segment", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a producer snapshot for every sealed segment", func() bool {
 		segs, snaps := partitionFiles(t, cfg, topic, 0)
 		return segs >= 10 && snaps == segs-1
 	})
@@ -215,7 +201,7 @@ func TestIdempotentRetryAfterRetentionAndRestart(t *testing.T) {
 	if _, err := tb.admin.AlterTopicConfig(testCtx(t), &stratav1.AlterTopicConfigRequest{Name: "far", Set: map[string]string{"retention.bytes": "48KiB"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "retention to delete the early batches", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "retention to delete the early batches", func() bool {
 		res, err := tb.fetch.ListOffsets(testCtx(t), &stratav1.ListOffsetsRequest{Topic: "far", Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_EARLIEST}})
 		return err == nil && res.Offset > answers[len(answers)-1].LastOffset
 	})
@@ -228,7 +214,7 @@ func TestIdempotentRetryAfterRetentionAndRestart(t *testing.T) {
 			t.Fatalf("retry of early batch %d after retention and a restart: %v %v, want the duplicate at %d", i, res, err, answers[i].BaseOffset)
 		}
 	}
-	if res, err := tb.send(t, "far", idemBatch(t, pid, 5, "next"), stratav1.Acks_ACKS_ALL); err != nil || res.Duplicate {
+	if res, err := tb.send(t, "far", testutil.IdemBatch(t, pid, 0, 5, baseTime, "next"), stratav1.Acks_ACKS_ALL); err != nil || res.Duplicate {
 		t.Fatalf("the producer's next batch: %v %v", res, err)
 	}
 }
@@ -239,7 +225,7 @@ func TestIdempotentConcurrentCopies(t *testing.T) {
 	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
 	tb.createTopic(t, "race", 1, nil)
 	pid := initProducer(t, tb)
-	b := idemBatch(t, pid, 0, "x", "y", "z")
+	b := testutil.IdemBatch(t, pid, 0, 0, baseTime, "x", "y", "z")
 	const copies = 8
 	var wg sync.WaitGroup
 	answers := make([]*stratav1.ProduceResponse, copies)
@@ -268,7 +254,7 @@ func TestIdempotentConcurrentCopies(t *testing.T) {
 func TestIdempotentLogAppendTime(t *testing.T) {
 	tb := startBroker(t, brokerConfig(t, 1, t.TempDir()))
 	tb.createTopic(t, "lat", 1, map[string]string{"message.timestamp.type": "LogAppendTime"})
-	b := idemBatch(t, initProducer(t, tb), 0, "x")
+	b := testutil.IdemBatch(t, initProducer(t, tb), 0, 0, baseTime, "x")
 	res, err := tb.send(t, "lat", b, stratav1.Acks_ACKS_ALL)
 	if err != nil || res.LogAppendTimeMs <= 0 {
 		t.Fatalf("first send: %v %v", res, err)
@@ -324,7 +310,7 @@ func TestIdempotentRetryAfterFailover(t *testing.T) {
 	var early []record.Batch
 	var answers []*stratav1.ProduceResponse
 	for i := range 5 {
-		b := idemBatch(t, pid, int32(i), fmt.Sprintf("early-%d", i))
+		b := testutil.IdemBatch(t, pid, 0, int32(i), baseTime, fmt.Sprintf("early-%d", i))
 		res, err := leader.send(t, "fo", b, stratav1.Acks_ACKS_ALL)
 		if err != nil {
 			t.Fatal(err)
@@ -333,12 +319,12 @@ func TestIdempotentRetryAfterFailover(t *testing.T) {
 	}
 	other := initProducer(t, leader)
 	for i := range 200 {
-		if _, err := leader.send(t, "fo", idemBatch(t, other, int32(i), strings.Repeat("x", 600)), stratav1.Acks_ACKS_ALL); err != nil {
+		if _, err := leader.send(t, "fo", testutil.IdemBatch(t, other, 0, int32(i), baseTime, strings.Repeat("x", 600)), stratav1.Acks_ACKS_ALL); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, b := range bs {
-		waitUntil(t, fmt.Sprintf("broker %d's producer snapshots", b.ID()), func() bool {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d's producer snapshots", b.ID()), func() bool {
 			segs, snaps := partitionFiles(t, b.cfg, d.Topic, 0)
 			return segs >= 6 && snaps == segs-1
 		})
@@ -375,14 +361,14 @@ func TestIdempotentRetryAfterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range bs {
-		waitUntil(t, fmt.Sprintf("retention on broker %d", b.ID()), func() bool {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("retention on broker %d", b.ID()), func() bool {
 			return partitionState(t, b, "fo", 0).LocalStartOffset > answers[len(answers)-1].LastOffset
 		})
 	}
 
 	leader.stop(t)
 	var next *testBroker
-	waitUntil(t, "a new leader", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a new leader", func() bool {
 		for _, b := range bs {
 			if b != leader {
 				if id := partitionState(t, b, "fo", 0).Metadata.Leader; id > 0 && id != leader.ID() {
@@ -395,7 +381,7 @@ func TestIdempotentRetryAfterFailover(t *testing.T) {
 	})
 	for i, b := range early {
 		var res *stratav1.ProduceResponse
-		waitUntil(t, "the new leader to answer", func() bool {
+		testutil.WaitFor(t, 20*time.Second, "the new leader to answer", func() bool {
 			res, err = next.send(t, "fo", b, stratav1.Acks_ACKS_ALL)
 			return reasonOf(err) != "NOT_LEADER" && reasonOf(err) != "LEADER_NOT_AVAILABLE" && reasonOf(err) != "NOT_ENOUGH_REPLICAS"
 		})
@@ -422,17 +408,17 @@ func TestIdempotentBatchesArriveOutOfOrder(t *testing.T) {
 			_, err := tb.send(t, "inflight", b, stratav1.Acks_ACKS_ALL)
 			errc <- err
 		}()
-		waitUntil(t, "the early batch waiting for its turn", func() bool { return waits() > before })
+		testutil.WaitFor(t, 20*time.Second, "the early batch waiting for its turn", func() bool { return waits() > before })
 		return errc
 	}
 
 	// A known producer: batch 2 comes before batch 1.
 	pid := initProducer(t, tb)
-	if _, err := tb.send(t, "inflight", idemBatch(t, pid, 0, "a"), stratav1.Acks_ACKS_ALL); err != nil {
+	if _, err := tb.send(t, "inflight", testutil.IdemBatch(t, pid, 0, 0, baseTime, "a"), stratav1.Acks_ACKS_ALL); err != nil {
 		t.Fatal(err)
 	}
-	third := early(idemBatch(t, pid, 2, "c"))
-	if res, err := tb.send(t, "inflight", idemBatch(t, pid, 1, "b"), stratav1.Acks_ACKS_ALL); err != nil || res.BaseOffset != 1 {
+	third := early(testutil.IdemBatch(t, pid, 0, 2, baseTime, "c"))
+	if res, err := tb.send(t, "inflight", testutil.IdemBatch(t, pid, 0, 1, baseTime, "b"), stratav1.Acks_ACKS_ALL); err != nil || res.BaseOffset != 1 {
 		t.Fatalf("batch 1: %v %v", res, err)
 	}
 	if err := <-third; err != nil {
@@ -441,8 +427,8 @@ func TestIdempotentBatchesArriveOutOfOrder(t *testing.T) {
 
 	// A producer the partition does not know yet: batch 1 before batch 0.
 	other := initProducer(t, tb)
-	second := early(idemBatch(t, other, 1, "y"))
-	if _, err := tb.send(t, "inflight", idemBatch(t, other, 0, "x"), stratav1.Acks_ACKS_ALL); err != nil {
+	second := early(testutil.IdemBatch(t, other, 0, 1, baseTime, "y"))
+	if _, err := tb.send(t, "inflight", testutil.IdemBatch(t, other, 0, 0, baseTime, "x"), stratav1.Acks_ACKS_ALL); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-second; err != nil {
@@ -451,7 +437,7 @@ func TestIdempotentBatchesArriveOutOfOrder(t *testing.T) {
 	mustValues(t, tb.values(t, "inflight"), "a", "b", "c", "x", "y")
 
 	// A gap nobody fills is refused once the wait is over; nothing is written.
-	if _, err := tb.send(t, "inflight", idemBatch(t, pid, 9, "z"), stratav1.Acks_ACKS_ALL); reasonOf(err) != "OUT_OF_ORDER_SEQUENCE" {
+	if _, err := tb.send(t, "inflight", testutil.IdemBatch(t, pid, 0, 9, baseTime, "z"), stratav1.Acks_ACKS_ALL); reasonOf(err) != "OUT_OF_ORDER_SEQUENCE" {
 		t.Fatalf("a gap that stays open: %v", err)
 	}
 	mustValues(t, tb.values(t, "inflight"), "a", "b", "c", "x", "y")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -475,7 +476,7 @@ func TestStartsOnAFullDisk(t *testing.T) {
 	if _, err := b.admin.CreateTopic(testCtx(t), &stratav1.CreateTopicRequest{Name: "t", Partitions: 1, ReplicationFactor: 1}); err != nil {
 		t.Fatalf("create a topic on a full disk: %v", err)
 	}
-	waitUntil(t, "a leader of t/0", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a leader of t/0", func() bool {
 		md, err := b.meta.GetMetadata(testCtx(t), &stratav1.GetMetadataRequest{Topics: []string{"t"}})
 		return err == nil && md.Topics[0].Partitions[0].Leader == cfg.NodeID
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
 )
@@ -237,7 +238,7 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 			t.Fatalf("broker %d not ready: %v", b.ID(), err)
 		}
 	}
-	waitUntil(t, "full ISRs", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "full ISRs", func() bool {
 		return metricsSum(t, bs, "strata_under_replicated_partitions") == 0 && metricsSum(t, bs, "strata_offline_partitions") == 0
 	})
 	shrinksBefore := metricsSum(t, survivors, "strata_isr_shrinks_total")
@@ -245,7 +246,7 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 	victim.stop(t)
 
 	var st *stratav1.ClusterStatusResponse
-	waitUntil(t, "the victim's partitions under-replicated and its solo partition offline", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the victim's partitions under-replicated and its solo partition offline", func() bool {
 		st, err = ctl.admin.ClusterStatus(ctx, &stratav1.ClusterStatusRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -287,7 +288,7 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 	// topics it may see, and nothing of the others: solo's offline
 	// partition counts nowhere, as solo is in no listing of hers.
 	asAlice := security.WithPrincipal(ctx, security.UserPrincipal("alice"))
-	waitUntil(t, "alice's view of the cluster status", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "alice's view of the cluster status", func() bool {
 		st, err = (&adminService{b: ctl.Broker}).ClusterStatus(asAlice, &stratav1.ClusterStatusRequest{MaxPartitions: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -309,7 +310,7 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 	expandsBefore := metricsSum(t, survivors, "strata_isr_expands_total")
 	back := startBrokerAt(t, victim.cfg)
 	now := append(slices.Clone(survivors), back)
-	waitUntil(t, "nothing under-replicated or offline", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "nothing under-replicated or offline", func() bool {
 		st, err = ctl.admin.ClusterStatus(ctx, &stratav1.ClusterStatusRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -328,7 +329,7 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 		b.stop(t)
 	}
 	var readyErr error
-	waitUntil(t, "the last broker to say it knows no controller", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the last broker to say it knows no controller", func() bool {
 		rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		readyErr = last.Ready(rctx)

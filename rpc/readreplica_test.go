@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -28,20 +29,16 @@ func replicaConfig(t *testing.T, id int32, objects string) config.Broker {
 // waitCold waits until the writer's cold tier of topic/0 ends at end.
 func waitCold(t *testing.T, tb *testBroker, topic string, end int64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testutil.Eventually(t, time.Minute, fmt.Sprintf("the cold tier of %s to reach %d", topic, end), func() error {
 		d, err := tb.admin.DescribeTopic(testCtx(t), &stratav1.DescribeTopicRequest{Name: topic})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Topic.Partitions[0].ColdEndOffset == end {
-			return
+		if d.Topic.Partitions[0].ColdEndOffset != end {
+			return fmt.Errorf("%v", d.Topic.Partitions[0])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cold tier of %s did not reach %d: %v", topic, end, d.Topic.Partitions[0])
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func listOffset(t *testing.T, tb *testBroker, topic string, q *stratav1.ListOffsetsRequest) *stratav1.ListOffsetsResponse {
@@ -135,13 +132,9 @@ func TestReadReplica(t *testing.T) {
 	// new head.
 	produce(150, 250)
 	waitCold(t, w, "rr", 250)
-	deadline := time.Now().Add(30 * time.Second)
-	for listOffset(t, r, "rr", &stratav1.ListOffsetsRequest{Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_LATEST}}).Offset != 250 {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica did not follow the new uploads")
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 30*time.Second, "the replica to follow the new uploads", func() bool {
+		return listOffset(t, r, "rr", &stratav1.ListOffsetsRequest{Query: &stratav1.ListOffsetsRequest_Spec{Spec: stratav1.OffsetSpec_OFFSET_SPEC_LATEST}}).Offset == 250
+	})
 	want, _ = w.readAll(t, "rr", 0, 0)
 	raw, recs = r.readAll(t, "rr", 0, 0)
 	if !bytes.Equal(raw, want) || len(recs) != 250 || checkValues(t, recs, 0) {

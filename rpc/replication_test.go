@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -30,22 +31,11 @@ func partitionState(t *testing.T, b *testBroker, topic string, p int32) *stratav
 	return d.Topic.Partitions[p]
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
-}
-
 // createEverywhere creates a topic and waits until every broker knows it.
 func createEverywhere(t *testing.T, bs []*testBroker, name string, partitions int32, cfg map[string]string) {
 	bs[0].createTopic(t, name, partitions, cfg)
 	for _, b := range bs {
-		waitUntil(t, fmt.Sprintf("broker %d to know topic %s", b.cfg.NodeID, name), func() bool {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to know topic %s", b.cfg.NodeID, name), func() bool {
 			_, err := b.admin.DescribeTopic(testCtx(t), &stratav1.DescribeTopicRequest{Name: name})
 			return err == nil
 		})
@@ -83,7 +73,7 @@ func TestReplicationCommitsOnEveryReplica(t *testing.T) {
 		sent = res.LastOffset + 1
 	}
 	for _, b := range bs {
-		waitUntil(t, fmt.Sprintf("broker %d to have every record", b.ID()), func() bool {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to have every record", b.ID()), func() bool {
 			p := partitionState(t, b, "r", 0)
 			return p.LogEndOffset == sent && p.HighWatermark == sent && len(p.Metadata.Isr) == 3
 		})
@@ -165,7 +155,7 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	old.stop(t)
 	var after *stratav1.PartitionMetadata
-	waitUntil(t, "a new leader", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "a new leader", func() bool {
 		after = partitionState(t, bs[0], "f", p).Metadata
 		return after.Leader != before.Leader && after.Leader > 0
 	})
@@ -173,7 +163,7 @@ func TestLeaderFailover(t *testing.T) {
 		t.Fatalf("leader epoch %d after failover, %d before", after.LeaderEpoch, before.LeaderEpoch)
 	}
 	next := byID(bs, after.Leader)
-	waitUntil(t, "the new leader to take writes", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the new leader to take writes", func() bool {
 		_, err := next.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "f", Partition: p, Batch: batchOf(t, "after"), Acks: stratav1.Acks_ACKS_ALL})
 		return err == nil
 	})
@@ -188,7 +178,7 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	// The old leader returns as a follower and rejoins the ISR.
 	startBrokerAt(t, old.cfg)
-	waitUntil(t, "the old leader to rejoin the ISR", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the old leader to rejoin the ISR", func() bool {
 		return len(partitionState(t, bs[0], "f", p).Metadata.Isr) == 3
 	})
 }
@@ -236,7 +226,7 @@ func TestReplicateRefusesAPositionPastTheLeadersLog(t *testing.T) {
 		t.Fatalf("after the claim: high watermark %d, log end %d; want both at %d", st.HighWatermark, st.LogEndOffset, end)
 	}
 	end = produce()
-	waitUntil(t, "broker 2 to have the new records", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "broker 2 to have the new records", func() bool {
 		st := partitionState(t, b2, "f", p)
 		return st.LogEndOffset == end && len(st.Metadata.Isr) == 2
 	})
@@ -265,7 +255,7 @@ func TestFollowersCopyManyChunksByteForByte(t *testing.T) {
 		sent = res.LastOffset + 1
 	}
 	for _, b := range bs {
-		waitUntil(t, fmt.Sprintf("broker %d to have every record", b.ID()), func() bool {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to have every record", b.ID()), func() bool {
 			p := partitionState(t, b, "many", 0)
 			return p.LogEndOffset == sent && p.HighWatermark == sent
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestBrokerRefusesAnotherObjectStoreForItsPartitions: a broker restarted
@@ -58,7 +59,7 @@ func TestBrokerRefusesAnotherObjectStoreForItsPartitions(t *testing.T) {
 	startBroker(t, none).stop(t)
 
 	back := startBroker(t, cfg)
-	waitUntil(t, "the records read back with the old store", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the records read back with the old store", func() bool {
 		_, recs := back.readAll(t, "t", 0, 0)
 		return len(recs) == 2
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -40,17 +41,13 @@ func coldHistory(t *testing.T, topic string) (*testBroker, []string) {
 // described as ok says.
 func waitPartition(t *testing.T, tb *testBroker, topic, what string, ok func(*stratav1.PartitionDescription) bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testutil.Eventually(t, time.Minute, fmt.Sprintf("%s/0: %s", topic, what), func() error {
 		d, err := tb.admin.DescribeTopic(testCtx(t), &stratav1.DescribeTopicRequest{Name: topic})
 		if err == nil && ok(d.Topic.Partitions[0]) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/0: no %s within a minute: %v %v", topic, what, d, err)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%v %v", d, err)
+	})
 }
 
 // requireAll reads partition 0 of topic from offset 0 and requires every

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 	"github.com/strata-log/strata/security"
 )
@@ -122,16 +123,10 @@ func TestSCRAMWritesReachTheController(t *testing.T) {
 	if _, ok := b1.SCRAMCredential("carol", "SCRAM-SHA-256"); !ok {
 		t.Fatal("the controller does not have the credential when the call returns")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := b2.SCRAMCredential("carol", "SCRAM-SHA-256"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("broker 2 never learned the credential")
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "broker 2 to learn the credential", func() bool {
+		_, ok := b2.SCRAMCredential("carol", "SCRAM-SHA-256")
+		return ok
+	})
 	if _, err := users.DeleteSCRAMCredential(ctx, &stratav1.DeleteSCRAMCredentialRequest{User: "carol", Mechanism: "SCRAM-SHA-256"}); err != nil {
 		t.Fatalf("delete through broker 2: %v", err)
 	}

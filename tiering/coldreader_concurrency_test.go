@@ -6,7 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering/objstore"
 )
 
@@ -90,7 +92,7 @@ func TestColdReadConcurrentReadersShareOneGet(t *testing.T) {
 		wg.Go(func() { results[i], errs[i] = r.Read(f.ctx, f.ref, target, 1) })
 	}
 	// Every reader but the one sending the GET joins it.
-	waitFor(t, "readers to join the GET", func() bool { return r.Stats().SharedGets-shared == readers-1 })
+	testutil.WaitFor(t, 10*time.Second, "readers to join the GET", func() bool { return r.Stats().SharedGets-shared == readers-1 })
 	g.close(nil)
 	close(gate)
 	wg.Wait()
@@ -118,7 +120,7 @@ func TestColdReaderCloseCancelsReads(t *testing.T) {
 			errc <- err
 		}()
 	}
-	waitFor(t, "both reads to wait for the store", func() bool { return r.Stats().ChunkMisses == 3 })
+	testutil.WaitFor(t, 10*time.Second, "both reads to wait for the store", func() bool { return r.Stats().ChunkMisses == 3 })
 	r.Close()
 	for range 2 {
 		if err := <-errc; !errors.Is(err, context.Canceled) {
@@ -156,7 +158,7 @@ func TestColdReadAheadForSequentialReads(t *testing.T) {
 	}
 	end := f.batches[f.batchAt(second.NextOffset)].pos
 	last := (end - 1) / cb
-	waitFor(t, "read-ahead", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "read-ahead", func() bool {
 		return chunkCached(r, f.segs[0].Key, last+1) && chunkCached(r, f.segs[0].Key, last+2)
 	})
 	before, hits := demand(), r.Stats().ChunkHits
@@ -192,14 +194,14 @@ func TestColdReadAheadCrossesIntoTheNextSegment(t *testing.T) {
 	for off := int64(0); off < next; {
 		// Let earlier read-ahead finish, so that the read that reaches the
 		// segment's end finds a free read-ahead slot.
-		waitFor(t, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
+		testutil.WaitFor(t, 10*time.Second, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
 		res, err := r.Read(f.ctx, f.ref, off, 2000)
 		if err != nil {
 			t.Fatal(err)
 		}
 		off = res.NextOffset
 	}
-	waitFor(t, "the next segment's first chunk", func() bool { return chunkCached(r, f.segs[1].Key, 0) })
+	testutil.WaitFor(t, 10*time.Second, "the next segment's first chunk", func() bool { return chunkCached(r, f.segs[1].Key, 0) })
 	before := r.Stats()
 	res, err := r.Read(f.ctx, f.ref, next, 2000)
 	if err != nil {
@@ -269,7 +271,7 @@ func TestColdReadsOfPartitionsGoToTheStoreAtOnce(t *testing.T) {
 	for i, f := range fs {
 		wg.Go(func() { results[i], errs[i] = r.Read(f.ctx, f.ref, 0, 1<<20) })
 	}
-	waitFor(t, "a GET of every partition at the store at once", func() bool { return g.readAts.Load() == partitions })
+	testutil.WaitFor(t, 10*time.Second, "a GET of every partition at the store at once", func() bool { return g.readAts.Load() == partitions })
 	g.close(nil)
 	close(gate)
 	wg.Wait()

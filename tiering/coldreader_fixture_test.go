@@ -299,20 +299,6 @@ func (f *coldFixture) chunkStarts(seg SegmentRef, cb int64) []int64 {
 // opCount is how many times the fixture's store was asked op.
 func (f *coldFixture) opCount(op objstore.Op) int64 { return f.metrics.Snapshot()[op].Calls }
 
-// waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // chunkCached reports whether chunk idx of the object key is in the
 // reader's chunk cache (not merely being fetched).
 func chunkCached(r *ColdReader, key string, idx int64) bool {

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 func TestFlightSharesOneCall(t *testing.T) {
@@ -28,7 +31,7 @@ func TestFlightSharesOneCall(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "callers to join", func() bool { return joins.Load() == n-1 })
+	testutil.WaitFor(t, 10*time.Second, "callers to join", func() bool { return joins.Load() == n-1 })
 	close(release)
 	wg.Wait()
 	if c := calls.Load(); c != 1 {
@@ -76,7 +79,7 @@ func TestFlightWaiterOutlivesItsLeader(t *testing.T) {
 		}
 		waiterDone <- v
 	}()
-	waitFor(t, "two waiters", func() bool { return joins.Load() == 2 })
+	testutil.WaitFor(t, 10*time.Second, "two waiters", func() bool { return joins.Load() == 2 })
 	quit()
 	if err := <-quitterDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("quitter: %v", err)

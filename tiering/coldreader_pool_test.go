@@ -6,7 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering/objstore"
 )
 
@@ -27,7 +29,7 @@ func TestColdReadAheadReachesSeveralSegmentsAhead(t *testing.T) {
 	if _, err := r.Read(f.ctx, f.ref, first.NextOffset, 1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the next four segments' chunks", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the next four segments' chunks", func() bool {
 		for _, seg := range f.segs[1:5] {
 			if !chunkCached(r, seg.Key, 0) {
 				return false
@@ -86,7 +88,7 @@ func TestColdReadAheadCountsBytes(t *testing.T) {
 	if want <= ahead+1 {
 		t.Fatalf("segments of %d log bytes: the test wants many within %d bytes", f.segs[0].LogLen, ahead*cb)
 	}
-	waitFor(t, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
+	testutil.WaitFor(t, 10*time.Second, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
 	got := 0
 	for _, seg := range f.segs[from:] {
 		if chunkCached(r, seg.Key, 0) {
@@ -131,10 +133,10 @@ func TestColdReadAheadEndsWithItsReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.checkRead(res, first.NextOffset, 1)
-	waitFor(t, "read-ahead GETs at the gate", func() bool { return g.readAts.Load() >= gets+4 })
+	testutil.WaitFor(t, 10*time.Second, "read-ahead GETs at the gate", func() bool { return g.readAts.Load() >= gets+4 })
 	// The consumer goes away; the gate stays closed.
 	cancel()
-	waitFor(t, "the read-ahead to give up", func() bool { return len(r.prefetching) == 0 })
+	testutil.WaitFor(t, 10*time.Second, "the read-ahead to give up", func() bool { return len(r.prefetching) == 0 })
 	if s := r.Stats(); s.ReadAheadChunks != 4 || s.BytesFetched != uint64(r.cfg.ChunkBytes) {
 		t.Fatalf("read-ahead after its reader left: %+v", s)
 	}
@@ -148,12 +150,12 @@ func TestColdReadGetsInFlightAreBounded(t *testing.T) {
 	if _, err := r.Read(f.ctx, f.ref, first.NextOffset, 1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "eight read-ahead chunks started", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "eight read-ahead chunks started", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return len(r.mu.prefetches) == 8
 	})
-	waitFor(t, "two GETs at the gate", func() bool { return len(r.gets) == 2 && g.readAts.Load() == gets+2 })
+	testutil.WaitFor(t, 10*time.Second, "two GETs at the gate", func() bool { return len(r.gets) == 2 && g.readAts.Load() == gets+2 })
 	// A read of a chunk nobody fetches yet waits for a place too.
 	far := f.batches[len(f.batches)-1]
 	ctx, cancel := context.WithCancel(f.ctx)
@@ -162,7 +164,7 @@ func TestColdReadGetsInFlightAreBounded(t *testing.T) {
 		_, err := r.Read(ctx, f.ref, far.base, 1)
 		done <- err
 	}()
-	waitFor(t, "the read to wait", func() bool { return r.Stats().ChunkMisses == 2 })
+	testutil.WaitFor(t, 10*time.Second, "the read to wait", func() bool { return r.Stats().ChunkMisses == 2 })
 	if n := g.readAts.Load(); n != gets+2 {
 		t.Fatalf("%d GETs sent with 2 places", n-gets)
 	}
@@ -237,7 +239,7 @@ func TestColdReadAheadLeavesRoomInTheCache(t *testing.T) {
 		f.checkRead(res, off, 1)
 		off = res.NextOffset
 	}
-	waitFor(t, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
+	testutil.WaitFor(t, 10*time.Second, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
 	chunks := uint64((f.segs[0].LogLen + cb - 1) / cb)
 	if s := r.Stats(); s.ChunkGets != chunks {
 		t.Fatalf("%d chunk GETs for %d chunks: %+v", s.ChunkGets, chunks, s)
@@ -281,7 +283,7 @@ func TestColdReadAheadSurvivesOtherReaders(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		waitFor(t, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
+		testutil.WaitFor(t, 10*time.Second, "read-ahead to settle", func() bool { return len(r.prefetching) == 0 })
 		extra += r.Stats().ChunkGets - chunks
 	}
 	if extra > 3*rounds {

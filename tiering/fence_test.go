@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering/objstore"
 )
 
@@ -107,7 +108,7 @@ func TestFirstDivergence(t *testing.T) {
 	for epoch := int32(1); epoch <= 3; epoch++ {
 		for range 40 {
 			off := l.LogEndOffset()
-			if _, err := l.Append(seqBatch(t, off, 3, off, 200), epoch); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, off, 3, off, 200, nil), epoch); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -3,14 +3,13 @@ package tiering
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/strata-log/strata/hotlog"
-	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/tiering/objstore"
 )
 
@@ -23,31 +22,13 @@ func testContext(t testing.TB) context.Context {
 	return ctx
 }
 
-// seqBatch builds a batch at base of n records whose values carry their
-// offsets, with timestamps ts, ts+1, ...
-func seqBatch(t testing.TB, base int64, n int, ts int64, valueSize int) record.Batch {
-	t.Helper()
-	bl := record.NewBuilder(record.DefaultBatchOptions())
-	for i := range n {
-		v := make([]byte, max(valueSize, 8))
-		binary.BigEndian.PutUint64(v, uint64(base)+uint64(i))
-		bl.Add(record.Record{Timestamp: ts + int64(i), Value: v})
-	}
-	b, err := bl.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.SetBaseOffset(base)
-	return b
-}
-
 // segmentBytes is a local segment's log bytes: batches of n records from
 // base, count of them.
 func segmentBytes(t testing.TB, base int64, batches, n int, ts int64, valueSize int) []byte {
 	var buf bytes.Buffer
 	off := base
 	for range batches {
-		buf.Write(seqBatch(t, off, n, ts+off, valueSize))
+		buf.Write(testutil.SeqBatch(t, off, n, ts+off, valueSize, nil))
 		off += int64(n)
 	}
 	return buf.Bytes()
@@ -72,7 +53,7 @@ func fill(t testing.TB, l *hotlog.Log, count, n int, ts int64) {
 	t.Helper()
 	for range count {
 		off := l.LogEndOffset()
-		if _, err := l.Append(seqBatch(t, off, n, ts+off, 200), 0); err != nil {
+		if _, err := l.Append(testutil.SeqBatch(t, off, n, ts+off, 200, nil), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 	"github.com/strata-log/strata/tiering/objstore"
 )
@@ -431,7 +432,7 @@ func TestVerifyFindsBatchEpochsGoingBack(t *testing.T) {
 	com := newTestCommitter(t, store, 5)
 	var local bytes.Buffer
 	for i, epoch := range []int32{3, 4, 2, 4} {
-		b := seqBatch(t, int64(i*2), 2, 1000, 50)
+		b := testutil.SeqBatch(t, int64(i*2), 2, 1000, 50, nil)
 		b.SetLeaderEpoch(epoch) // outside the CRC, as a leader stamps it
 		local.Write(b)
 	}

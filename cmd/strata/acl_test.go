@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
-	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil/inproc"
 	"github.com/strata-log/strata/rpc"
 )
 
@@ -36,35 +33,14 @@ func startACLBroker(t testing.TB) string {
 // with its data in a temporary directory and no admin endpoint.
 func testBrokerConfig(t testing.TB) config.Broker {
 	t.Helper()
-	cfg := config.DefaultBroker()
-	cfg.NodeID = 1
-	cfg.DataDir = t.TempDir()
-	cfg.Listen = freeport.Loopback(t)
-	cfg.Raft.Listen = freeport.Loopback(t)
-	cfg.Gossip.Listen = freeport.Loopback(t)
-	cfg.Gossip.Profile = "local"
-	cfg.Admin.Listen = ""
-	return cfg
+	return inproc.Config(t, 1, t.TempDir())
 }
 
 // startInProcess starts a plaintext broker of cfg in this process and
 // serves gRPC on cfg.Listen; the caller stops both.
 func startInProcess(t testing.TB, cfg config.Broker) (*broker.Broker, *rpc.Server) {
 	t.Helper()
-	lis, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	b, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rpc.NewPeers(nil, ""), broker.WithVersion(version))
-	if err != nil {
-		lis.Close()
-		t.Fatalf("start broker: %v", err)
-	}
-	srv := rpc.NewServer(b, nil)
-	go srv.Serve(lis)
-	return b, srv
+	return inproc.Start(t, cfg, broker.WithVersion(version))
 }
 
 // strataCmd runs the strata command line in this process and returns what

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 )
 
@@ -318,18 +319,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestConsumeFollowSaysWhenItReconnects stops the broker under a consume
 // --follow and starts it again: stderr says once that it is reconnecting
 // and once that it is back, and records written after come through.
@@ -362,13 +351,13 @@ func TestConsumeFollowSaysWhenItReconnects(t *testing.T) {
 	stopConsume := sync.OnceFunc(func() { cancel(); <-done })
 	t.Cleanup(stopConsume)
 
-	waitFor(t, 20*time.Second, "the record written before", func() bool { return out.String() == "before\n" })
+	testutil.WaitFor(t, 20*time.Second, "the record written before", func() bool { return out.String() == "before\n" })
 	srv.Stop()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	stopped = true
-	waitFor(t, 20*time.Second, "stderr saying it reconnects", func() bool { return strings.Contains(errOut.String(), "reconnecting") })
+	testutil.WaitFor(t, 20*time.Second, "stderr saying it reconnects", func() bool { return strings.Contains(errOut.String(), "reconnecting") })
 
 	b2, srv2 := startInProcess(t, cfg)
 	t.Cleanup(func() {
@@ -379,10 +368,10 @@ func TestConsumeFollowSaysWhenItReconnects(t *testing.T) {
 	if _, eo, err := runWithInput(t, "after-1\nafter-2\n", "produce", "live", "--broker", addr, "--timeout", "20s"); err != nil {
 		t.Fatalf("produce after the restart: %v %s", err, eo)
 	}
-	waitFor(t, 30*time.Second, "the records written after the restart", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the records written after the restart", func() bool {
 		return strings.Count(out.String(), "after-") == 2
 	})
-	waitFor(t, 10*time.Second, "stderr saying it is back", func() bool { return strings.Contains(errOut.String(), "reconnected") })
+	testutil.WaitFor(t, 10*time.Second, "stderr saying it is back", func() bool { return strings.Contains(errOut.String(), "reconnected") })
 	if got := errOut.String(); strings.Count(got, "reconnecting") != 1 || strings.Count(got, "reconnected") != 1 ||
 		!strings.HasPrefix(got, "strata: ") || !strings.Contains(got, "; reconnecting\nstrata: reconnected\n") {
 		t.Errorf("stderr %q: want one line saying why it is reconnecting, one saying it reconnected", got)

@@ -8,10 +8,9 @@
 // process that dies (kill -9) leaves its page cache behind. Hooks inject
 // failures into chosen calls.
 //
-// It satisfies hotlog's file system seam structurally, except that OpenFile
-// returns *File: a one-line adapter in the user turns it into hotlog.FS
-// (this package imports nothing of the project, so hotlog's own tests can
-// use it).
+// *FS is a hotlog.FS as it is: OpenFile returns Handle, the same type as
+// hotlog.File, while this package imports nothing of the project, so
+// hotlog's own tests can use it.
 package memfs
 
 import (
@@ -62,8 +61,19 @@ type File struct {
 	shut bool
 }
 
+// Handle is an open *File as the hot log sees it: the unnamed interface
+// type that hotlog.File also names, so the two are one type.
+type Handle = interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	Sync() error
+	Truncate(size int64) error
+	Size() (int64, error)
+}
+
 // OpenFile opens or creates a file; flag is os.OpenFile's.
-func (m *FS) OpenFile(name string, flag int, perm os.FileMode) (*File, error) {
+func (m *FS) OpenFile(name string, flag int, perm os.FileMode) (Handle, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name = filepath.Clean(name)
