@@ -135,7 +135,7 @@ func TestOpenOfASmallLogAllocatesLittle(t *testing.T) {
 			t.Fatal(err)
 		}
 		for s := range 2 {
-			if _, err := l.Append(seqBatch(t, s, 3, 0, 100), 0); err != nil {
+			if _, err := l.Append(testutil.SeqBatch(t, int64(s), 3, 0, 100, []byte("k")), 0); err != nil {
 				t.Fatal(err)
 			}
 		}
