@@ -1,6 +1,3 @@
-// Package broker is a running Strata broker: the partitions it holds, the
-// produce, fetch and admin logic on them, and the wiring to the cluster
-// metadata. It knows nothing of gRPC; package rpc translates.
 package broker
 
 import (

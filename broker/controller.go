@@ -32,7 +32,6 @@ import (
 	"slices"
 
 	"github.com/strata-log/strata/cluster"
-	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/security"
 )
 
@@ -49,7 +48,7 @@ type ControllerClient interface {
 	RestoreTopic(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy) (TopicDescription, error)
 	CommitOffsets(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error
 	FetchOffsets(ctx context.Context, group string, partitions []TopicPartition) ([]CommittedOffset, error)
-	GroupHeartbeat(ctx context.Context, hb group.Heartbeat) (GroupAnswer, error)
+	GroupHeartbeat(ctx context.Context, hb Heartbeat) (GroupAnswer, error)
 	ListGroups(ctx context.Context) ([]GroupSummary, error)
 	DescribeGroup(ctx context.Context, name string) (GroupDescription, error)
 	ResetGroupOffsets(ctx context.Context, name string, offsets []CommittedOffset, force bool) (int, error)

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/group"
@@ -114,10 +115,49 @@ func (b *Broker) closeGroups() {
 	}
 }
 
+// Heartbeat is one consumer group member's beat, as the API layers hand it
+// to GroupHeartbeat. It is the coordinator's group.Heartbeat field for
+// field (GroupHeartbeat converts it), so a field added there that the API
+// must carry is a compile error here until it is added.
+type Heartbeat struct {
+	Group            string
+	MemberID         string
+	MemberEpoch      int32    // 0 joins; group.LeaveEpoch leaves
+	Topics           []string // required when joining; empty: unchanged
+	Assignor         string   // "" means group.DefaultAssignor
+	SessionTimeout   time.Duration
+	RebalanceTimeout time.Duration
+	Owned            []TopicPartition
+	// OwnedUnchanged says Owned is not reported: the member owns what it
+	// did at its last heartbeat, so nothing it holds is taken as given up.
+	OwnedUnchanged bool
+	// KeepMemberID makes a join keep MemberID as the member's id instead
+	// of the coordinator naming it (the member names itself once, for its
+	// life).
+	KeepMemberID   bool
+	ClientID, Host string
+	// NoWait answers at once instead of holding the beat until the
+	// member's assignment changes.
+	NoWait bool
+}
+
+// MemberAnswer is the coordinator's reply to one member's heartbeat
+// (group.Answer field for field).
+type MemberAnswer struct {
+	MemberID          string
+	MemberEpoch       int32
+	HeartbeatInterval time.Duration
+	// Assigned is what the member may own now, sorted.
+	Assigned []TopicPartition
+	// Pending counts partitions of the member's target another member
+	// still has to give up.
+	Pending int
+}
+
 // GroupAnswer is the coordinator's answer to a heartbeat, with the group's
 // committed positions of the partitions it assigns.
 type GroupAnswer struct {
-	group.Answer
+	MemberAnswer
 	Committed []CommittedOffset
 }
 
@@ -126,9 +166,9 @@ type GroupAnswer struct {
 // controller's: every commit goes through the coordinator here and is
 // applied before it returns, so a partition's previous owner's last commit
 // is there by the time the partition is granted.
-func (b *Broker) GroupHeartbeat(ctx context.Context, hb group.Heartbeat) (GroupAnswer, error) {
+func (b *Broker) GroupHeartbeat(ctx context.Context, hb Heartbeat) (GroupAnswer, error) {
 	return forward(b, ctx, func() (GroupAnswer, error) {
-		return b.groupHeartbeatAnswer(ctx, hb)
+		return b.groupHeartbeatAnswer(ctx, group.Heartbeat(hb))
 	}, func(c ControllerClient) (GroupAnswer, error) {
 		return c.GroupHeartbeat(ctx, hb)
 	})
@@ -139,7 +179,7 @@ func (b *Broker) groupHeartbeatAnswer(ctx context.Context, hb group.Heartbeat) (
 	if err != nil {
 		return GroupAnswer{}, err
 	}
-	out := GroupAnswer{Answer: ans}
+	out := GroupAnswer{MemberAnswer: MemberAnswer(ans)}
 	for _, tp := range ans.Assigned {
 		if oc, ok := b.meta.CommittedOffset(hb.Group, tp.Topic, tp.Partition); ok {
 			out.Committed = append(out.Committed, CommittedOffset{Topic: tp.Topic, Partition: tp.Partition,
@@ -405,7 +445,7 @@ func (b clusterMember) deleteOffsets(ctx context.Context, name string, partition
 				}
 				continue
 			}
-			del = append(del, cluster.TopicPartition(tp))
+			del = append(del, tp)
 		}
 		if len(del) == 0 || len(b.meta.CommittedOffsets(name)) == 0 {
 			return nil

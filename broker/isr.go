@@ -73,7 +73,7 @@ func (b *Broker) alterISR(ctx context.Context, p *partition, c *isrChange) (clus
 // broker that is not a replica or dropping the leader) is INVALID_REQUEST;
 // a stale one is FENCED_EPOCH; a broker that is not the controller answers
 // UNAVAILABLE naming it, which is the one worth retrying (there).
-func (b *Broker) AlterISR(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
+func (b *Broker) AlterISR(ctx context.Context, req ISRRequest) (PartitionInfo, error) {
 	return b.role.alterISRCall(ctx, req)
 }
 
@@ -154,7 +154,7 @@ func (b *Broker) newLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.Pa
 // leading a partition in an epoch asks for the next one, keeping the lead
 // unless its topic's flush policy lets a restart lose acknowledged records
 // (restartSuccessor).
-func (b *Broker) NewLeaderEpoch(ctx context.Context, req ISRRequest) (cluster.PartitionInfo, error) {
+func (b *Broker) NewLeaderEpoch(ctx context.Context, req ISRRequest) (PartitionInfo, error) {
 	return b.role.newLeaderEpochCall(ctx, req)
 }
 

@@ -21,10 +21,10 @@ type Peers interface {
 	EndOffsetForEpoch(ctx context.Context, to Peer, q EpochQuery) (EpochEnd, error)
 	// AlterISR asks the controller for an ISR change and returns the
 	// partition after it.
-	AlterISR(ctx context.Context, to Peer, req ISRRequest) (cluster.PartitionInfo, error)
+	AlterISR(ctx context.Context, to Peer, req ISRRequest) (PartitionInfo, error)
 	// NewLeaderEpoch asks the controller to start the leader epoch after
 	// req.LeaderEpoch with the same leader; req.ISR is not used.
-	NewLeaderEpoch(ctx context.Context, to Peer, req ISRRequest) (cluster.PartitionInfo, error)
+	NewLeaderEpoch(ctx context.Context, to Peer, req ISRRequest) (PartitionInfo, error)
 	// KnowsController asks a broker whether it knows a controller: one
 	// about to bootstrap a cluster must not start a second one.
 	KnowsController(ctx context.Context, to Peer) (bool, error)
@@ -90,3 +90,9 @@ type ISRRequest struct {
 	PartitionEpoch int32
 	ISR            []int32
 }
+
+// PartitionInfo is a partition's replicas, ISR, leader and epochs as the
+// controller decided them: what AlterISR and NewLeaderEpoch answer. It is
+// the metadata's own record (cluster.PartitionInfo), which the answer is
+// applied as, under the broker's name so callers need not import cluster.
+type PartitionInfo = cluster.PartitionInfo

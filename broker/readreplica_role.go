@@ -107,7 +107,7 @@ func (readOnly) restoreTopic(context.Context, string, string, int32) (TopicDescr
 	return TopicDescription{}, errReadReplica("restore topics")
 }
 
-func (readOnly) restoreTopicCut(context.Context, string, string, int32, RestoreCopy, tiering.RestoreCut) (TopicDescription, error) {
+func (readOnly) restoreTopicCut(context.Context, string, string, int32, string, tiering.RestoreCut) (TopicDescription, error) {
 	return TopicDescription{}, errReadReplica("restore topics")
 }
 

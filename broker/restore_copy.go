@@ -16,7 +16,7 @@ type RestoreCopy struct {
 	As string
 	// ToOffset, when set, ends each partition's restored log before it
 	// (0 or more); ToTime, when set, after its records at that time (ms
-	// since 1970, 0 or more); at most one of them (tiering.RestoreCut).
+	// since 1970, 0 or more); at most one of them.
 	ToOffset *int64
 	ToTime   *int64
 }
@@ -27,9 +27,10 @@ func (rc RestoreCopy) Copies() bool {
 	return rc.As != "" || rc.ToOffset != nil || rc.ToTime != nil
 }
 
-// cut is rc's cut, or INVALID_REQUEST for one that cannot be: both a time
-// and an offset, or either below 0.
-func (rc RestoreCopy) cut() (tiering.RestoreCut, error) {
+// restoreCut is where rc cuts the copy, for tiering.CopyPartition, or
+// INVALID_REQUEST for a cut that cannot be: both a time and an offset, or
+// either below 0.
+func restoreCut(rc RestoreCopy) (tiering.RestoreCut, error) {
 	cut := tiering.RestoreCut{ToOffset: tiering.NoCut, ToTime: tiering.NoCut}
 	switch {
 	case rc.ToTime != nil && rc.ToOffset != nil:
@@ -77,19 +78,20 @@ func (b *Broker) RestoreTopicCopy(ctx context.Context, name, id string, replicat
 }
 
 func (b *Broker) restoreTopicCopy(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy) (TopicDescription, error) {
-	cut, err := rc.cut()
+	cut, err := restoreCut(rc)
 	if err != nil {
 		return TopicDescription{}, err
 	}
-	return b.role.restoreTopicCut(ctx, name, id, replicationFactor, rc, cut)
+	return b.role.restoreTopicCut(ctx, name, id, replicationFactor, rc.As, cut)
 }
 
-// restoreTopicCut is restoreTopicCopy once the cut is known to be one.
-func (b clusterMember) restoreTopicCut(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy, cut tiering.RestoreCut) (TopicDescription, error) {
+// restoreTopicCut is restoreTopicCopy once the cut is known to be one: as
+// is the new topic's name (empty: name).
+func (b clusterMember) restoreTopicCut(ctx context.Context, name, id string, replicationFactor int32, as string, cut tiering.RestoreCut) (TopicDescription, error) {
 	if b.store == nil {
 		return TopicDescription{}, refuse(ReasonInvalidRequest, nil, "this broker has no object store (object_store.type is none)")
 	}
-	target := rc.As
+	target := as
 	if target == "" {
 		target = name
 	}

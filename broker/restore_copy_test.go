@@ -30,7 +30,7 @@ func TestRestoreCopyCut(t *testing.T) {
 		if got := tc.rc.Copies(); got != tc.copies {
 			t.Errorf("%s: Copies() = %v", tc.name, got)
 		}
-		cut, err := tc.rc.cut()
+		cut, err := restoreCut(tc.rc)
 		switch {
 		case tc.err == "" && (err != nil || cut != tc.cut):
 			t.Errorf("%s: cut %+v, %v; want %+v", tc.name, cut, err, tc.cut)

@@ -63,7 +63,7 @@ type role interface {
 	planPartitions(name string, count int32, assignment [][]int32) ([]cluster.PartitionInfo, error)
 	deleteTopic(ctx context.Context, name string) error
 	restoreTopic(ctx context.Context, name, id string, replicationFactor int32) (TopicDescription, error)
-	restoreTopicCut(ctx context.Context, name, id string, replicationFactor int32, rc RestoreCopy, cut tiering.RestoreCut) (TopicDescription, error)
+	restoreTopicCut(ctx context.Context, name, id string, replicationFactor int32, as string, cut tiering.RestoreCut) (TopicDescription, error)
 	topicConfigChange(ctx context.Context, name string, set map[string]string, del []string) (map[string]string, error)
 	coordinator(ctx context.Context) (*group.Coordinator, error)
 	commitOffsetsCall(ctx context.Context, group, memberID string, memberEpoch int32, offsets []CommittedOffset) error

@@ -1,5 +1,7 @@
 package broker
 
+import "github.com/strata-log/strata/cluster"
+
 // Views of the cluster and of topics handed to the API layer. They are
 // copies: the caller may keep and change them.
 
@@ -86,11 +88,9 @@ type TopicSummary struct {
 	ReplicationFactor int32
 }
 
-// TopicPartition names one partition of one topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
+// TopicPartition names one partition of one topic (cluster's type, which
+// keys the broker's partitions and the committed offsets).
+type TopicPartition = cluster.TopicPartition
 
 // CommittedOffset is a consumer group's position in one partition.
 type CommittedOffset struct {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/strata-log/strata/security"
 )
@@ -85,11 +86,16 @@ type PartitionInfo struct {
 // InISR reports whether broker id is in the partition's ISR.
 func (p PartitionInfo) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
 
-// TopicPartition names one partition of one topic.
+// TopicPartition names one partition of one topic. It is the one such
+// type of the broker's packages: group and broker name it under their own
+// package (type aliases), so a partition key passes between them as is.
 type TopicPartition struct {
 	Topic     string
 	Partition int32
 }
+
+// String is the partition as topic/partition.
+func (tp TopicPartition) String() string { return tp.Topic + "/" + strconv.Itoa(int(tp.Partition)) }
 
 // OffsetCommit is a consumer group's committed position in one partition.
 type OffsetCommit struct {

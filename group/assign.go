@@ -3,13 +3,13 @@ package group
 import (
 	"cmp"
 	"slices"
+
+	"github.com/strata-log/strata/cluster"
 )
 
-// TopicPartition names one partition of a topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
+// TopicPartition names one partition of a topic: cluster's, under which
+// the coordinator's state is stored.
+type TopicPartition = cluster.TopicPartition
 
 // MemberSubscription is what an assignor knows of one member.
 type MemberSubscription struct {

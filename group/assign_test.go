@@ -69,9 +69,9 @@ func TestAssignorRegistry(t *testing.T) {
 }
 
 func TestSortPartitions(t *testing.T) {
-	got := []TopicPartition{{"b", 0}, {"a", 10}, {"a", 2}, {"b", -1}}
+	got := []TopicPartition{{Topic: "b", Partition: 0}, {Topic: "a", Partition: 10}, {Topic: "a", Partition: 2}, {Topic: "b", Partition: -1}}
 	SortPartitions(got)
-	want := []TopicPartition{{"a", 2}, {"a", 10}, {"b", -1}, {"b", 0}}
+	want := []TopicPartition{{Topic: "a", Partition: 2}, {Topic: "a", Partition: 10}, {Topic: "b", Partition: -1}, {Topic: "b", Partition: 0}}
 	if !slices.Equal(got, want) {
 		t.Errorf("SortPartitions = %v, want %v", got, want)
 	}
@@ -311,7 +311,7 @@ func checkAssignment(t *testing.T, a Assignor, members []MemberSubscription, par
 			continue
 		}
 		for p := int32(0); p < n; p++ {
-			if _, ok := owner[TopicPartition{topic, p}]; !ok {
+			if _, ok := owner[TopicPartition{Topic: topic, Partition: p}]; !ok {
 				t.Errorf("%s: subscribed partition %s/%d unassigned", a.Name(), topic, p)
 			}
 		}
@@ -399,7 +399,7 @@ func randomAssignGroup(r *rand.Rand) ([]MemberSubscription, map[string]int32) {
 			if r.Intn(5) == 0 {
 				topic = "missing"
 			}
-			m.Current = append(m.Current, TopicPartition{topic, int32(r.Intn(15) - 1)})
+			m.Current = append(m.Current, TopicPartition{Topic: topic, Partition: int32(r.Intn(15) - 1)})
 		}
 		members[i] = m
 	}
@@ -481,7 +481,7 @@ func TestStickyIdenticalBalanceAndMovement(t *testing.T) {
 		// the balance check does not rely on a clean slate.
 		for j := range members {
 			for range r.Intn(12) {
-				members[j].Current = append(members[j].Current, TopicPartition{members[j].Topics[0], int32(r.Intn(30))})
+				members[j].Current = append(members[j].Current, TopicPartition{Topic: members[j].Topics[0], Partition: int32(r.Intn(30))})
 			}
 		}
 		base := sticky.Assign(members, partitions)

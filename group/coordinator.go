@@ -840,5 +840,3 @@ func distinctSorted(s []string) []string {
 	}
 	return out
 }
-
-func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }

@@ -79,7 +79,7 @@ func (m *testMember) beat(t *testing.T, c *Coordinator, group string, topics []s
 func all(topic string, n int32) []TopicPartition {
 	var out []TopicPartition
 	for p := range n {
-		out = append(out, TopicPartition{topic, p})
+		out = append(out, TopicPartition{Topic: topic, Partition: p})
 	}
 	return out
 }
@@ -344,7 +344,7 @@ func TestBadHeartbeats(t *testing.T) {
 		t.Fatalf("join with another assignor: %v", err)
 	}
 	// Claiming a partition never granted fences the member.
-	_, err := c.Heartbeat(ctx, Heartbeat{Group: "g", MemberID: a.id, MemberEpoch: a.epoch, Owned: []TopicPartition{{"t", 9}}, NoWait: true})
+	_, err := c.Heartbeat(ctx, Heartbeat{Group: "g", MemberID: a.id, MemberEpoch: a.epoch, Owned: []TopicPartition{{Topic: "t", Partition: 9}}, NoWait: true})
 	if !errors.Is(err, ErrFencedMember) {
 		t.Fatalf("claiming an ungranted partition: %v", err)
 	}
@@ -518,8 +518,8 @@ func runSchedule(t *testing.T, seed int64) {
 			subscribed = subscribed || slices.Contains(m.subs, topic)
 		}
 		for p := range n {
-			if want := map[bool]int{true: 1, false: 0}[subscribed]; owned[TopicPartition{topic, p}] != want {
-				t.Fatalf("seed %d: %s/%d owned %d times after settling, want %d", seed, topic, p, owned[TopicPartition{topic, p}], want)
+			if want := map[bool]int{true: 1, false: 0}[subscribed]; owned[TopicPartition{Topic: topic, Partition: p}] != want {
+				t.Fatalf("seed %d: %s/%d owned %d times after settling, want %d", seed, topic, p, owned[TopicPartition{Topic: topic, Partition: p}], want)
 			}
 		}
 	}

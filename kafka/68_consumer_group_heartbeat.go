@@ -52,6 +52,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/security"
 )
@@ -83,7 +84,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, c *conn, kreq kmsg.Reques
 			return fail(kerr.TopicAuthorizationFailed, err.Error())
 		}
 	}
-	hb := group.Heartbeat{
+	hb := broker.Heartbeat{
 		Group:       req.Group,
 		MemberID:    req.MemberID,
 		MemberEpoch: req.MemberEpoch,
@@ -125,7 +126,7 @@ func handleConsumerGroupHeartbeat(ctx context.Context, c *conn, kreq kmsg.Reques
 			continue
 		}
 		for _, p := range rt.Partitions {
-			hb.Owned = append(hb.Owned, group.TopicPartition{Topic: name, Partition: p})
+			hb.Owned = append(hb.Owned, broker.TopicPartition{Topic: name, Partition: p})
 		}
 	}
 

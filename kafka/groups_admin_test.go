@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/group"
 )
 
@@ -24,7 +25,7 @@ func TestKadmGroupAdmin(t *testing.T) {
 
 	// "live" has a member reading orders and offsets in orders and audit;
 	// "idle" has offsets only.
-	ans, err := tb.GroupHeartbeat(ctx, group.Heartbeat{Group: "live", Topics: []string{"orders"}, ClientID: "reader", Host: "10.0.0.1", NoWait: true})
+	ans, err := tb.GroupHeartbeat(ctx, broker.Heartbeat{Group: "live", Topics: []string{"orders"}, ClientID: "reader", Host: "10.0.0.1", NoWait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +94,13 @@ func TestKadmGroupAdmin(t *testing.T) {
 	// stay; audit's (committed before the member joined) go.
 	os = nil
 	os.Add(kadm.Offset{Topic: "audit", Partition: 0, At: 1, LeaderEpoch: -1})
-	if _, err := tb.GroupHeartbeat(ctx, group.Heartbeat{Group: "live", MemberID: ans.MemberID, MemberEpoch: group.LeaveEpoch}); err != nil {
+	if _, err := tb.GroupHeartbeat(ctx, broker.Heartbeat{Group: "live", MemberID: ans.MemberID, MemberEpoch: group.LeaveEpoch}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := adm.CommitOffsets(ctx, "live", os); err != nil {
 		t.Fatal(err)
 	}
-	ans, err = tb.GroupHeartbeat(ctx, group.Heartbeat{Group: "live", Topics: []string{"orders"}, NoWait: true})
+	ans, err = tb.GroupHeartbeat(ctx, broker.Heartbeat{Group: "live", Topics: []string{"orders"}, NoWait: true})
 	if err != nil {
 		t.Fatal(err)
 	}

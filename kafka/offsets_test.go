@@ -10,7 +10,6 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
-	"github.com/strata-log/strata/group"
 )
 
 // rawRequest sends req at version over a connection of its own and returns
@@ -178,7 +177,7 @@ func TestOffsetCommitFenced(t *testing.T) {
 	tb.createTopic(t, "orders", 2)
 	ctx := testCtx(t)
 
-	beat := func(hb group.Heartbeat) broker.GroupAnswer {
+	beat := func(hb broker.Heartbeat) broker.GroupAnswer {
 		t.Helper()
 		hb.Group, hb.NoWait = "g", true
 		ans, err := tb.GroupHeartbeat(ctx, hb)
@@ -199,7 +198,7 @@ func TestOffsetCommitFenced(t *testing.T) {
 		return rawRequest[*kmsg.OffsetCommitResponse](t, tb.addr, req, version).Topics[0].Partitions[0].ErrorCode
 	}
 
-	a := beat(group.Heartbeat{Topics: []string{"orders"}})
+	a := beat(broker.Heartbeat{Topics: []string{"orders"}})
 	if len(a.Assigned) != 2 {
 		t.Fatalf("first member got %v, want both partitions", a.Assigned)
 	}
@@ -210,13 +209,13 @@ func TestOffsetCommitFenced(t *testing.T) {
 	}
 	// A second member joins: one partition moves to it once the first
 	// gives it up.
-	b := beat(group.Heartbeat{Topics: []string{"orders"}})
-	a = beat(group.Heartbeat{MemberID: a.MemberID, MemberEpoch: a.MemberEpoch, Owned: a.Assigned})
+	b := beat(broker.Heartbeat{Topics: []string{"orders"}})
+	a = beat(broker.Heartbeat{MemberID: a.MemberID, MemberEpoch: a.MemberEpoch, Owned: a.Assigned})
 	if len(a.Assigned) != 1 {
 		t.Fatalf("first member asked to keep %v, want one partition", a.Assigned)
 	}
-	a = beat(group.Heartbeat{MemberID: a.MemberID, MemberEpoch: a.MemberEpoch, Owned: a.Assigned})
-	b = beat(group.Heartbeat{MemberID: b.MemberID, MemberEpoch: b.MemberEpoch})
+	a = beat(broker.Heartbeat{MemberID: a.MemberID, MemberEpoch: a.MemberEpoch, Owned: a.Assigned})
+	b = beat(broker.Heartbeat{MemberID: b.MemberID, MemberEpoch: b.MemberEpoch})
 	if len(b.Assigned) != 1 || b.Assigned[0] == a.Assigned[0] {
 		t.Fatalf("second member got %v, first keeps %v", b.Assigned, a.Assigned)
 	}

@@ -135,7 +135,7 @@ func (c controllerClient) FetchOffsets(ctx context.Context, group string, partit
 	return fromProtoCommitted(resp.GetOffsets()), nil
 }
 
-func (c controllerClient) GroupHeartbeat(ctx context.Context, hb group.Heartbeat) (broker.GroupAnswer, error) {
+func (c controllerClient) GroupHeartbeat(ctx context.Context, hb broker.Heartbeat) (broker.GroupAnswer, error) {
 	resp, err := c.groups().GroupHeartbeat(outgoing(ctx, hb.Host), &stratav1.GroupHeartbeatRequest{
 		Group: hb.Group, MemberId: hb.MemberID, MemberEpoch: hb.MemberEpoch, Topics: hb.Topics, Assignor: hb.Assignor,
 		SessionTimeoutMs:   int32(hb.SessionTimeout / time.Millisecond),
@@ -146,7 +146,7 @@ func (c controllerClient) GroupHeartbeat(ctx context.Context, hb group.Heartbeat
 		return broker.GroupAnswer{}, fromStatus(err)
 	}
 	return broker.GroupAnswer{
-		Answer: group.Answer{MemberID: resp.GetMemberId(), MemberEpoch: resp.GetMemberEpoch(),
+		MemberAnswer: broker.MemberAnswer{MemberID: resp.GetMemberId(), MemberEpoch: resp.GetMemberEpoch(),
 			HeartbeatInterval: time.Duration(resp.GetHeartbeatIntervalMs()) * time.Millisecond,
 			Assigned:          fromProtoPartitions(resp.GetAssigned()), Pending: int(resp.GetPending())},
 		Committed: fromProtoCommitted(resp.GetCommitted()),

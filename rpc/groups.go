@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/strata-log/strata/broker"
-	"github.com/strata-log/strata/group"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -19,7 +18,7 @@ type groupService struct {
 }
 
 func (s *groupService) GroupHeartbeat(ctx context.Context, req *stratav1.GroupHeartbeatRequest) (*stratav1.GroupHeartbeatResponse, error) {
-	hb := group.Heartbeat{
+	hb := broker.Heartbeat{
 		Group:            req.GetGroup(),
 		MemberID:         req.GetMemberId(),
 		MemberEpoch:      req.GetMemberEpoch(),
@@ -117,15 +116,15 @@ func (s *groupService) DeleteGroup(ctx context.Context, req *stratav1.DeleteGrou
 	return &stratav1.DeleteGroupResponse{RemovedMembers: int32(n)}, nil
 }
 
-func fromProtoPartitions(in []*stratav1.TopicPartition) []group.TopicPartition {
-	out := make([]group.TopicPartition, len(in))
+func fromProtoPartitions(in []*stratav1.TopicPartition) []broker.TopicPartition {
+	out := make([]broker.TopicPartition, len(in))
 	for i, tp := range in {
-		out[i] = group.TopicPartition{Topic: tp.GetTopic(), Partition: tp.GetPartition()}
+		out[i] = broker.TopicPartition{Topic: tp.GetTopic(), Partition: tp.GetPartition()}
 	}
 	return out
 }
 
-func toProtoPartitions(in []group.TopicPartition) []*stratav1.TopicPartition {
+func toProtoPartitions(in []broker.TopicPartition) []*stratav1.TopicPartition {
 	out := make([]*stratav1.TopicPartition, len(in))
 	for i, tp := range in {
 		out[i] = &stratav1.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
