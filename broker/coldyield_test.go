@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 func TestWindowHistBuckets(t *testing.T) {
@@ -168,13 +171,12 @@ func TestColdYieldProgresses(t *testing.T) {
 		}
 	}()
 	defer func() { close(done); writers.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for y.state().own[1] == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the writers' own latency not learned in 30 s: %+v", y.state())
+	testutil.Eventually(t, 30*time.Second, "the writers' own latency to be learned", func() error {
+		if st := y.state(); st.own[1] == 0 {
+			return fmt.Errorf("the writers' own latency not learned in 30 s: %+v", st)
 		}
-		time.Sleep(yieldWindow)
-	}
+		return nil
+	})
 	lat.Store(int64(50 * time.Millisecond))
 
 	// 2 MiB in GETs of 128 KiB: about two seconds at the least rate.

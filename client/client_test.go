@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -59,14 +60,13 @@ func offlineClient(t testing.TB, opts ...Option) *Client {
 // baseline (taken at the start of the test) soon after every Close.
 func waitGoroutines(t *testing.T, baseline int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > baseline {
-		if time.Now().After(deadline) {
+	testutil.Eventually(t, 5*time.Second, "the goroutines to end", func() error {
+		if n := runtime.NumGoroutine(); n > baseline {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines left, %d before:\n%s", runtime.NumGoroutine(), baseline, buf[:runtime.Stack(buf, true)])
+			return fmt.Errorf("%d goroutines left, %d before:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
 		}
-		<-time.After(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestNewUnreachable(t *testing.T) {

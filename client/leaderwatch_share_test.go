@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestLeaderChecksShareOneFetch: a hundred requests watching their leader
@@ -27,10 +29,7 @@ func TestLeaderChecksShareOneFetch(t *testing.T) {
 			returned <- struct{}{}
 		})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for fetches.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "the shared fetch to start", func() bool { return fetches.Load() > 0 })
 	select {
 	case <-returned:
 		t.Fatal("a watcher returned before the shared fetch ended")

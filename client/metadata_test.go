@@ -3,11 +3,13 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/testutil"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -139,13 +141,7 @@ func TestRefreshSingleFlight(t *testing.T) {
 	// and rightly fetch again.
 	started.Wait()
 	// Wait until the first caller is fetching, then let it finish.
-	deadline := time.Now().Add(5 * time.Second)
-	for calls.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no caller started fetching")
-		}
-		<-time.After(time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, "a caller to start fetching", func() bool { return calls.Load() > 0 })
 	close(release)
 	wg.Wait()
 	if n := calls.Load(); n > 2 {
@@ -189,26 +185,24 @@ func TestFreshMaxAge(t *testing.T) {
 	defer m.close()
 	waitFor := func(n int32) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for calls.Load() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d fetches, want %d", calls.Load(), n)
+		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("%d fetches", n), func() error {
+			if got := calls.Load(); got < n {
+				m.fresh()
+				return fmt.Errorf("%d fetches, want %d", got, n)
 			}
-			m.fresh()
-			<-time.After(2 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	if s := m.fresh(); s.version != 0 {
 		t.Fatal("fresh waited for the refresh") // it returns the stale map at once
 	}
 	waitFor(1)
-	deadline := time.Now().Add(5 * time.Second)
-	for m.current().version != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the refreshed metadata never arrived")
+	testutil.Eventually(t, 5*time.Second, "the refreshed metadata", func() error {
+		if v := m.current().version; v != 1 {
+			return fmt.Errorf("the refreshed metadata never arrived: version %d", v)
 		}
-		<-time.After(time.Millisecond)
-	}
+		return nil
+	})
 	m.fresh()
 	m.fresh()
 	if n := calls.Load(); n != 1 {

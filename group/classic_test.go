@@ -3,9 +3,12 @@ package group
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // classicTestMember plays a cooperative classic member: it joins reporting
@@ -277,13 +280,13 @@ func TestClassicGroupLeaderDiesBeforeSync(t *testing.T) {
 		}
 		bDone <- b
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for !errors.Is(c.HeartbeatClassic(ctx, "w", a.MemberID, a.Generation), ErrRebalanceInProgress) {
-		if time.Now().After(deadline) {
-			t.Fatal("a never heard of b's join")
+	// b's join is on its way.
+	testutil.Eventually(t, 5*time.Second, "a to hear of b's join", func() error {
+		if err := c.HeartbeatClassic(ctx, "w", a.MemberID, a.Generation); !errors.Is(err, ErrRebalanceInProgress) {
+			return fmt.Errorf("a never heard of b's join: heartbeat answered %v", err)
 		}
-		time.Sleep(10 * time.Millisecond) // b's join is on its way
-	}
+		return nil
+	})
 	if a, err = join(a.MemberID, time.Second); err != nil || a.Leader != a.MemberID {
 		t.Fatalf("a joins again: %+v, %v", a, err)
 	}

@@ -135,15 +135,17 @@ func procFDsUnder(t testing.TB, dir string) int {
 }
 
 // fdsWithin waits, up to a deadline, for the descriptors open under dir to
-// come down to bound and returns the last count: a flusher may still hold
-// an index file for a moment after the append it fsynced returned.
-func fdsWithin(t testing.TB, dir string, bound int) int {
+// come down to bound, and fails t with tooMany of the last count if they do
+// not: a flusher may still hold an index file for a moment after the
+// append it fsynced returned.
+func fdsWithin(t testing.TB, dir string, bound int, tooMany func(n int) error) {
 	t.Helper()
-	n := procFDsUnder(t, dir)
-	for deadline := time.Now().Add(5 * time.Second); n > bound && time.Now().Before(deadline); n = procFDsUnder(t, dir) {
-		time.Sleep(time.Millisecond)
-	}
-	return n
+	testutil.Eventually(t, 5*time.Second, "the descriptors to come down", func() error {
+		if n := procFDsUnder(t, dir); n > bound {
+			return tooMany(n)
+		}
+		return nil
+	})
 }
 
 // fillSegments appends 3-record batches of ~600 bytes (sequence numbers
@@ -172,13 +174,13 @@ func TestManySealedSegmentsHoldAtMostTheCacheBound(t *testing.T) {
 	l := mustOpen(t, dir, opts)
 	end := fillSegments(t, l, segments)
 	l.SetHighWatermark(end)
-	if n := fdsWithin(t, dir, bound); n > bound {
-		t.Fatalf("after writing %d segments %d descriptors are open in the log directory, want at most %d", segments, n, bound)
-	}
+	fdsWithin(t, dir, bound, func(n int) error {
+		return fmt.Errorf("after writing %d segments %d descriptors are open in the log directory, want at most %d", segments, n, bound)
+	})
 	checkSeq(t, readRecords(t, l, 0, end), 0, 0)
-	if n := fdsWithin(t, dir, bound); n > bound {
-		t.Fatalf("after reading every segment %d descriptors are open, want at most %d", n, bound)
-	}
+	fdsWithin(t, dir, bound, func(n int) error {
+		return fmt.Errorf("after reading every segment %d descriptors are open, want at most %d", n, bound)
+	})
 	st := opts.Files.Stats()
 	if st.Open > bound || st.Evictions == 0 {
 		t.Fatalf("cache stats %+v: want at most %d open and some evictions", st, bound)
@@ -200,9 +202,9 @@ func TestManySealedSegmentsHoldAtMostTheCacheBound(t *testing.T) {
 	// Recovery opens every segment, and still keeps within the bound.
 	l = mustOpen(t, dir, opts)
 	defer l.Close()
-	if n := fdsWithin(t, dir, bound); n > bound {
-		t.Fatalf("after reopening %d descriptors are open, want at most %d", n, bound)
-	}
+	fdsWithin(t, dir, bound, func(n int) error {
+		return fmt.Errorf("after reopening %d descriptors are open, want at most %d", n, bound)
+	})
 	checkSeq(t, readRecords(t, l, 0, end), 0, 0)
 }
 
@@ -234,9 +236,9 @@ func TestIdleLogsHoldNoFilesBeyondTheSharedBound(t *testing.T) {
 			return segs[len(segs)-2].Sealed
 		})
 	}
-	if n := fdsWithin(t, root, bound); n > bound {
-		t.Fatalf("%d idle logs hold %d descriptors, want at most the shared bound %d", logs, n, bound)
-	}
+	fdsWithin(t, root, bound, func(n int) error {
+		return fmt.Errorf("%d idle logs hold %d descriptors, want at most the shared bound %d", logs, n, bound)
+	})
 	// And every one of them still reads back whole.
 	for _, l := range open {
 		checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/rpc"
 	"github.com/strata-log/strata/security"
 )
@@ -568,19 +569,15 @@ func TestTLSConnectionsForgotten(t *testing.T) {
 	cl.Close()
 	c := sb.tlsRaw(t) // no certificate: refused at the handshake
 	c.closed(5 * time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, "no connection tracked", func() error {
 		sb.srv.mu.Lock()
 		n := len(sb.srv.mu.conns)
 		sb.srv.mu.Unlock()
-		if n == 0 {
-			return
+		if n != 0 {
+			return fmt.Errorf("%d connections still tracked after every client left", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still tracked after every client left", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestEveryAPIHasARule: every API served says how it is authorized

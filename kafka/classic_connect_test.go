@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"slices"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 func connectJoin(member, meta string, protocols ...string) *kmsg.JoinGroupRequest {
@@ -118,13 +121,13 @@ func TestClassicConnectGroup(t *testing.T) {
 	cb.send(frameOf(connectJoin("", "b", "compat", "sessioned"), 3, 9))
 	bjoin := kmsg.NewPtrJoinGroupResponse()
 	bAnswered := answerLater(cb, 3, bjoin)
-	deadline := time.Now().Add(10 * time.Second)
-	for heartbeat(ca, a, 1) != kerr.RebalanceInProgress {
-		if time.Now().After(deadline) {
-			t.Fatal("a never heard of the rebalance")
+	// b's join is on its way.
+	testutil.Eventually(t, 10*time.Second, "a to hear of the rebalance", func() error {
+		if code := heartbeat(ca, a, 1); code != kerr.RebalanceInProgress {
+			return fmt.Errorf("a never heard of the rebalance: heartbeat answered %v", code)
 		}
-		time.Sleep(20 * time.Millisecond) // b's join is on its way
-	}
+		return nil
+	})
 	roundTrip(t, ca, connectJoin(a, "a"), 9, join)
 	wait(t, "b's join", bAnswered)
 	b := bjoin.MemberID

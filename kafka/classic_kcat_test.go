@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bufio"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -9,21 +10,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // kcatOutput collects the "partition value" lines of running kcats.
 type kcatOutput struct {
-	mu      sync.Mutex
-	lines   map[string][]string // kcat name -> lines
-	changed chan struct{}
+	mu    sync.Mutex
+	lines map[string][]string // kcat name -> lines
 }
 
 func (o *kcatOutput) add(name, line string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.lines[name] = append(o.lines[name], line)
-	close(o.changed)
-	o.changed = make(chan struct{})
 }
 
 // seen returns, for each kcat, the partitions of the values it consumed
@@ -53,24 +53,14 @@ func (o *kcatOutput) seen(keep func(v int) bool) (map[string]map[string]bool, ma
 
 func (o *kcatOutput) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(45 * time.Second)
-	defer deadline.Stop()
-	for {
-		o.mu.Lock()
-		ch := o.changed
-		o.mu.Unlock()
+	testutil.Eventually(t, 45*time.Second, what, func() error {
 		if cond() {
-			return
+			return nil
 		}
-		select {
-		case <-ch:
-		case <-time.After(200 * time.Millisecond): // the group's state moves without output
-		case <-deadline.C:
-			o.mu.Lock()
-			defer o.mu.Unlock()
-			t.Fatalf("%s: not within 45s; kcat output %v", what, o.lines)
-		}
-	}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return fmt.Errorf("%s: not within 45s; kcat output %v", what, o.lines)
+	})
 }
 
 // startKcat runs kcat -G as a member of grp on topic, its lines into out.
@@ -124,7 +114,7 @@ func TestClassicGroupKcat(t *testing.T) {
 	tb := startBroker(t)
 	tb.createTopic(t, "kc", partitions)
 	produceValues(t, tb, "kc", partitions, 0, 40)
-	out := &kcatOutput{lines: map[string][]string{}, changed: make(chan struct{})}
+	out := &kcatOutput{lines: map[string][]string{}}
 	all := func(n int) func() bool {
 		return func() bool {
 			_, values := out.seen(func(int) bool { return false })

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestClientProduceConsume: kgo produces idempotently (acks all, through
@@ -59,8 +60,7 @@ func TestClientProduceConsume(t *testing.T) {
 	}
 
 	// acks=0 answers nothing: wait until the broker has them all.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.Eventually(t, 20*time.Second, "the broker to hold every acks=0 record", func() error {
 		var n int64
 		for p := range int32(2) {
 			ans, err := tb.ListOffsets(ctx, "orders", p, broker.OffsetQuery{Latest: true})
@@ -69,14 +69,11 @@ func TestClientProduceConsume(t *testing.T) {
 			}
 			n += ans.HighWatermark
 		}
-		if n == int64(len(all)) {
-			break
+		if n != int64(len(all)) {
+			return fmt.Errorf("high watermarks sum to %d, want %d", n, len(all))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("high watermarks sum to %d, want %d", n, len(all))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	cons := tb.client(t, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	type at struct {

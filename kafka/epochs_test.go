@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // ask sends req at version on c and decodes the answer.
@@ -48,13 +50,12 @@ func (tb *testBroker) bumpEpoch(t *testing.T, cl *kgo.Client, topic, value strin
 	if _, err := tb.NewLeaderEpoch(ctx, broker.ISRRequest{Topic: topic, TopicID: v.Topics[0].ID, Partition: 0, LeaderID: tb.ID(), LeaderEpoch: cur}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for tb.epochOf(topic, 0) == cur {
-		if time.Now().After(deadline) {
-			t.Fatalf("leader epoch still %d", cur)
+	testutil.Eventually(t, 20*time.Second, "a new leader epoch", func() error {
+		if tb.epochOf(topic, 0) == cur {
+			return fmt.Errorf("leader epoch still %d", cur)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(value)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // sessionFetch is a Fetch v12 of topic's partitions at the offsets given
@@ -59,17 +61,12 @@ func produceTo(t *testing.T, cl *kgo.Client, topic string, p int32, value string
 // waitSessions waits until the server holds n fetch sessions.
 func waitSessions(t *testing.T, tb *testBroker, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, _ := tb.srv.sessions.size()
-		if got == n {
-			return
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d fetch sessions", n), func() error {
+		if got, _ := tb.srv.sessions.size(); got != n {
+			return fmt.Errorf("%d fetch sessions, want %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d fetch sessions, want %d", got, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestFetchSessions: a full fetch opens a session; incremental fetches
@@ -229,17 +226,13 @@ func TestKgoFetchSession(t *testing.T) {
 	read(partitions)
 	// The consumer's session holds every partition and has moved past its
 	// first incremental fetch.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, "the consumer's session past its first incremental fetch", func() error {
 		sessions, parts := tb.srv.sessions.size()
-		if sessions == 1 && parts == partitions && maxSessionEpoch(tb.srv.sessions) > 2 {
-			break
+		if epoch := maxSessionEpoch(tb.srv.sessions); sessions != 1 || parts != partitions || epoch <= 2 {
+			return fmt.Errorf("%d sessions holding %d partitions, epoch %d; want one holding %d, past epoch 2", sessions, parts, epoch, partitions)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions holding %d partitions, epoch %d; want one holding %d, past epoch 2", sessions, parts, maxSessionEpoch(tb.srv.sessions), partitions)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// Records produced now arrive through incremental fetches.
 	for p := range int32(partitions) {
 		produceTo(t, cl, topic, p, fmt.Sprint("second-", p))

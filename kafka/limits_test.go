@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // dialFrom connects to addr from the loopback address local (127.0.0.x:
@@ -67,13 +69,9 @@ func TestConnectionLimits(t *testing.T) {
 		}
 		// One closes: its slot comes free once the server has seen it go.
 		a.nc.Close()
-		deadline := time.Now().Add(10 * time.Second)
-		for !dialFrom(t, "127.0.0.1", tb.addr).served() {
-			if time.Now().After(deadline) {
-				t.Fatal("no connection served 10s after one of the two closed")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testutil.WaitFor(t, 10*time.Second, "a connection served after one of the two closed", func() bool {
+			return dialFrom(t, "127.0.0.1", tb.addr).served()
+		})
 	})
 	t.Run("broker", func(t *testing.T) {
 		tb := startBroker(t, func(c *Config) { c.MaxConnections = 2 })
@@ -86,12 +84,8 @@ func TestConnectionLimits(t *testing.T) {
 			t.Errorf("refused for the broker's limit: %v, want 1", n)
 		}
 		b.nc.Close()
-		deadline := time.Now().Add(10 * time.Second)
-		for !dialFrom(t, "127.0.0.3", tb.addr).served() {
-			if time.Now().After(deadline) {
-				t.Fatal("no connection served 10s after one of the two closed")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testutil.WaitFor(t, 10*time.Second, "a connection served after one of the two closed", func() bool {
+			return dialFrom(t, "127.0.0.3", tb.addr).served()
+		})
 	})
 }

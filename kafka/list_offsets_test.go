@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestListOffsetsSpecial: ListOffsets v7+'s special times on a tiered
@@ -54,18 +56,14 @@ func TestListOffsetsSpecial(t *testing.T) {
 		}
 	}
 	// The records move to the cold tier and leave the hot one.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, 30*time.Second, "the records to move to the cold tier", func() error {
 		tiered, local, earliest := list(-5, 9), list(-4, 8), list(-2, 10)
 		if tiered.ErrorCode == 0 && tiered.Offset == 4 && local.ErrorCode == 0 && local.Offset == 5 && earliest.Offset == 0 {
 			if tiered.Timestamp != -1 || local.Timestamp != -1 {
 				t.Errorf("-5 and -4 answered timestamps %d and %d, want -1", tiered.Timestamp, local.Timestamp)
 			}
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("latest tiered %+v, earliest local %+v, earliest %+v; want 4, 5 and 0", tiered, local, earliest)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("latest tiered %+v, earliest local %+v, earliest %+v; want 4, 5 and 0", tiered, local, earliest)
+	})
 }

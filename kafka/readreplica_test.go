@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/record"
 )
 
@@ -39,20 +40,16 @@ func TestReadReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testutil.Eventually(t, time.Minute, "the cold tier of "+topic, func() error {
 		d, err := w.DescribeTopic(topic)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Partitions[0].ColdEndOffset == n {
-			break
+		if d.Partitions[0].ColdEndOffset != n {
+			return fmt.Errorf("the cold tier of %s did not reach %d: %+v", topic, n, d.Partitions[0])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cold tier of %s did not reach %d: %+v", topic, n, d.Partitions[0])
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+		return nil
+	})
 
 	r := startBrokerWith(t, func(c *config.Broker) {
 		c.NodeID = 9

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestGroupResetToATimeInTheColdTier: a group reset to a time whose records
@@ -45,21 +46,18 @@ func TestGroupResetToATimeInTheColdTier(t *testing.T) {
 	// Wait until the first 60 records of every partition are in the
 	// bucket only.
 	for part := range int32(parts) {
-		for {
+		dl, _ := ctx.Deadline()
+		testutil.Eventually(t, time.Until(dl), "history to move to the cold tier", func() error {
 			d, err := c.DescribeTopic(ctx, "hist")
 			if err != nil {
 				t.Fatal(err)
 			}
 			pd := d.GetPartitions()[part]
 			if pd.GetLocalStartOffset() > 60 && pd.GetLogStartOffset() == 0 {
-				break
+				return nil
 			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("history did not move to the cold tier: %v", pd)
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+			return fmt.Errorf("history did not move to the cold tier: %v", pd)
+		})
 	}
 
 	run := func(args ...string) (string, error) {
@@ -258,17 +256,17 @@ func TestReplayWithGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close(ctx)
-	for {
+	dl, _ := ctx.Deadline()
+	testutil.Eventually(t, time.Until(dl), "the member to join", func() error {
 		d, err := c.DescribeGroup(ctx, "rg")
-		if err == nil && len(d.GetMembers()) == 1 {
-			break
+		if err != nil {
+			return fmt.Errorf("the member did not join: %v", err)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the member did not join")
-		case <-time.After(10 * time.Millisecond):
+		if n := len(d.GetMembers()); n != 1 {
+			return fmt.Errorf("the member did not join: %d members", n)
 		}
-	}
+		return nil
+	})
 	out, errOut, err = runWithInput(t, "", "replay", "hist", "--broker", addr, "--from", from, "--group", "rg")
 	if err == nil || !strings.Contains(err.Error(), "GROUP_NOT_EMPTY") || out != "" {
 		t.Fatalf("replay --group with a member: %v, wrote %q\n%s", err, out, errOut)

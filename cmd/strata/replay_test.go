@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // replayBase is the time of the first record produceReplayHistory writes.
@@ -286,21 +287,18 @@ func TestReplayFromTheColdTier(t *testing.T) {
 		}
 	}
 	var localStart int64
-	for {
+	dl, _ := ctx.Deadline()
+	testutil.Eventually(t, time.Until(dl), "history to move to the cold tier", func() error {
 		d, err := c.DescribeTopic(ctx, "cold")
 		if err != nil {
 			t.Fatal(err)
 		}
 		part := d.GetPartitions()[0]
 		if localStart = part.GetLocalStartOffset(); localStart > 100 && part.GetLogStartOffset() == 0 {
-			break
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("history did not move to the cold tier: %v", part)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("history did not move to the cold tier: %v", part)
+	})
 	from, to := replayBase.Add(10*time.Second), replayBase.Add(190*time.Second)
 	out, errOut, err := runWithInput(t, "", "replay", "cold", "--broker", ab.addr, "--progress",
 		"--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339))

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestServeKafkaSCRAM: a broker with TLS serves Kafka with SASL/SCRAM;
@@ -72,17 +74,15 @@ func TestServeKafkaSCRAM(t *testing.T) {
 		"--tls-cert", filepath.Join(certs, "client-admin.pem"), "--tls-key", filepath.Join(certs, "client-admin-key.pem")}
 	retry := func(args ...string) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			o, err := strataCmd(t, args...)
-			if err == nil {
-				return o
+		var o string
+		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("strata %v to succeed", args), func() error {
+			var err error
+			if o, err = strataCmd(t, args...); err != nil {
+				return fmt.Errorf("strata %v: %v\n%s\nbroker:\n%s", args, err, o, out.String())
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("strata %v: %v\n%s\nbroker:\n%s", args, err, o, out.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
+		return o
 	}
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pwFile, []byte("s3cret pass\n"), 0o600); err != nil {
@@ -154,17 +154,12 @@ func TestServeKafkaSCRAM(t *testing.T) {
 	// Restart: the credential is in the Raft metadata.
 	stop(srv)
 	srv = start()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := login(sha512, "s3cret pass")
-		if err == nil {
-			break
+	testutil.Eventually(t, 30*time.Second, "a SCRAM login after a restart", func() error {
+		if err := login(sha512, "s3cret pass"); err != nil {
+			return fmt.Errorf("SCRAM login after a restart: %v\n%s", err, out.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SCRAM login after a restart: %v\n%s", err, out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 
 	if deleted := mustStrataCmd(t, append([]string{"user", "delete", "carol"}, admin...)...); strings.Count(deleted, "deleted the") != 2 {
 		t.Fatalf("user delete: %q", deleted)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 )
 
 // TestKcat: kcat (librdkafka, a non-Go client) lists the broker and
@@ -34,7 +34,7 @@ func TestKcat(t *testing.T) {
 	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--listen", grpcAddr,
 		"--raft-listen", freeport.Loopback(t), "--gossip-listen", freeport.Loopback(t), "--gossip-profile", "local",
 		"--admin-listen=", "--object-store-type", "none", "--kafka-listen", kafkaAddr)
-	var out bytes.Buffer
+	var out syncBuffer // the broker writes it while the test reads it
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -45,21 +45,19 @@ func TestKcat(t *testing.T) {
 	})
 	run := func(stdin string, name string, args ...string) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var b []byte
+		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%s %v to succeed", name, args), func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
 			c := exec.CommandContext(ctx, name, args...)
 			c.Stdin = strings.NewReader(stdin)
-			b, err := c.CombinedOutput()
-			cancel()
-			if err == nil {
-				return string(b)
+			var err error
+			if b, err = c.CombinedOutput(); err != nil {
+				return fmt.Errorf("%s %v: %v\n%s\nbroker:\n%s", name, args, err, b, out.String())
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s %v: %v\n%s\nbroker:\n%s", name, args, err, b, out.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
+		return string(b)
 	}
 	run("", bin, "topic", "create", "kc", "--partitions", "1", "--broker", grpcAddr)
 	list := run("", kcat, "-b", kafkaAddr, "-L", "-t", "kc")
@@ -107,7 +105,7 @@ func TestServeKafka(t *testing.T) {
 		"--raft-listen", freeport.Loopback(t), "--gossip-listen", freeport.Loopback(t), "--gossip-profile", "local",
 		"--admin-listen=", "--object-store-type", "none", "--kafka-listen", kafkaAddr)
 	cmd.Env = append(os.Environ(), "STRATA_KAFKA_ADVERTISE=localhost:"+port)
-	var out bytes.Buffer
+	var out syncBuffer // the broker writes it while the test reads it
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -128,15 +126,12 @@ func TestServeKafka(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var md kadm.Metadata
-	for {
-		if md, err = kadm.NewClient(cl).BrokerMetadata(ctx); err == nil {
-			break
+	testutil.Eventually(t, 30*time.Second, "Kafka metadata", func() error {
+		if md, err = kadm.NewClient(cl).BrokerMetadata(ctx); err != nil {
+			return fmt.Errorf("no Kafka metadata: %v\n%s", err, out.String())
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("no Kafka metadata: %v\n%s", err, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if len(md.Brokers) != 1 || md.Brokers[0].Host != "localhost" || strconv.Itoa(int(md.Brokers[0].Port)) != port {
 		t.Errorf("brokers = %+v, want localhost:%s", md.Brokers, port)
 	}
@@ -150,7 +145,7 @@ func TestServeKafka(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve did not stop on SIGTERM\n%s", out.String())
 	}
-	if want := fmt.Sprintf("serving Kafka on %s (advertised as localhost:%s)", kafkaAddr, port); !bytes.Contains(out.Bytes(), []byte(want)) {
+	if want := fmt.Sprintf("serving Kafka on %s (advertised as localhost:%s)", kafkaAddr, port); !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }
@@ -170,7 +165,7 @@ func TestKcatEnablesItsFeatures(t *testing.T) {
 	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--listen", freeport.Loopback(t),
 		"--raft-listen", freeport.Loopback(t), "--gossip-listen", freeport.Loopback(t), "--gossip-profile", "local",
 		"--admin-listen=", "--object-store-type", "none", "--kafka-listen", kafkaAddr)
-	var out bytes.Buffer
+	var out syncBuffer // the broker writes it while the test reads it
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -180,20 +175,16 @@ func TestKcatEnablesItsFeatures(t *testing.T) {
 		cmd.Wait()
 	})
 	var debug string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, 30*time.Second, "kcat -L to succeed", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
 		b, err := exec.CommandContext(ctx, kcat, "-b", kafkaAddr, "-L", "-d", "feature").CombinedOutput()
-		cancel()
-		if err == nil {
-			debug = string(b)
-			break
+		if err != nil {
+			return fmt.Errorf("kcat -L: %v\n%s\nbroker:\n%s", err, b, out.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kcat -L: %v\n%s\nbroker:\n%s", err, b, out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		debug = string(b)
+		return nil
+	})
 	enabled, disabled := map[string]bool{}, map[string]bool{}
 	for _, line := range strings.Split(debug, "\n") {
 		if _, f, ok := strings.Cut(line, "Enabling feature "); ok {

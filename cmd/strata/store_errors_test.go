@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
 	"github.com/strata-log/strata/rpc"
 	"github.com/strata-log/strata/tiering/objstore/miniotest"
 )
@@ -104,23 +106,22 @@ func TestServeStartLine(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
 
 	var line string
-	deadline := time.Now().Add(time.Minute)
-	for line == "" {
+	testutil.Eventually(t, time.Minute, "the start line", func() error {
 		for l := range strings.Lines(out.String()) {
 			if strings.Contains(l, "serving gRPC on") {
 				line = l
 			}
+		}
+		if line != "" {
+			return nil
 		}
 		select {
 		case <-exited:
 			t.Fatalf("serve ended before its start line:\n%s", out.String())
 		default:
 		}
-		if line == "" && time.Now().After(deadline) {
-			t.Fatalf("no start line within a minute:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("no start line within a minute:\n%s", out.String())
+	})
 	abs, _ := filepath.Abs(dir)
 	for _, want := range []string{"serving gRPC on " + listen, "cold tier fs " + filepath.Join(abs, "objects"),
 		"admin on http://" + admin + " (/metrics, /healthz, /readyz)"} {
