@@ -103,7 +103,10 @@ func TestColdReadReleasedChunkIsRecycled(t *testing.T) {
 	if chunkCached(r, f.segs[0].Key, 0) {
 		t.Fatal("chunk 0 is still cached after reading the whole tier through a two-chunk cache")
 	}
-	if held.Batches[0] != poisonByte {
+	// Given back, the buffer was poisoned, and a later GET of the churn may
+	// have taken it again from the arena: either way it no longer holds
+	// chunk 0's bytes.
+	if bytes.Equal(held.Batches, want) {
 		t.Fatal("a released, evicted chunk's buffer was not given back to the arena")
 	}
 	if s := r.Stats(); s.ArenaReused == 0 {
