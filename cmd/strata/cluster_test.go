@@ -290,7 +290,7 @@ func TestPrintClusterStatus(t *testing.T) {
 }
 
 // dashboardPath is the Grafana dashboard shipped with the repository.
-const dashboardPath = "../../scripts/grafana/strata-dashboard.json"
+const dashboardPath = "../../deploy/grafana/strata-dashboard.json"
 
 // conditionalMetrics have samples only where a single plaintext broker
 // cannot produce them (denials need authentication, replication lag
