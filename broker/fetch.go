@@ -76,7 +76,12 @@ const defaultFetchBytes = 1 << 20
 // offsets the cold tier does not hold.
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	req.MaxBytes = b.limits.fetchBytes(req.MaxBytes)
-	if err := b.limits.admitFetch(ctx); err != nil {
+	held, err := b.limits.admitFetch(ctx)
+	b.metrics.quotaHeldNanos.Add(int64(held))
+	if err != nil {
+		if ReasonOf(err) == ReasonThrottled {
+			b.metrics.throttle(throttleFetchQuota)
+		}
 		return FetchResult{}, err
 	}
 	readCtx := ctx

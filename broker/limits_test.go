@@ -191,25 +191,26 @@ func TestQuotaAdmission(t *testing.T) {
 	}
 
 	l.chargeFetch(alice, 5000)
-	if err := l.admitFetch(alice); ReasonOf(err) != ReasonThrottled {
+	if _, err := l.admitFetch(alice); ReasonOf(err) != ReasonThrottled {
 		t.Fatalf("fetch 4s over quota: %v; want THROTTLED", err)
 	}
 	l.chargeFetch(context.Background(), 1100) // 100 bytes of debt: a tenth of a second
 	start := time.Now()
-	if err := l.admitFetch(context.Background()); err != nil {
+	held, err := l.admitFetch(context.Background())
+	if err != nil {
 		t.Fatalf("fetch a little over quota: %v; want it delayed, not refused", err)
 	}
-	if waited := time.Since(start); waited < 50*time.Millisecond {
-		t.Fatalf("fetch over quota went through after %v", waited)
+	if waited := time.Since(start); waited < 50*time.Millisecond || held < 50*time.Millisecond || held > waited {
+		t.Fatalf("fetch over quota went through after %v, reported held %v", waited, held)
 	}
 	l.chargeFetch(context.Background(), 500)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := l.admitFetch(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := l.admitFetch(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("delayed fetch of a cancelled call: %v", err)
 	}
 	var none *limits
-	if none.admitProduce(alice, 1<<30) != nil || none.admitFetch(alice) != nil {
+	if none.admitProduce(alice, 1<<30) != nil || func() error { _, err := none.admitFetch(alice); return err }() != nil {
 		t.Fatal("no limits limited")
 	}
 }

@@ -53,6 +53,7 @@ func (b clusterMember) writeMetrics(w io.Writer) {
 	b.writeClusterMetrics(mw, parts)
 	b.RequestMetrics().write(mw)
 	b.metrics.kafka.write(mw)
+	b.writeThrottleMetrics(mw)
 	b.writeTierMetrics(mw, parts)
 	writeRuntimeMetrics(mw)
 }
@@ -80,6 +81,18 @@ func (b *Broker) RequestMetrics() *RequestMetrics {
 		b.metrics.requests.known = func(topic string) bool { return b.role.knows(topic) }
 	})
 	return &b.metrics.requests
+}
+
+// writeThrottleMetrics writes the refusals of the broker's limits, every
+// limit even when unset (0), so that a dashboard finds the series before
+// the first refusal.
+func (b *Broker) writeThrottleMetrics(mw *metricsWriter) {
+	mw.family("strata_throttled_requests_total", "counter", "Produce and fetch requests refused with THROTTLED, by limit: produce_quota (quotas.produce_bytes_per_sec), fetch_quota (quotas.fetch_bytes_per_sec), upload_backlog (tiering.max_unuploaded_bytes).")
+	for i, limit := range throttleLimits {
+		mw.sample("strata_throttled_requests_total", labels("limit", limit), float64(b.metrics.throttled[i].Load()))
+	}
+	mw.family("strata_fetch_quota_held_seconds_total", "counter", "Time fetches over their principal's quota were held before being served (quotas.fetch_bytes_per_sec).")
+	mw.sample("strata_fetch_quota_held_seconds_total", "", float64(b.metrics.quotaHeldNanos.Load())/1e9)
 }
 
 // writeTierMetrics writes the cold tier's: nothing without an object

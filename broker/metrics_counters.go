@@ -31,6 +31,13 @@ type brokerMetrics struct {
 	// logged: a member that did not prove the broker id it claims
 	// (claims.go), counted as often as it is logged.
 	claimsRefused atomic.Int64
+	// throttled counts produce and fetch requests refused with THROTTLED,
+	// by the limit that refused them (throttleLimits), through either
+	// front end: both reach the broker's Produce and Fetch.
+	throttled [len(throttleLimits)]atomic.Int64
+	// quotaHeldNanos is the time fetches over their quota were held
+	// before being served (quota.go, admitFetch), which no refusal shows.
+	quotaHeldNanos atomic.Int64
 
 	isr struct {
 		sync.Mutex
@@ -40,6 +47,22 @@ type brokerMetrics struct {
 		seen map[cluster.TopicPartition]isrSeen
 	}
 }
+
+// Indexes of brokerMetrics.throttled, and their limit label.
+const (
+	throttleProduceQuota = iota
+	throttleFetchQuota
+	throttleUploadBacklog
+)
+
+var throttleLimits = [...]string{
+	throttleProduceQuota:  "produce_quota",  // quotas.produce_bytes_per_sec
+	throttleFetchQuota:    "fetch_quota",    // quotas.fetch_bytes_per_sec
+	throttleUploadBacklog: "upload_backlog", // tiering.max_unuploaded_bytes
+}
+
+// throttle counts a request refused by the limit at index i.
+func (m *brokerMetrics) throttle(i int) { m.throttled[i].Add(1) }
 
 // isrSeen is a led partition's state as observeISR last saw it.
 type isrSeen struct {

@@ -167,3 +167,43 @@ func TestMetricsFormatFloat(t *testing.T) {
 		t.Errorf("labels escaping: %s", got)
 	}
 }
+
+// TestMetricsThrottled: every limit's refusal series is written from the
+// start, at 0; a fetch over its quota by more than maxQuotaDelay is
+// refused THROTTLED through Broker.Fetch and counted under fetch_quota,
+// and the other limits' counts go to their own series.
+func TestMetricsThrottled(t *testing.T) {
+	b := &Broker{limits: &limits{fetch: newQuota("quotas.fetch_bytes_per_sec", 1000)}}
+	write := func() map[string]float64 {
+		var buf bytes.Buffer
+		b.writeThrottleMetrics(&metricsWriter{w: &buf})
+		got, types := parseMetrics(t, buf.String())
+		if types["strata_throttled_requests_total"] != "counter" || types["strata_fetch_quota_held_seconds_total"] != "counter" {
+			t.Fatalf("types %v", types)
+		}
+		return got
+	}
+	got := write()
+	for _, limit := range []string{"produce_quota", "fetch_quota", "upload_backlog"} {
+		if v, ok := got[`strata_throttled_requests_total{limit="`+limit+`"}`]; !ok || v != 0 {
+			t.Errorf("%s before any refusal: %v (present %v), want 0", limit, v, ok)
+		}
+	}
+	if got["strata_fetch_quota_held_seconds_total"] != 0 {
+		t.Errorf("held before any fetch: %v", got["strata_fetch_quota_held_seconds_total"])
+	}
+
+	ctx := t.Context()
+	b.limits.chargeFetch(ctx, 5000) // 4 s over the quota
+	if _, err := b.Fetch(ctx, FetchRequest{Topic: "orders"}); ReasonOf(err) != ReasonThrottled {
+		t.Fatalf("fetch 4 s over quota: %v; want THROTTLED", err)
+	}
+	b.metrics.throttle(throttleUploadBacklog)
+	b.metrics.throttle(throttleUploadBacklog)
+	got = write()
+	for limit, want := range map[string]float64{"produce_quota": 0, "fetch_quota": 1, "upload_backlog": 2} {
+		if v := got[`strata_throttled_requests_total{limit="`+limit+`"}`]; v != want {
+			t.Errorf("%s = %v, want %v", limit, v, want)
+		}
+	}
+}

@@ -101,6 +101,7 @@ func (b clusterMember) produce(ctx context.Context, req ProduceRequest) (Produce
 		return ProduceResult{}, err
 	}
 	if err := b.limits.admitProduce(ctx, len(req.Batch)); err != nil {
+		b.metrics.throttle(throttleProduceQuota)
 		return ProduceResult{}, err
 	}
 	if b.coldPace != nil && b.coldPace.yield != nil {
@@ -114,6 +115,7 @@ func (b clusterMember) produce(ctx context.Context, req ProduceRequest) (Produce
 		return ProduceResult{}, err
 	}
 	if err := b.checkBacklog(); err != nil {
+		b.metrics.throttle(throttleUploadBacklog)
 		return ProduceResult{}, err
 	}
 	if err := b.ensureTier(ctx, p); err != nil {

@@ -175,25 +175,27 @@ func (l *limits) admitProduce(ctx context.Context, n int) error {
 
 // admitFetch holds a fetch while the caller is over its quota, up to
 // maxQuotaDelay, or refuses it with THROTTLED when the wait would be longer.
-func (l *limits) admitFetch(ctx context.Context) error {
+// held is how long it held the fetch.
+func (l *limits) admitFetch(ctx context.Context) (held time.Duration, err error) {
 	if l == nil || l.fetch == nil {
-		return nil
+		return 0, nil
 	}
 	p := quotaPrincipal(ctx)
 	wait := l.fetch.wait(p)
 	switch {
 	case wait == 0:
-		return nil
+		return 0, nil
 	case wait > maxQuotaDelay:
-		return l.fetch.throttled("fetch", p, wait)
+		return 0, l.fetch.throttled("fetch", p, wait)
 	}
+	start := time.Now()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+		return time.Since(start), nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return time.Since(start), ctx.Err()
 	}
 }
 
