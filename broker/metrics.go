@@ -7,10 +7,11 @@ package broker
 // metrics_requests.go).
 //
 // Labels are only topic, partition, follower, reason, principal, state,
-// the object store's op, and the Kafka front end's api, version, error and
-// limit (metrics_kafka.go), so the number of series grows with the partitions
-// a broker holds and the principals it refused, never with what callers
-// send.
+// the object store's op, a throttling limit, the Kafka front end's api,
+// version, error and limit (metrics_kafka.go), and group, so the number of
+// series grows with the partitions a broker holds, the principals it
+// refused and the groups (bounded by limits.max_groups), never with what
+// callers send.
 
 import (
 	"fmt"

@@ -94,8 +94,12 @@ func (b *Broker) writeClusterMetrics(mw *metricsWriter, parts []*partition) {
 
 // writeGroupLag writes, for each partition this broker leads, how far the
 // consumer groups that committed an offset there are behind its high
-// watermark. Groups are not a label (their names are the clients' to
-// choose, and unbounded): the worst group and the sum over groups are.
+// watermark: the worst group and the sum over groups by partition, and
+// each group's lag summed over the partitions of a topic this broker leads
+// (a sum over brokers is the group's lag on the topic). Group names are
+// the clients' to choose, so they are a label only there, where their
+// number is bounded by limits.max_groups (unless set to 0), not on every
+// partition.
 func (b *Broker) writeGroupLag(mw *metricsWriter, parts []*partition) {
 	led := map[cluster.TopicPartition]*partition{}
 	for _, p := range parts {
@@ -103,36 +107,65 @@ func (b *Broker) writeGroupLag(mw *metricsWriter, parts []*partition) {
 			led[cluster.TopicPartition{Topic: p.topic, Partition: p.id}] = p
 		}
 	}
-	type lag struct {
-		max, sum int64
-		groups   int64
+	hw := func(tp cluster.TopicPartition) (int64, bool) {
+		p, ok := led[tp]
+		if !ok {
+			return 0, false
+		}
+		return p.log.HighWatermark(), true
 	}
-	lags := map[cluster.TopicPartition]*lag{}
-	hw := map[cluster.TopicPartition]int64{}
-	for _, offs := range b.meta.AllCommittedOffsets() {
+	writeGroupLags(mw, groupLags(b.meta.AllCommittedOffsets(), hw))
+}
+
+// partitionGroupLag is how far the groups that committed offsets on one
+// partition are behind its high watermark.
+type partitionGroupLag struct {
+	max, sum int64
+	groups   int64
+}
+
+// groupTopic names one group's offsets on one topic.
+type groupTopic struct{ group, topic string }
+
+// groupLagReport is what writeGroupLags writes.
+type groupLagReport struct {
+	partitions map[cluster.TopicPartition]*partitionGroupLag
+	groups     map[groupTopic]int64
+}
+
+// groupLags measures the committed offsets of every group against the high
+// watermarks hw gives, on the partitions it knows (the ones this broker
+// leads). An offset past the high watermark lags by 0.
+func groupLags(offsets map[string]map[cluster.TopicPartition]cluster.OffsetCommit, hw func(cluster.TopicPartition) (int64, bool)) groupLagReport {
+	r := groupLagReport{partitions: map[cluster.TopicPartition]*partitionGroupLag{}, groups: map[groupTopic]int64{}}
+	hws := map[cluster.TopicPartition]int64{}
+	for group, offs := range offsets {
 		for tp, oc := range offs {
-			p, ok := led[tp]
+			h, ok := hws[tp]
 			if !ok {
-				continue
+				if h, ok = hw(tp); !ok {
+					continue
+				}
+				hws[tp] = h
 			}
-			h, ok := hw[tp]
-			if !ok {
-				h = p.log.HighWatermark()
-				hw[tp] = h
-			}
-			l := lags[tp]
+			l := r.partitions[tp]
 			if l == nil {
-				l = &lag{}
-				lags[tp] = l
+				l = &partitionGroupLag{}
+				r.partitions[tp] = l
 			}
 			d := max(0, h-oc.Offset)
 			l.max = max(l.max, d)
 			l.sum += d
 			l.groups++
+			r.groups[groupTopic{group, tp.Topic}] += d
 		}
 	}
-	tps := make([]cluster.TopicPartition, 0, len(lags))
-	for tp := range lags {
+	return r
+}
+
+func writeGroupLags(mw *metricsWriter, r groupLagReport) {
+	tps := make([]cluster.TopicPartition, 0, len(r.partitions))
+	for tp := range r.partitions {
 		tps = append(tps, tp)
 	}
 	sort.Slice(tps, func(i, j int) bool {
@@ -143,15 +176,29 @@ func (b *Broker) writeGroupLag(mw *metricsWriter, parts []*partition) {
 	})
 	mw.family("strata_group_lag_max_records", "gauge", "Records between a partition's high watermark and the committed offset of the group furthest behind, by partition this broker leads.")
 	for _, tp := range tps {
-		mw.sample("strata_group_lag_max_records", partitionLabels(tp.Topic, tp.Partition), float64(lags[tp].max))
+		mw.sample("strata_group_lag_max_records", partitionLabels(tp.Topic, tp.Partition), float64(r.partitions[tp].max))
 	}
 	mw.family("strata_group_lag_sum_records", "gauge", "Records between a partition's high watermark and the committed offsets of its groups, summed over the groups, by partition this broker leads.")
 	for _, tp := range tps {
-		mw.sample("strata_group_lag_sum_records", partitionLabels(tp.Topic, tp.Partition), float64(lags[tp].sum))
+		mw.sample("strata_group_lag_sum_records", partitionLabels(tp.Topic, tp.Partition), float64(r.partitions[tp].sum))
 	}
 	mw.family("strata_group_committed", "gauge", "Consumer groups with a committed offset, by partition this broker leads.")
 	for _, tp := range tps {
-		mw.sample("strata_group_committed", partitionLabels(tp.Topic, tp.Partition), float64(lags[tp].groups))
+		mw.sample("strata_group_committed", partitionLabels(tp.Topic, tp.Partition), float64(r.partitions[tp].groups))
+	}
+	gts := make([]groupTopic, 0, len(r.groups))
+	for gt := range r.groups {
+		gts = append(gts, gt)
+	}
+	sort.Slice(gts, func(i, j int) bool {
+		if gts[i].group != gts[j].group {
+			return gts[i].group < gts[j].group
+		}
+		return gts[i].topic < gts[j].topic
+	})
+	mw.family("strata_group_lag_records", "gauge", "Records between the high watermarks and a group's committed offsets, summed over the partitions of the topic this broker leads, by group and topic.")
+	for _, gt := range gts {
+		mw.sample("strata_group_lag_records", labels("group", gt.group, "topic", gt.topic), float64(r.groups[gt]))
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/cluster"
 )
 
 // parseMetrics reads the text format back: sample name with labels ->
@@ -205,5 +207,56 @@ func TestMetricsThrottled(t *testing.T) {
 		if v := got[`strata_throttled_requests_total{limit="`+limit+`"}`]; v != want {
 			t.Errorf("%s = %v, want %v", limit, v, want)
 		}
+	}
+}
+
+// TestMetricsGroupLag: group lag by partition (worst, sum, groups) and by
+// group and topic, over the partitions this broker leads only; an offset
+// past the high watermark lags by 0; label values are escaped.
+func TestMetricsGroupLag(t *testing.T) {
+	tp := func(topic string, p int32) cluster.TopicPartition {
+		return cluster.TopicPartition{Topic: topic, Partition: p}
+	}
+	hws := map[cluster.TopicPartition]int64{tp("orders", 0): 10, tp("orders", 1): 20, tp("audit", 0): 5}
+	hw := func(x cluster.TopicPartition) (int64, bool) { h, ok := hws[x]; return h, ok }
+	offsets := map[string]map[cluster.TopicPartition]cluster.OffsetCommit{
+		"billing": {tp("orders", 0): {Offset: 4}, tp("orders", 1): {Offset: 18}, tp("audit", 0): {Offset: 7}},
+		`a"b`:     {tp("orders", 0): {Offset: 9}},
+		// Not led here: no series.
+		"shipping": {tp("orders", 2): {Offset: 0}},
+	}
+	var buf bytes.Buffer
+	writeGroupLags(&metricsWriter{w: &buf}, groupLags(offsets, hw))
+	got, types := parseMetrics(t, buf.String())
+	want := map[string]float64{
+		`strata_group_lag_max_records{topic="audit",partition="0"}`:  0,
+		`strata_group_lag_max_records{topic="orders",partition="0"}`: 6,
+		`strata_group_lag_max_records{topic="orders",partition="1"}`: 2,
+		`strata_group_lag_sum_records{topic="audit",partition="0"}`:  0,
+		`strata_group_lag_sum_records{topic="orders",partition="0"}`: 7,
+		`strata_group_lag_sum_records{topic="orders",partition="1"}`: 2,
+		`strata_group_committed{topic="audit",partition="0"}`:        1,
+		`strata_group_committed{topic="orders",partition="0"}`:       2,
+		`strata_group_committed{topic="orders",partition="1"}`:       1,
+		`strata_group_lag_records{group="a\"b",topic="orders"}`:      1,
+		`strata_group_lag_records{group="billing",topic="audit"}`:    0,
+		`strata_group_lag_records{group="billing",topic="orders"}`:   8,
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d samples, want %d:\n%s", len(got), len(want), buf.String())
+	}
+	for name, v := range want {
+		if g, ok := got[name]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", name, g, ok, v)
+		}
+	}
+	if types["strata_group_lag_records"] != "gauge" {
+		t.Errorf("strata_group_lag_records is a %q", types["strata_group_lag_records"])
+	}
+	// Nothing led: every family declared, no samples.
+	buf.Reset()
+	writeGroupLags(&metricsWriter{w: &buf}, groupLags(offsets, func(cluster.TopicPartition) (int64, bool) { return 0, false }))
+	if got, types := parseMetrics(t, buf.String()); len(got) != 0 || len(types) != 4 {
+		t.Errorf("nothing led: %d samples, %d families:\n%s", len(got), len(types), buf.String())
 	}
 }
