@@ -631,5 +631,6 @@ func (b readOnly) writeMetrics(w io.Writer) {
 		}
 	}
 	b.RequestMetrics().write(mw)
+	b.writeThrottleMetrics(mw)
 	b.writeStoreMetrics(mw, b.replica.cold)
 }
