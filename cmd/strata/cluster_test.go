@@ -8,11 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -286,119 +283,5 @@ func TestPrintClusterStatus(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got:\n%s\nwant rows:\n%s", buf.String(), strings.Join(want, "\n"))
-	}
-}
-
-// dashboardPath is the Grafana dashboard shipped with the repository.
-const dashboardPath = "../../deploy/grafana/strata-dashboard.json"
-
-// conditionalMetrics have samples only where a single plaintext broker
-// cannot produce them (denials need authentication, replication lag
-// followers); for them the family's declaration is enough.
-var conditionalMetrics = map[string]bool{
-	"strata_auth_denials_total":      true,
-	"strata_replication_lag_records": true,
-}
-
-// TestDashboardMetricsExist: every metric the Grafana dashboard's PromQL
-// uses is in a real broker's /metrics after some produce and fetch
-// traffic, with a sample (or, for the few that need more than one plain
-// broker, a declared family).
-func TestDashboardMetricsExist(t *testing.T) {
-	raw, err := os.ReadFile(dashboardPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Title  string           `json:"title"`
-		UID    string           `json:"uid"`
-		Panels []map[string]any `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &dash); err != nil {
-		t.Fatalf("%s: %v", dashboardPath, err)
-	}
-	var exprs []string
-	ids := map[float64]bool{}
-	for _, p := range dash.Panels {
-		id, _ := p["id"].(float64)
-		if ids[id] {
-			t.Errorf("panel id %v used twice", id)
-		}
-		ids[id] = true
-		if p["type"] == "row" {
-			continue
-		}
-		targets, _ := p["targets"].([]any)
-		if len(targets) == 0 {
-			t.Errorf("panel %q has no queries", p["title"])
-		}
-		for _, tg := range targets {
-			expr, _ := tg.(map[string]any)["expr"].(string)
-			if expr == "" {
-				t.Errorf("panel %q has a query without an expression", p["title"])
-			}
-			exprs = append(exprs, expr)
-		}
-	}
-	if dash.Title == "" || dash.UID == "" || len(exprs) < 10 {
-		t.Fatalf("dashboard %q (uid %q) with %d queries", dash.Title, dash.UID, len(exprs))
-	}
-
-	ab := startAdminBroker(t)
-	ab.traffic(t)
-	code, body := ab.get(t, "/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", code, body)
-	}
-	samples, families := map[string]bool{}, map[string]string{}
-	for _, line := range strings.Split(body, "\n") {
-		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			fs := strings.Fields(f)
-			families[fs[0]] = fs[1]
-		} else if line != "" && !strings.HasPrefix(line, "#") {
-			name, _, _ := strings.Cut(line, "{")
-			name, _, _ = strings.Cut(name, " ")
-			samples[name] = true
-		}
-	}
-	used := map[string]bool{}
-	name := regexp.MustCompile(`\bstrata_[a-zA-Z0-9_]+`)
-	for _, e := range exprs {
-		for _, m := range name.FindAllString(e, -1) {
-			used[m] = true
-		}
-	}
-	var names []string
-	for m := range used {
-		names = append(names, m)
-	}
-	sort.Strings(names)
-	for _, m := range names {
-		family := m
-		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if base, ok := strings.CutSuffix(m, suffix); ok && families[base] == "histogram" {
-				family = base
-			}
-		}
-		switch {
-		case samples[m]:
-		case conditionalMetrics[m] && families[family] != "":
-		case families[family] != "":
-			t.Errorf("the dashboard uses %s: declared, but no sample after traffic", m)
-		default:
-			t.Errorf("the dashboard uses %s, which /metrics does not have", m)
-		}
-	}
-	if t.Failed() {
-		t.Logf("/metrics:\n%s", body)
-	}
-	for _, want := range []string{`strata_produce_requests_total{topic="orders"} 10`, `strata_fetch_requests_total{topic="orders"} 2`,
-		`strata_produce_errors_total{topic="(unknown)",reason="TOPIC_NOT_FOUND"} 1`, `strata_group_lag_max_records{topic="orders",partition="0"} 4`} {
-		if !strings.Contains(body, want+"\n") {
-			t.Errorf("/metrics lacks %s", want)
-		}
-	}
-	if n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(regexp.MustCompile(`(?m)^strata_cluster_partitions .*$`).FindString(body), "strata_cluster_partitions"))); n != 2 {
-		t.Errorf("strata_cluster_partitions %d, want 2", n)
 	}
 }
