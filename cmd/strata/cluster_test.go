@@ -36,9 +36,16 @@ type adminBroker struct {
 
 func startAdminBroker(t *testing.T) *adminBroker {
 	t.Helper()
+	return startAdminBrokerWith(t, func(*config.Broker) {})
+}
+
+// startAdminBrokerWith is startAdminBroker with settings edit changes.
+func startAdminBrokerWith(t *testing.T, edit func(*config.Broker)) *adminBroker {
+	t.Helper()
 	cfg := testBrokerConfig(t)
 	cfg.Admin.Listen = freeport.Loopback(t)
 	cfg.ObjectStore.Type = config.ObjectStoreFS
+	edit(&cfg)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, srv := startInProcess(t, cfg)
 	ab := &adminBroker{b: b, srv: srv, addr: cfg.Listen, admin: "http://" + cfg.Admin.Listen}

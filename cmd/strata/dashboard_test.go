@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -22,8 +23,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/kafka"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
 // dashboardPath is the Grafana dashboard shipped with the repository.
@@ -576,4 +581,63 @@ func kafkaTraffic(t *testing.T, ab *adminBroker) func() {
 		got = fs.NumRecords()
 	}
 	return stop
+}
+
+// TestThrottledMetrics: on a real broker, a produce over the caller's
+// quota and a fetch over its quota by more than a fetch may be held are
+// refused with THROTTLED and counted under their limit in /metrics.
+func TestThrottledMetrics(t *testing.T) {
+	ab := startAdminBrokerWith(t, func(cfg *config.Broker) {
+		cfg.Quotas.ProduceBytesPerSec = 1000
+		cfg.Quotas.FetchBytesPerSec = 10_000
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := stratav1.NewAdminServiceClient(ab.conn).CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "orders", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The first produce takes its principal's bucket 100 s into debt; the
+	// next is refused, and so is a fetch after the one that read 10 s
+	// worth.
+	produce := stratav1.NewProduceServiceClient(ab.conn)
+	big := &stratav1.ProduceRequest{Topic: "orders", Records: []*stratav1.Record{{Value: make([]byte, 100_000)}}}
+	if _, err := produce.Produce(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	throttled := func(what string, err error, setting string) {
+		t.Helper()
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), setting) {
+			t.Fatalf("%s over quota: %v, want THROTTLED (ResourceExhausted) naming %s", what, err, setting)
+		}
+	}
+	_, err := produce.Produce(ctx, big)
+	throttled("produce", err, "quotas.produce_bytes_per_sec")
+	fetch := stratav1.NewFetchServiceClient(ab.conn)
+	var bytes int
+	for i := range 2 {
+		stream, err := fetch.Fetch(ctx, &stratav1.FetchRequest{Topic: "orders", StopAtEnd: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for err == nil {
+			var m *stratav1.FetchResponse
+			if m, err = stream.Recv(); err == nil {
+				bytes += len(m.GetBatches())
+			}
+		}
+		if i == 0 && (err != io.EOF || bytes < 100_000) {
+			t.Fatalf("first fetch: %d bytes, ended by %v", bytes, err)
+		}
+		if i == 1 {
+			throttled("fetch", err, "quotas.fetch_bytes_per_sec")
+		}
+	}
+	_, body := ab.get(t, "/metrics")
+	for _, want := range []string{`strata_throttled_requests_total{limit="produce_quota"} 1`,
+		`strata_throttled_requests_total{limit="fetch_quota"} 1`, `strata_throttled_requests_total{limit="upload_backlog"} 0`,
+		`strata_fetch_quota_held_seconds_total 0`} {
+		if !strings.Contains(body, "\n"+want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
