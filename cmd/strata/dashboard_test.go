@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/freeport"
 	"github.com/strata-log/strata/kafka"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
@@ -546,7 +547,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 // the returned function leaves the group and stops serving.
 func kafkaTraffic(t *testing.T, ab *adminBroker) func() {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", freeport.Loopback(t))
 	if err != nil {
 		t.Fatal(err)
 	}
