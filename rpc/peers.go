@@ -31,7 +31,8 @@ import (
 const maxPeerMessage = 80 << 20
 
 // connBufferBytes is the size of the buffers gRPC writes a server's
-// answers through and reads a peer broker's messages through.
+// answers through and reads requests and a peer broker's messages
+// through.
 const connBufferBytes = 256 << 10
 
 // Peers reaches other brokers over gRPC.
