@@ -47,15 +47,13 @@ func Clean(batches []record.Batch, dirty int64, opts Options) (out []record.Batc
 		}
 		f := Filter{Map: m, MapEnd: mapEnd, Rules: opts.Rules, ProducerLast: producers}
 		next := make([]record.Batch, 0, len(batches))
-		for _, b := range batches {
-			nb, s, err := f.Apply(b)
-			if err != nil {
-				return nil, passes, st, err
-			}
-			st.Add(s)
-			if nb != nil {
-				next = append(next, nb)
-			}
+		s, err := f.Rewrite(sliceSource(batches), func(b record.Batch) error {
+			next = append(next, b)
+			return nil
+		})
+		st.Add(s)
+		if err != nil {
+			return nil, passes, st, err
 		}
 		batches, dirty = next, mapEnd
 		passes++

@@ -26,6 +26,10 @@
 // its producer in the log: then its header stays, empty, so the producer's
 // last sequence survives and a retried send is still seen as a duplicate
 // (Kafka's log cleaner does the same, BatchRetention.RETAIN_EMPTY).
+// Where Kafka leaves the dropped batches' offsets as a gap between batches,
+// Filter.Rewrite puts one empty filler batch over each run of them, so
+// every offset of a cleaned log still lies in exactly one batch (see
+// Rewrite for why).
 // Transactional and control batches are copied unchanged and their keys are
 // not mapped: Strata has no transactions, and their rules are not these.
 //

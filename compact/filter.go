@@ -76,9 +76,6 @@ func (f *Filter) Apply(b record.Batch) (record.Batch, Stats, error) {
 		}
 	}
 	switch {
-	case len(kept) == len(recs):
-		st.BatchesOut, st.RecordsOut, st.BytesOut = 1, st.RecordsIn, st.BytesIn
-		return b, st, nil
 	case len(kept) == 0:
 		if last, ok := f.ProducerLast[b.ProducerID()]; !ok || b.ProducerID() == record.NoProducerID || last != b.LastOffset() {
 			return nil, st, nil
@@ -89,6 +86,9 @@ func (f *Filter) Apply(b record.Batch) (record.Batch, Stats, error) {
 		}
 		st.BatchesOut, st.BytesOut, st.EmptyKept = 1, int64(len(out)), 1
 		return out, st, nil
+	case len(kept) == len(recs):
+		st.BatchesOut, st.RecordsOut, st.BytesOut = 1, st.RecordsIn, st.BytesIn
+		return b, st, nil
 	}
 	bld := record.NewBuilder(optionsOf(b))
 	for _, r := range kept {

@@ -205,19 +205,43 @@ func checkAgainstModel(t *testing.T, h history, out []record.Batch, want []recor
 	}
 	var got []record.Record
 	seen := map[int64]bool{}
+	var covered, inputCovered int64
 	prevEnd := int64(-1)
 	for _, b := range out {
 		if err := b.ValidateRecords(); err != nil {
 			t.Fatalf("batch at %d: %v", b.BaseOffset(), err)
 		}
-		orig, ok := in[b.BaseOffset()]
-		if !ok {
-			t.Fatalf("batch at %d has no input batch at that base", b.BaseOffset())
-		}
 		if b.BaseOffset() <= prevEnd {
 			t.Fatalf("batch at %d overlaps the one before, ending at %d", b.BaseOffset(), prevEnd)
 		}
 		prevEnd = b.LastOffset()
+		covered += b.LastOffset() - b.BaseOffset() + 1
+		if isFiller(b) {
+			// A filler stands for whole input batches that lost every
+			// record and none of which was a producer's last.
+			for _, ib := range h.batches {
+				if ib.BaseOffset() > b.LastOffset() || ib.LastOffset() < b.BaseOffset() {
+					continue
+				}
+				if ib.BaseOffset() < b.BaseOffset() || ib.LastOffset() > b.LastOffset() {
+					t.Fatalf("filler [%d, %d] cuts input batch [%d, %d]", b.BaseOffset(), b.LastOffset(), ib.BaseOffset(), ib.LastOffset())
+				}
+				if keptIn[ib.BaseOffset()] > 0 {
+					t.Fatalf("filler [%d, %d] covers batch at %d, which keeps records", b.BaseOffset(), b.LastOffset(), ib.BaseOffset())
+				}
+				if pid := ib.ProducerID(); pid != record.NoProducerID && lasts[pid] == ib.LastOffset() {
+					t.Fatalf("filler [%d, %d] covers producer %d's last batch", b.BaseOffset(), b.LastOffset(), pid)
+				}
+				if ib.LeaderEpoch() != b.LeaderEpoch() {
+					t.Fatalf("filler [%d, %d] of epoch %d covers a batch of epoch %d", b.BaseOffset(), b.LastOffset(), b.LeaderEpoch(), ib.LeaderEpoch())
+				}
+			}
+			continue
+		}
+		orig, ok := in[b.BaseOffset()]
+		if !ok {
+			t.Fatalf("batch at %d has no input batch at that base", b.BaseOffset())
+		}
 		seen[b.BaseOffset()] = true
 		if b.LastOffset() != orig.LastOffset() || b.LeaderEpoch() != orig.LeaderEpoch() ||
 			b.ProducerID() != orig.ProducerID() || b.ProducerEpoch() != orig.ProducerEpoch() ||
@@ -248,9 +272,12 @@ func checkAgainstModel(t *testing.T, h history, out []record.Batch, want []recor
 		got = append(got, recs...)
 	}
 	for _, b := range h.batches {
-		if keptIn[b.BaseOffset()] == 0 && !seen[b.BaseOffset()] {
-			continue
-		}
+		inputCovered += b.LastOffset() - b.BaseOffset() + 1
+	}
+	if covered != inputCovered {
+		t.Fatalf("output batches cover %d offsets, the input's %d: no offset may lose its batch", covered, inputCovered)
+	}
+	for _, b := range h.batches {
 		if keptIn[b.BaseOffset()] > 0 && !seen[b.BaseOffset()] {
 			t.Fatalf("batch at %d, which keeps records, is gone", b.BaseOffset())
 		}
