@@ -163,25 +163,7 @@ func (l *Log) stage(s *segment, rewrite RewriteFunc) (*segment, int, error) {
 		return nil
 	}
 	read := 0
-	batches := func(yield func(record.Batch, error) bool) {
-		stopped := false
-		_, damage, err := s.scan(0, s.size.Load(), s.base, func(b record.Batch, _ int64) {
-			if !stopped {
-				read++
-				stopped = !yield(b, nil)
-			}
-		})
-		if stopped {
-			return
-		}
-		if err == nil && damage != nil {
-			err = fmt.Errorf("%w: sealed segment %s: %w", ErrCorrupt, s.path, damage)
-		}
-		if err != nil {
-			yield(nil, err)
-		}
-	}
-	err = rewrite(s.info(), batches, emit)
+	err = rewrite(s.info(), s.batches(&read), emit)
 	if err == nil && st.next.Load() != s.next.Load() {
 		err = fmt.Errorf("rewrite ends at offset %d, the segment at %d: a rewrite keeps every offset", st.next.Load(), s.next.Load())
 	}
@@ -195,6 +177,45 @@ func (l *Log) stage(s *segment, rewrite RewriteFunc) (*segment, int, error) {
 		err = st.persistIndexes()
 	}
 	return st, read, err
+}
+
+// batches yields the segment's batches, read in chunks and validated,
+// counting them in *read.
+func (s *segment) batches(read *int) Batches {
+	return func(yield func(record.Batch, error) bool) {
+		stopped := false
+		_, damage, err := s.scan(0, s.size.Load(), s.base, func(b record.Batch, _ int64) {
+			if !stopped {
+				*read++
+				stopped = !yield(b, nil)
+			}
+		})
+		if stopped {
+			return
+		}
+		if err == nil && damage != nil {
+			err = fmt.Errorf("%w: sealed segment %s: %w", ErrCorrupt, s.path, damage)
+		}
+		if err != nil {
+			yield(nil, err)
+		}
+	}
+}
+
+// SegmentBatches yields the batches of the sealed segment that begins at
+// base, read in chunks, each validated (CRC included); a batch is valid
+// only until the next is asked for. It is how the cleaner reads what it
+// maps and rewrites.
+func (l *Log) SegmentBatches(base int64) Batches {
+	return func(yield func(record.Batch, error) bool) {
+		segs, err := l.sealedSegments([]int64{base})
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		var read int
+		segs[0].batches(&read)(yield)
+	}
 }
 
 // removeStaged deletes a staged segment's .cleaned files.
