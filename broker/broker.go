@@ -235,6 +235,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	}
 	b.goLoop(b.housekeepingLoop)
 	b.goLoop(b.tierLoop)
+	b.goLoop(b.cleanerLoop)
 	b.goLoop(b.controllerLoop)
 	b.goLoop(b.isrWatchLoop)
 	ok = true

@@ -36,6 +36,10 @@
 //     goroutine of its own, at most tiering.upload_parallelism at once; it
 //     waits for them, and a helper goroutine turns stop into the passes'
 //     cancellation.
+//   - cleanerLoop (cleaner.go): picks the dirtiest log of a compacted
+//     topic and cleans it in passes through hotlog's crash-safe rewrite,
+//     throttled to cleaner.io_max_bytes_per_second; waits cleaner.backoff
+//     when none needs it.
 //   - the cold-read yield (coldyield.go, coldYield.run): present when cold
 //     reads are paced; every window steps the rate cold reads may take from
 //     what produce latency shows.

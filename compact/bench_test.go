@@ -1,0 +1,65 @@
+package compact
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/record"
+)
+
+// benchLog is 64 MiB-ish of updates to 10,000 keys, 100-byte values, in
+// batches of 100 records, with the given codec.
+func benchLog(b *testing.B, c record.Compression) ([]record.Batch, int64) {
+	var batches []record.Batch
+	var size int64
+	value := make([]byte, 100)
+	off := int64(0)
+	for i := range 4000 {
+		opts := record.DefaultBatchOptions()
+		opts.Compression, opts.BaseOffset = c, off
+		bld := record.NewBuilder(opts)
+		for j := range 100 {
+			bld.Add(record.Record{Timestamp: int64(i), Key: []byte(fmt.Sprintf("key-%05d", (i*100+j*7919)%10000)), Value: value})
+		}
+		bt, err := bld.Build()
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches = append(batches, bt)
+		size += int64(len(bt))
+		off = bt.NextOffset()
+	}
+	return batches, size
+}
+
+// BenchmarkClean measures cleaning throughput: bytes of input log cleaned
+// per second (MB/s as Go reports it), one pass with a map that fits, and
+// the process's CPU seconds (user+system, GC included) per GB of input.
+func BenchmarkClean(b *testing.B) {
+	for _, c := range []record.Compression{record.CompressionNone, record.CompressionLZ4, record.CompressionZstd} {
+		b.Run(c.String(), func(b *testing.B) {
+			batches, size := benchLog(b, c)
+			opts := Options{Rules: Rules{NowMs: 1 << 40, DeleteRetentionMs: 1}, KeyMapBytes: 16 << 20}
+			b.SetBytes(size)
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for range b.N {
+				if _, _, _, err := Clean(batches, 0, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cpuTime()-cpu0).Seconds()/(float64(size)*float64(b.N)/1e9), "cpu-s/GB")
+		})
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
