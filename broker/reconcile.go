@@ -108,7 +108,7 @@ func (b *Broker) reconcile() error {
 				opens = append(opens, &opening{tp: tp, spec: replicaSpec{
 					dir: b.partitionDir(t, info.Partition), topic: name, topicID: t.ID, partition: info.Partition,
 					self: b.id, cfg: cfg, info: info, lagMax: time.Duration(b.cfg.Replica.LagTimeMax), logger: b.log,
-					files: b.limits.segmentFileCache(),
+					files: b.limits.segmentFileCache(), brokerAddr: b.leaderAddr,
 				}})
 				continue
 			}

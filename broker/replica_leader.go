@@ -183,7 +183,7 @@ func (b *Broker) ledForReplication(pos ReplicaPosition) (*partition, *Error) {
 		return nil, refuse(ReasonPartitionNotFound, nil, "%s/%d not found", pos.Topic, pos.Partition)
 	}
 	if info.Leader != b.id {
-		return nil, b.notLeader(m, pos.Topic, pos.Partition, info.Leader)
+		return nil, b.notLeading(m, pos.Topic, pos.Partition, info.Leader)
 	}
 	if pos.LeaderEpoch != info.LeaderEpoch {
 		return nil, refuse(ReasonFencedEpoch, nil, "%s/%d is in leader epoch %d, the follower follows %d", pos.Topic, pos.Partition, info.LeaderEpoch, pos.LeaderEpoch)
