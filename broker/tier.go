@@ -665,6 +665,9 @@ func (p *partition) localRetention(logger *slog.Logger) {
 		return // only sealed segments go, and most idle logs have none
 	}
 	cfg := p.cfg.Load()
+	if !cfg.Deletes() {
+		return // cleanup.policy compact: every key's last record stays, however old
+	}
 	cut := localCut(p.log.Segments(), p.log.HighWatermark(), cfg.RetentionMs, cfg.RetentionBytes, p.now())
 	if cut > p.log.LogStartOffset() {
 		// The producer snapshot at the new start first: rebuilt without it,
