@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,14 +16,14 @@ import (
 )
 
 // reconcileLoop applies every metadata change to the local partitions.
-func (b *Broker) reconcileLoop() {
+func (b *Broker) reconcileLoop(ctx context.Context) {
 	for {
 		changed := b.meta.Changed()
 		if err := b.reconcile(); err != nil {
 			b.log.Error("applying cluster metadata failed", "err", err)
 		}
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-changed:
 		}

@@ -83,11 +83,15 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 // Send that failed). A position this leader refuses is not an error of
 // the stream: the refusal goes to the follower as a chunk, and the stream
 // goes on. Every pusher the stream started is stopped, and waited for,
-// before it returns.
+// before it returns; the pushers also stop when the broker's lifetime
+// ends, whether or not the transport has ended the stream yet.
 func (b clusterMember) serveReplication(ctx context.Context, stream ReplicaStream) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ps := newPushers(ctx, stream)
+	defer context.AfterFunc(b.life, cancel)()
+	ps := newPushers(ctx, stream, func(run func()) bool {
+		return b.goTask(func(context.Context) { run() })
+	})
 	defer ps.stopAll()
 	for {
 		upd, streamErr := stream.Recv()

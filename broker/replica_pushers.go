@@ -20,13 +20,17 @@ import (
 type pushers struct {
 	ctx    context.Context // the stream's: its end stops every pusher
 	stream ReplicaStream
+	// spawn runs a pusher's goroutine as a task of the broker
+	// (Broker.goTask), so that the broker's Close waits for it too; false
+	// when the broker is closing.
+	spawn  func(run func()) bool
 	sendMu sync.Mutex // one Send at a time: the pushers and refusals share the stream
 	by     map[cluster.TopicPartition]*pusher
 	wg     sync.WaitGroup
 }
 
-func newPushers(ctx context.Context, stream ReplicaStream) *pushers {
-	return &pushers{ctx: ctx, stream: stream, by: map[cluster.TopicPartition]*pusher{}}
+func newPushers(ctx context.Context, stream ReplicaStream, spawn func(run func()) bool) *pushers {
+	return &pushers{ctx: ctx, stream: stream, spawn: spawn, by: map[cluster.TopicPartition]*pusher{}}
 }
 
 // send writes one chunk to the follower.
@@ -40,16 +44,21 @@ func (s *pushers) send(c ReplicaChunk) error {
 func (s *pushers) running(tp cluster.TopicPartition) *pusher { return s.by[tp] }
 
 // start runs a pusher of p for tp, serving follower in epoch from
-// position from; it stops the one tp had, if any.
+// position from; it stops the one tp had, if any. A broker that is
+// closing starts none: the stream ends with it.
 func (s *pushers) start(tp cluster.TopicPartition, p *partition, follower, epoch int32, from int64) {
 	s.stop(tp)
 	ps := newPusher(s.ctx, p, follower, epoch, from, s.send)
-	s.by[tp] = ps
 	s.wg.Add(1)
-	go func() {
+	if !s.spawn(func() {
 		defer s.wg.Done()
 		ps.run()
-	}()
+	}) {
+		s.wg.Done()
+		ps.cancel()
+		return
+	}
+	s.by[tp] = ps
 }
 
 // stop stops the pusher of tp, if any, without waiting for it (stopAll

@@ -56,7 +56,7 @@ func TestPushersStopEveryPusherWhenTheStreamEnds(t *testing.T) {
 	b.produce(10, 3)
 
 	stream := &sentChunks{}
-	ps := newPushers(t.Context(), stream)
+	ps := newPushers(t.Context(), stream, func(run func()) bool { go run(); return true })
 	tpA := cluster.TopicPartition{Topic: "t", Partition: 0}
 	tpB := cluster.TopicPartition{Topic: "t", Partition: 1}
 	var started []*pusher

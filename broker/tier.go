@@ -174,11 +174,11 @@ func (p *partition) holdsCold() bool { return p.tier.Load().coldEnd >= 0 }
 // setting changed is found (remote). Nothing is uploaded while the
 // setting is off, so once is enough; a failed read is tried again on the
 // next round.
-func (b *Broker) lookForCold(p *partition) {
+func (b *Broker) lookForCold(ctx context.Context, p *partition) {
 	if b.cold == nil || p.tier.Load().loaded {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	h, err := b.cold.Head(ctx, p.ref())
 	if err != nil {
@@ -214,26 +214,18 @@ func (e tierEnv) invalidate(p *partition) {
 	}
 }
 
-// tierLoop runs the tiering work until the broker stops.
-func (b *Broker) tierLoop() {
+// tierLoop runs the tiering work until ctx ends, the passes it started
+// included: it waits for them.
+func (b *Broker) tierLoop(ctx context.Context) {
 	tick := time.NewTicker(tierInterval)
 	defer tick.Stop()
 	sem := make(chan struct{}, max(b.cfg.Tiering.UploadParallelism, 1))
 	var work sync.WaitGroup
 	defer work.Wait()
 	env := b.tierEnv()
-	stopCtx, stopAll := context.WithCancel(context.Background())
-	defer stopAll()
-	go func() {
-		select {
-		case <-b.stop:
-			stopAll()
-		case <-stopCtx.Done():
-		}
-	}()
 	for {
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-b.tierKick:
@@ -241,14 +233,14 @@ func (b *Broker) tierLoop() {
 		var lag int64
 		for _, p := range b.partitions() {
 			if !p.remote(b) {
-				b.lookForCold(p)
+				b.lookForCold(ctx, p)
 			}
 			if !p.remote(b) {
 				p.localRetention(b.log)
 				continue
 			}
 			if !p.isLeader() {
-				b.followerRetention(p)
+				b.followerRetention(ctx, p)
 				continue
 			}
 			if p.uploads(b) {
@@ -264,13 +256,13 @@ func (b *Broker) tierLoop() {
 				defer p.work.busy.Store(false)
 				select {
 				case sem <- struct{}{}:
-				case <-b.stop:
+				case <-ctx.Done():
 					return
 				}
 				defer func() { <-sem }()
-				ctx, cancel := context.WithTimeout(stopCtx, 2*time.Minute)
+				pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 				defer cancel()
-				p.tierPass(ctx, env, time.Now())
+				p.tierPass(pctx, env, time.Now())
 			}()
 		}
 		b.unuploaded.Store(lag)
@@ -686,11 +678,11 @@ func (p *partition) localRetention(logger *slog.Logger) {
 
 // followerRetention lets a follower of a tiered topic drop local segments
 // its leader has uploaded, by the same local retention rules.
-func (b *Broker) followerRetention(p *partition) {
+func (b *Broker) followerRetention(ctx context.Context, p *partition) {
 	if b.cold == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	h, err := b.cold.Head(ctx, p.ref())
 	if err != nil {
