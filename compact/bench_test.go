@@ -41,7 +41,7 @@ func BenchmarkClean(b *testing.B) {
 	for _, c := range []record.Compression{record.CompressionNone, record.CompressionLZ4, record.CompressionZstd} {
 		b.Run(c.String(), func(b *testing.B) {
 			batches, size := benchLog(b, c)
-			opts := Options{Rules: Rules{NowMs: 1 << 40, DeleteRetentionMs: 1}, KeyMapBytes: 16 << 20}
+			opts := Options{NowMs: 1 << 40, Rules: Rules{TombstoneHorizon: 1 << 62}, KeyMapBytes: 16 << 20}
 			b.SetBytes(size)
 			b.ResetTimer()
 			cpu0 := cpuTime()
