@@ -417,16 +417,17 @@ func (p *partition) resetAsFollower(leader, epoch int32, start int64) error {
 }
 
 // appendAsFollower appends what the leader sent (whole batches with their
-// offsets and epochs, from the follower's log end on) and takes the
-// leader's high watermark, as far as the follower's log goes.
-func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW int64) error {
+// offsets and epochs, from the follower's log end on, read by the leader
+// from readFrom, or NoReadFrom) and takes the leader's high watermark, as
+// far as the follower's log goes.
+func (p *partition) appendAsFollower(leader, epoch int32, readFrom int64, data []byte, leaderHW int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.followingLocked(leader, epoch) {
 		return errNotFollowing
 	}
 	if data = skipBelow(data, p.log.LogEndOffset()); len(data) > 0 {
-		if err := p.producers.appendReplica(p.log, data); err != nil {
+		if err := p.producers.appendReplica(p.log, data, readFrom); err != nil {
 			return err
 		}
 	}

@@ -388,7 +388,7 @@ func (f *fetcher) apply(chunk ReplicaChunk) (ReplicaPosition, bool) {
 		}
 		return f.report(fo, epoch, p.committedEnd(), true)
 	}
-	err := p.appendAsFollower(f.leader, epoch, chunk.Batches, chunk.HighWatermark)
+	err := p.appendAsFollower(f.leader, epoch, chunk.ReadFrom, chunk.Batches, chunk.HighWatermark)
 	switch appendStep(err) {
 	case appendReportAgain:
 		return f.report(fo, epoch, p.committedEnd(), true)

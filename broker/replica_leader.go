@@ -46,6 +46,13 @@ type ReplicaChunk struct {
 	LogStart      int64
 	ErrReason     Reason
 	ErrMessage    string
+	// ReadFrom is the offset the leader read Batches from: Batches hold
+	// every batch of its log at or after it, so offsets missing before and
+	// between them are gaps of the leader's log (a compacted topic's),
+	// which a follower whose log end is at or past ReadFrom keeps
+	// (hotlog.Log.AppendReplicaFrom). NoReadFrom when unknown (a leader
+	// that predates compaction): the follower then takes no gap.
+	ReadFrom int64
 	// Release, when set, gives back the buffer Batches lie in, once its
 	// borrower is done with it. To a follower the transport lends the
 	// received buffer, and the follower calls Release once it has applied
@@ -54,6 +61,9 @@ type ReplicaChunk struct {
 	// bytes are written, possibly after it returned.
 	Release func()
 }
+
+// NoReadFrom is ReplicaChunk.ReadFrom when the leader did not say.
+const NoReadFrom = -1
 
 // ReplicaStream is the transport of one follower's stream, the leader's
 // end (FollowerStream is the follower's). Send keeps the chunk's Batches
@@ -230,7 +240,7 @@ func (p *partition) pushChunkWith(alloc func(int) []byte, follower, epoch int32,
 			return ReplicaChunk{}, next, false
 		}
 		p.sentTo(follower, res.NextOffset, res.NextOffset >= leo)
-		c.Batches = res.Data
+		c.Batches, c.ReadFrom = res.Data, next
 		return c, res.NextOffset, true
 	case pushHighWatermark:
 		return c, next, true

@@ -1597,7 +1597,7 @@ func (b *simBroker) chunk(f *simFollow, c ReplicaChunk) {
 		b.report(f, p.committedEnd())
 		return
 	}
-	err := p.appendAsFollower(f.leader, f.epoch, c.Batches, c.HighWatermark)
+	err := p.appendAsFollower(f.leader, f.epoch, NoReadFrom, c.Batches, c.HighWatermark)
 	switch appendStep(err) {
 	case appendReportAgain:
 		b.report(f, p.committedEnd())
