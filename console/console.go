@@ -79,6 +79,7 @@ func Handler(d Deps) http.Handler {
 	mux.HandleFunc("GET "+Prefix+"/topics", c.view(c.topicsView))
 	mux.HandleFunc("GET "+Prefix+"/topics/{topic}", c.view(c.topicView))
 	mux.HandleFunc("GET "+Prefix+"/topics/{topic}/partitions/{partition}", c.view(c.timelineView))
+	mux.HandleFunc("GET "+Prefix+"/topics/{topic}/partitions/{partition}/records", c.view(c.recordsView))
 	mux.HandleFunc("GET "+Prefix+"/groups", c.view(c.groupsView))
 	mux.HandleFunc("GET "+Prefix+"/groups/{group}", c.view(c.groupView))
 	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,10 @@ type Source interface {
 	// partition the broker leads, across both tiers: the timeline's
 	// points.
 	ListOffsets(ctx context.Context, topic string, partition int32, q broker.OffsetQuery) (broker.OffsetAnswer, error)
+	// Fetch reads committed batches from a partition through the broker's
+	// normal fetch path (the local log, or the cold tier through its cache):
+	// the record browser's reads. The caller releases the result.
+	Fetch(ctx context.Context, req broker.FetchRequest) (broker.FetchResult, error)
 	// ListGroups and DescribeGroup are the consumer groups, their members
 	// and committed offsets.
 	ListGroups(ctx context.Context) ([]broker.GroupSummary, error)

@@ -17,9 +17,11 @@ type view struct {
 	Template string
 	Title    string
 	Nav      string
-	// Live: the page has a fragment htmx polls (the template's "live").
-	Live bool
-	Data any
+	// Live: the page has a fragment htmx polls (the template's "live"),
+	// every PollEvery (pollEvery when empty).
+	Live      bool
+	PollEvery string
+	Data      any
 }
 
 // statusError is a refusal with the HTTP status to answer it with.
@@ -94,6 +96,9 @@ func (c *console) view(build func(r *http.Request, v *viewer) (view, error)) htt
 			return
 		}
 		p := page{Title: res.Title, Nav: res.Nav, Principal: v.name(), PollEvery: pollEvery, Data: res.Data}
+		if res.PollEvery != "" {
+			p.PollEvery = res.PollEvery
+		}
 		if se != nil {
 			p.CSRF = se.csrf
 		}

@@ -57,7 +57,7 @@ func newBrowser(t *testing.T) *browser {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
-		chromedp.NoSandbox, // tests run as root, where Chromium's sandbox refuses to start
+		chromedp.NoSandbox,                               // tests run as root, where Chromium's sandbox refuses to start
 		chromedp.Flag("ignore-certificate-errors", true), // the TLS cluster's CA is the test's own
 		chromedp.WindowSize(1360, 900),
 	)
@@ -206,6 +206,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	br.open(t, ui+"/groups", "#groups")
 	br.open(t, ui+"/groups/billing", "#lags")
 	br.shot(t, "group")
+
+	// The record browser, following partition 0: a record produced with
+	// the CLI shows within a second of the CLI's acknowledgement.
+	br.open(t, ui+"/topics/orders/partitions/0/records", "#records")
+	br.shot(t, "records")
+	b1.run(strings.NewReader("{\"order\":\"browser-check\"}\n"), "produce", "orders", "--partition", "0")
+	acked := time.Now()
+	testutil.Eventually(t, time.Second, "the produced record in the open record browser", func() error {
+		s, err := br.text("#records")
+		if err == nil && !strings.Contains(s, "browser-check") {
+			err = fmt.Errorf("not yet among %d bytes of records", len(s))
+		}
+		return err
+	})
+	t.Logf("the produced record showed in the record browser %v after the CLI's acknowledgement", time.Since(acked).Round(time.Millisecond))
+	// From the earliest offset, in either tier, as JSON.
+	br.open(t, ui+"/topics/orders/partitions/0/records?mode=earliest&format=json&records=5", "#record-0")
 
 	// A record produced with the CLI shows on the open topic page, by
 	// htmx's poll, without a reload.
