@@ -171,7 +171,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	for i := range 1500 {
 		fmt.Fprintf(&in, "{\"order\":%d,\"pad\":\"%s\"}\n", i, strings.Repeat("x", 400))
 	}
-	b1.run(strings.NewReader(in.String()), "produce", "orders")
+	b1.run(strings.NewReader(in.String()), "produce", "orders", "--partition", "0") // enough to seal segments for the cold tier
+	b1.run(strings.NewReader(in.String()[:len(in.String())/5]), "produce", "orders")
 	b1.run(nil, "consume", "orders", "--group", "billing", "--max", "120")
 
 	// The CSP header, on the page and on the fragments htmx polls.
@@ -200,6 +201,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	br.open(t, ui+"/topics", "#topic-orders")
 	br.shot(t, "topics")
 	br.open(t, ui+"/topics/orders", "#partition-2")
+	testutil.Eventually(t, time.Minute, "partition 0's sealed segments in the cold tier, on the open page", func() error {
+		s, err := br.text("#partition-0 td:nth-child(7)")
+		if err == nil && (s == "0 B" || s == "loading") {
+			err = fmt.Errorf("cold bytes %q", s)
+		}
+		return err
+	})
 	br.shot(t, "topic")
 	br.open(t, ui+"/topics/orders/partitions/0", "#timeline .curve")
 	br.shot(t, "timeline")
