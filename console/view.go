@@ -193,3 +193,34 @@ func percentClass(n, of int64) string {
 	}
 	return "w" + itoa(min(p, 100))
 }
+
+// action wraps a state change (a POST, which checkPost has let through):
+// authenticate, do it, then redirect to what changed, or show the form
+// again with the refusal.
+func (c *console) action(do func(r *http.Request, v *viewer) (view, string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		se := c.sessions.get(r) // there is one: checkPost checked its CSRF token
+		v, err := c.viewer(r, se)
+		if err == nil && !v.open && v.principal.Anonymous() {
+			err = errLoginNeeded
+		}
+		if err != nil {
+			c.fail(w, r, http.StatusUnauthorized, messageOf(err))
+			return
+		}
+		res, next, err := do(r, v)
+		if err == nil && next != "" {
+			http.Redirect(w, r, next, http.StatusSeeOther)
+			return
+		}
+		status := http.StatusOK
+		if err != nil {
+			status, _ = refusal(err)
+		}
+		if res.Template == "" {
+			c.fail(w, r, status, messageOf(err))
+			return
+		}
+		c.render(w, status, res.Template, false, page{Title: res.Title, Nav: res.Nav, Principal: v.name(), CSRF: se.csrf, PollEvery: pollEvery, Data: res.Data})
+	}
+}
