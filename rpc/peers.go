@@ -172,8 +172,12 @@ func (f followerStream) Recv() (broker.ReplicaChunk, error) {
 		frame.Free()
 		return broker.ReplicaChunk{}, fromStatus(status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err))
 	}
+	readFrom := int64(broker.NoReadFrom)
+	if c.ReadFrom != nil {
+		readFrom = *c.ReadFrom
+	}
 	return broker.ReplicaChunk{Topic: c.Topic, TopicID: c.TopicId, Partition: c.Partition, LeaderEpoch: c.LeaderEpoch,
-		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStart: c.LogStartOffset,
+		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStart: c.LogStartOffset, ReadFrom: readFrom,
 		ErrReason: broker.Reason(c.ErrorReason), ErrMessage: c.ErrorMessage, Release: frame.Free}, nil
 }
 
