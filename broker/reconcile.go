@@ -101,6 +101,7 @@ func (b *Broker) reconcile() error {
 				// An old topic of the same name: out of the map now, its
 				// files (in a directory named by its own topic id) go below.
 				delete(b.mu.partitions, tp)
+				b.house.remove(p)
 				drops = append(drops, p)
 				ok = false
 			}
@@ -108,7 +109,7 @@ func (b *Broker) reconcile() error {
 				opens = append(opens, &opening{tp: tp, spec: replicaSpec{
 					dir: b.partitionDir(t, info.Partition), topic: name, topicID: t.ID, partition: info.Partition,
 					self: b.id, cfg: cfg, info: info, lagMax: time.Duration(b.cfg.Replica.LagTimeMax), logger: b.log,
-					files: b.limits.segmentFileCache(),
+					files: b.limits.segmentFileCache(), house: b.house,
 				}})
 				continue
 			}
@@ -124,6 +125,7 @@ func (b *Broker) reconcile() error {
 	for tp, p := range b.mu.partitions {
 		if !keep[tp] {
 			delete(b.mu.partitions, tp)
+			b.house.remove(p)
 			drops = append(drops, p)
 		}
 	}
@@ -166,6 +168,7 @@ func (b *Broker) reconcile() error {
 			continue
 		}
 		b.mu.partitions[o.tp] = o.p
+		b.house.add(o.p)
 		if o.p.isLeader() {
 			kickTier = true // it takes its cold tier over at once
 		}
