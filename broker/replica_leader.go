@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-log/strata/cluster"
 )
@@ -89,14 +90,31 @@ func (b clusterMember) serveReplication(ctx context.Context, stream ReplicaStrea
 		defer sendMu.Unlock()
 		return stream.Send(c)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	pushers := map[cluster.TopicPartition]*pusher{}
+	// retired are pushers replaced or stopped while the stream went on:
+	// a pass of theirs may still be under way.
+	var retired []*pusher
 	defer func() {
 		for _, ps := range pushers {
 			ps.cancel()
 		}
+		for _, ps := range retired {
+			ps.cancel()
+		}
+		for _, ps := range pushers {
+			ps.passes.stop()
+		}
+		for _, ps := range retired {
+			ps.passes.stop()
+		}
 	}()
+	retire := func(tp cluster.TopicPartition) {
+		if ps := pushers[tp]; ps != nil {
+			ps.cancel()
+			retired = append(retired, ps)
+			delete(pushers, tp)
+		}
+	}
 	for {
 		upd, err := stream.Recv()
 		if err != nil {
@@ -105,10 +123,7 @@ func (b clusterMember) serveReplication(ctx context.Context, stream ReplicaStrea
 		for _, pos := range upd.Positions {
 			tp := cluster.TopicPartition{Topic: pos.Topic, Partition: pos.Partition}
 			if pos.Stop {
-				if ps := pushers[tp]; ps != nil {
-					ps.cancel()
-					delete(pushers, tp)
-				}
+				retire(tp)
 				continue
 			}
 			p, err := b.ledForReplication(pos)
@@ -119,10 +134,7 @@ func (b clusterMember) serveReplication(ctx context.Context, stream ReplicaStrea
 				}
 			}
 			if err != nil {
-				if ps := pushers[tp]; ps != nil {
-					ps.cancel()
-					delete(pushers, tp)
-				}
+				retire(tp)
 				var be *Error
 				errors.As(err, &be)
 				if serr := send(ReplicaChunk{Topic: pos.Topic, TopicID: pos.TopicID, Partition: pos.Partition, ErrReason: be.Reason, ErrMessage: be.Message}); serr != nil {
@@ -137,16 +149,12 @@ func (b clusterMember) serveReplication(ctx context.Context, stream ReplicaStrea
 			}
 			switch step {
 			case positionRestartPusher:
-				ps.cancel()
+				retire(tp)
 				fallthrough
 			case positionStartPusher:
 				ps = newPusher(ctx, p, upd.FollowerID, pos.LeaderEpoch, pos.LogEnd, send)
 				pushers[tp] = ps
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ps.run()
-				}()
+				ps.passes.kick()
 			case positionAck:
 				ps.ack(pos.LogEnd)
 			}
@@ -201,7 +209,11 @@ func (b *Broker) ledForReplication(pos ReplicaPosition) (*partition, error) {
 
 // pusher sends one partition's new batches to one follower, in one leader
 // epoch: it carries out pushState's steps (replica_steps.go) over the
-// stream.
+// stream. It runs on a goroutine of its own only while it has something
+// to send (passes): an idle pusher waits for the log's next change
+// through a callback (hotlog.Log.AfterChange) and for the follower's next
+// acknowledgement (ack), so a leader of thousands of idle partitions
+// holds no goroutine for each of their followers.
 type pusher struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -209,8 +221,13 @@ type pusher struct {
 	follower int32
 	epoch    int32
 	send     func(ReplicaChunk) error
-	kick     chan struct{} // an acknowledgement arrived
-	// buf is the pooled buffer the chunk being sent was read into, if any.
+	// passes runs pass whenever the log changed or an acknowledgement
+	// came, one at a time.
+	passes advancer
+	// watching is set while a callback waits for the log's next change.
+	watching atomic.Bool
+	// buf is the pooled buffer the chunk being sent was read into, if any;
+	// only a pass uses it.
 	buf *[]byte
 
 	mu sync.Mutex
@@ -264,7 +281,9 @@ func (ps *pusher) lend(c *ReplicaChunk) {
 
 func newPusher(ctx context.Context, p *partition, follower, epoch int32, from int64, send func(ReplicaChunk) error) *pusher {
 	ctx, cancel := context.WithCancel(ctx)
-	return &pusher{ctx: ctx, cancel: cancel, p: p, follower: follower, epoch: epoch, send: send, st: newPushState(from), kick: make(chan struct{}, 1)}
+	ps := &pusher{ctx: ctx, cancel: cancel, p: p, follower: follower, epoch: epoch, send: send, st: newPushState(from)}
+	ps.passes.run = ps.pass
+	return ps
 }
 
 // ack records the follower's new position.
@@ -272,16 +291,21 @@ func (ps *pusher) ack(leo int64) {
 	ps.mu.Lock()
 	ps.st.ack(leo)
 	ps.mu.Unlock()
-	select {
-	case ps.kick <- struct{}{}:
-	default:
-	}
+	ps.passes.kick()
 }
 
-func (ps *pusher) run() {
+// pass sends what the follower can be sent now, and returns when there is
+// nothing more (or the pusher is done: fenced, cancelled, or the stream
+// failed). The log's next change, or the follower's next acknowledgement,
+// runs the next pass.
+func (ps *pusher) pass() {
 	p := ps.p
-	for {
-		changed := p.log.Changed()
+	for ps.ctx.Err() == nil {
+		// Watch before reading the log, so that a change after the
+		// read runs another pass.
+		if ps.watching.CompareAndSwap(false, true) {
+			p.log.AfterChange(ps.logChanged)
+		}
 		leo, hw, start := p.log.LogEndOffset(), p.log.HighWatermark(), p.log.LogStartOffset()
 		ps.mu.Lock()
 		step, next := ps.st.step(p.view.Load().LeaderEpoch == ps.epoch, leo, hw, start), ps.st.next
@@ -289,12 +313,13 @@ func (ps *pusher) run() {
 		c, to, ok := p.pushChunkWith(ps.alloc, ps.follower, ps.epoch, step, next, leo, hw, start, replicaChunkBytes)
 		if step == pushFenced {
 			ps.send(c)
+			ps.cancel() // its epoch is over: no more passes
 			return
 		}
 		if ok {
 			ps.lend(&c)
-			err := ps.send(c)
-			if err != nil {
+			if err := ps.send(c); err != nil {
+				ps.cancel()
 				return
 			}
 			ps.mu.Lock()
@@ -305,13 +330,14 @@ func (ps *pusher) run() {
 			}
 		}
 		ps.release() // a read that found nothing to send
-		select {
-		case <-ps.ctx.Done():
-			return
-		case <-changed:
-		case <-ps.kick:
-		}
+		return
 	}
+}
+
+// logChanged is the callback of the log's next change: another pass.
+func (ps *pusher) logChanged() {
+	ps.watching.Store(false)
+	ps.passes.kick()
 }
 
 // pushChunk builds the chunk of a push step from next, in epoch, of at
