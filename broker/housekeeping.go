@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -32,13 +33,13 @@ const (
 // producer snapshots of sealed segments and checkpoints high watermarks.
 // It sleeps until the earliest deadline or a mark, so an idle broker
 // visits no replica at all.
-func (b *Broker) housekeepingLoop() {
+func (b *Broker) housekeepingLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var last, lastRoom time.Time
 	for {
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-timer.C:
 		case <-b.house.kick:
@@ -47,7 +48,7 @@ func (b *Broker) housekeepingLoop() {
 			// Marked soon after the last round: the marks of the gap
 			// make one round.
 			select {
-			case <-b.stop:
+			case <-ctx.Done():
 				return
 			case <-time.After(wait):
 			}

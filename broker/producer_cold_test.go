@@ -236,3 +236,28 @@ func TestLocalRetentionKeepsProducerStateExact(t *testing.T) {
 		t.Fatalf("after retention the producer state is exact: %v (%v)", exact, err)
 	}
 }
+
+// Under cleanup.policy compact retention deletes nothing, as in Kafka: the
+// cleaner keeps each key's last record however old or large the log;
+// compact,delete applies retention as delete does.
+func TestLocalRetentionSparesCompactOnlyTopics(t *testing.T) {
+	for _, tc := range []struct {
+		policy  config.CleanupPolicy
+		deletes bool
+	}{{config.CleanupCompact, false}, {config.CleanupCompactDelete, true}} {
+		p := testPartition(t, t.TempDir(), 1, 1)
+		for i := range 200 {
+			produce(t, p, idemBatch(t, 7, 0, int32(i), 1))
+		}
+		settled(t, p.log)
+		p.log.SetHighWatermark(p.log.LogEndOffset())
+		cfg := *p.cfg.Load()
+		cfg.CleanupPolicy, cfg.RemoteStorageEnable = tc.policy, false
+		cfg.RetentionBytes, cfg.RetentionMs = 4<<10, 1
+		p.cfg.Store(&cfg)
+		p.localRetention(quietLogger())
+		if deleted := p.log.LogStartOffset() > 0; deleted != tc.deletes {
+			t.Errorf("%s: retention deleted segments %v, want %v", tc.policy, deleted, tc.deletes)
+		}
+	}
+}

@@ -76,7 +76,57 @@ type Topic struct {
 	// leader when no ISR member is left, trading acknowledged records for
 	// availability.
 	UncleanLeaderElectionEnable bool
+	// CleanupPolicy: how old records leave the log. delete (the default)
+	// removes whole segments by retention.ms and retention.bytes; compact
+	// keeps the last record of each key forever (retention.* then delete
+	// nothing); compact,delete does both. See Compacted and Deletes.
+	CleanupPolicy CleanupPolicy
+	// MinCleanableDirtyRatio: the cleaner takes a compacted partition once
+	// this share of its log (bytes not yet cleaned over all bytes) is
+	// dirty, from 0 to 1.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs: a record stays uncleaned, whatever keys follow
+	// it, for at least this long after it was appended.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs: a record becomes eligible for cleaning no later
+	// than this after it was appended, whatever the dirty ratio says.
+	// Unbounded leaves it to the dirty ratio alone.
+	MaxCompactionLagMs int64
+	// DeleteRetentionMs: how long a tombstone (a record with a key and a
+	// null value) stays readable in a compacted log after the cleaner has
+	// passed it, so that consumers reading behind still see the delete.
+	// Unbounded keeps tombstones forever.
+	DeleteRetentionMs int64
 }
+
+// Compacted reports whether the topic's log is compacted (cleanup.policy
+// compact or compact,delete): records need keys, and the cleaner keeps the
+// last record of each key.
+func (t Topic) Compacted() bool {
+	return t.CleanupPolicy == CleanupCompact || t.CleanupPolicy == CleanupCompactDelete
+}
+
+// Deletes reports whether retention.ms and retention.bytes delete old
+// segments (cleanup.policy delete or compact,delete). A compact-only topic
+// keeps every key's last record however old, as in Kafka.
+func (t Topic) Deletes() bool {
+	return t.CleanupPolicy == CleanupDelete || t.CleanupPolicy == CleanupCompactDelete
+}
+
+// CleanupPolicy is the value of cleanup.policy. Kafka's setting is a list;
+// its three meaningful values are spelled here in one canonical form each.
+type CleanupPolicy string
+
+// The cleanup policies.
+const (
+	// CleanupDelete removes whole segments by retention.
+	CleanupDelete CleanupPolicy = "delete"
+	// CleanupCompact keeps the last record of every key and deletes
+	// nothing by age or size.
+	CleanupCompact CleanupPolicy = "compact"
+	// CleanupCompactDelete compacts and applies retention too.
+	CleanupCompactDelete CleanupPolicy = "compact,delete"
+)
 
 // TimestampType is the value of message.timestamp.type.
 type TimestampType string
@@ -145,6 +195,11 @@ func DefaultTopic() Topic {
 		FlushPolicy:                 FlushAlways,
 		FlushMs:                     100,
 		UncleanLeaderElectionEnable: false,
+		CleanupPolicy:               CleanupDelete,
+		MinCleanableDirtyRatio:      0.5,
+		MinCompactionLagMs:          0,
+		MaxCompactionLagMs:          Unbounded, // Kafka's Long.MAX_VALUE
+		DeleteRetentionMs:           24 * 3600 * 1000,
 	}
 }
 
@@ -213,10 +268,35 @@ func (t Topic) Validate() error {
 			Reason:  "must not exceed retention.bytes (" + FormatBytes(t.RetentionBytes) + ")",
 			Allowed: "-1 or a size up to retention.bytes"}
 	}
+	if err := t.validateCompaction(); err != nil {
+		return err
+	}
 	if t.MinInsyncReplicas > t.ReplicationFactor {
 		return &Error{Key: "min.insync.replicas", Value: itoa(t.MinInsyncReplicas),
 			Reason:  "must not exceed replication.factor (" + itoa(t.ReplicationFactor) + ")",
 			Allowed: "an integer from 1 to replication.factor"}
+	}
+	return nil
+}
+
+// validateCompaction checks the rules between the compaction keys and the
+// rest.
+func (t Topic) validateCompaction() error {
+	if t.MaxCompactionLagMs != Unbounded && t.MinCompactionLagMs > t.MaxCompactionLagMs {
+		return &Error{Key: "min.compaction.lag.ms", Value: FormatMillis(t.MinCompactionLagMs),
+			Reason:  "must not exceed max.compaction.lag.ms (" + FormatMillis(t.MaxCompactionLagMs) + ")",
+			Allowed: "a duration from 0 to max.compaction.lag.ms"}
+	}
+	// The cold tier does not compact yet: uploaded segments would keep
+	// every superseded value and, under compact alone, never leave the
+	// bucket, and a cold read would not see what the hot tier cleaned.
+	// Kafka's tiered storage refuses the combination too (KIP-405), so
+	// it is refused here rather than half done.
+	if t.Compacted() && t.RemoteStorageEnable {
+		return &Error{Key: "cleanup.policy", Value: string(t.CleanupPolicy),
+			Reason: "compacted topics are not uploaded to the object store yet (the cold tier does not compact): " +
+				"set remote.storage.enable=false with it, and the topic's log stays on the brokers' disks",
+			Allowed: "delete, or compact or compact,delete with remote.storage.enable=false"}
 	}
 	return nil
 }

@@ -32,6 +32,22 @@ func topicKeys() []topicKey {
 			"Largest size of a partition across both tiers before its oldest segments are deleted. -1 is unbounded.",
 			"a size such as 500GiB or 2TB or -1 for unbounded",
 			func(t *Topic) *int64 { return &t.RetentionBytes }, 1, 0, true),
+		cleanupPolicyKey(),
+		unboundedAtMax(msKey("delete.retention.ms",
+			"How long a tombstone (a keyed record with a null value) stays readable in a compacted topic after the cleaner reaches it, so consumers reading behind see the delete. -1 keeps tombstones forever.",
+			"a duration such as 1d or 0, or -1 to keep tombstones forever",
+			func(t *Topic) *int64 { return &t.DeleteRetentionMs }, 0, true)),
+		msKey("min.compaction.lag.ms",
+			"Youngest a record may be and still be cleaned from a compacted topic: newer records stay whatever keys follow them.",
+			"a duration such as 1h or 0, up to max.compaction.lag.ms",
+			func(t *Topic) *int64 { return &t.MinCompactionLagMs }, 0, false),
+		unboundedAtMax(msKey("max.compaction.lag.ms",
+			"Longest a record of a compacted topic may wait before it can be cleaned, whatever min.cleanable.dirty.ratio says. -1 leaves cleaning to the ratio.",
+			"a duration of at least 1ms, such as 7d, or -1 for no bound",
+			func(t *Topic) *int64 { return &t.MaxCompactionLagMs }, 1, true)),
+		ratioKey("min.cleanable.dirty.ratio",
+			"Share of a compacted partition's log not yet cleaned at which the cleaner takes it: lower cleans more often, higher wastes more space.",
+			func(t *Topic) *float64 { return &t.MinCleanableDirtyRatio }),
 		msKey("local.retention.ms",
 			"How long uploaded segments stay on local disk as well. -1 keeps them as long as retention.ms.",
 			"a duration such as 1d, 6h, 30m or -1 for as long as retention.ms",
@@ -133,23 +149,104 @@ func msKey(name, doc, allowed string, field func(*Topic) *int64, min int64, unbo
 }
 
 // timestampBoundKey is a bound on produced timestamps (KIP-937): a
-// duration of at least 0, or Unbounded. Kafka spells unbounded as
-// Long.MAX_VALUE, its default for the "before" bound; that value is taken
-// as -1 so that a setting copied from Kafka means the same here and shows
-// as the default it is.
+// duration of at least 0, or Unbounded (see unboundedAtMax).
 func timestampBoundKey(name, doc, allowed string, field func(*Topic) *int64) topicKey {
-	k := msKey(name, doc, allowed, field, 0, true)
+	return unboundedAtMax(msKey(name, doc, allowed, field, 0, true))
+}
+
+// unboundedAtMax makes an unbounded-capable *.ms key read Long.MAX_VALUE,
+// Kafka's spelling of unbounded (its default for
+// message.timestamp.before.max.ms and max.compaction.lag.ms), as -1, so a
+// setting copied from Kafka means the same here and shows as the default
+// it is.
+func unboundedAtMax(k topicKey) topicKey {
 	set := k.set
 	k.set = func(t *Topic, s string) error {
 		if err := set(t, s); err != nil {
 			return err
 		}
-		if *field(t) == math.MaxInt64 {
-			*field(t) = Unbounded
+		if v, err := ParseMillis(s); err == nil && v == math.MaxInt64 {
+			return set(t, "-1")
 		}
 		return nil
 	}
 	return k
+}
+
+// cleanupPolicyKey is cleanup.policy: Kafka's list of delete and compact,
+// in any order and case, with spaces allowed around the commas. It is
+// stored in its canonical spelling (CleanupPolicy).
+func cleanupPolicyKey() topicKey {
+	const allowed = "delete, compact or compact,delete"
+	return topicKey{
+		info: KeyInfo{Name: "cleanup.policy", Type: "list", Allowed: allowed,
+			Doc: "How old records leave the log. delete: whole segments go by retention.ms and retention.bytes. " +
+				"compact: the cleaner keeps the last record of each key (records must have keys) and retention deletes nothing. " +
+				"compact,delete: both. Compacted topics need remote.storage.enable=false for now: the cold tier does not compact."},
+		set: func(t *Topic, s string) error {
+			p, reason := parseCleanupPolicy(s)
+			if reason != "" {
+				return &Error{Value: s, Allowed: allowed, Reason: reason}
+			}
+			t.CleanupPolicy = p
+			return nil
+		},
+		check: func(t *Topic) string {
+			switch t.CleanupPolicy {
+			case CleanupDelete, CleanupCompact, CleanupCompactDelete:
+				return ""
+			}
+			return "not one of the allowed values"
+		},
+		get: func(t *Topic) string { return string(t.CleanupPolicy) },
+	}
+}
+
+// parseCleanupPolicy reads a cleanup.policy list, or says why it cannot.
+func parseCleanupPolicy(s string) (CleanupPolicy, string) {
+	var compact, del bool
+	for _, item := range strings.Split(s, ",") {
+		switch strings.ToLower(strings.TrimSpace(item)) {
+		case "compact":
+			compact = true
+		case "delete":
+			del = true
+		case "":
+			return "", "empty policy in the list"
+		default:
+			return "", "unknown policy " + strconv.Quote(strings.TrimSpace(item))
+		}
+	}
+	switch {
+	case compact && del:
+		return CleanupCompactDelete, ""
+	case compact:
+		return CleanupCompact, ""
+	}
+	return CleanupDelete, ""
+}
+
+// ratioKey is a fraction from 0 to 1, written as a decimal number.
+func ratioKey(name, doc string, field func(*Topic) *float64) topicKey {
+	const allowed = "a number from 0 to 1, such as 0.5"
+	return topicKey{
+		info: KeyInfo{Name: name, Type: "double", Allowed: allowed, Doc: doc},
+		set: func(t *Topic, s string) error {
+			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil {
+				return &Error{Value: s, Allowed: allowed}
+			}
+			*field(t) = v
+			return nil
+		},
+		check: func(t *Topic) string {
+			if v := *field(t); !(v >= 0 && v <= 1) { // NaN fails both
+				return "must be from 0 to 1"
+			}
+			return ""
+		},
+		get: func(t *Topic) string { return strconv.FormatFloat(*field(t), 'g', -1, 64) },
+	}
 }
 
 // bytesKey is a size key within [min, max] (max 0: no upper bound), or

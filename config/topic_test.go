@@ -20,6 +20,11 @@ func TestDefaultTopic(t *testing.T) {
 	want := []struct{ key, typ, def string }{
 		{"retention.ms", "ms", "604800000"},
 		{"retention.bytes", "bytes", "-1"},
+		{"cleanup.policy", "list", "delete"},
+		{"delete.retention.ms", "ms", "86400000"},
+		{"min.compaction.lag.ms", "ms", "0"},
+		{"max.compaction.lag.ms", "ms", "-1"},
+		{"min.cleanable.dirty.ratio", "double", "0.5"},
 		{"local.retention.ms", "ms", "86400000"},
 		{"local.retention.bytes", "bytes", "-1"},
 		{"remote.storage.enable", "bool", "true"},
@@ -97,6 +102,26 @@ func TestTopicSetValid(t *testing.T) {
 		{"flush.ms", "1", "1"},
 		{"flush.ms", "2s", "2000"},
 		{"unclean.leader.election.enable", "True", "true"},
+		{"cleanup.policy", "compact", "compact"},
+		{"cleanup.policy", "COMPACT", "compact"},
+		{"cleanup.policy", "Delete", "delete"},
+		{"cleanup.policy", "compact,delete", "compact,delete"},
+		{"cleanup.policy", "delete, compact", "compact,delete"},
+		{"cleanup.policy", "compact,compact", "compact"},
+		{"delete.retention.ms", "0", "0"},
+		{"delete.retention.ms", "7d", "604800000"},
+		{"delete.retention.ms", "-1", "-1"},
+		{"delete.retention.ms", "9223372036854775807", "-1"},
+		{"min.compaction.lag.ms", "1h", "3600000"},
+		{"min.compaction.lag.ms", "0", "0"},
+		{"max.compaction.lag.ms", "7d", "604800000"},
+		{"max.compaction.lag.ms", "1", "1"},
+		// Kafka's default, Long.MAX_VALUE, is unbounded.
+		{"max.compaction.lag.ms", "9223372036854775807", "-1"},
+		{"min.cleanable.dirty.ratio", "0", "0"},
+		{"min.cleanable.dirty.ratio", "1", "1"},
+		{"min.cleanable.dirty.ratio", "0.25", "0.25"},
+		{"min.cleanable.dirty.ratio", " .9 ", "0.9"},
 	}
 	for _, tc := range cases {
 		top := DefaultTopic()
@@ -144,6 +169,18 @@ func TestTopicSetInvalid(t *testing.T) {
 		{"flush.policy", "sometimes", ""},
 		{"flush.ms", "0", "at least 1ms"},
 		{"unclean.leader.election.enable", "", ""},
+		{"cleanup.policy", "", "empty policy"},
+		{"cleanup.policy", "compact,", "empty policy"},
+		{"cleanup.policy", "retain", "unknown policy \"retain\""},
+		{"cleanup.policy", "compact,forever", "unknown policy \"forever\""},
+		{"delete.retention.ms", "-2", "negative"},
+		{"delete.retention.ms", "never", ""},
+		{"min.compaction.lag.ms", "-1", "not allowed"},
+		{"max.compaction.lag.ms", "0", "at least 1ms"},
+		{"min.cleanable.dirty.ratio", "1.5", "from 0 to 1"},
+		{"min.cleanable.dirty.ratio", "-0.1", "from 0 to 1"},
+		{"min.cleanable.dirty.ratio", "NaN", "from 0 to 1"},
+		{"min.cleanable.dirty.ratio", "half", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
@@ -230,6 +267,15 @@ func TestTopicCrossKeyRules(t *testing.T) {
 		{map[string]string{"min.insync.replicas": "2"}, "min.insync.replicas", "must not exceed replication.factor (1)"},
 		{map[string]string{"min.insync.replicas": "2", "replication.factor": "3"}, "", ""},
 		{map[string]string{"min.insync.replicas": "3", "replication.factor": "3"}, "", ""},
+		{map[string]string{"min.compaction.lag.ms": "2h", "max.compaction.lag.ms": "1h"}, "min.compaction.lag.ms", "must not exceed max.compaction.lag.ms (1h)"},
+		{map[string]string{"min.compaction.lag.ms": "1h", "max.compaction.lag.ms": "1h"}, "", ""},
+		{map[string]string{"min.compaction.lag.ms": "365d", "max.compaction.lag.ms": "-1"}, "", ""},
+		// The cold tier does not compact: a compacted topic must not upload.
+		{map[string]string{"cleanup.policy": "compact"}, "cleanup.policy", "set remote.storage.enable=false"},
+		{map[string]string{"cleanup.policy": "compact,delete", "remote.storage.enable": "true"}, "cleanup.policy", "set remote.storage.enable=false"},
+		{map[string]string{"cleanup.policy": "compact", "remote.storage.enable": "false"}, "", ""},
+		{map[string]string{"cleanup.policy": "delete,compact", "remote.storage.enable": "false"}, "", ""},
+		{map[string]string{"cleanup.policy": "delete"}, "", ""},
 	}
 	for _, tc := range cases {
 		got, err := ParseTopic(tc.overrides)
@@ -289,6 +335,11 @@ func sampleTopic() Topic {
 		FlushPolicy:                 FlushInterval,
 		FlushMs:                     250,
 		UncleanLeaderElectionEnable: true,
+		CleanupPolicy:               CleanupCompactDelete,
+		MinCleanableDirtyRatio:      0.1,
+		MinCompactionLagMs:          60 * 1000,
+		MaxCompactionLagMs:          7 * 24 * 3600 * 1000,
+		DeleteRetentionMs:           3600 * 1000,
 	}
 }
 
@@ -405,5 +456,35 @@ func TestTopicKeysStable(t *testing.T) {
 	// from the defaults in every field and Map shows every difference.
 	if n := reflect.TypeFor[Topic]().NumField(); n != len(TopicKeys()) {
 		t.Errorf("Topic has %d fields but %d keys", n, len(TopicKeys()))
+	}
+}
+
+func TestTopicCleanupPolicyHelpers(t *testing.T) {
+	cases := []struct {
+		policy            string
+		compacted, delete bool
+	}{
+		{"delete", false, true},
+		{"compact", true, false},
+		{"compact,delete", true, true},
+	}
+	for _, tc := range cases {
+		top, err := ParseTopic(map[string]string{"cleanup.policy": tc.policy, "remote.storage.enable": "false"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if top.Compacted() != tc.compacted || top.Deletes() != tc.delete {
+			t.Errorf("%s: Compacted %v Deletes %v, want %v %v", tc.policy, top.Compacted(), top.Deletes(), tc.compacted, tc.delete)
+		}
+	}
+	if d := DefaultTopic(); d.Compacted() || !d.Deletes() {
+		t.Error("the default topic must delete by retention and not compact")
+	}
+	// A value set directly on the struct outside the three is caught.
+	top := DefaultTopic()
+	top.CleanupPolicy = "delete,compact"
+	var e *Error
+	if err := top.Validate(); !errors.As(err, &e) || e.Key != "cleanup.policy" {
+		t.Errorf("Validate() = %v; want a cleanup.policy error", err)
 	}
 }

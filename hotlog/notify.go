@@ -8,16 +8,6 @@ import "sync"
 type notifier struct {
 	mu sync.Mutex
 	ch chan struct{}
-	// after are called once, at the next broadcast (afterNext).
-	after []func()
-}
-
-// afterNext calls f once, at the next broadcast, on the goroutine that
-// broadcasts: a watcher that waits without a goroutine of its own.
-func (n *notifier) afterNext(f func()) {
-	n.mu.Lock()
-	n.after = append(n.after, f)
-	n.mu.Unlock()
 }
 
 // wait returns a channel that is closed at the next broadcast.
@@ -36,10 +26,5 @@ func (n *notifier) broadcast() {
 		close(n.ch)
 		n.ch = nil
 	}
-	after := n.after
-	n.after = nil
 	n.mu.Unlock()
-	for _, f := range after {
-		f()
-	}
 }

@@ -6,7 +6,7 @@ package kafka
 //   - TOPIC: every topic setting with its value in force, its source
 //     (DYNAMIC_TOPIC_CONFIG for the topic's override, STATIC_BROKER_CONFIG
 //     for the broker's topic_defaults, DEFAULT_CONFIG), read-only for
-//     replication.factor and the fixed cleanup.policy; synonyms (the
+//     replication.factor; synonyms (the
 //     override, the broker default under its Kafka broker name, the
 //     built-in default) when asked; type and documentation (v3+) when
 //     asked. Needs any permission on the topic (TOPIC_AUTHORIZATION_FAILED);

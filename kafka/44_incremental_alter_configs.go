@@ -8,8 +8,9 @@ package kafka
 // bucket holds the topic's data: INVALID_CONFIG with the broker's
 // message). A topic's settings change together or not at all.
 //
-// APPEND and SUBTRACT are INVALID_CONFIG: no Strata setting is a list;
-// so is DELETE of replication.factor, which is fixed at creation. A
+// APPEND and SUBTRACT are INVALID_CONFIG: the one list setting,
+// cleanup.policy, has three values, set whole (SET
+// cleanup.policy=compact,delete); so is DELETE of replication.factor, which is fixed at creation. A
 // name given twice for one resource, or an unknown operation, is
 // INVALID_REQUEST. validate_only checks as the change would
 // (broker.ValidateTopicConfig) and changes nothing. Broker settings are
@@ -61,11 +62,9 @@ func incrementalAlter(ctx context.Context, c *conn, rr kmsg.IncrementalAlterConf
 			if readOnlyTopicKeys[rc.Name] {
 				return kerr.InvalidConfig.Code, fmt.Sprintf("%s is read-only: it is fixed when the topic is created", rc.Name)
 			}
-			if _, fixed := fixedTopicSettings[rc.Name]; !fixed {
-				del = append(del, rc.Name)
-			}
+			del = append(del, rc.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			return kerr.InvalidConfig.Code, fmt.Sprintf("%s on %q: no Strata setting is a list; use SET", rc.Op, rc.Name)
+			return kerr.InvalidConfig.Code, fmt.Sprintf("%s on %q: not supported; SET the whole value (such as cleanup.policy=compact,delete)", rc.Op, rc.Name)
 		default:
 			return kerr.InvalidRequest.Code, fmt.Sprintf("unknown operation %d on %q", rc.Op, rc.Name)
 		}
@@ -100,7 +99,7 @@ func alterable(c *conn, call string, typ kmsg.ConfigResourceType, name string) (
 func alterTopic(ctx context.Context, c *conn, name string, set map[string]string, del []string, validateOnly bool) (int16, string) {
 	var err error
 	switch {
-	case len(set) == 0 && len(del) == 0: // fixed settings only: nothing to change
+	case len(set) == 0 && len(del) == 0: // nothing to change
 		_, err = c.s.b.DescribeTopic(name)
 	case validateOnly:
 		err = c.s.b.ValidateTopicConfig(ctx, name, set, del)

@@ -18,9 +18,9 @@ func adminOf(t *testing.T, tb *testBroker) *kadm.Client {
 
 // TestCreateTopics: kadm creates topics with the broker's defaults (-1),
 // with settings, and gets the topic id Metadata gives; validate-only
-// creates nothing; a setting Strata lacks, cleanup.policy=compact, a bad
-// name, an existing topic, a manual assignment and bad counts are refused
-// with Kafka's codes and change nothing.
+// creates nothing; a setting Strata lacks, cleanup.policy=compact with
+// remote storage on, a bad name, an existing topic, a manual assignment
+// and bad counts are refused with Kafka's codes and change nothing.
 func TestCreateTopics(t *testing.T) {
 	tb := startBroker(t)
 	adm := adminOf(t, tb)
@@ -68,7 +68,7 @@ func TestCreateTopics(t *testing.T) {
 		want       error
 		mention    string
 	}{
-		{"compacted", 1, 1, map[string]*string{"cleanup.policy": strp("compact")}, "compacted", kerr.InvalidConfig, "cleanup.policy"},
+		{"compacted and tiered", 1, 1, map[string]*string{"cleanup.policy": strp("compact")}, "compacted", kerr.InvalidConfig, "remote.storage.enable=false"},
 		{"unknown setting", 1, 1, map[string]*string{"index.interval.bytes": strp("4096")}, "indexed", kerr.InvalidConfig, "index.interval.bytes"},
 		{"unknown codec", 1, 1, map[string]*string{"compression.type": strp("brotli")}, "squeezed", kerr.InvalidConfig, "compression.type"},
 		{"bad value", 1, 1, map[string]*string{"retention.ms": strp("soon")}, "vague", kerr.InvalidConfig, "retention.ms"},

@@ -6,14 +6,14 @@ package kafka
 // Topic settings: Strata's topic keys are Kafka's names already
 // (config/topic_keys.go: retention.ms, local.retention.bytes,
 // remote.storage.enable, min.insync.replicas, max.message.bytes,
-// compression.type, message.timestamp.*, ...), and Strata's own keys (remote.max.lag.ms,
+// compression.type, message.timestamp.*, cleanup.policy,
+// min.cleanable.dirty.ratio, min/max.compaction.lag.ms,
+// delete.retention.ms, ...), and Strata's own keys (remote.max.lag.ms,
 // flush.policy, replication.factor, ...) keep theirs; a value is passed to
 // the broker as given, so the broker's rules and messages apply. Kafka
 // keys Strata has no setting for are refused by the broker as unknown
-// (INVALID_CONFIG naming the key and the known ones), except those whose
-// one value is what Strata always does (fixedTopicSettings: cleanup.policy
-// delete), which are accepted with that value, shown read-only, and
-// refused with any other value: never a silent default.
+// (INVALID_CONFIG naming the key and the known ones): never a silent
+// default.
 //
 // Sources: a topic's override is DYNAMIC_TOPIC_CONFIG, a broker's
 // topic_defaults differing from the built-in default is
@@ -44,13 +44,9 @@ const (
 	typeString         = kmsg.ConfigTypeString
 	typeInt            = kmsg.ConfigTypeInt
 	typeLong           = kmsg.ConfigTypeLong
+	typeDouble         = kmsg.ConfigTypeDouble
+	typeList           = kmsg.ConfigTypeList
 )
-
-// fixedTopicSettings are Kafka topic settings Strata has no key for
-// because it does only one thing: the value it does.
-var fixedTopicSettings = map[string]string{
-	"cleanup.policy": "delete", // compacted topics do not exist yet
-}
 
 // brokerNames are the Kafka broker settings that give topics their
 // defaults, by topic key.
@@ -70,6 +66,11 @@ var brokerNames = map[string]string{
 	"message.timestamp.after.max.ms":  "log.message.timestamp.after.max.ms",
 	"flush.ms":                        "log.flush.interval.ms",
 	"unclean.leader.election.enable":  "unclean.leader.election.enable",
+	"cleanup.policy":                  "log.cleanup.policy",
+	"delete.retention.ms":             "log.cleaner.delete.retention.ms",
+	"min.compaction.lag.ms":           "log.cleaner.min.compaction.lag.ms",
+	"max.compaction.lag.ms":           "log.cleaner.max.compaction.lag.ms",
+	"min.cleanable.dirty.ratio":       "log.cleaner.min.cleanable.ratio",
 }
 
 // readOnlyTopicKeys cannot be altered (the broker refuses them too).
@@ -98,12 +99,16 @@ func kafkaType(t string) kmsg.ConfigType {
 		return typeInt
 	case "bool":
 		return typeBoolean
+	case "double":
+		return typeDouble
+	case "list":
+		return typeList
 	}
 	return typeString
 }
 
 // topicConfigs are a topic's settings: every Strata key, in the table's
-// order, then the fixed ones.
+// order.
 func topicConfigs(defaults config.Topic, d broker.TopicDescription) []configEntry {
 	builtin := config.DefaultTopic().Map()
 	brokerDefaults := defaults.Map()
@@ -127,10 +132,6 @@ func topicConfigs(defaults config.Topic, d broker.TopicDescription) []configEntr
 		}
 		e.synonyms = append(e.synonyms, configSynonym{k.Name, builtin[k.Name], sourceDefault})
 		out = append(out, e)
-	}
-	for name, v := range fixedTopicSettings {
-		out = append(out, configEntry{name: name, value: v, source: sourceDefault, readOnly: true, typ: typeString,
-			doc: "Fixed: Strata does only this.", synonyms: []configSynonym{{name, v, sourceDefault}}})
 	}
 	return out
 }
@@ -182,8 +183,8 @@ type configRefusal struct {
 func (r *configRefusal) Error() string { return r.msg }
 
 // topicSettings turns Kafka settings (name, value; nil for null) into the
-// overrides the broker is asked for: fixed settings with their one value
-// are dropped, and null values and repeated names are refused.
+// overrides the broker is asked for; null values and repeated names are
+// refused.
 func topicSettings(names []string, values []*string) (map[string]string, *configRefusal) {
 	out := make(map[string]string, len(names))
 	seen := map[string]bool{}
@@ -194,13 +195,6 @@ func topicSettings(names []string, values []*string) (map[string]string, *config
 		seen[name] = true
 		if values[i] == nil {
 			return nil, &configRefusal{kerr.InvalidConfig.Code, fmt.Sprintf("setting %q has a null value: give a value", name)}
-		}
-		if fixed, ok := fixedTopicSettings[name]; ok {
-			if *values[i] != fixed {
-				return nil, &configRefusal{kerr.InvalidConfig.Code,
-					fmt.Sprintf("%s=%s is not supported: Strata topics have %s=%s only", name, *values[i], name, fixed)}
-			}
-			continue
 		}
 		out[name] = *values[i]
 	}

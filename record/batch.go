@@ -172,8 +172,9 @@ func (b Batch) updateCRC() {
 
 // Validate checks the batch without decoding its records: the slice holds
 // exactly one batch of the size its length field says, the magic is 2, the
-// CRC matches, the record count agrees with lastOffsetDelta and the codec is
-// known. Since the CRC covers every byte after it, a batch that passes was
+// CRC matches, the record count fits lastOffsetDelta (at most
+// lastOffsetDelta+1 records: fewer once the batch was compacted) and the
+// codec is known. Since the CRC covers every byte after it, a batch that passes was
 // written as it is now; ValidateRecords also checks that the records decode.
 //
 // It does not allocate on success. Errors wrap ErrCorrupt.
@@ -201,8 +202,11 @@ func (b Batch) checkHeader(crc bool) error {
 			return corruptf(ErrBadCRC, "stored 0x%08x computed 0x%08x", stored, computed)
 		}
 	}
-	if n := b.NumRecords(); n < 1 || b.LastOffsetDelta() != n-1 {
-		return corruptf(ErrBadCount, "%d records with lastOffsetDelta %d", n, b.LastOffsetDelta())
+	// A compacted batch keeps its offset range but may hold fewer records
+	// (down to none: the header an idempotent producer's last batch leaves),
+	// so the count is bounded by the range, not equal to it.
+	if n, lod := b.NumRecords(), b.LastOffsetDelta(); n < 0 || lod < 0 || n > lod+1 {
+		return corruptf(ErrBadCount, "%d records with lastOffsetDelta %d", n, lod)
 	}
 	if c := b.Compression(); !c.Valid() {
 		return corruptf(ErrUnknownCompression, "codec %d", int(c))

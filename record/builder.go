@@ -46,7 +46,10 @@ type Builder struct {
 	n       int
 	firstTs int64
 	maxTs   int64
-	err     error // first Add failure; reported by Build, cleared by Reset
+	// lastDelta is the offset delta of the last record added, or the
+	// larger lastOffsetDelta a compacted batch keeps (SetLastOffsetDelta).
+	lastDelta int32
+	err       error // first Add failure; reported by Build, cleared by Reset
 }
 
 // NewBuilder returns an empty Builder writing the given header options.
@@ -73,11 +76,48 @@ func (b *Builder) EstimatedSize() int { return HeaderSize + len(b.records) }
 // A record that cannot be encoded (a field over MaxBatchSize, more than
 // MaxInt32 records) makes the Builder fail: Build reports it.
 func (b *Builder) Add(r Record) {
-	if b.err != nil {
+	if b.n == math.MaxInt32 {
+		b.fail(fmt.Errorf("%w: more than %d records", ErrBatchTooLarge, math.MaxInt32))
 		return
 	}
-	if b.n == math.MaxInt32 {
-		b.err = fmt.Errorf("%w: more than %d records", ErrBatchTooLarge, math.MaxInt32)
+	b.add(int32(b.n), r)
+}
+
+// AddAt appends a record at offset delta delta (its offset less the
+// batch's base offset), for a compacted batch that keeps the offsets of
+// the records it retains and drops the others: deltas must increase
+// strictly from one AddAt to the next, or Build fails. A batch is built
+// with Add or with AddAt, not both.
+func (b *Builder) AddAt(delta int32, r Record) {
+	if b.n > 0 && delta <= b.lastDelta || delta < 0 {
+		b.fail(fmt.Errorf("record: offset delta %d after %d: deltas must increase", delta, b.lastDelta))
+		return
+	}
+	b.add(delta, r)
+}
+
+// SetLastOffsetDelta keeps a batch's original lastOffsetDelta when
+// compaction dropped its last records: the batch still covers its whole
+// offset range, so a producer's sequence numbers and the offsets after it
+// stay where they were. It must be at least the last record's delta.
+func (b *Builder) SetLastOffsetDelta(delta int32) {
+	if delta < b.lastDelta {
+		b.fail(fmt.Errorf("record: lastOffsetDelta %d below the last record's delta %d", delta, b.lastDelta))
+		return
+	}
+	b.lastDelta = delta
+}
+
+// fail records the Builder's first error.
+func (b *Builder) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// add encodes a record with offset delta delta.
+func (b *Builder) add(delta int32, r Record) {
+	if b.err != nil {
 		return
 	}
 	if b.n == 0 {
@@ -89,13 +129,13 @@ func (b *Builder) Add(r Record) {
 	// wrap, so any pair of int64 timestamps round-trips.
 	tsDelta := r.Timestamp - b.firstTs
 
-	size := 1 + varintSize(tsDelta) + varintSize(int64(b.n)) +
+	size := 1 + varintSize(tsDelta) + varintSize(int64(delta)) +
 		bytesSize(r.Key) + bytesSize(r.Value) + varintSize(int64(len(r.Headers)))
 	for _, h := range r.Headers {
 		size += varintSize(int64(len(h.Key))) + len(h.Key) + bytesSize(h.Value)
 	}
 	if size > MaxBatchSize {
-		b.err = fmt.Errorf("%w: record %d encodes to %d bytes, limit %d", ErrBatchTooLarge, b.n, size, MaxBatchSize)
+		b.fail(fmt.Errorf("%w: record %d encodes to %d bytes, limit %d", ErrBatchTooLarge, b.n, size, MaxBatchSize))
 		return
 	}
 
@@ -103,7 +143,7 @@ func (b *Builder) Add(r Record) {
 	buf = appendVarint(buf, int64(size))
 	buf = append(buf, 0) // attributes
 	buf = appendVarint(buf, tsDelta)
-	buf = appendVarint(buf, int64(b.n))
+	buf = appendVarint(buf, int64(delta))
 	buf = appendBytes(buf, r.Key)
 	buf = appendBytes(buf, r.Value)
 	buf = appendVarint(buf, int64(len(r.Headers)))
@@ -114,6 +154,7 @@ func (b *Builder) Add(r Record) {
 	}
 	b.records = buf
 	b.n++
+	b.lastDelta = delta
 }
 
 // Build encodes the batch into a fresh slice owned by the caller.
@@ -162,7 +203,7 @@ func (b *Builder) AppendTo(dst []byte) (Batch, []byte, error) {
 	binary.BigEndian.PutUint32(h[offLeaderEpoch:], uint32(b.opts.LeaderEpoch))
 	h[offMagic] = Magic
 	binary.BigEndian.PutUint16(h[offAttributes:], attrs)
-	binary.BigEndian.PutUint32(h[offLastOffsetDelta:], uint32(b.n-1))
+	binary.BigEndian.PutUint32(h[offLastOffsetDelta:], uint32(b.lastDelta))
 	binary.BigEndian.PutUint64(h[offFirstTimestamp:], uint64(b.firstTs))
 	binary.BigEndian.PutUint64(h[offMaxTimestamp:], uint64(b.maxTs))
 	binary.BigEndian.PutUint64(h[offProducerID:], uint64(b.opts.ProducerID))
@@ -198,4 +239,39 @@ func appendBytes(buf, p []byte) []byte {
 	}
 	buf = appendVarint(buf, int64(len(p)))
 	return append(buf, p...)
+}
+
+// EmptyBatch is the header of a batch whose records compaction removed
+// all of: Kafka's log cleaner keeps it when it is an idempotent producer's
+// last batch, so that the producer's last sequence survives and a retried
+// send is still recognised as a duplicate. It holds no records, covers
+// offsets [opts.BaseOffset, opts.BaseOffset+lastOffsetDelta], is
+// uncompressed, and carries timestamp ts as both base and max timestamp.
+func EmptyBatch(opts BatchOptions, lastOffsetDelta int32, ts int64) (Batch, error) {
+	if lastOffsetDelta < 0 {
+		return nil, fmt.Errorf("record: lastOffsetDelta %d of an empty batch", lastOffsetDelta)
+	}
+	var attrs uint16
+	switch opts.TimestampType {
+	case CreateTime:
+	case LogAppendTime:
+		attrs |= attrLogAppendTime
+	default:
+		return nil, fmt.Errorf("record: unknown timestamp type %d", opts.TimestampType)
+	}
+	h := make(Batch, HeaderSize)
+	binary.BigEndian.PutUint64(h[offBaseOffset:], uint64(opts.BaseOffset))
+	binary.BigEndian.PutUint32(h[offBatchLength:], uint32(HeaderSize-LengthOffset))
+	binary.BigEndian.PutUint32(h[offLeaderEpoch:], uint32(opts.LeaderEpoch))
+	h[offMagic] = Magic
+	binary.BigEndian.PutUint16(h[offAttributes:], attrs)
+	binary.BigEndian.PutUint32(h[offLastOffsetDelta:], uint32(lastOffsetDelta))
+	binary.BigEndian.PutUint64(h[offFirstTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint64(h[offMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint64(h[offProducerID:], uint64(opts.ProducerID))
+	binary.BigEndian.PutUint16(h[offProducerEpoch:], uint16(opts.ProducerEpoch))
+	binary.BigEndian.PutUint32(h[offBaseSequence:], uint32(opts.BaseSequence))
+	binary.BigEndian.PutUint32(h[offRecordCount:], 0)
+	h.updateCRC()
+	return h, nil
 }

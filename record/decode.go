@@ -99,7 +99,9 @@ func (b Batch) ValidateRecords() error { return b.ValidateRecordsLimit(MaxDecomp
 // offsets to a producer's batch: the records section decompresses to at
 // most maxDecompressed bytes (<= 0 means MaxDecompressedSize) without
 // allocating much more than that; every varint and length is in range and
-// within its record; offset deltas are exactly 0..n-1 in order; header keys
+// within its record; offset deltas increase strictly and stay within
+// lastOffsetDelta (a compacted batch has gaps; CheckRecordTimes, the
+// produce path's check, wants them dense: exactly 0..n-1); header keys
 // are not null; the count matches the records present and nothing trails
 // the last one. It accepts exactly the batches that RecordsLimit with the
 // same limit decodes.
@@ -141,15 +143,26 @@ type RecordTimes struct {
 	// Min is the smallest timestamp other than NoTimestamp, or NoTimestamp
 	// when no record has one: the bound a lower limit is held against.
 	Min int64
+	// Keyless counts the records whose key is null, learnt in the same
+	// pass: a compacted topic's leader refuses them without decoding the
+	// batch again.
+	Keyless int
 }
 
 // CheckRecordTimes is CheckRecords that also returns the records'
 // timestamps, gathered in the same pass: a leader that holds them against
 // its bounds decodes a compressed batch once, not twice. The times are
 // valid only when the error is nil.
+//
+// Unlike the other checks it accepts only a dense batch, as a producer
+// sends: lastOffsetDelta+1 records with offset deltas exactly 0..n-1. Gaps
+// are what compaction leaves in a stored log, never what a producer sends.
 func (b Batch) CheckRecordTimes(maxDecompressed int) (RecordTimes, error) {
 	if err := b.checkHeader(false); err != nil {
 		return RecordTimes{}, err
+	}
+	if n, lod := b.NumRecords(), b.LastOffsetDelta(); n != lod+1 {
+		return RecordTimes{}, corruptf(ErrBadCount, "%d records with lastOffsetDelta %d: a produced batch has no gaps", n, lod)
 	}
 	return b.checkRecordsPooled(maxDecompressed)
 }
@@ -196,6 +209,9 @@ func (b Batch) checkRecords(buf []byte, limit int) ([]byte, RecordTimes, error) 
 		if ts != NoTimestamp && (times.Min == NoTimestamp || ts < times.Min) {
 			times.Min = ts
 		}
+		if r.Key == nil {
+			times.Keyless++
+		}
 	}
 	return d.data, times, d.finish()
 }
@@ -211,7 +227,9 @@ const maxPooledScratch = 4 << 20
 type recordDecoder struct {
 	data       []byte // the records section, decompressed
 	pos        int
-	index      int32 // the next record's expected offset delta
+	index      int32 // the next record's position in the batch
+	prevDelta  int32 // the offset delta of the record before, -1 at first
+	lastDelta  int32 // the batch's lastOffsetDelta: no record goes past it
 	count      int32
 	baseOffset int64
 	baseTime   int64
@@ -254,6 +272,8 @@ func (b Batch) newDecoder(buf []byte, limit int) (recordDecoder, error) {
 	return recordDecoder{
 		data:       data,
 		count:      b.NumRecords(),
+		prevDelta:  -1,
+		lastDelta:  b.LastOffsetDelta(),
 		baseOffset: b.BaseOffset(),
 		baseTime:   b.FirstTimestamp(),
 		appendTime: b.MaxTimestamp(),
@@ -291,8 +311,10 @@ func (d *recordDecoder) next(r *Record, hdrs []Header, keep bool) ([]Header, err
 	if !ok {
 		return hdrs, corruptf(ErrBadRecord, "record %d: bad offset delta: %s", i, describeLength(rec, pos))
 	}
-	if offDelta != i {
-		return hdrs, corruptf(ErrBadCount, "record %d has offset delta %d", i, offDelta)
+	// Deltas increase strictly; a compacted batch skips some (the
+	// records it dropped), within the batch's range.
+	if offDelta <= d.prevDelta || offDelta > d.lastDelta {
+		return hdrs, corruptf(ErrBadCount, "record %d has offset delta %d (after %d, at most %d)", i, offDelta, d.prevDelta, d.lastDelta)
 	}
 	key, pos, ok := readBytes(rec, at)
 	if !ok {
@@ -338,6 +360,7 @@ func (d *recordDecoder) next(r *Record, hdrs []Header, keep bool) ([]Header, err
 	}
 	d.pos = end
 	d.index++
+	d.prevDelta = offDelta
 	return hdrs, nil
 }
 

@@ -117,7 +117,14 @@ func TestParseKeyValues(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	for _, bad := range [][]string{{"retention.ms"}, {"=1"}, {"a=1", "a=2"}} {
+	// A list value keeps its commas, bare or in Kafka's brackets.
+	for _, in := range [][]string{{"cleanup.policy=compact,delete,segment.ms=1h"}, {"cleanup.policy=[compact, delete]", "segment.ms=1h"}} {
+		got, err := parseKeyValues("--config", in)
+		if err != nil || len(got) != 2 || got["cleanup.policy"] != "compact,delete" || got["segment.ms"] != "1h" {
+			t.Errorf("%q: %v, %v", in, got, err)
+		}
+	}
+	for _, bad := range [][]string{{"retention.ms"}, {"=1"}, {"a=1", "a=2"}, {"compact,cleanup.policy=delete"}} {
 		if _, err := parseKeyValues("--config", bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -61,11 +61,15 @@ func newTopicCreateCommand(f *clientFlags) *cobra.Command {
 		Long: `Create a topic and print it as "strata topic describe" does.
 
 --config sets per-topic settings; it may be repeated or given a
-comma-separated list. Settings not given keep the broker's defaults.`,
+comma-separated list. Settings not given keep the broker's defaults.
+A list setting keeps its commas: --config cleanup.policy=compact,delete.
+A compacted topic (cleanup.policy compact) needs remote.storage.enable=false
+for now, and every record it takes needs a key.`,
 		Example: `  strata topic create demo --partitions 3
   strata topic create orders -p 12 -r 3
   strata topic create audit --replication-factor 3 --config retention.ms=-1
-  strata topic create clicks --config retention.ms=7d,segment.bytes=256MiB`,
+  strata topic create clicks --config retention.ms=7d,segment.bytes=256MiB
+  strata topic create users --config cleanup.policy=compact,remote.storage.enable=false`,
 		Args: exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if partitions < 1 {
@@ -355,12 +359,20 @@ func splitList(values []string) []string {
 
 // parseKeyValues reads key=value items (repeated flags, each possibly a
 // comma-separated list). A key given twice is an error rather than a
-// silent choice.
+// silent choice. A list value keeps its commas: an item without "=" after
+// a key=value continues that value, so cleanup.policy=compact,delete is
+// one setting, and Kafka's bracketed spelling cleanup.policy=[compact,delete]
+// reads the same.
 func parseKeyValues(flag string, values []string) (map[string]string, error) {
 	out := map[string]string{}
+	last := ""
 	for _, item := range splitList(values) {
 		k, v, ok := strings.Cut(item, "=")
 		k = strings.TrimSpace(k)
+		if !ok && last != "" {
+			out[last] += "," + item
+			continue
+		}
 		if !ok || k == "" {
 			return nil, usageErrorf("%s %q: want key=value, such as retention.ms=7d", flag, item)
 		}
@@ -368,6 +380,12 @@ func parseKeyValues(flag string, values []string) (map[string]string, error) {
 			return nil, usageErrorf("%s: %s is given twice", flag, k)
 		}
 		out[k] = strings.TrimSpace(v)
+		last = k
+	}
+	for k, v := range out {
+		if strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]") {
+			out[k] = strings.TrimSpace(v[1 : len(v)-1])
+		}
 	}
 	return out, nil
 }

@@ -1,18 +1,16 @@
 package hotlog
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/strata-log/strata/internal/testutil"
 )
 
-// AfterChange calls its callback once, at the next change (here an
-// append), and not for changes after it; RollDue names the roll by age of
-// a segment holding records, and nothing for an empty one; NeedsCheckpoint
-// follows the high watermark until Checkpoint saves it.
-func TestAfterChangeRollDueNeedsCheckpoint(t *testing.T) {
+// RollDue names the roll by age of a segment holding records, and nothing
+// for an empty one; NeedsCheckpoint follows the high watermark until
+// Checkpoint saves it.
+func TestRollDueAndNeedsCheckpoint(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	opts := testOptions(DiskFS{})
 	opts.Now = func() time.Time { return now }
@@ -23,19 +21,11 @@ func TestAfterChangeRollDueNeedsCheckpoint(t *testing.T) {
 	if _, due := l.RollDue(); due {
 		t.Fatal("an empty segment has a roll due")
 	}
-	var calls atomic.Int32
-	l.AfterChange(func() { calls.Add(1) })
-	if calls.Load() != 0 {
-		t.Fatal("called before any change")
-	}
 	if _, err := l.Append(testutil.SeqBatch(t, 0, 2, 5000, 100, []byte("k")), 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Append(testutil.SeqBatch(t, 2, 2, 5002, 100, []byte("k")), 0); err != nil {
 		t.Fatal(err)
-	}
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("called %d times for two appends; want once", n)
 	}
 	if at, due := l.RollDue(); !due || !at.Equal(now.Add(time.Minute)) {
 		t.Fatalf("roll due %v %v; want at %v", at, due, now.Add(time.Minute))
