@@ -3,7 +3,7 @@ package broker
 // The log cleaner compacts the local logs of topics whose cleanup.policy
 // includes compact, as Kafka's does:
 //
-//   - cleanerLoop, one goroutine per broker (goLoop, ended by stop), picks
+//   - cleanerLoop, one goroutine per broker (goLoop, ended with the lifetime), picks
 //     the replica whose log is dirtiest: the largest share of dirty bytes
 //     (sealed bytes past what it last cleaned) in its cleanable prefix, if
 //     that share is at least min.cleanable.dirty.ratio or its oldest dirty
@@ -28,6 +28,7 @@ package broker
 // settings and the clock (tombstones by their age).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -112,8 +113,8 @@ func cleanableOf(segs []hotlog.SegmentInfo, hw, cleanedTo int64, cfg *config.Top
 }
 
 // cleanerLoop is the broker's log cleaner (see the top of the file).
-func (b *Broker) cleanerLoop() {
-	throttle := newIOThrottle(int64(b.cfg.Cleaner.IOMaxBytesPerSecond), b.stop)
+func (b *Broker) cleanerLoop(ctx context.Context) {
+	throttle := newIOThrottle(int64(b.cfg.Cleaner.IOMaxBytesPerSecond), ctx.Done())
 	backoff := time.Duration(b.cfg.Cleaner.Backoff)
 	if backoff <= 0 { // settings built without the defaults
 		backoff = time.Duration(config.DefaultBroker().Cleaner.Backoff)
@@ -122,7 +123,7 @@ func (b *Broker) cleanerLoop() {
 		p, c := b.dirtiestLog()
 		if p == nil {
 			select {
-			case <-b.stop:
+			case <-ctx.Done():
 				return
 			case <-time.After(backoff):
 			}
@@ -139,7 +140,7 @@ func (b *Broker) cleanerLoop() {
 			b.metrics.cleaner.failures.Add(1)
 			b.log.Warn("log cleaning failed; the log stays as it was", "partition", p.name(), "err", err)
 			select { // not straight back to the same failure
-			case <-b.stop:
+			case <-ctx.Done():
 				return
 			case <-time.After(backoff):
 			}
