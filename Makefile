@@ -13,6 +13,10 @@ GRPCURL_VERSION            := v1.9.4
 # MinIO server for the object-store and end-to-end tests. Run as a separate
 # process, never imported; the first build takes a few minutes.
 MINIO_VERSION              := v0.0.0-20260212201848-7aac2a2c5b7c
+# htmx for the console (console/static/htmx.min.js, committed): make
+# ui-vendor fetches this version with npm and checks the file's sha256.
+HTMX_VERSION               := 2.0.4
+HTMX_SHA256                := e209dda5c8235479f3166defc7750e1dbcd5a5c1808b7792fc2e6733768fb447
 # Packages whose tests run under the race detector: all of them, today.
 RACE_PKGS ?= ./...
 FUZZTIME  ?= 30s
@@ -24,7 +28,7 @@ SIM_FIRST ?= 1
 
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-latency bench-rf bench-failover bench-scale fuzz lint run run-minio certs cluster proto tools minio kcat clean
+.PHONY: help build test sim bench bench-cold bench-cold-isolation bench-latency bench-rf bench-failover bench-scale fuzz lint run run-minio certs cluster proto tools minio kcat chromium ui-vendor clean
 
 help: ## list the targets
 	@# The name column is as wide as the longest target name.
@@ -50,10 +54,20 @@ $(TOOLS)/bin/minio:
 
 minio: $(TOOLS)/bin/minio ## install the pinned MinIO server the tests run into .tools/bin
 
-tools: $(TOOLS)/bin/grpcurl minio kcat ## install the tools the tests use into .tools/bin (kcat from Debian's package)
+tools: $(TOOLS)/bin/grpcurl minio kcat chromium ## install the tools the tests use into .tools/bin (kcat and chromium from Debian's packages)
 
 kcat: ## kcat (librdkafka), the non-Go Kafka client the tests use: apt-get install -y kcat when missing
 	@command -v kcat >/dev/null || apt-get install -y kcat || { apt-get update && apt-get install -y kcat; }
+
+chromium: ## headless Chromium, the browser the console's e2e tests drive: apt-get install -y chromium when missing
+	@command -v chromium >/dev/null || apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }
+
+ui-vendor: ## fetch htmx $(HTMX_VERSION) with npm into console/static and check its sha256 (the file is committed; nothing is fetched at run time)
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && cd $$tmp && \
+	  npm pack --silent htmx.org@$(HTMX_VERSION) >/dev/null && \
+	  tar xzf htmx.org-$(HTMX_VERSION).tgz package/dist/htmx.min.js && \
+	  echo "$(HTMX_SHA256)  package/dist/htmx.min.js" | sha256sum -c - && \
+	  cp package/dist/htmx.min.js $(CURDIR)/console/static/htmx.min.js
 
 test: tools build ## vet, every test with -race (fuzz targets over their seed corpus), then the replication simulation over SIM_SEEDS seeds
 	$(GO) vet ./...

@@ -7,6 +7,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -45,6 +46,7 @@ func openTestReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.Part
 		cfg: r.cfg, info: info, lagMax: 10 * time.Second,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		fs:     fsys, now: func() time.Time { return r.now }, onDurable: func() {},
+		brokerAddr: testBrokerAddr,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +55,10 @@ func openTestReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.Part
 	r.p = p
 	return r
 }
+
+// testBrokerAddr is the client address a test replica's metadata gives
+// broker id.
+func testBrokerAddr(id int32) string { return fmt.Sprintf("127.0.0.1:%d", 7400+id) }
 
 // batch is n records whose values carry ids from first.
 func testBatch(t *testing.T, first uint64, n int) record.Batch {

@@ -34,6 +34,9 @@ type RecoveryReport struct {
 	// RemovedFiles lists leftovers deleted: temporary files, indexes without a
 	// log, and segments wholly below the checkpointed log start.
 	RemovedFiles []string
+	// CompletedRewrite lists the bases of segments whose committed rewrite
+	// (see rewrite.go) a crash interrupted and open finished.
+	CompletedRewrite []int64
 }
 
 // unknownTs marks a segment minimum timestamp that recovery did not see all
@@ -44,6 +47,9 @@ const unknownTs = math.MinInt64
 func (l *Log) open() error {
 	fsys, dir := l.opts.FS, l.dir
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := l.recoverSwap(); err != nil {
 		return err
 	}
 	names, err := fsys.ReadDir(dir)

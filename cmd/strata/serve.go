@@ -21,6 +21,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/console"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/rpc"
 )
@@ -180,7 +181,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 		if auth != nil {
 			scheme = "https"
 		}
-		adminAt = scheme + "://" + admin.Addr + " (/metrics, /healthz, /readyz)"
+		adminAt = scheme + "://" + admin.Addr + " (console at /ui; /metrics, /healthz, /readyz)"
 	}
 	if b.ReadReplica() {
 		fmt.Fprintf(cmd.OutOrStdout(), "strata %s: broker %d serving gRPC on %s as a read-only replica of %s; admin on %s; %s\n",
@@ -303,10 +304,12 @@ func kafkaMode(cfg config.Broker, auth *rpc.Auth) string {
 // empty: /healthz answers 200 while the broker serves, /readyz 200 while it
 // is ready for clients and 503 with the reason when it is not
 // (broker.Ready), /metrics gives its counters in the Prometheus text
-// format, and with cfg.Pprof /debug/pprof/ the Go profiler. With auth set
-// it serves TLS, and /metrics and the profiler answer only brokers,
-// superusers and cluster admins (a client certificate or a bearer token);
-// /healthz and /readyz stay open for health checks and load balancers.
+// format, /ui is the operator console (package console), and with
+// cfg.Pprof /debug/pprof/ the Go profiler. With auth set it serves TLS,
+// and /metrics and the profiler answer only brokers, superusers and
+// cluster admins (a client certificate or a bearer token); the console
+// holds each visitor to the API's authentication and ACLs; /healthz and
+// /readyz stay open for health checks and load balancers.
 func serveAdmin(cfg config.Admin, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) (*http.Server, error) {
 	if cfg.Listen == "" {
 		return nil, nil
@@ -345,6 +348,13 @@ func serveAdmin(cfg config.Admin, b *broker.Broker, auth *rpc.Auth, logger *slog
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		b.WriteMetrics(w)
 	}))
+	var policy *broker.Auth
+	if auth != nil {
+		policy = auth.Policy()
+	}
+	ui := console.Handler(console.Deps{Source: b, Auth: policy, Logger: logger})
+	mux.Handle(console.Prefix+"/", ui)
+	mux.Handle("GET "+console.Prefix, http.RedirectHandler(console.Prefix+"/", http.StatusMovedPermanently))
 	if cfg.Pprof {
 		// go tool pprof https://<admin>/debug/pprof/profile
 		mux.HandleFunc("/debug/pprof/", guard(pprof.Index))

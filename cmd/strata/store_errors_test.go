@@ -124,7 +124,7 @@ func TestServeStartLine(t *testing.T) {
 	})
 	abs, _ := filepath.Abs(dir)
 	for _, want := range []string{"serving gRPC on " + listen, "cold tier fs " + filepath.Join(abs, "objects"),
-		"admin on http://" + admin + " (/metrics, /healthz, /readyz)"} {
+		"admin on http://" + admin + " (console at /ui; /metrics, /healthz, /readyz)"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("start line lacks %q: %s", want, line)
 		}
