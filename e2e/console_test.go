@@ -276,6 +276,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("no under-replicated partition listed: %v", err)
 	}
 	br.shot(t, "cluster-broker-down")
+
+	// A topic created through the form (a POST with the page's CSRF token).
+	br.open(t, ui+"/new-topic", "input[name=name]")
+	br.run(t, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("input[name=name]"), "from-the-console"),
+		chromedp.Submit(chromedp.CSS("input[name=name]")),
+		chromedp.WaitVisible(chromedp.CSS("#partition-0")))
+	if out := b1.run(nil, "topic", "list"); !strings.Contains(out, "from-the-console") {
+		t.Errorf("the topic created in the console is not listed by the CLI:\n%s", out)
+	}
 	br.noCSPViolations(t)
 }
 
