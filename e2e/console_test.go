@@ -215,6 +215,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	br.open(t, ui+"/groups/billing", "#lags")
 	br.shot(t, "group")
 
+	// A topic created through the form (a POST with the page's CSRF token).
+	br.open(t, ui+"/new-topic", "input[name=name]")
+	br.run(t, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("input[name=name]"), "from-the-console"),
+		chromedp.Submit(chromedp.CSS("input[name=name]")),
+		chromedp.WaitVisible(chromedp.CSS("#partition-0, #error")))
+	if msg, err := br.text("#error"); err == nil {
+		t.Fatalf("creating a topic in the console: %s", msg)
+	}
+	if out := b1.run(nil, "topic", "list"); !strings.Contains(out, "from-the-console") {
+		t.Errorf("the topic created in the console is not listed by the CLI:\n%s", out)
+	}
+
 	// The record browser, following partition 0: a record produced with
 	// the CLI shows within a second of the CLI's acknowledgement.
 	br.open(t, ui+"/topics/orders/partitions/0/records", "#records")
@@ -277,15 +290,6 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	br.shot(t, "cluster-broker-down")
 
-	// A topic created through the form (a POST with the page's CSRF token).
-	br.open(t, ui+"/new-topic", "input[name=name]")
-	br.run(t, 30*time.Second,
-		chromedp.SendKeys(chromedp.CSS("input[name=name]"), "from-the-console"),
-		chromedp.Submit(chromedp.CSS("input[name=name]")),
-		chromedp.WaitVisible(chromedp.CSS("#partition-0")))
-	if out := b1.run(nil, "topic", "list"); !strings.Contains(out, "from-the-console") {
-		t.Errorf("the topic created in the console is not listed by the CLI:\n%s", out)
-	}
 	br.noCSPViolations(t)
 }
 
