@@ -79,7 +79,11 @@ type Broker struct {
 	// ids they claim, as of the controller loop's last round (liveMembers).
 	counted atomic.Pointer[[]gossip.Member]
 
-	stop chan struct{}
+	// life is the broker's lifetime: every goroutine the broker starts in
+	// the background runs under it (goLoop, goTask) or a context derived
+	// from it, and Close cancels it (end), then waits for them (wg).
+	life context.Context
+	end  context.CancelFunc
 	wg   sync.WaitGroup
 
 	// raftTLS, when set, runs the metadata group's transport over TLS.
@@ -142,9 +146,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		logsDir:      filepath.Join(cfg.DataDir, "logs"),
 		reconciledCh: make(chan struct{}),
 		tierKick:     make(chan struct{}, 1),
-		stop:         make(chan struct{}),
 		peers:        peers,
 	}
+	b.life, b.end = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(b)
 	}
@@ -156,6 +160,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		// readreplica.go.
 		b.limits = newLimits(cfg, logger)
 		if err := b.startReadReplica(ctx); err != nil {
+			b.end()
 			peers.Close()
 			return nil, err
 		}
@@ -171,6 +176,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	ok := false
 	defer func() {
 		if !ok {
+			b.end()
 			b.closeAll()
 		}
 	}()
@@ -231,10 +237,11 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	}
 	b.goLoop(b.reconcileLoop)
 	if b.coldPace != nil && b.coldPace.yield != nil {
-		b.goLoop(func() { b.coldPace.yield.run(b.stop) })
+		b.goLoop(b.coldPace.yield.run)
 	}
 	b.goLoop(b.housekeepingLoop)
 	b.goLoop(b.tierLoop)
+	b.goLoop(b.cleanerLoop)
 	b.goLoop(b.controllerLoop)
 	b.goLoop(b.isrWatchLoop)
 	ok = true
@@ -289,23 +296,27 @@ func (b *Broker) ReadReplica() bool {
 	return ok
 }
 
-func (b *Broker) goLoop(loop func()) {
+// goLoop runs loop in the background under the broker's lifetime: its
+// context ends when Close begins, and Close waits for it to return.
+func (b *Broker) goLoop(loop func(ctx context.Context)) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		loop()
+		loop(b.life)
 	}()
 }
 
-// goTask runs task in the background unless the broker is closing; Close
-// waits for it.
-func (b *Broker) goTask(task func()) {
+// goTask runs task as goLoop does, unless the broker is closing: a task a
+// request or a loop starts while Close runs is dropped (false), so that
+// Close's wait is not joined late.
+func (b *Broker) goTask(task func(ctx context.Context)) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.mu.closed {
-		return
+		return false
 	}
 	b.goLoop(task)
+	return true
 }
 
 // Close stops background work, closes every partition (each fsyncs and
@@ -319,7 +330,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
-	close(b.stop)
+	b.end()
 	b.closeGroups() // held heartbeats return now
 	b.wg.Wait()
 	return b.closeAll()
@@ -366,13 +377,13 @@ func (b *Broker) closeAll() error {
 // this broker leading an old one, writes producer snapshots of sealed
 // segments, seals idle segments that reached segment.ms (so their data can
 // move on without a new append) and checkpoints high watermarks.
-func (b *Broker) housekeepingLoop() {
+func (b *Broker) housekeepingLoop(ctx context.Context) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var lastRoll, lastCheckpoint, lastRoom time.Time
 	for {
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}

@@ -56,6 +56,7 @@ func (b clusterMember) writeMetrics(w io.Writer) {
 	b.metrics.kafka.write(mw)
 	b.writeThrottleMetrics(mw)
 	b.writeTierMetrics(mw, parts)
+	b.metrics.cleaner.write(mw)
 	writeRuntimeMetrics(mw)
 }
 

@@ -17,6 +17,7 @@ package broker
 // moves its leadership (a few seconds: the gossip failure detection).
 
 import (
+	"context"
 	"slices"
 	"sort"
 	"strconv"
@@ -206,12 +207,12 @@ func writeGroupLags(mw *metricsWriter, r groupLagReport) {
 // as the metadata applies them: every accepted change reaches the leader
 // that way, whoever proposed it (the leader itself, or the controller
 // taking a dead follower out).
-func (b *Broker) isrWatchLoop() {
+func (b *Broker) isrWatchLoop(ctx context.Context) {
 	for {
 		changed := b.meta.Changed()
 		b.observeISR()
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-changed:
 		}

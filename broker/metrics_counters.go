@@ -16,6 +16,8 @@ type brokerMetrics struct {
 	requests RequestMetrics
 	// kafka counts the Kafka front end's requests (metrics_kafka.go).
 	kafka KafkaMetrics
+	// cleaner counts the log cleaner's work (cleaner.go).
+	cleaner cleanerStats
 	// leaderElections counts the leaders this broker elected as controller
 	// (membership.go, electLeader).
 	leaderElections atomic.Int64

@@ -28,6 +28,9 @@ type partition struct {
 	log     *hotlog.Log
 	logger  *slog.Logger
 	now     func() time.Time
+	// brokerAddr is the client address of a broker, for the NOT_LEADER
+	// this replica answers (notLeaderError); "" where it is not known.
+	brokerAddr func(id int32) string
 
 	cfg atomic.Pointer[config.Topic]
 	// view is the metadata the replica last applied, for readers that need
@@ -100,6 +103,9 @@ type replicaSpec struct {
 	files *hotlog.FileCache
 	// now is the clock; nil for time.Now.
 	now func() time.Time
+	// brokerAddr gives a broker's client address, for NOT_LEADER; nil
+	// when none is known.
+	brokerAddr func(id int32) string
 	// onDurable, when set, is called when the log's durable end moves,
 	// instead of waking a goroutine of the partition's own that moves the
 	// high watermark: a simulation calls advance itself, in its own order.
@@ -113,11 +119,14 @@ type replicaSpec struct {
 // applies the metadata to it.
 func openPartition(s replicaSpec) (*partition, error) {
 	p := &partition{topic: s.topic, id: s.partition, topicID: s.topicID, dir: s.dir, self: s.self,
-		logger: s.logger.With("topic", s.topic, "partition", s.partition), now: s.now,
+		logger: s.logger.With("topic", s.topic, "partition", s.partition), now: s.now, brokerAddr: s.brokerAddr,
 		producers: newProducerState()}
 	p.advancing.run = p.advance
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if p.brokerAddr == nil {
+		p.brokerAddr = func(int32) string { return "" }
 	}
 	p.cfg.Store(&s.cfg)
 	p.tier.Store(&tierState{coldStart: -1, coldEnd: -1})
@@ -408,16 +417,17 @@ func (p *partition) resetAsFollower(leader, epoch int32, start int64) error {
 }
 
 // appendAsFollower appends what the leader sent (whole batches with their
-// offsets and epochs, from the follower's log end on) and takes the
-// leader's high watermark, as far as the follower's log goes.
-func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW int64) error {
+// offsets and epochs, from the follower's log end on, read by the leader
+// from readFrom, or NoReadFrom) and takes the leader's high watermark, as
+// far as the follower's log goes.
+func (p *partition) appendAsFollower(leader, epoch int32, readFrom int64, data []byte, leaderHW int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.followingLocked(leader, epoch) {
 		return errNotFollowing
 	}
 	if data = skipBelow(data, p.log.LogEndOffset()); len(data) > 0 {
-		if err := p.producers.appendReplica(p.log, data); err != nil {
+		if err := p.producers.appendReplica(p.log, data, readFrom); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,14 +16,14 @@ import (
 )
 
 // reconcileLoop applies every metadata change to the local partitions.
-func (b *Broker) reconcileLoop() {
+func (b *Broker) reconcileLoop(ctx context.Context) {
 	for {
 		changed := b.meta.Changed()
 		if err := b.reconcile(); err != nil {
 			b.log.Error("applying cluster metadata failed", "err", err)
 		}
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-changed:
 		}
@@ -108,7 +109,7 @@ func (b *Broker) reconcile() error {
 				opens = append(opens, &opening{tp: tp, spec: replicaSpec{
 					dir: b.partitionDir(t, info.Partition), topic: name, topicID: t.ID, partition: info.Partition,
 					self: b.id, cfg: cfg, info: info, lagMax: time.Duration(b.cfg.Replica.LagTimeMax), logger: b.log,
-					files: b.limits.segmentFileCache(),
+					files: b.limits.segmentFileCache(), brokerAddr: b.leaderAddr,
 				}})
 				continue
 			}

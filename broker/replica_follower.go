@@ -31,7 +31,8 @@ type followTarget struct {
 	epoch  int32
 }
 
-// fetchers runs one fetcher per leader broker.
+// fetchers runs one fetcher per leader broker, each under the broker's
+// lifetime: Close's end of it stops them all, and closeAll (stop) waits.
 type fetchers struct {
 	b  *Broker
 	mu sync.Mutex
@@ -121,7 +122,7 @@ type fetcher struct {
 }
 
 func newFetcher(b *Broker, leader int32, addr string) *fetcher {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.life)
 	return &fetcher{b: b, leader: leader, addr: addr, log: b.log.With("leader", leader), ctx: ctx, cancel: cancel,
 		parts: map[cluster.TopicPartition]*followed{}, kick: make(chan struct{}, 1)}
 }
@@ -175,7 +176,8 @@ func (f *fetcher) run() {
 }
 
 // session is one stream: it sends positions as partitions are prepared or
-// move, and applies what the leader sends.
+// move, and applies what the leader sends, on a goroutine of its own that
+// session ends (cancelling the stream) and waits for before it returns.
 func (f *fetcher) session() error {
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
@@ -199,7 +201,13 @@ func (f *fetcher) session() error {
 		return stream.Send(ReplicaUpdate{FollowerID: f.b.id, Positions: positions})
 	}
 	recvErr := make(chan error, 1)
+	received := make(chan struct{})
+	defer func() {
+		cancel() // the stream's Recv and Send return
+		<-received
+	}()
 	go func() {
+		defer close(received)
 		for {
 			chunk, err := stream.Recv()
 			if err != nil {
@@ -380,7 +388,7 @@ func (f *fetcher) apply(chunk ReplicaChunk) (ReplicaPosition, bool) {
 		}
 		return f.report(fo, epoch, p.committedEnd(), true)
 	}
-	err := p.appendAsFollower(f.leader, epoch, chunk.Batches, chunk.HighWatermark)
+	err := p.appendAsFollower(f.leader, epoch, chunk.ReadFrom, chunk.Batches, chunk.HighWatermark)
 	switch appendStep(err) {
 	case appendReportAgain:
 		return f.report(fo, epoch, p.committedEnd(), true)

@@ -51,6 +51,7 @@ package broker
 //     a power cut may have taken acknowledged records they still hold.
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -243,9 +244,10 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 	return ended
 }
 
-// errNotLeaderNow marks a produce wait ended by a change of leadership;
-// the partition turns it into NOT_LEADER.
-var errNotLeaderNow = &Error{Reason: ReasonNotLeader, Message: "leadership changed before the batch committed; it may be lost"}
+// errNotLeaderNow ends a produce wait when leadership changes. It is not
+// an answer: commitOutcome turns it into NOT_LEADER (notLeaderError),
+// naming the new leader.
+var errNotLeaderNow = errors.New("broker: leadership changed before the batch committed")
 
 // checkProduce says whether a produce may be appended now: only by the
 // leader, and for acks=all only while the ISR has min.insync.replicas

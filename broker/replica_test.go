@@ -7,6 +7,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -45,6 +46,7 @@ func openTestReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.Part
 		cfg: r.cfg, info: info, lagMax: 10 * time.Second,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		fs:     fsys, now: func() time.Time { return r.now }, onDurable: func() {},
+		brokerAddr: testBrokerAddr,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +55,10 @@ func openTestReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.Part
 	r.p = p
 	return r
 }
+
+// testBrokerAddr is the client address a test replica's metadata gives
+// broker id.
+func testBrokerAddr(id int32) string { return fmt.Sprintf("127.0.0.1:%d", 7400+id) }
 
 // batch is n records whose values carry ids from first.
 func testBatch(t *testing.T, first uint64, n int) record.Batch {
@@ -131,7 +137,7 @@ func TestDeposedLeaderDoesNotAcknowledgeTruncatedOffsets(t *testing.T) {
 	if _, err := r.p.truncateAsFollower(2, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.p.appendAsFollower(2, 1, leaderBatch(t, 0, 1, 900, 8), 8); err != nil {
+	if err := r.p.appendAsFollower(2, 1, NoReadFrom, leaderBatch(t, 0, 1, 900, 8), 8); err != nil {
 		t.Fatal(err)
 	}
 	if hw := r.p.log.HighWatermark(); hw != 8 {
@@ -166,7 +172,7 @@ func TestFollowerTakesAReplicatedChunkWholeOrNotAtAll(t *testing.T) {
 		}
 		return append(append([]byte(nil), first...), second...)
 	}
-	err := r.p.appendAsFollower(1, 1, chunk(true), 5)
+	err := r.p.appendAsFollower(1, 1, NoReadFrom, chunk(true), 5)
 	if !errors.Is(err, hotlog.ErrInvalidBatch) {
 		t.Fatalf("damaged chunk: %v, want ErrInvalidBatch", err)
 	}
@@ -176,7 +182,7 @@ func TestFollowerTakesAReplicatedChunkWholeOrNotAtAll(t *testing.T) {
 	if got := dumpState(r.p.producers); len(got) != 0 {
 		t.Fatalf("producers remembered from a refused chunk: %+v", got)
 	}
-	if err := r.p.appendAsFollower(1, 1, chunk(false), 5); err != nil {
+	if err := r.p.appendAsFollower(1, 1, NoReadFrom, chunk(false), 5); err != nil {
 		t.Fatal(err)
 	}
 	if end := r.p.log.LogEndOffset(); end != 5 {
@@ -306,7 +312,7 @@ func TestTruncationByLeaderEpochTakesSeveralRounds(t *testing.T) {
 		start, end int64
 	}{{1, 0, 10}, {3, 10, 15}} {
 		for off := e.start; off < e.end; off++ { // a batch per record: truncation cuts whole batches
-			if err := follower.p.appendAsFollower(1, 4, leaderBatch(t, off, e.epoch, uint64(off), 1), 0); err != nil {
+			if err := follower.p.appendAsFollower(1, 4, NoReadFrom, leaderBatch(t, off, e.epoch, uint64(off), 1), 0); err != nil {
 				t.Fatal(err)
 			}
 		}

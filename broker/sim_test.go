@@ -1597,7 +1597,7 @@ func (b *simBroker) chunk(f *simFollow, c ReplicaChunk) {
 		b.report(f, p.committedEnd())
 		return
 	}
-	err := p.appendAsFollower(f.leader, f.epoch, c.Batches, c.HighWatermark)
+	err := p.appendAsFollower(f.leader, f.epoch, NoReadFrom, c.Batches, c.HighWatermark)
 	switch appendStep(err) {
 	case appendReportAgain:
 		b.report(f, p.committedEnd())
@@ -1610,8 +1610,9 @@ func (b *simBroker) chunk(f *simFollow, c ReplicaChunk) {
 	}
 }
 
-// Produce, as Broker.Produce does it for acks=all once the broker admitted
-// it: alignTier, leaderProduce, and the wait's outcome by commitOutcome.
+// Produce, as Broker.Produce does it for acks=all: of its admission the
+// replica's part (alignTier, as ensureTier, then admitBatch), appendBatch,
+// and the wait's outcome by commitOutcome, as awaitAcks.
 
 type simWait struct {
 	w      *produceWaiter
@@ -1633,14 +1634,20 @@ func (b *simBroker) produce(c *simClient, req uint64, batch record.Batch) {
 		return
 	}
 	if !p.isLeader() {
-		answer(0, 0, refuse(ReasonNotLeader, nil, "not the leader").with("leader_id", itoa(int64(p.view.Load().Leader))))
+		leader := p.view.Load().Leader
+		answer(0, 0, notLeading(leader, p.brokerAddr(leader), "broker %d does not lead %s", b.id, p.name()))
 		return
 	}
 	if err := p.alignTier(context.Background(), b.env()); err != nil {
 		answer(0, 0, err)
 		return
 	}
-	res, w, err := p.leaderProduce(context.Background(), batch, AcksAll, func(int64) error { return nil }, func() {})
+	batch, err := p.admitBatch(batch, func(int64) error { return nil })
+	if err != nil {
+		answer(0, 0, err)
+		return
+	}
+	res, w, err := p.appendBatch(context.Background(), batch, AcksAll, func() {})
 	if err != nil {
 		answer(0, 0, err)
 		return

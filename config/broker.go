@@ -49,6 +49,8 @@ type Broker struct {
 	Tiering Tiering `yaml:"tiering"`
 	// Replica tunes replication.
 	Replica Replica `yaml:"replica"`
+	// Cleaner tunes the log cleaner of compacted topics.
+	Cleaner Cleaner `yaml:"cleaner"`
 	// Controller tunes the metadata controller.
 	Controller Controller `yaml:"controller"`
 	// Limits bound what one request or client may make the cluster hold.
@@ -243,6 +245,23 @@ type Storage struct {
 	MinFreeBytes ByteSize `yaml:"min_free_bytes"`
 }
 
+// Cleaner tunes the log cleaner, which compacts the local logs of topics
+// with cleanup.policy compact. Kafka's broker settings of the same job are
+// named after each field.
+type Cleaner struct {
+	// IOMaxBytesPerSecond bounds the bytes the cleaner reads and writes per
+	// second, across every partition, so cleaning never starves writers
+	// (Kafka's log.cleaner.io.max.bytes.per.second). 0 means unlimited.
+	IOMaxBytesPerSecond ByteSize `yaml:"io_max_bytes_per_second"`
+	// DedupeBufferSize bounds the memory of one cleaning's key map: a log
+	// with more keys than fit is cleaned in passes (Kafka's
+	// log.cleaner.dedupe.buffer.size).
+	DedupeBufferSize ByteSize `yaml:"dedupe_buffer_size"`
+	// Backoff is how long the cleaner waits when no log needs cleaning
+	// (Kafka's log.cleaner.backoff.ms).
+	Backoff Duration `yaml:"backoff"`
+}
+
 // Replica tunes replication.
 type Replica struct {
 	// LagTimeMax: a follower that has not caught up for this long is
@@ -345,6 +364,7 @@ func DefaultBroker() Broker {
 			ColdReadYield:      true,
 		},
 		Replica:    Replica{LagTimeMax: Duration(30 * time.Second)},
+		Cleaner:    Cleaner{IOMaxBytesPerSecond: 50 << 20, DedupeBufferSize: 128 << 20, Backoff: Duration(15 * time.Second)},
 		Controller: Controller{DeadBrokerTimeout: Duration(5 * time.Minute)},
 		Limits:     Limits{MaxPartitionsPerBroker: DefaultMaxPartitionsPerBroker, MaxFetchBytes: 8 << 20, MaxGroups: 10000},
 		Log:        Logging{Level: "info", Format: "text"},

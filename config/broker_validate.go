@@ -52,6 +52,15 @@ func (b Broker) Validate() error {
 	if b.Tiering.OrphanGrace <= 0 {
 		return &Error{Key: "tiering.orphan_grace", Value: b.Tiering.OrphanGrace.String(), Allowed: "a positive duration such as 10m"}
 	}
+	if b.Cleaner.IOMaxBytesPerSecond < 0 {
+		return &Error{Key: "cleaner.io_max_bytes_per_second", Value: b.Cleaner.IOMaxBytesPerSecond.String(), Allowed: "a size per second such as 50MiB, or 0 for unlimited"}
+	}
+	if b.Cleaner.DedupeBufferSize < 1<<20 {
+		return &Error{Key: "cleaner.dedupe_buffer_size", Value: b.Cleaner.DedupeBufferSize.String(), Allowed: "a size of at least 1MiB, such as 128MiB"}
+	}
+	if b.Cleaner.Backoff <= 0 {
+		return &Error{Key: "cleaner.backoff", Value: b.Cleaner.Backoff.String(), Allowed: "a positive duration such as 15s"}
+	}
 	// Followers send their position at least every half second: a shorter
 	// lag would take live but idle followers out of the ISR.
 	if b.Replica.LagTimeMax < Duration(time.Second) {

@@ -172,6 +172,7 @@ func sampleBroker() Broker {
 			ColdReadGetsPerSec:  500,
 		},
 		Replica:        Replica{LagTimeMax: Duration(10e9)},
+		Cleaner:        Cleaner{IOMaxBytesPerSecond: 10 << 20, DedupeBufferSize: 16 << 20, Backoff: Duration(5e9)},
 		Controller:     Controller{DeadBrokerTimeout: Duration(36e11)},
 		Limits:         Limits{MaxPartitionsPerBroker: 2000, MaxFetchBytes: 4 << 20, MaxGroups: 500},
 		Quotas:         Quotas{ProduceBytesPerSec: 10 << 20, FetchBytesPerSec: 20 << 20},

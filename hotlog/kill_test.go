@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 		runKillChild(spec)
 		return
 	}
+	if dir := os.Getenv(rewriteChildEnv); dir != "" {
+		runRewriteChild(dir)
+		return
+	}
 	os.Exit(m.Run())
 }
 

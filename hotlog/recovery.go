@@ -34,6 +34,9 @@ type RecoveryReport struct {
 	// RemovedFiles lists leftovers deleted: temporary files, indexes without a
 	// log, and segments wholly below the checkpointed log start.
 	RemovedFiles []string
+	// CompletedRewrite lists the bases of segments whose committed rewrite
+	// (see rewrite.go) a crash interrupted and open finished.
+	CompletedRewrite []int64
 }
 
 // unknownTs marks a segment minimum timestamp that recovery did not see all
@@ -44,6 +47,9 @@ const unknownTs = math.MinInt64
 func (l *Log) open() error {
 	fsys, dir := l.opts.FS, l.dir
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := l.recoverSwap(); err != nil {
 		return err
 	}
 	names, err := fsys.ReadDir(dir)
@@ -155,8 +161,13 @@ func (l *Log) open() error {
 		l.recovery.RemovedFiles = append(l.recovery.RemovedFiles, filepath.Base(segs[0].path))
 		segs = segs[1:]
 	}
+	// Segments may leave gaps between them (a compacted segment whose last
+	// batches the cleaner dropped ends below the next one's base), never
+	// overlap. A gap after a segment past the recovery point was taken
+	// above for lost writes and its successors removed: a cleaner rewrites
+	// only segments below the checkpointed recovery point.
 	for i := 1; i < len(segs); i++ {
-		if end := segs[i-1].next.Load(); end != segs[i].base {
+		if end := segs[i-1].next.Load(); end > segs[i].base {
 			return fmt.Errorf("%w: segment %d ends at offset %d but the next begins at %d",
 				ErrCorrupt, segs[i-1].base, end, segs[i].base)
 		}
@@ -362,7 +373,9 @@ func (s *segment) trustedEntries(size int64) (int, error) {
 		if e.rel != t.rel || int64(e.pos) >= size {
 			break
 		}
-		if k == 0 && (e.rel != 0 || e.pos != 0) {
+		// The first entry is the first batch, at position 0; its offset
+		// may be past the segment's base in a compacted segment.
+		if k == 0 && e.pos != 0 {
 			break
 		}
 		if k > 0 {

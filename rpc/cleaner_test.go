@@ -1,0 +1,155 @@
+package rpc
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/testutil"
+	"github.com/strata-log/strata/record"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
+)
+
+// cleanerPasses reads strata_cleaner_passes_total from a broker's metrics.
+func cleanerPasses(b *testBroker) int {
+	var buf bytes.Buffer
+	b.WriteMetrics(&buf)
+	m := regexp.MustCompile(`(?m)^strata_cleaner_passes_total (\d+)`).FindSubmatch(buf.Bytes())
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// localRecords reads every record of a stopped broker's partition log.
+func localRecords(t *testing.T, b *testBroker, topic, id string, p int32) []record.Record {
+	t.Helper()
+	opts := hotlog.DefaultOptions()
+	opts.Logger = quietLogger()
+	l, err := hotlog.Open(filepath.Join(b.cfg.DataDir, "logs", topic+"-"+id, fmt.Sprint(p)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var out []record.Record
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+		res, err := l.Read(off, 1<<20, l.LogEndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for data := res.Data; len(data) > 0; {
+			bt, rest, err := record.Next(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := bt.Records()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, recs...)
+			data = rest
+		}
+		off = res.NextOffset
+	}
+	return out
+}
+
+// TestReplicasCleanIndependentlyAndAgree: on a compacted topic with three
+// replicas, every broker's cleaner compacts its own replica; afterwards
+// each replica still holds the last value of every key, far fewer records
+// than were written, and any offset two replicas both hold carries the
+// same record in both.
+func TestReplicasCleanIndependentlyAndAgree(t *testing.T) {
+	dir := t.TempDir()
+	cfgs := make([]config.Broker, 3)
+	for i := range cfgs {
+		cfgs[i] = brokerConfig(t, int32(i+1), filepath.Join(dir, fmt.Sprint("b", i+1)))
+		cfgs[i].Cleaner.Backoff = config.Duration(50 * time.Millisecond)
+	}
+	b1 := startBroker(t, cfgs[0])
+	bs := []*testBroker{b1, joinSecondBroker(t, b1, cfgs[1]), joinSecondBroker(t, b1, cfgs[2])}
+	ctx := testCtx(t)
+	createEverywhere(t, bs, "c", 1, map[string]string{
+		"replication.factor": "3", "min.insync.replicas": "2", "segment.bytes": "16KiB",
+		"cleanup.policy": "compact", "remote.storage.enable": "false", "min.cleanable.dirty.ratio": "0.1",
+	})
+	leader := byID(bs, partitionState(t, bs[0], "c", 0).Metadata.Leader)
+	const keys, writes = 40, 2000
+	last := map[string]string{}
+	for i := 0; i < writes; i += 10 {
+		bl := record.NewBuilder(record.DefaultBatchOptions())
+		for j := i; j < i+10; j++ {
+			k, v := fmt.Sprintf("key-%02d", (j*7)%keys), fmt.Sprintf("value-%05d-%0100d", j, j)
+			bl.Add(record.Record{Timestamp: baseTime + int64(j), Key: []byte(k), Value: []byte(v)})
+			last[k] = v
+		}
+		b, err := bl.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leader.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "c", Batch: b, Acks: stratav1.Acks_ACKS_ALL}); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	for _, b := range bs {
+		testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("broker %d's cleaner to clean", b.ID()), func() bool {
+			return cleanerPasses(b) > 0
+		})
+	}
+	// Through the leader: offsets rise and every key's last value is there.
+	_, served := leader.readAll(t, "c", 0, 0)
+	checkCompacted(t, "served by the leader", served, last, writes)
+
+	id := partitionTopicID(t, bs[0], "c")
+	for _, b := range bs {
+		b.stop(t)
+	}
+	held := make([]map[int64]record.Record, len(bs))
+	for i, b := range bs {
+		recs := localRecords(t, b, "c", id, 0)
+		checkCompacted(t, fmt.Sprint("broker ", b.cfg.NodeID), recs, last, writes)
+		held[i] = map[int64]record.Record{}
+		for _, r := range recs {
+			held[i][r.Offset] = r
+		}
+	}
+	for i := range held {
+		for j := i + 1; j < len(held); j++ {
+			for off, r := range held[i] {
+				if o, ok := held[j][off]; ok && (!bytes.Equal(o.Key, r.Key) || !bytes.Equal(o.Value, r.Value)) {
+					t.Fatalf("offset %d: broker %d holds %s=%s, broker %d %s=%s", off, i+1, r.Key, r.Value, j+1, o.Key, o.Value)
+				}
+			}
+		}
+	}
+}
+
+// checkCompacted: offsets rise, the last record of every key is the last
+// value written for it, and cleaning removed most of the history.
+func checkCompacted(t *testing.T, who string, recs []record.Record, last map[string]string, writes int) {
+	t.Helper()
+	got := map[string]string{}
+	prev := int64(-1)
+	for _, r := range recs {
+		if r.Offset <= prev {
+			t.Fatalf("%s: offset %d after %d", who, r.Offset, prev)
+		}
+		prev = r.Offset
+		got[string(r.Key)] = string(r.Value)
+	}
+	for k, v := range last {
+		if got[k] != v {
+			t.Fatalf("%s: key %s ends with %.20q, want %.20q", who, k, got[k], v)
+		}
+	}
+	if len(recs) > writes/2 {
+		t.Fatalf("%s: %d of %d records left: the log was not compacted", who, len(recs), writes)
+	}
+}
