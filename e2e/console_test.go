@@ -101,10 +101,16 @@ func (b *browser) text(sel string) (string, error) {
 	return strings.TrimSpace(s), err
 }
 
-// open loads u and waits for sel to show.
+// open loads u and waits for sel to show, loading it again while it does
+// not (a page that answered an error while the cluster elected a
+// controller, say), for up to a minute.
 func (b *browser) open(t *testing.T, u, sel string) {
 	t.Helper()
-	b.run(t, 30*time.Second, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(sel)))
+	testutil.Eventually(t, time.Minute, sel+" on "+u, func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+		defer cancel()
+		return chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(sel)))
+	})
 }
 
 // noCSPViolations fails t if a page broke its Content-Security-Policy.
