@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
@@ -71,6 +70,9 @@ type Broker struct {
 	// beforeUpdate, when set, is called before metadata is applied to an
 	// open replica (WithBeforeUpdate).
 	beforeUpdate func(topic string, partition int32)
+	// house tells the housekeeping loop which replicas have work
+	// (housekeeping.go).
+	house *housekeeper
 
 	peers    Peers          // the other brokers
 	fetchers *fetchers      // this broker's replication as a follower
@@ -147,6 +149,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		reconciledCh: make(chan struct{}),
 		tierKick:     make(chan struct{}, 1),
 		peers:        peers,
+		house:        newHousekeeper(),
 	}
 	b.life, b.end = context.WithCancel(context.Background())
 	for _, o := range opts {
@@ -370,53 +373,6 @@ func (b *Broker) closeAll() error {
 		b.lock.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// housekeepingLoop takes lagging followers out of the ISR (and asks for
-// caught-up ones back), asks for a new leader epoch where a restart left
-// this broker leading an old one, writes producer snapshots of sealed
-// segments, seals idle segments that reached segment.ms (so their data can
-// move on without a new append) and checkpoints high watermarks.
-func (b *Broker) housekeepingLoop(ctx context.Context) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var lastRoll, lastCheckpoint, lastRoom time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		now := time.Now()
-		roll, checkpoint := now.Sub(lastRoll) >= time.Second, now.Sub(lastCheckpoint) >= 5*time.Second
-		for _, p := range b.partitions() {
-			b.updateISR(p)
-			b.requestNewEpoch(p)
-			p.writeProducerSnapshots(roll, b.log)
-			if roll {
-				if _, err := p.log.RollIfAged(); err != nil {
-					b.log.Warn("roll of an aged segment failed", "partition", p.name(), "err", err)
-				}
-			}
-			if checkpoint {
-				if err := p.log.Checkpoint(); err != nil {
-					b.log.Warn("checkpoint failed", "partition", p.name(), "err", err)
-				}
-			}
-		}
-		if roll {
-			lastRoll = now
-		}
-		if checkpoint {
-			lastCheckpoint = now
-		}
-		// Give back to raft.db the room Raft used, while the disk has
-		// some: on a full disk it is what lets the metadata group commit.
-		if now.Sub(lastRoom) >= 10*time.Second {
-			b.meta.KeepRoom()
-			lastRoom = now
-		}
-	}
 }
 
 func (b *Broker) partitions() []*partition {

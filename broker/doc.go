@@ -25,11 +25,13 @@
 //   - reconcileLoop (reconcile.go): on every metadata change, opens,
 //     closes and re-states the partitions this broker holds, and hands the
 //     followed ones to the fetchers.
-//   - housekeepingLoop (broker.go): every 100ms takes lagging followers out
-//     of the ISR and asks for caught-up ones back, asks for a new leader
-//     epoch where a restart left this broker leading an old one, writes
-//     producer snapshots, seals idle segments and checkpoints high
-//     watermarks.
+//   - housekeepingLoop (housekeeping.go): visits only the replicas its
+//     housekeeper (housekeeper.go) says have work, marked dirty by an
+//     event or due by a deadline, at most every 100ms: takes lagging
+//     followers out of the ISR and asks for caught-up ones back, asks for
+//     a new leader epoch where a restart left this broker leading an old
+//     one, writes producer snapshots, seals idle segments and checkpoints
+//     high watermarks.
 //   - controllerLoop (membership.go): every broker runs it; while this one
 //     is the controller it registers live brokers, grows and shrinks the
 //     Raft group, moves leadership off brokers that are gone and takes

@@ -17,15 +17,6 @@ import (
 	"github.com/strata-log/strata/config"
 )
 
-// updateISR proposes the ISR change a led partition's replica state asks
-// for, if any: followers lagging longer than replica.lag.time.max leave,
-// followers that caught up join (partition.tick decides which).
-func (b *Broker) updateISR(p *partition) {
-	if c := p.tick(); c != nil {
-		b.proposeISR(p, c)
-	}
-}
-
 // proposeISR sends an ISR change in the background and gives the answer to
 // the partition.
 func (b *Broker) proposeISR(p *partition, c *isrChange) {

@@ -67,6 +67,10 @@ type partition struct {
 	// advancing runs the high watermark's moves when the log's durable
 	// end moved (kickAdvance).
 	advancing advancer
+
+	// house is the replica's place in the broker's housekeeper
+	// (housekeeper.go): markDirty asks for a visit.
+	house houseState
 }
 
 func logConfig(t config.Topic) hotlog.Config {
@@ -106,6 +110,9 @@ type replicaSpec struct {
 	// brokerAddr gives a broker's client address, for NOT_LEADER; nil
 	// when none is known.
 	brokerAddr func(id int32) string
+	// house, when set, is told of events that give the replica
+	// housekeeping work (markDirty).
+	house *housekeeper
 	// onDurable, when set, is called when the log's durable end moves,
 	// instead of waking a goroutine of the partition's own that moves the
 	// high watermark: a simulation calls advance itself, in its own order.
@@ -122,6 +129,7 @@ func openPartition(s replicaSpec) (*partition, error) {
 		logger: s.logger.With("topic", s.topic, "partition", s.partition), now: s.now, brokerAddr: s.brokerAddr,
 		producers: newProducerState()}
 	p.advancing.run = p.advance
+	p.house.h, p.house.index = s.house, -1
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -215,6 +223,7 @@ func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error
 	}
 	p.advanceLocked()
 	p.applied.Store(&info)
+	p.markDirty() // its role, ISR or epoch may have changed what is due
 	return nil
 }
 
@@ -240,6 +249,7 @@ func (p *partition) advance() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.advanceLocked()
+	p.markDirty() // the durable end moved: a checkpoint is due
 }
 
 func (p *partition) advanceLocked() {
@@ -247,6 +257,7 @@ func (p *partition) advanceLocked() {
 	view := p.logViewLocked()
 	if hw := rs.highWatermark(view); hw > view.hw {
 		p.log.SetHighWatermark(hw)
+		p.markDirty() // a checkpoint is due
 	}
 	finish(rs.complete(p.log.HighWatermark()))
 }
@@ -318,6 +329,12 @@ func (p *partition) followerReport(id, epoch int32, leo int64) (reportRefusal, *
 	verdict, change := p.mu.rs.followerReport(id, epoch, leo, p.logViewLocked(), p.now())
 	if verdict == reportCounted {
 		p.advanceLocked()
+		if !slices.Contains(p.mu.rs.info.ISR, id) {
+			// It may join once a pending ISR change is answered: tick
+			// asks then. A member's report only moves its lag deadline
+			// later, which needs no visit.
+			p.markDirty()
+		}
 	}
 	return verdict, change
 }
@@ -331,18 +348,21 @@ func (p *partition) sentTo(id int32, end int64, caughtUp bool) {
 	p.mu.rs.sent(id, end, caughtUp, p.now())
 }
 
-// tick returns an ISR change that drops lagging followers, or nil.
-func (p *partition) tick() *isrChange {
+// tick returns an ISR change that drops lagging followers, or nil, and
+// when tick may next have one to return without an event that marks the
+// replica dirty (zero for never).
+func (p *partition) tick() (*isrChange, time.Time) {
 	// Only a leader with followers has an ISR to manage. The view (what
 	// the replica state last applied, stored under mu) tells without the
-	// lock or the log view: the housekeeping loop asks every replica ten
-	// times a second, and most are followers or lone replicas.
+	// lock or the log view, and most replicas are followers or lone.
 	if v := p.view.Load(); v == nil || v.Leader != p.self || len(v.Replicas) < 2 {
-		return nil
+		return nil, time.Time{}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mu.rs.tick(p.logViewLocked(), p.now())
+	view, now := p.logViewLocked(), p.now()
+	c := p.mu.rs.tick(view, now)
+	return c, p.mu.rs.nextTick(view)
 }
 
 // isrAnswered takes the controller's answer to an ISR change: the
@@ -351,6 +371,7 @@ func (p *partition) isrAnswered(c *isrChange, info cluster.PartitionInfo, err er
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rs := p.mu.rs
+	defer p.markDirty() // a follower waiting for the answer may join now
 	if err != nil {
 		rs.isrRefused(c)
 		return
@@ -437,6 +458,7 @@ func (p *partition) appendAsFollower(leader, epoch int32, readFrom int64, data [
 	if p.mu.rs.unsure && p.holdsCommittedBefore(epoch, leaderHW) {
 		p.mu.rs.unsure = false
 	}
+	p.markDirty() // a roll deadline, producer snapshots, a checkpoint
 	return nil
 }
 

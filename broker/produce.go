@@ -342,6 +342,8 @@ func (p *partition) appendAsLeader(batch record.Batch, acks Acks) (ProduceResult
 		return ProduceResult{}, nil, refuse(ReasonNotEnoughReplicas, nil, "%s has %d in-sync replicas, min.insync.replicas is %d", p.name(), len(rs.info.ISR), rs.minISR)
 	}
 	epoch := rs.info.LeaderEpoch
+	rs.beforeAppend(p.log.LogEndOffset(), p.now())
+	defer p.markDirty() // a roll deadline, producer snapshots, ISR lag
 	if batch.ProducerID() == record.NoProducerID {
 		ar, err := p.log.AppendVerified(batch, epoch) // Produce verified its CRC
 		if err != nil {

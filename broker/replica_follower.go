@@ -82,6 +82,56 @@ func (fs *fetchers) update(targets map[cluster.TopicPartition]followTarget) {
 	}
 }
 
+// retarget changes what the fetchers follow for the partitions of targets
+// only: each follows its target's leader from now on, or nothing (leader
+// NoLeader). The others' fetchers go on as they were: a leader or ISR
+// change touches one partition, and a broker following thousands need not
+// rebuild every fetcher's set for it. Leaders' addresses change only in
+// full rounds (update).
+func (fs *fetchers) retarget(targets map[cluster.TopicPartition]followTarget) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for id, f := range fs.by {
+		var gone []cluster.TopicPartition
+		for tp, t := range targets {
+			if t.leader != id {
+				gone = append(gone, tp)
+			}
+		}
+		if f.leave(gone) == 0 {
+			f.cancel()
+			delete(fs.by, id)
+		}
+	}
+	byLeader := map[int32]map[cluster.TopicPartition]followTarget{}
+	for tp, t := range targets {
+		if t.leader == cluster.NoLeader {
+			continue
+		}
+		if byLeader[t.leader] == nil {
+			byLeader[t.leader] = map[cluster.TopicPartition]followTarget{}
+		}
+		byLeader[t.leader][tp] = t
+	}
+	for id, ts := range byLeader {
+		f := fs.by[id]
+		if f == nil {
+			var addr string
+			for _, t := range ts {
+				addr = t.addr
+			}
+			f = newFetcher(fs.b, id, addr)
+			fs.by[id] = f
+			fs.wg.Add(1)
+			go func() {
+				defer fs.wg.Done()
+				f.run()
+			}()
+		}
+		f.add(ts)
+	}
+}
+
 // stop ends every fetcher and waits for them.
 func (fs *fetchers) stop() {
 	fs.mu.Lock()
@@ -148,6 +198,46 @@ func (f *fetcher) set(ts map[cluster.TopicPartition]followTarget) {
 	}
 	f.mu.Unlock()
 	f.poke()
+}
+
+// add follows the partitions of ts besides those followed already; one
+// followed in another epoch is prepared again.
+func (f *fetcher) add(ts map[cluster.TopicPartition]followTarget) {
+	f.mu.Lock()
+	for tp, t := range ts {
+		fo := f.parts[tp]
+		switch {
+		case fo == nil:
+			f.parts[tp] = &followed{p: t.p, epoch: t.epoch, reported: -1}
+		case fo.p != t.p:
+			f.stops = append(f.stops, tp)
+			f.parts[tp] = &followed{p: t.p, epoch: t.epoch, reported: -1}
+		case fo.epoch != t.epoch:
+			fo.epoch, fo.prepared, fo.pausedUntil = t.epoch, false, time.Time{}
+		}
+	}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// leave stops following the partitions of gone it follows, and returns
+// how many it still follows.
+func (f *fetcher) leave(gone []cluster.TopicPartition) int {
+	f.mu.Lock()
+	left := false
+	for _, tp := range gone {
+		if _, ok := f.parts[tp]; ok {
+			delete(f.parts, tp)
+			f.stops = append(f.stops, tp)
+			left = true
+		}
+	}
+	n := len(f.parts)
+	f.mu.Unlock()
+	if left {
+		f.poke()
+	}
+	return n
 }
 
 func (f *fetcher) poke() {

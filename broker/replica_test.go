@@ -267,7 +267,7 @@ func TestHighWatermarkWaitsForAFollowerLeavingTheISR(t *testing.T) {
 	r.p.followerReport(2, 0, 4)
 	r.now = r.now.Add(11 * time.Second) // broker 3 lags longer than replica.lag.time.max
 	r.p.followerReport(2, 0, 4)
-	change := r.p.tick()
+	change, _ := r.p.tick()
 	if change == nil || len(change.isr) != 2 {
 		t.Fatalf("shrink %+v; want broker 3 out", change)
 	}
@@ -416,7 +416,7 @@ func TestIdleCaughtUpFollowerRejoinsTheISR(t *testing.T) {
 	}
 	// Refused (the controller was busy, say): the next tick asks again.
 	r.p.isrAnswered(change, cluster.PartitionInfo{}, errors.New("refused"))
-	if change := r.p.tick(); change == nil || len(change.isr) != 3 {
+	if change, _ := r.p.tick(); change == nil || len(change.isr) != 3 {
 		t.Fatalf("tick after a refused rejoin: %+v; want broker 3 asked back again", change)
 	}
 }
@@ -440,7 +440,7 @@ func TestADeadFollowerTakenOutOfTheISRIsNotAskedBack(t *testing.T) {
 	for range 10 {
 		r.now = r.now.Add(followerHeartbeat)
 		r.p.followerReport(2, 0, 4)
-		if change := r.p.tick(); change != nil {
+		if change, _ := r.p.tick(); change != nil {
 			t.Fatalf("the leader asked for ISR %v with broker 3 silent since it left", change.isr)
 		}
 	}

@@ -1013,6 +1013,7 @@ type simBroker struct {
 	backlog     []func()
 	known       *cluster.PartitionInfo
 	p           *partition
+	house       *housekeeper // the replica's, as the broker's holds it
 	follow      *simFollow
 	pushes      []*simPush // the leader's pushers, one per follower session
 	waits       []*simWait
@@ -1077,13 +1078,30 @@ func (b *simBroker) startTimers() {
 	})
 }
 
+// housekeeping visits what the broker's housekeeper says is due at the
+// simulation's time, as the broker's housekeeping loop does at its own.
 func (b *simBroker) housekeeping() {
 	if b.p == nil {
 		return
 	}
-	if c := b.p.tick(); c != nil {
-		b.proposeISR(c)
+	for _, p := range b.house.take(b.s.now) {
+		c := p.houseVisit(b.s.now)
+		if c.isr != nil {
+			b.proposeISR(c.isr)
+		}
+		if c.newEpoch {
+			b.askNewEpoch()
+		}
+		if c.rollErr != nil {
+			b.s.fail("broker %d: roll: %v", b.id, c.rollErr)
+		}
+		b.house.schedule(p, c.next)
 	}
+}
+
+// askNewEpoch asks the controller for the epoch after the one a restart
+// left the broker leading, as requestNewEpoch does.
+func (b *simBroker) askNewEpoch() {
 	if epoch, ok := b.p.needsNewEpoch(); ok {
 		// Restarted while leading, unnoticed: ask for the next epoch.
 		s := b.s
@@ -1105,9 +1123,6 @@ func (b *simBroker) housekeeping() {
 			s.ctrl.info = next
 			s.ctrl.broadcast()
 		})
-	}
-	if _, err := b.p.log.RollIfAged(); err != nil {
-		b.s.fail("broker %d: roll: %v", b.id, err)
 	}
 }
 
@@ -1165,16 +1180,19 @@ func (b *simBroker) learn(info cluster.PartitionInfo) {
 	}
 	b.known = &info
 	if b.p == nil {
+		house := newHousekeeper()
 		p, err := openPartition(replicaSpec{
 			dir: "/data/orders/0", topic: "orders", topicID: b.s.ref.TopicID, partition: 0, self: b.id,
 			cfg: b.s.topic, info: info, lagMax: simLagMax, logger: b.s.logger,
 			fs: b.fs, now: func() time.Time { return b.s.now }, onDurable: func() { b.advanceDue = true },
+			house: house,
 		})
 		if err != nil {
 			b.s.fail("broker %d: open: %v", b.id, err)
 			return
 		}
-		b.p = p
+		b.p, b.house = p, house
+		house.add(p)
 	} else if err := b.p.setState(info, b.s.topic); err != nil {
 		b.s.fail("broker %d: apply metadata: %v", b.id, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-log/strata/record"
 )
@@ -444,6 +445,20 @@ func (l *Log) agedLocked(seg *segment, cfg *Config) bool {
 	return cfg.SegmentAge > 0 && l.opts.Now().Sub(seg.created) >= cfg.SegmentAge
 }
 
+// RollDue reports when RollIfAged will roll the active segment: when it
+// reaches Config.SegmentAge, if it holds records. false says no roll is
+// due until an append (an empty segment, or no SegmentAge): a caller that
+// keeps a deadline per log asks again after the next append.
+func (l *Log) RollDue() (time.Time, bool) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	seg, cfg := l.active.Load(), l.cfg.Load()
+	if seg.empty() || cfg.SegmentAge <= 0 {
+		return time.Time{}, false
+	}
+	return seg.created.Add(cfg.SegmentAge), true
+}
+
 // Roll seals the active segment and starts a new one, unless it is empty.
 func (l *Log) Roll() error {
 	l.appendMu.Lock()
@@ -693,6 +708,13 @@ func (l *Log) Checkpoint() error {
 		return nil
 	}
 	return l.writeStateLocked()
+}
+
+// NeedsCheckpoint reports whether Checkpoint would write: the log start,
+// high watermark or recovery point moved since the state was last saved.
+func (l *Log) NeedsCheckpoint() bool {
+	saved := l.saved.Load()
+	return saved == nil || *saved != l.currentState()
 }
 
 func (l *Log) writeStateLocked() error {
