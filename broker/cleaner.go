@@ -131,7 +131,7 @@ func (b *Broker) cleanerLoop(ctx context.Context) {
 		}
 		b.metrics.cleaner.lastRatio.Store(math.Float64bits(c.ratio))
 		start := time.Now()
-		err := b.cleanLog(p, c, throttle)
+		err := b.cleanLog(p, c, throttle, start.UnixMilli())
 		b.metrics.cleaner.nanos.Add(int64(time.Since(start)))
 		if err != nil {
 			if errors.Is(err, errStopped) {
@@ -155,16 +155,22 @@ func (b *Broker) dirtiestLog() (*partition, cleanable) {
 	var bestC cleanable
 	nowMs := time.Now().UnixMilli()
 	for _, p := range b.partitions() {
-		cfg := p.cfg.Load()
-		if !cfg.Compacted() || !p.log.Sealed() {
-			continue
-		}
-		c := cleanableOf(p.log.Segments(), p.log.HighWatermark(), p.cleanerState().cleanedTo, cfg, nowMs)
+		c := p.cleanableAt(nowMs)
 		if c.eligible && (best == nil || c.ratio > bestC.ratio) {
 			best, bestC = p, c
 		}
 	}
 	return best, bestC
+}
+
+// cleanableAt is what p's log offers the cleaner at nowMs (ms since the
+// epoch); not eligible when the topic is not compacted or the log closed.
+func (p *partition) cleanableAt(nowMs int64) cleanable {
+	cfg := p.cfg.Load()
+	if !cfg.Compacted() || !p.log.Sealed() {
+		return cleanable{}
+	}
+	return cleanableOf(p.log.Segments(), p.log.HighWatermark(), p.cleanerState().cleanedTo, cfg, nowMs)
 }
 
 // cleanerState reads the replica's cleaner side file; none, or one that
@@ -182,11 +188,10 @@ func (p *partition) cleanerState() cleanerState {
 }
 
 // cleanLog cleans p's log over c in passes until the dirty range is
-// covered.
-func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle) error {
+// covered; nowMs is the time the tombstone horizon counts from.
+func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs int64) error {
 	cfg := p.cfg.Load()
 	state := p.cleanerState()
-	nowMs := time.Now().UnixMilli()
 	rules := compact.Rules{TombstoneHorizon: state.horizon(nowMs, cfg.DeleteRetentionMs)}
 	budget := int(b.cfg.Cleaner.DedupeBufferSize)
 	if budget <= 0 { // settings built without the defaults

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/cluster"
+	"github.com/strata-log/strata/compact"
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/record"
@@ -448,6 +449,10 @@ func (p *partition) appendAsFollower(leader, epoch int32, readFrom int64, data [
 		return errNotFollowing
 	}
 	if data = skipBelow(data, p.log.LogEndOffset()); len(data) > 0 {
+		data, err := fillerFromLogEnd(data, p.log.LogEndOffset())
+		if err != nil {
+			return err
+		}
 		if err := p.producers.appendReplica(p.log, data, readFrom); err != nil {
 			return err
 		}
@@ -494,6 +499,23 @@ func skipBelow(data []byte, offset int64) []byte {
 		data = rest
 	}
 	return data
+}
+
+// fillerFromLogEnd cuts a leading filler of data that begins below the
+// log end offset leo to begin at it (compact.FillerFrom says why): the
+// leader's cleaning merged it over batch boundaries, one of which is where
+// this follower's log ends. Any other batch begins at a boundary both
+// replicas hold, and data is returned as it is.
+func fillerFromLogEnd(data []byte, leo int64) ([]byte, error) {
+	b, rest, err := record.Next(data)
+	if err != nil {
+		return data, nil // AppendReplica refuses it with its reason
+	}
+	f, ok, err := compact.FillerFrom(b, leo)
+	if err != nil || !ok {
+		return data, err
+	}
+	return slices.Concat([]byte(f), rest), nil
 }
 
 // endOffsetForEpoch answers a follower of this leader: the largest epoch

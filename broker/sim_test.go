@@ -216,7 +216,32 @@ type simulation struct {
 	manifestEnd int64
 	ackedHead   *tiering.Head
 	ackedETag   string
+	// compacted runs (a quarter of the seeds) produce keyed records and
+	// tombstones to a topic with cleanup.policy compact, whose replicas
+	// clean their logs at times crng draws; see simCompaction.
+	compacted bool
+	crng      *rand.Rand
+	cmp       simCompaction
+	cleaner   *Broker // runs cleanLog on the replicas; holds nothing else
 }
+
+// simCompaction is what a compacted run tracks: which key each record was
+// sent with, and where records were seen.
+type simCompaction struct {
+	key       map[uint64]int  // record id -> key index
+	tombstone map[uint64]bool // record id -> sent as a tombstone
+	seenAt    map[uint64]int64
+	cleanings int   // cleanings run
+	removed   int64 // bytes they removed
+	// gone counts the acknowledged records cleaned away by the end,
+	// tombstonesGone the tombstones among them.
+	gone, tombstonesGone int
+}
+
+// simKeys is the key space of a compacted run: small, so keys repeat.
+const simKeys = 8
+
+func simKey(k int) []byte { return []byte("k" + strconv.Itoa(k)) }
 
 // simSealCounter is the tiering work's logger: it counts the seals
 // remote.max.lag.ms made and drops the rest.
@@ -548,6 +573,22 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 		cfg.SegmentMs = int64(time.Hour / time.Millisecond)
 		cfg.RemoteMaxLagMs = int64(200 + s.trng.IntN(600))
 	}
+	// A quarter of the seeds (1 mod 4, which the regression seeds are
+	// not) compact: keyed records, tombstones, replicas that clean.
+	// Compacted topics stay off the object store (config refuses both).
+	s.crng = rand.New(rand.NewPCG(opts.seed, 0xc1ea))
+	if opts.seed%4 == 1 {
+		s.compacted = true
+		s.cmp = simCompaction{key: map[uint64]int{}, tombstone: map[uint64]bool{}, seenAt: map[uint64]int64{}}
+		cfg.CleanupPolicy = config.CleanupCompact
+		cfg.RemoteStorageEnable = false
+		cfg.MinCompactionLagMs = 0
+		cfg.MinCleanableDirtyRatio = []float64{0, 0.2, 0.5}[s.crng.IntN(3)]
+		cfg.DeleteRetentionMs = []int64{0, 100, 500, 2000}[s.crng.IntN(4)]
+		// A small key map budget makes a cleaning take several passes.
+		budget := []config.ByteSize{128 << 20, 400, 1000}[s.crng.IntN(3)]
+		s.cleaner = &Broker{cfg: config.Broker{Cleaner: config.Cleaner{DedupeBufferSize: budget}}}
+	}
 	s.topic = cfg
 	info := cluster.PartitionInfo{Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
 	s.ctrl = &simController{s: s, info: info, seen: map[int32]time.Time{}}
@@ -596,6 +637,9 @@ func (s *simulation) start() {
 		s.at(time.Duration(s.trng.Int64N(int64(simRun))), s.alter)
 	}
 	s.every(50*time.Millisecond, s.ackAlters)
+	if s.compacted {
+		s.every(time.Duration(20+s.crng.IntN(200))*time.Millisecond, s.cleanSome)
+	}
 	for _, f := range s.faults {
 		s.at(f.at.Sub(s.now), func() { s.inject(f) })
 	}
@@ -848,6 +892,10 @@ func (s *simulation) checkSettled() {
 		if b.p == nil || b.p.log.LogEndOffset() != leo || b.p.view.Load().LeaderEpoch != info.LeaderEpoch {
 			return
 		}
+	}
+	if s.compacted { // no cold tier
+		s.settled = true
+		return
 	}
 	// And the cold tier has every acknowledged record (the tail sealed by
 	// segment.ms or by remote.max.lag.ms), and the settings in force.
@@ -1810,6 +1858,10 @@ func (c *simClient) next() {
 		ids = append(ids, id)
 		v := make([]byte, 64)
 		binary.BigEndian.PutUint64(v, id)
+		if c.s.compacted {
+			bl.Add(c.s.keyedRecord(id, v))
+			continue
+		}
 		bl.Add(record.Record{Timestamp: c.s.now.UnixMilli(), Value: v})
 	}
 	batch, err := bl.Build()
@@ -1884,6 +1936,7 @@ func (s *simulation) consume() {
 
 // observe decodes batches and calls fn for each record.
 func (s *simulation) observe(data []byte, fn func(offset int64, id uint64)) {
+	last := int64(-1)
 	for len(data) > 0 {
 		batch, rest, err := record.Next(data)
 		if err != nil {
@@ -1896,7 +1949,20 @@ func (s *simulation) observe(data []byte, fn func(offset int64, id uint64)) {
 			return
 		}
 		for _, r := range recs {
-			fn(r.Offset, binary.BigEndian.Uint64(r.Value))
+			if !s.compacted {
+				fn(r.Offset, binary.BigEndian.Uint64(r.Value))
+				continue
+			}
+			if r.Offset <= last {
+				s.fail("a read returned offset %d after %d", r.Offset, last)
+				return
+			}
+			last = r.Offset
+			id, ok := s.keyedID(r)
+			if !ok {
+				return
+			}
+			fn(r.Offset, id)
 		}
 		data = rest
 	}
@@ -1923,6 +1989,10 @@ func (s *simulation) check() {
 			}
 			final[off], seen[id] = id, off
 		}
+	}
+	if s.compacted {
+		s.checkCompacted()
+		return
 	}
 	// The cold tier, then the leader's hot log up to the high watermark.
 	h, _, err := tiering.LoadHead(context.Background(), s.bucket, s.ref)
@@ -2046,6 +2116,8 @@ func TestSimulation(t *testing.T) {
 	}
 	start := time.Now()
 	var acked, reads, faults, storms, cold, refusals, alters, acks, seals, forgeries int
+	var compacted, cleanings, gone, tombstonesGone int
+	var cleanedBytes int64
 	for _, seed := range slices.Concat(simRegressions, seedRange(first, seeds)) {
 		s, err := runSeed(t, simOptions{seed: seed})
 		if err != nil {
@@ -2064,6 +2136,18 @@ func TestSimulation(t *testing.T) {
 		if s.storm {
 			storms++
 		}
+		if s.compacted {
+			compacted++
+			cleanings += s.cmp.cleanings
+			cleanedBytes += s.cmp.removed
+			gone += s.cmp.gone
+			tombstonesGone += s.cmp.tombstonesGone
+		}
+	}
+	t.Logf("%d compacted seeds: %d cleanings removed %d bytes; %d acknowledged records cleaned away by the end, %d of them tombstones",
+		compacted, cleanings, cleanedBytes, gone, tombstonesGone)
+	if seeds >= 100 && (cleanings == 0 || gone == 0 || tombstonesGone == 0) {
+		t.Errorf("over %d seeds: %d cleanings, %d acknowledged records cleaned away, %d tombstones removed; the simulation no longer exercises the cleaner", seeds, cleanings, gone, tombstonesGone)
 	}
 	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers, %d bucket calls failed by store outages, %d alters of the settings (%d acknowledged during the runs), %d segments sealed by remote.max.lag.ms, %d forged follower positions delivered to leaders",
 		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold, refusals, alters, acks, seals, forgeries)
@@ -2081,6 +2165,7 @@ const simSeeds = 2000
 var simRegressions = []uint64{
 	19620, // a reset leader told a deposed leader its old epoch ran to its own first one
 	26,    // forged follower positions moved the high watermark past what the ISR held
+	5,     // a follower paused behind the leader's cleaning met a filler that began below its log end
 }
 
 func seedRange(first, n uint64) []uint64 {
@@ -2139,4 +2224,212 @@ func (s *simulation) runAll() error {
 		s.check()
 	}
 	return s.failure
+}
+
+// Compacted runs.
+
+// keyedRecord is record id of a compacted run: a key from the small key
+// space, one in eight a tombstone. The id rides in a header as well as in
+// the value, since a tombstone has no value.
+func (s *simulation) keyedRecord(id uint64, v []byte) record.Record {
+	k := s.crng.IntN(simKeys)
+	s.cmp.key[id] = k
+	r := record.Record{Timestamp: s.now.UnixMilli(), Key: simKey(k), Value: v,
+		Headers: []record.Header{{Key: "id", Value: slices.Clone(v[:8])}}}
+	if s.crng.IntN(8) == 0 {
+		s.cmp.tombstone[id] = true
+		r.Value = nil
+	}
+	return r
+}
+
+// keyedID checks a record read in a compacted run against what was sent
+// (its key, its value or tombstone, the offset it was acknowledged at) and
+// returns its id.
+func (s *simulation) keyedID(r record.Record) (uint64, bool) {
+	if len(r.Headers) != 1 || r.Headers[0].Key != "id" || len(r.Headers[0].Value) != 8 {
+		s.fail("offset %d holds a record without its id header: %+v", r.Offset, r.Headers)
+		return 0, false
+	}
+	id := binary.BigEndian.Uint64(r.Headers[0].Value)
+	k, sent := s.cmp.key[id]
+	switch at, acked := s.hist.acked[id]; {
+	case !sent:
+		s.fail("offset %d holds record %d, which was never sent", r.Offset, id)
+	case string(r.Key) != string(simKey(k)):
+		s.fail("offset %d holds record %d with key %q; it was sent with %q", r.Offset, id, r.Key, simKey(k))
+	case s.cmp.tombstone[id] != (r.Value == nil):
+		s.fail("offset %d holds record %d with value %x; tombstone sent: %v", r.Offset, id, r.Value, s.cmp.tombstone[id])
+	case r.Value != nil && (len(r.Value) != 64 || binary.BigEndian.Uint64(r.Value) != id):
+		s.fail("offset %d holds record %d with the value of another: %x", r.Offset, id, r.Value)
+	case acked && at != r.Offset:
+		s.fail("record %d was acknowledged at offset %d and read at %d", id, at, r.Offset)
+	default:
+		s.cmp.seenAt[id] = r.Offset
+		return id, true
+	}
+	return 0, false
+}
+
+// cleanSome runs the cleaner's step on one replica, drawn by crng, if its
+// log is due a cleaning, at the simulation's time: what the broker's
+// cleaner goroutine does when it picks that log.
+func (s *simulation) cleanSome() {
+	ids := s.brokerIDs()
+	b := s.brokers[ids[s.crng.IntN(len(ids))]]
+	if !b.running() || b.p == nil {
+		return
+	}
+	nowMs := s.now.UnixMilli()
+	c := b.p.cleanableAt(nowMs)
+	if !c.eligible {
+		return
+	}
+	before := b.p.log.Size()
+	if err := s.cleaner.cleanLog(b.p, c, newIOThrottle(0, nil), nowMs); err != nil {
+		s.fail("broker %d: clean %d..%d: %v", b.id, c.dirty, c.end, err)
+		return
+	}
+	s.cmp.cleanings++
+	s.cmp.removed += before - b.p.log.Size()
+	s.tracef("broker %d: cleaned %d..%d (%d bytes fewer)", b.id, c.dirty, c.end, before-b.p.log.Size())
+}
+
+// knownAt is where record id is known to be: acknowledged or seen.
+func (s *simulation) knownAt(id uint64) (int64, bool) {
+	if off, ok := s.hist.acked[id]; ok {
+		return off, true
+	}
+	off, ok := s.cmp.seenAt[id]
+	return off, ok
+}
+
+// supersededAt says whether a record of key k is known at an offset past
+// off: the one a cleaning may have kept in place of the record at off.
+func (s *simulation) supersededAt(k int, off int64) bool {
+	for id, key := range s.cmp.key {
+		if at, ok := s.knownAt(id); ok && key == k && at > off {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCompacted is the final check of a compacted run (Kafka's guarantee
+// with min.compaction.lag.ms 0, and the replicas' agreement).
+func (s *simulation) checkCompacted() {
+	leader := s.brokers[s.ctrl.info.Leader]
+	p := leader.p
+	hw := p.log.HighWatermark()
+	// What a consumer reads from the start to the high watermark.
+	final := map[int64]uint64{}
+	last := int64(-1)
+	for off := p.log.LogStartOffset(); off < hw; {
+		res, err := p.read(FetchRequest{Offset: off, MaxBytes: 1 << 20})
+		if err != nil {
+			s.fail("read the leader's log at %d: %v", off, err)
+			return
+		}
+		s.observe(res.Batches, func(o int64, id uint64) {
+			if o <= last || o >= hw {
+				s.fail("a read from %d returned offset %d after %d (high watermark %d)", off, o, last, hw)
+			}
+			last, final[o] = o, id
+		})
+		if res.NextOffset <= off {
+			s.fail("a read at %d did not move on", off)
+			return
+		}
+		off = res.NextOffset
+	}
+	if s.failure != nil {
+		return
+	}
+	// Every acknowledged record, and every record read as committed, is
+	// at its offset unless a later record of its key superseded it.
+	check := func(what string, id uint64, off int64) {
+		got, ok := final[off]
+		switch {
+		case ok && got == id, s.lostInCrashes(off):
+		case ok:
+			s.fail("record %d was %s at offset %d, which holds %d; %s", id, what, off, got, s.describe())
+		case !s.supersededAt(s.cmp.key[id], off):
+			s.fail("record %d (key %d, tombstone %v) was %s at offset %d; it is gone and no later record of its key is known; %s",
+				id, s.cmp.key[id], s.cmp.tombstone[id], what, off, s.describe())
+		}
+	}
+	for id, off := range s.hist.acked {
+		check("acknowledged", id, off)
+	}
+	for off, id := range s.hist.read {
+		check("read as committed", id, off)
+	}
+	// The replicas' logs, whole.
+	logs := map[string]map[int64]uint64{"what the leader serves": final}
+	for _, id := range s.brokerIDs() {
+		bp := s.brokers[id].p
+		held := map[int64]uint64{}
+		last := int64(-1)
+		end := bp.log.LogEndOffset()
+		for off := bp.log.LogStartOffset(); off < end; {
+			res, err := bp.log.Read(off, 1<<20, end)
+			if err != nil {
+				s.fail("broker %d: read its log at %d: %v", id, off, err)
+				return
+			}
+			s.observe(res.Data, func(o int64, rid uint64) {
+				if o <= last {
+					s.fail("broker %d: its log holds offset %d after %d", id, o, last)
+				}
+				last, held[o] = o, rid
+			})
+			off = res.NextOffset
+		}
+		logs[fmt.Sprintf("broker %d's log", id)] = held
+	}
+	names := slices.Sorted(maps.Keys(logs))
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			for off, id := range logs[a] {
+				if other, ok := logs[b][off]; ok && other != id {
+					s.fail("%s holds record %d at %d; %s holds %d", a, id, off, b, other)
+				}
+			}
+		}
+	}
+	// No key comes back: where the latest known record of a key is gone
+	// (a tombstone removed), no older record of it is left.
+	for _, name := range names {
+		held := logs[name]
+		latest := map[int]int64{} // key -> offset of its latest known record still in the log or gone
+		for id, k := range s.cmp.key {
+			off, ok := s.knownAt(id)
+			if !ok || off >= hw {
+				continue
+			}
+			if got, present := held[off]; (present && got != id) || (!present && s.lostInCrashes(off)) {
+				continue // the offset holds another record since a power cut
+			}
+			if cur, ok := latest[k]; !ok || off > cur {
+				latest[k] = off
+			}
+		}
+		for off, id := range held {
+			k := s.cmp.key[id]
+			if top, ok := latest[k]; ok && off < top {
+				if _, present := held[top]; !present {
+					s.fail("%s: key %d comes back: record %d at %d is there, the later record of the key at %d is gone", name, k, id, off, top)
+					return
+				}
+			}
+		}
+	}
+	for id, off := range s.hist.acked {
+		if _, ok := final[off]; !ok && !s.lostInCrashes(off) {
+			s.cmp.gone++
+			if s.cmp.tombstone[id] {
+				s.cmp.tombstonesGone++
+			}
+		}
+	}
 }

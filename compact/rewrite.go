@@ -105,3 +105,22 @@ func (r *filler) batch() (record.Batch, error) {
 	}
 	return b, nil
 }
+
+// FillerFrom returns the part of filler b from offset from on, and false
+// when b is not a filler that begins below from and reaches it. A cleaning
+// merges the fillers of emptied batches across the batch boundaries its
+// followers copied, so a follower whose log ends at such a boundary meets a
+// filler that begins below its log end: it takes the filler's range from its
+// log end on. The offsets below stay in the batches it holds, which hold
+// them whole as before (its own cleaning empties them as the leader's did).
+func FillerFrom(b record.Batch, from int64) (record.Batch, bool, error) {
+	if !isFiller(b) || b.BaseOffset() >= from || b.LastOffset() < from {
+		return nil, false, nil
+	}
+	r := filler{open: true, base: from, last: b.LastOffset(), epoch: b.LeaderEpoch(), maxTs: b.MaxTimestamp()}
+	out, err := r.batch()
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
