@@ -61,6 +61,18 @@ package broker
 // if a broker that lost it in a power cut led later alone in the ISR before
 // it had caught up, the other members having died and left the ISR.
 //
+// A quarter of the seeds (1 mod 4) run a compacted topic instead
+// (cleanup.policy compact, so off the object store): the clients' records
+// carry keys from a small space, one in eight a tombstone, and every so
+// often a replica drawn by the seed runs the cleaner's step on its log
+// (cleanLog, on the simulation's clock), besides the faults above. For
+// those seeds the dense checks give way to what compaction promises: every
+// acknowledged (or read) record is at its offset with its key and value
+// unless a later record of its key is known; reads come in strictly
+// increasing offsets; the replicas agree on every offset two of them hold;
+// and where the latest known record of a key is gone (a tombstone past
+// delete.retention.ms), no older record of the key is left in any log.
+//
 // A failing seed is shrunk to the fewest of its scheduled faults that still
 // fail it; STRATA_SIM_SEED=N replays one seed with its trace. make test runs
 // TestSimulation over simSeeds seeds without the race detector (and a tenth
