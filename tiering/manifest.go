@@ -87,6 +87,20 @@ type Head struct {
 	// be restored from the bucket alone.
 	Config     map[string]string `json:"config,omitempty"`
 	Partitions int32             `json:"partitions"`
+	// CleanedTo is the offset the cold cleaner has compacted the cold tier
+	// up to: segments ending below it hold no record superseded by another
+	// below it (see coldclean.go). 0 for a cold tier never cleaned.
+	CleanedTo int64 `json:"cleanedTo,omitempty"`
+	// Retired are objects (segments and parts) a cleaning replaced: no
+	// longer named by the manifest, kept until their grace period ends so
+	// readers that loaded an older head finish (CollectRetired).
+	Retired []RetiredObject `json:"retired,omitempty"`
+}
+
+// RetiredObject is an object the manifest stopped naming at At (Unix ms).
+type RetiredObject struct {
+	Key string `json:"key"`
+	At  int64  `json:"at"`
 }
 
 // Empty reports whether the cold tier holds no segment.
