@@ -459,3 +459,9 @@ func TestColdCleanWaitsForDirtyRatio(t *testing.T) {
 		t.Fatalf("clean tier cleaned: %+v %v", res, err)
 	}
 }
+
+// timeAfterGrace is when the default grace of objects retired at nowMs has
+// passed.
+func timeAfterGrace(nowMs int64) time.Time {
+	return time.UnixMilli(nowMs).Add(DefaultRetiredGrace)
+}
