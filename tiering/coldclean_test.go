@@ -465,3 +465,50 @@ func TestColdCleanWaitsForDirtyRatio(t *testing.T) {
 func timeAfterGrace(nowMs int64) time.Time {
 	return time.UnixMilli(nowMs).Add(DefaultRetiredGrace)
 }
+
+// TestRestoreOfACleanedColdTier: a cold tier cleaned in the bucket,
+// restored to an offset and to a point in time that fall inside cleaned
+// batches (with gaps), holds exactly the model's records before the cut,
+// at their offsets.
+func TestRestoreOfACleanedColdTier(t *testing.T) {
+	store := objstore.NewMemory()
+	c, h := uploadedKeyed(t, store, 9, 3000, 40, 0.1, 1000)
+	rules := compact.Rules{NowMs: 1 << 40, DeleteRetentionMs: 1 << 41}
+	cleanAll(t, c, ColdCleanOptions{Options: compact.Options{Rules: rules, KeyMapBytes: 1 << 20}})
+	model := h.compacted(int64(len(h)), rules)
+	// Cut at a record's offset deep in the cleaned log, and just after it.
+	at := model[len(model)-len(model)/3]
+	for i, cut := range []RestoreCut{{ToOffset: at.Offset, ToTime: NoCut}, {ToOffset: at.Offset + 1, ToTime: NoCut}, {ToOffset: NoCut, ToTime: at.Timestamp}} {
+		dst := copyRef
+		dst.TopicID = fmt.Sprintf("%032d", i)
+		head, err := CopyPartition(testContext(t), store, c.Head(), dst, cut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want history
+		for _, r := range model {
+			if cut.keeps(r.Offset, r.Timestamp) {
+				want = append(want, r)
+			}
+		}
+		var got history
+		ForEachSegment(testContext(t), store, head, func(s SegmentRef) bool {
+			o, err := readWholeObject(testContext(t), store, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b, err := range o.batches {
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs, err := b.Records()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, recs...)
+			}
+			return true
+		})
+		sameRecords(t, got, want)
+	}
+}
