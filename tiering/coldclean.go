@@ -8,7 +8,9 @@ package tiering
 //     the first whose newest record is younger than min.compaction.lag.ms.
 //     Its dirty part starts at the head's CleanedTo. A cleaning starts when
 //     dirty bytes / range bytes reach min.cleanable.dirty.ratio (Kafka's
-//     dirty ratio, from the manifest alone: no object is read to decide).
+//     dirty ratio, from the manifest alone: no object is read to decide),
+//     or when a dirty segment holds a record older than
+//     max.compaction.lag.ms.
 //   - A pass reads the dirty objects one at a time and builds a key map
 //     (package compact, bounded by its budget) up to mapEnd; then it streams
 //     every segment of the range that starts below mapEnd through
@@ -48,6 +50,10 @@ type ColdCleanOptions struct {
 	compact.Options
 	// MinDirtyRatio is min.cleanable.dirty.ratio.
 	MinDirtyRatio float64
+	// MaxCompactionLagMs is max.compaction.lag.ms (<= 0: none): a dirty
+	// segment holding a record older than it is cleaned whatever the
+	// ratio.
+	MaxCompactionLagMs int64
 	// TargetObjectBytes: new objects gather old ones until their log bytes
 	// reach it. <= 0 means 64 MiB.
 	TargetObjectBytes int64
@@ -95,14 +101,16 @@ func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCl
 		return res, nil
 	}
 	var total, dirty int64
+	overdue := false
 	for _, s := range segs {
 		total += s.Size
 		if s.LastOffset >= res.CleanedTo {
 			dirty += s.Size
+			overdue = overdue || opts.MaxCompactionLagMs > 0 && s.MinTs >= 0 && s.MinTs <= opts.NowMs-opts.MaxCompactionLagMs
 		}
 	}
 	res.Ratio = float64(dirty) / float64(total)
-	if dirty == 0 || res.Ratio < opts.MinDirtyRatio {
+	if dirty == 0 || res.Ratio < opts.MinDirtyRatio && !overdue {
 		return res, nil
 	}
 	rangeEnd := segs[len(segs)-1].LastOffset + 1

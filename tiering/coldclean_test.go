@@ -449,7 +449,12 @@ func TestColdCleanWaitsForDirtyRatio(t *testing.T) {
 	if res, err := CleanCold(testContext(t), c, opts); err != nil || res.Cleaned || res.Ratio != 1 || c.Head().Generation != gen {
 		t.Fatalf("cleaned below its ratio: %+v %v", res, err)
 	}
-	opts.MinDirtyRatio = 1
+	// A dirty record older than max.compaction.lag.ms overrides the ratio.
+	opts.MaxCompactionLagMs = 1<<40 + 1 // the oldest record is at 0
+	if res, err := CleanCold(testContext(t), c, opts); err != nil || res.Cleaned {
+		t.Fatalf("cleaned with no record past the lag: %+v %v", res, err)
+	}
+	opts.MaxCompactionLagMs = 1<<40 - 1000
 	if passes, _, _ := cleanAll(t, c, opts); passes != 1 {
 		t.Fatalf("%d passes", passes)
 	}
