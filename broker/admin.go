@@ -172,16 +172,9 @@ func (b clusterMember) deleteTopic(ctx context.Context, name string) error {
 		return nil
 	}
 	if ok && b.store != nil {
-		b.goLoop(func() {
-			dctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		b.goTask(func(life context.Context) {
+			dctx, cancel := context.WithTimeout(life, 10*time.Minute)
 			defer cancel()
-			go func() {
-				select {
-				case <-b.stop:
-					cancel()
-				case <-dctx.Done():
-				}
-			}()
 			if err := tiering.DeleteTopic(dctx, b.store, t.Name, t.ID); err != nil {
 				b.log.Warn("deleting the cold tier of a deleted topic failed", "topic", t.Name, "id", t.ID, "err", err)
 			}

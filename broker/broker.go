@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
@@ -71,6 +70,9 @@ type Broker struct {
 	// beforeUpdate, when set, is called before metadata is applied to an
 	// open replica (WithBeforeUpdate).
 	beforeUpdate func(topic string, partition int32)
+	// house tells the housekeeping loop which replicas have work
+	// (housekeeping.go).
+	house *housekeeper
 
 	peers    Peers          // the other brokers
 	fetchers *fetchers      // this broker's replication as a follower
@@ -79,7 +81,11 @@ type Broker struct {
 	// ids they claim, as of the controller loop's last round (liveMembers).
 	counted atomic.Pointer[[]gossip.Member]
 
-	stop chan struct{}
+	// life is the broker's lifetime: every goroutine the broker starts in
+	// the background runs under it (goLoop, goTask) or a context derived
+	// from it, and Close cancels it (end), then waits for them (wg).
+	life context.Context
+	end  context.CancelFunc
 	wg   sync.WaitGroup
 
 	// raftTLS, when set, runs the metadata group's transport over TLS.
@@ -142,9 +148,10 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		logsDir:      filepath.Join(cfg.DataDir, "logs"),
 		reconciledCh: make(chan struct{}),
 		tierKick:     make(chan struct{}, 1),
-		stop:         make(chan struct{}),
 		peers:        peers,
+		house:        newHousekeeper(),
 	}
+	b.life, b.end = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(b)
 	}
@@ -156,6 +163,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 		// readreplica.go.
 		b.limits = newLimits(cfg, logger)
 		if err := b.startReadReplica(ctx); err != nil {
+			b.end()
 			peers.Close()
 			return nil, err
 		}
@@ -171,6 +179,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	ok := false
 	defer func() {
 		if !ok {
+			b.end()
 			b.closeAll()
 		}
 	}()
@@ -231,7 +240,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	}
 	b.goLoop(b.reconcileLoop)
 	if b.coldPace != nil && b.coldPace.yield != nil {
-		b.goLoop(func() { b.coldPace.yield.run(b.stop) })
+		b.goLoop(b.coldPace.yield.run)
 	}
 	b.goLoop(b.housekeepingLoop)
 	b.goLoop(b.tierLoop)
@@ -290,23 +299,27 @@ func (b *Broker) ReadReplica() bool {
 	return ok
 }
 
-func (b *Broker) goLoop(loop func()) {
+// goLoop runs loop in the background under the broker's lifetime: its
+// context ends when Close begins, and Close waits for it to return.
+func (b *Broker) goLoop(loop func(ctx context.Context)) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		loop()
+		loop(b.life)
 	}()
 }
 
-// goTask runs task in the background unless the broker is closing; Close
-// waits for it.
-func (b *Broker) goTask(task func()) {
+// goTask runs task as goLoop does, unless the broker is closing: a task a
+// request or a loop starts while Close runs is dropped (false), so that
+// Close's wait is not joined late.
+func (b *Broker) goTask(task func(ctx context.Context)) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.mu.closed {
-		return
+		return false
 	}
 	b.goLoop(task)
+	return true
 }
 
 // Close stops background work, closes every partition (each fsyncs and
@@ -320,7 +333,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
-	close(b.stop)
+	b.end()
 	b.closeGroups() // held heartbeats return now
 	b.wg.Wait()
 	return b.closeAll()
@@ -360,53 +373,6 @@ func (b *Broker) closeAll() error {
 		b.lock.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// housekeepingLoop takes lagging followers out of the ISR (and asks for
-// caught-up ones back), asks for a new leader epoch where a restart left
-// this broker leading an old one, writes producer snapshots of sealed
-// segments, seals idle segments that reached segment.ms (so their data can
-// move on without a new append) and checkpoints high watermarks.
-func (b *Broker) housekeepingLoop() {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var lastRoll, lastCheckpoint, lastRoom time.Time
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-tick.C:
-		}
-		now := time.Now()
-		roll, checkpoint := now.Sub(lastRoll) >= time.Second, now.Sub(lastCheckpoint) >= 5*time.Second
-		for _, p := range b.partitions() {
-			b.updateISR(p)
-			b.requestNewEpoch(p)
-			p.writeProducerSnapshots(roll, b.log)
-			if roll {
-				if _, err := p.log.RollIfAged(); err != nil {
-					b.log.Warn("roll of an aged segment failed", "partition", p.name(), "err", err)
-				}
-			}
-			if checkpoint {
-				if err := p.log.Checkpoint(); err != nil {
-					b.log.Warn("checkpoint failed", "partition", p.name(), "err", err)
-				}
-			}
-		}
-		if roll {
-			lastRoll = now
-		}
-		if checkpoint {
-			lastCheckpoint = now
-		}
-		// Give back to raft.db the room Raft used, while the disk has
-		// some: on a full disk it is what lets the metadata group commit.
-		if now.Sub(lastRoom) >= 10*time.Second {
-			b.meta.KeepRoom()
-			lastRoom = now
-		}
-	}
 }
 
 func (b *Broker) partitions() []*partition {

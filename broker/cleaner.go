@@ -3,7 +3,7 @@ package broker
 // The log cleaner compacts the local logs of topics whose cleanup.policy
 // includes compact, as Kafka's does:
 //
-//   - cleanerLoop, one goroutine per broker (goLoop, ended by stop), picks
+//   - cleanerLoop, one goroutine per broker (goLoop, ended with the lifetime), picks
 //     the replica whose log is dirtiest: the largest share of dirty bytes
 //     (sealed bytes past what it last cleaned) in its cleanable prefix, if
 //     that share is at least min.cleanable.dirty.ratio or its oldest dirty
@@ -17,7 +17,9 @@ package broker
 //     range, bounded by cleaner.dedupe_buffer_size, then a rewrite of every
 //     segment from the log start to where the map ends (hotlog's
 //     RewriteSegments, crash-safe). The offset cleaned to is kept in a side
-//     file, so a restart does not clean the same bytes again.
+//     file, so a restart does not clean the same bytes again, with when
+//     each pass ended where: tombstones go once delete.retention.ms has
+//     passed since a cleaning first covered them (cleaner_state.go).
 //   - Reads and writes are throttled to cleaner.io_max_bytes_per_second.
 //
 // Replicas clean on their own, each on its own broker, and still agree on
@@ -26,11 +28,10 @@ package broker
 // settings and the clock (tombstones by their age).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -84,7 +85,7 @@ type cleanable struct {
 func cleanableOf(segs []hotlog.SegmentInfo, hw, cleanedTo int64, cfg *config.Topic, nowMs int64) cleanable {
 	var c cleanable
 	for i, s := range segs {
-		if i == len(segs)-1 || !s.Sealed || s.LastOffset >= hw || s.MaxTimestamp > nowMs-cfg.MinCompactionLagMs {
+		if i == len(segs)-1 || !s.Sealed || s.LastOffset >= hw || (cfg.MinCompactionLagMs > 0 && s.MaxTimestamp > nowMs-cfg.MinCompactionLagMs) {
 			break
 		}
 		c.segs = append(c.segs, s)
@@ -99,7 +100,7 @@ func cleanableOf(segs []hotlog.SegmentInfo, hw, cleanedTo int64, cfg *config.Top
 		total += s.Size
 		if s.LastOffset >= c.dirty {
 			c.dirtySize += s.Size
-			if s.MinTimestamp >= 0 && s.MinTimestamp <= nowMs-cfg.MaxCompactionLagMs {
+			if cfg.MaxCompactionLagMs >= 0 && s.MinTimestamp >= 0 && s.MinTimestamp <= nowMs-cfg.MaxCompactionLagMs {
 				c.overdue = true
 			}
 		}
@@ -112,8 +113,8 @@ func cleanableOf(segs []hotlog.SegmentInfo, hw, cleanedTo int64, cfg *config.Top
 }
 
 // cleanerLoop is the broker's log cleaner (see the top of the file).
-func (b *Broker) cleanerLoop() {
-	throttle := newIOThrottle(int64(b.cfg.Cleaner.IOMaxBytesPerSecond), b.stop)
+func (b *Broker) cleanerLoop(ctx context.Context) {
+	throttle := newIOThrottle(int64(b.cfg.Cleaner.IOMaxBytesPerSecond), ctx.Done())
 	backoff := time.Duration(b.cfg.Cleaner.Backoff)
 	if backoff <= 0 { // settings built without the defaults
 		backoff = time.Duration(config.DefaultBroker().Cleaner.Backoff)
@@ -122,7 +123,7 @@ func (b *Broker) cleanerLoop() {
 		p, c := b.dirtiestLog()
 		if p == nil {
 			select {
-			case <-b.stop:
+			case <-ctx.Done():
 				return
 			case <-time.After(backoff):
 			}
@@ -139,7 +140,7 @@ func (b *Broker) cleanerLoop() {
 			b.metrics.cleaner.failures.Add(1)
 			b.log.Warn("log cleaning failed; the log stays as it was", "partition", p.name(), "err", err)
 			select { // not straight back to the same failure
-			case <-b.stop:
+			case <-ctx.Done():
 				return
 			case <-time.After(backoff):
 			}
@@ -162,7 +163,7 @@ func (b *Broker) dirtiestLog() (*partition, cleanable) {
 		if !ok {
 			continue
 		}
-		c := cleanableOf(p.log.Segments(), limit, p.cleanedTo(), cfg, nowMs)
+		c := cleanableOf(p.log.Segments(), limit, p.cleanerState().cleanedTo, cfg, nowMs)
 		if c.eligible && (best == nil || c.ratio > bestC.ratio) {
 			best, bestC = p, c
 		}
@@ -190,28 +191,27 @@ func (p *partition) hotCleanLimit(b *Broker) (int64, bool) {
 	return min(hw, st.coldEnd), true
 }
 
-// cleanedTo is the offset the replica's log was last cleaned to, from its
-// side file (0 when none or unreadable: cleaning again is only work).
-func (p *partition) cleanedTo() int64 {
+// cleanerState reads the replica's cleaner side file; none, or one that
+// cannot be read, is an empty state (see cleanerState).
+func (p *partition) cleanerState() cleanerState {
 	data, ok, err := p.log.ReadSideFile(cleanerOffsetFile)
 	if err != nil || !ok {
-		return 0
+		return cleanerState{}
 	}
-	off, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	if err != nil || off < 0 {
-		return 0
+	s, err := parseCleanerState(data)
+	if err != nil {
+		return cleanerState{}
 	}
-	return off
+	return s
 }
 
 // cleanLog cleans p's log over c in passes until the dirty range is
 // covered.
 func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle) error {
 	cfg := p.cfg.Load()
-	rules := compact.Rules{
-		NowMs:             time.Now().UnixMilli(),
-		DeleteRetentionMs: cfg.DeleteRetentionMs,
-	}
+	state := p.cleanerState()
+	nowMs := time.Now().UnixMilli()
+	rules := compact.Rules{TombstoneHorizon: state.horizon(nowMs, cfg.DeleteRetentionMs)}
 	budget := int(b.cfg.Cleaner.DedupeBufferSize)
 	if budget <= 0 { // settings built without the defaults
 		budget = int(config.DefaultBroker().Cleaner.DedupeBufferSize)
@@ -250,7 +250,8 @@ func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle) error
 		b.metrics.cleaner.passes.Add(1)
 		b.metrics.cleaner.bytesCleaned.Add(res.BytesIn)
 		b.metrics.cleaner.bytesWritten.Add(res.BytesOut)
-		if err := p.log.WriteSideFile(cleanerOffsetFile, []byte(strconv.FormatInt(mapEnd, 10)+"\n")); err != nil {
+		state.record(mapEnd, nowMs, cfg.DeleteRetentionMs)
+		if err := p.log.WriteSideFile(cleanerOffsetFile, state.encode()); err != nil {
 			return err
 		}
 		// The next pass reads the rewritten segments.

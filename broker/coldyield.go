@@ -133,13 +133,13 @@ func (y *coldYield) wait(ctx context.Context, n int64) (time.Duration, error) {
 	}
 }
 
-// run steps the controller every window until stop is closed.
-func (y *coldYield) run(stop <-chan struct{}) {
+// run steps the controller every window until ctx ends.
+func (y *coldYield) run(ctx context.Context) {
 	t := time.NewTicker(yieldWindow)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			y.step(now)

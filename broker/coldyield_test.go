@@ -144,11 +144,11 @@ func TestColdYieldFollowsWriters(t *testing.T) {
 // broker's real controller loop.
 func TestColdYieldProgresses(t *testing.T) {
 	y := &coldYield{}
-	stop := make(chan struct{})
+	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); y.run(stop) }()
-	defer func() { close(stop); wg.Wait() }()
+	go func() { defer wg.Done(); y.run(ctx) }()
+	defer func() { stop(); wg.Wait() }()
 
 	// Writers at 1 ms until the controller has learned it, then at 50
 	// ms: it slows cold reads at every window.

@@ -8,34 +8,43 @@
 // # Goroutines
 //
 // What runs in the background, who starts it, what it does and who stops
-// it. Broker.Close closes stop, ends held group heartbeats, waits for
-// everything started through goLoop or goTask (the broker's WaitGroup),
-// then stops the fetchers and closes every partition.
+// it. Every goroutine below runs under the broker's lifetime, one context
+// (Broker.life) that Start makes and Close cancels: through goLoop or
+// goTask, which hand it to what they run and count it in the broker's
+// WaitGroup, or under a context derived from it. Broker.Close cancels the
+// lifetime, ends held group heartbeats, waits for everything goLoop and
+// goTask started, then stops the fetchers and waits for them, and closes
+// every partition (which stops and waits for its own). Once Close
+// returns, no goroutine the broker started runs
+// (TestCloseEndsEveryBrokerGoroutine in rpc). A Start that fails cancels
+// the lifetime too.
 //
-// Long-lived, one each, started by Open through goLoop once the metadata
-// is ready, and ended by stop:
+// Long-lived, one each, started by Start through goLoop once the metadata
+// is ready, and ended by the lifetime:
 //
 //   - reconcileLoop (reconcile.go): on every metadata change, opens,
 //     closes and re-states the partitions this broker holds, and hands the
 //     followed ones to the fetchers.
-//   - housekeepingLoop (broker.go): every 100ms takes lagging followers out
-//     of the ISR and asks for caught-up ones back, asks for a new leader
-//     epoch where a restart left this broker leading an old one, writes
-//     producer snapshots, seals idle segments and checkpoints high
-//     watermarks.
+//   - housekeepingLoop (housekeeping.go): visits only the replicas its
+//     housekeeper (housekeeper.go) says have work, marked dirty by an
+//     event or due by a deadline, at most every 100ms: takes lagging
+//     followers out of the ISR and asks for caught-up ones back, asks for
+//     a new leader epoch where a restart left this broker leading an old
+//     one, writes producer snapshots, seals idle segments and checkpoints
+//     high watermarks.
 //   - controllerLoop (membership.go): every broker runs it; while this one
 //     is the controller it registers live brokers, grows and shrinks the
 //     Raft group, moves leadership off brokers that are gone and takes
 //     them out of ISRs, and on every broker it keeps the view of who
 //     is alive and the proofs of gossiped claims. The claim checks it starts
-//     run through goLoop and end with the loop's context.
+//     run through goLoop, under a context of the loop's that ends with it.
 //   - isrWatchLoop (metrics_cluster.go): counts the ISR changes of led
 //     partitions as the metadata applies them.
 //   - tierLoop (tier.go): every tierInterval, or when kicked, runs each
-//     leader's tiering pass (uploads, then local and total retention) on a
-//     goroutine of its own, at most tiering.upload_parallelism at once; it
-//     waits for them, and a helper goroutine turns stop into the passes'
-//     cancellation.
+//     leader's tiering round (tierPassErr: its phases in order) on a
+//     goroutine of its own, at most tiering.upload_parallelism at once,
+//     each under a timeout derived from the lifetime; it waits for them
+//     before it returns.
 //   - cleanerLoop (cleaner.go): picks the dirtiest log of a compacted
 //     topic and cleans it in passes through hotlog's crash-safe rewrite,
 //     throttled to cleaner.io_max_bytes_per_second; waits cleaner.backoff
@@ -47,23 +56,29 @@
 //     cluster ones: re-reads the heads and lists the bucket; its scans run
 //     a bounded pool of goroutines and wait for them.
 //
-// Short-lived tasks, through goTask (refused once the broker is closing)
-// or goLoop, each with its own timeout and cancelled by stop: proposing an
-// ISR change (proposeISR), asking for a new leader epoch (requestNewEpoch),
+// Short-lived tasks, through goTask (refused once the broker is closing),
+// each with its own timeout derived from the lifetime: proposing an ISR
+// change (proposeISR), asking for a new leader epoch (requestNewEpoch),
 // deleting a deleted topic's objects from the bucket (DeleteTopic).
 //
 // Replication, one goroutine per connection or stream:
 //
 //   - fetchers (replica_follower.go): one fetcher per leader broker this
 //     broker follows partitions of, started by fetchers.update from
-//     reconcile, with a second goroutine receiving the leader's chunks.
-//     reconcile cancels one whose leader moved or has nothing left to
-//     follow; Close stops them all (fetchers.stop) and waits.
-//   - pushers (replica_leader.go): on a leader, one per followed partition
-//     of a ServeReplication stream, started when the follower reports its
-//     position, stopped when it says it stopped following, when its epoch
-//     changes (a new pusher replaces it), or when the stream ends; the
-//     stream's call waits for them before it returns.
+//     reconcile, under a context derived from the lifetime; each stream's
+//     session runs a second goroutine receiving the leader's chunks, and
+//     waits for it. reconcile cancels a fetcher whose leader moved or has
+//     nothing left to follow; the lifetime's end stops them all, and
+//     closeAll (fetchers.stop) waits for them.
+//   - pushers (replica_pushers.go): on a leader, one per followed partition
+//     of a ServeReplication stream, owned by the stream's pushers value
+//     and run as broker tasks (goTask): started when the follower reports
+//     its position, stopped when it says it stopped following, when its
+//     epoch changes (a new pusher replaces it), when the stream ends or
+//     when the lifetime does. The stream's call waits for them before it
+//     returns, and Close waits for them with the other tasks. The
+//     stream's call itself runs on the transport's goroutine (rpc), which
+//     ends it by ending the stream.
 //
 // Per partition, on demand (no goroutine while idle):
 //

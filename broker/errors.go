@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/strata-log/strata/cluster"
 )
 
 // Reason is the machine-readable cause of a refused request. The names are
@@ -214,6 +216,42 @@ func (e *Error) With(key, value string) *Error { return e.with(key, value) }
 // (it is starting or stopping); the client should retry, here or elsewhere.
 func Unavailable(format string, args ...any) *Error {
 	return refuse(ReasonUnavailable, nil, format, args...)
+}
+
+// notLeaderError is every NOT_LEADER the broker answers, built one way:
+// this broker does not lead the partition (or no longer does), as the
+// message says, and leader does, at addr (its client address, "" where
+// the metadata has none). Meta names the leader for the client to go to,
+// "leader_id" and "leader_address", both empty while no broker leads it
+// (cluster.NoLeader: an election is under way).
+func notLeaderError(leader int32, addr string, format string, args ...any) *Error {
+	e := refuse(ReasonNotLeader, nil, format, args...)
+	id := ""
+	switch {
+	case leader == cluster.NoLeader:
+		addr = ""
+		e.Message += "; no broker leads it yet"
+	case addr == "":
+		id = itoa(int64(leader))
+		e.Message += fmt.Sprintf("; broker %d leads it", leader)
+	default:
+		id = itoa(int64(leader))
+		e.Message += fmt.Sprintf("; broker %d at %s leads it", leader, addr)
+	}
+	return e.with("leader_id", id).with("leader_address", addr)
+}
+
+// notLeading is the refusal of a request for a partition this broker does
+// not lead: NOT_LEADER naming leader at addr (notLeaderError), or
+// LEADER_NOT_AVAILABLE while no broker leads it (an election: the client
+// waits and asks again rather than go elsewhere).
+func notLeading(leader int32, addr string, format string, args ...any) *Error {
+	if leader == cluster.NoLeader {
+		e := refuse(ReasonLeaderNotAvailable, nil, format, args...)
+		e.Message += "; no broker leads it right now"
+		return e
+	}
+	return notLeaderError(leader, addr, format, args...)
 }
 
 // CorruptData is the error for stored data that fails its checks when read

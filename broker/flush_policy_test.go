@@ -76,7 +76,7 @@ func TestIntervalAcknowledgesWrittenRecords(t *testing.T) {
 		follower := openPolicyReplica(t, memfs.New(), 2, info, config.FlushInterval)
 		_, w := leader.produce(1, 10)
 		leader.p.sentTo(2, 10, true)
-		if err := follower.p.appendAsFollower(1, 0, leaderBatch(t, 0, 0, 1, 10), 0); err != nil {
+		if err := follower.p.appendAsFollower(1, 0, NoReadFrom, leaderBatch(t, 0, 0, 1, 10), 0); err != nil {
 			t.Fatal(err)
 		}
 		// The follower reports what it wrote, not what it fsynced.
@@ -94,7 +94,7 @@ func TestIntervalAcknowledgesWrittenRecords(t *testing.T) {
 	t.Run("always RF=2", func(t *testing.T) {
 		info := cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1}
 		follower := openPolicyReplica(t, memfs.New(), 2, info, config.FlushAlways)
-		if err := follower.p.appendAsFollower(1, 0, leaderBatch(t, 0, 0, 1, 10), 0); err != nil {
+		if err := follower.p.appendAsFollower(1, 0, NoReadFrom, leaderBatch(t, 0, 0, 1, 10), 0); err != nil {
 			t.Fatal(err)
 		}
 		// AppendReplica waited for the fsync: what it reports is durable.
@@ -189,7 +189,7 @@ func TestRestartedFollowerDoesNotLeadUntilCaughtUp(t *testing.T) {
 	info := cluster.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 2, PartitionEpoch: 2}
 	fsys := memfs.New()
 	f := openPolicyReplica(t, fsys, 2, info, config.FlushInterval)
-	if err := f.p.appendAsFollower(1, 2, leaderBatch(t, 0, 2, 1, 10), 10); err != nil {
+	if err := f.p.appendAsFollower(1, 2, NoReadFrom, leaderBatch(t, 0, 2, 1, 10), 10); err != nil {
 		t.Fatal(err)
 	}
 	files := fsys.Fork()
@@ -216,7 +216,7 @@ func TestRestartedFollowerDoesNotLeadUntilCaughtUp(t *testing.T) {
 	again.p.close()
 	third := openPolicyReplica(t, files2, 2, info, config.FlushInterval)
 	end := third.p.log.LogEndOffset()
-	if err := third.p.appendAsFollower(1, 2, leaderBatch(t, end, 2, 100, 10-int(end)), 10); err != nil {
+	if err := third.p.appendAsFollower(1, 2, NoReadFrom, leaderBatch(t, end, 2, 100, 10-int(end)), 10); err != nil {
 		t.Fatal(err)
 	}
 	third.apply(elected)

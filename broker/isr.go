@@ -17,28 +17,12 @@ import (
 	"github.com/strata-log/strata/config"
 )
 
-// updateISR proposes the ISR change a led partition's replica state asks
-// for, if any: followers lagging longer than replica.lag.time.max leave,
-// followers that caught up join (partition.tick decides which).
-func (b *Broker) updateISR(p *partition) {
-	if c := p.tick(); c != nil {
-		b.proposeISR(p, c)
-	}
-}
-
 // proposeISR sends an ISR change in the background and gives the answer to
 // the partition.
 func (b *Broker) proposeISR(p *partition, c *isrChange) {
-	b.goTask(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	b.goTask(func(life context.Context) {
+		ctx, cancel := context.WithTimeout(life, 10*time.Second)
 		defer cancel()
-		go func() {
-			select {
-			case <-b.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		info, err := b.alterISR(ctx, p, c)
 		p.isrAnswered(c, info, err)
 		if err != nil {
@@ -126,9 +110,9 @@ func (b *Broker) requestNewEpoch(p *partition) {
 	if !ok || !p.epochAsked.CompareAndSwap(false, true) {
 		return
 	}
-	b.goTask(func() {
+	b.goTask(func(life context.Context) {
 		defer time.AfterFunc(time.Second, func() { p.epochAsked.Store(false) })
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(life, 10*time.Second)
 		defer cancel()
 		info, err := b.newLeaderEpoch(ctx, ISRRequest{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderID: b.id, LeaderEpoch: epoch})
 		if err != nil {

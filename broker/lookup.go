@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/strata-log/strata/cluster"
@@ -19,7 +18,7 @@ func (b *Broker) leaderPartition(topic string, id int32) (*partition, error) {
 		return nil, err
 	}
 	if info.Leader != b.id {
-		return nil, b.notLeader(m, topic, id, info.Leader)
+		return nil, b.notLeading(m, topic, id, info.Leader)
 	}
 	b.mu.RLock()
 	p, ok := b.mu.partitions[cluster.TopicPartition{Topic: topic, Partition: id}]
@@ -71,18 +70,24 @@ func partitionInfo(m *cluster.Metadata, topic string, id int32) (cluster.Partiti
 	return info, nil
 }
 
-func (b *Broker) notLeader(m *cluster.Metadata, topic string, id, leader int32) *Error {
-	if leader == cluster.NoLeader {
-		return refuse(ReasonLeaderNotAvailable, nil, "%s/%d has no leader right now", topic, id)
-	}
-	addr := ""
-	if info, ok := m.Broker(leader); ok {
-		addr = info.Addr
-	}
-	return refuse(ReasonNotLeader, nil, "broker %d does not lead %s/%d: broker %d at %s does", b.id, topic, id, leader, addr).
-		with("leader_id", strconv.Itoa(int(leader))).
-		with("leader_address", addr)
+// notLeading is the refusal of a request for a partition leader leads
+// (or none does), as the metadata m has it (notLeading).
+func (b *Broker) notLeading(m *cluster.Metadata, topic string, id, leader int32) *Error {
+	return notLeading(leader, brokerAddr(m, leader), "broker %d does not lead %s/%d", b.id, topic, id)
 }
+
+// brokerAddr is the client address of broker id as the metadata m has
+// it; "" for a broker it does not know.
+func brokerAddr(m *cluster.Metadata, id int32) string {
+	if info, ok := m.Broker(id); ok {
+		return info.Addr
+	}
+	return ""
+}
+
+// leaderAddr is the client address of broker id as this broker's metadata
+// has it now, for the NOT_LEADER a replica answers (partition.brokerAddr).
+func (b *Broker) leaderAddr(id int32) string { return brokerAddr(b.meta.Metadata(), id) }
 
 // waitReconciled waits until the local partitions reflect metadata version v.
 func (b *Broker) waitReconciled(ctx context.Context, v uint64) error {

@@ -158,18 +158,18 @@ func (b *Broker) anyInCluster(ctx context.Context, members []gossip.Member) bool
 // it, so that each keeps its view of who is alive (and its proofs of the
 // claims gossip carries, claims.go) up to date for when it becomes
 // controller, and for its cluster status and metrics.
-func (b *Broker) controllerLoop() {
+func (b *Broker) controllerLoop(life context.Context) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	c := newControllerState(time.Now(), b.raftTLS != nil)
 	// Checks of claims run beside the loop, so that a member that is slow
 	// to answer its check never holds up an election; they end with it.
-	checks, cancel := context.WithCancel(context.Background())
+	checks, cancel := context.WithCancel(life)
 	defer cancel()
 	results := make(chan proofResult, 64)
 	for {
 		select {
-		case <-b.stop:
+		case <-life.Done():
 			return
 		case <-tick.C:
 		case <-b.gossip.Events():
@@ -199,7 +199,7 @@ func (b *Broker) controllerLoop() {
 		if c.since.IsZero() {
 			c.since = time.Now()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(life, 10*time.Second)
 		b.reconcileMembership(ctx, c)
 		b.electLeaders(ctx, c)
 		cancel()
@@ -234,7 +234,7 @@ func (b *Broker) checkClaims(ctx context.Context, c *controllerState, members []
 			continue
 		}
 		c.proofs[k] = proof{pending: true, at: c.proofs[k].at, logged: c.proofs[k].logged}
-		b.goLoop(func() {
+		b.goLoop(func(context.Context) { // ctx, the loop's, derives from the broker's lifetime
 			vctx, cancel := context.WithTimeout(ctx, proofTimeout)
 			err := b.peers.VerifyBroker(vctx, k)
 			cancel()

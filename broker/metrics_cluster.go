@@ -17,6 +17,7 @@ package broker
 // moves its leadership (a few seconds: the gossip failure detection).
 
 import (
+	"context"
 	"slices"
 	"sort"
 	"strconv"
@@ -59,6 +60,8 @@ func (b *Broker) writeClusterMetrics(mw *metricsWriter, parts []*partition) {
 	mw.counter("strata_leader_elections_total", "Partition leaders this broker elected as controller after a leader was lost.", b.metrics.leaderElections.Load())
 	mw.counter("strata_isr_shrinks_total", "ISR changes that removed replicas, on partitions this broker leads.", b.metrics.isrShrinks.Load())
 	mw.counter("strata_isr_expands_total", "ISR changes that added replicas, on partitions this broker leads.", b.metrics.isrExpands.Load())
+	mw.counter("strata_reconcile_full_rounds_total", "Rounds applying the cluster metadata that compared every partition with the replicas this broker holds (a topic created, deleted, altered or grown, a broker registered, a start).", b.metrics.reconcileAll.Load())
+	mw.counter("strata_reconcile_partial_rounds_total", "Rounds applying the cluster metadata that visited only the partitions whose leader or ISR changed, or none (offset commits).", b.metrics.reconcileChanged.Load())
 	mw.counter("strata_produce_sequence_waits_total", "Batches of idempotent producers that reached this leader before batches sent ahead of them, and waited for them (at most 1 s) instead of being refused as out of order.", b.metrics.sequenceWaits.Load())
 
 	mw.family("strata_replication_lag_records", "gauge", "Records a follower lacks: the leader's log end minus the follower's acknowledged one, by partition this broker leads. A follower that has not reported in the leader's epoch has no series.")
@@ -206,12 +209,12 @@ func writeGroupLags(mw *metricsWriter, r groupLagReport) {
 // as the metadata applies them: every accepted change reaches the leader
 // that way, whoever proposed it (the leader itself, or the controller
 // taking a dead follower out).
-func (b *Broker) isrWatchLoop() {
+func (b *Broker) isrWatchLoop(ctx context.Context) {
 	for {
 		changed := b.meta.Changed()
 		b.observeISR()
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-changed:
 		}

@@ -40,6 +40,11 @@ type brokerMetrics struct {
 	// quotaHeldNanos is the time fetches over their quota were held
 	// before being served (quota.go, admitFetch), which no refusal shows.
 	quotaHeldNanos atomic.Int64
+	// reconcileAll and reconcileChanged count reconcile rounds that
+	// compared every partition, and those that applied only the
+	// partitions the metadata changes named (reconcile.go).
+	reconcileAll     atomic.Int64
+	reconcileChanged atomic.Int64
 
 	isr struct {
 		sync.Mutex

@@ -28,6 +28,9 @@ type partition struct {
 	log     *hotlog.Log
 	logger  *slog.Logger
 	now     func() time.Time
+	// brokerAddr is the client address of a broker, for the NOT_LEADER
+	// this replica answers (notLeaderError); "" where it is not known.
+	brokerAddr func(id int32) string
 
 	cfg atomic.Pointer[config.Topic]
 	// view is the metadata the replica last applied, for readers that need
@@ -64,6 +67,10 @@ type partition struct {
 	// advancing runs the high watermark's moves when the log's durable
 	// end moved (kickAdvance).
 	advancing advancer
+
+	// house is the replica's place in the broker's housekeeper
+	// (housekeeper.go): markDirty asks for a visit.
+	house houseState
 }
 
 func logConfig(t config.Topic) hotlog.Config {
@@ -100,6 +107,12 @@ type replicaSpec struct {
 	files *hotlog.FileCache
 	// now is the clock; nil for time.Now.
 	now func() time.Time
+	// brokerAddr gives a broker's client address, for NOT_LEADER; nil
+	// when none is known.
+	brokerAddr func(id int32) string
+	// house, when set, is told of events that give the replica
+	// housekeeping work (markDirty).
+	house *housekeeper
 	// onDurable, when set, is called when the log's durable end moves,
 	// instead of waking a goroutine of the partition's own that moves the
 	// high watermark: a simulation calls advance itself, in its own order.
@@ -113,11 +126,15 @@ type replicaSpec struct {
 // applies the metadata to it.
 func openPartition(s replicaSpec) (*partition, error) {
 	p := &partition{topic: s.topic, id: s.partition, topicID: s.topicID, dir: s.dir, self: s.self,
-		logger: s.logger.With("topic", s.topic, "partition", s.partition), now: s.now,
+		logger: s.logger.With("topic", s.topic, "partition", s.partition), now: s.now, brokerAddr: s.brokerAddr,
 		producers: newProducerState()}
 	p.advancing.run = p.advance
+	p.house.h, p.house.index = s.house, -1
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if p.brokerAddr == nil {
+		p.brokerAddr = func(int32) string { return "" }
 	}
 	p.cfg.Store(&s.cfg)
 	p.tier.Store(&tierState{coldStart: -1, coldEnd: -1})
@@ -206,6 +223,7 @@ func (p *partition) setState(info cluster.PartitionInfo, cfg config.Topic) error
 	}
 	p.advanceLocked()
 	p.applied.Store(&info)
+	p.markDirty() // its role, ISR or epoch may have changed what is due
 	return nil
 }
 
@@ -231,6 +249,7 @@ func (p *partition) advance() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.advanceLocked()
+	p.markDirty() // the durable end moved: a checkpoint is due
 }
 
 func (p *partition) advanceLocked() {
@@ -238,6 +257,7 @@ func (p *partition) advanceLocked() {
 	view := p.logViewLocked()
 	if hw := rs.highWatermark(view); hw > view.hw {
 		p.log.SetHighWatermark(hw)
+		p.markDirty() // a checkpoint is due
 	}
 	finish(rs.complete(p.log.HighWatermark()))
 }
@@ -309,6 +329,12 @@ func (p *partition) followerReport(id, epoch int32, leo int64) (reportRefusal, *
 	verdict, change := p.mu.rs.followerReport(id, epoch, leo, p.logViewLocked(), p.now())
 	if verdict == reportCounted {
 		p.advanceLocked()
+		if !slices.Contains(p.mu.rs.info.ISR, id) {
+			// It may join once a pending ISR change is answered: tick
+			// asks then. A member's report only moves its lag deadline
+			// later, which needs no visit.
+			p.markDirty()
+		}
 	}
 	return verdict, change
 }
@@ -322,18 +348,21 @@ func (p *partition) sentTo(id int32, end int64, caughtUp bool) {
 	p.mu.rs.sent(id, end, caughtUp, p.now())
 }
 
-// tick returns an ISR change that drops lagging followers, or nil.
-func (p *partition) tick() *isrChange {
+// tick returns an ISR change that drops lagging followers, or nil, and
+// when tick may next have one to return without an event that marks the
+// replica dirty (zero for never).
+func (p *partition) tick() (*isrChange, time.Time) {
 	// Only a leader with followers has an ISR to manage. The view (what
 	// the replica state last applied, stored under mu) tells without the
-	// lock or the log view: the housekeeping loop asks every replica ten
-	// times a second, and most are followers or lone replicas.
+	// lock or the log view, and most replicas are followers or lone.
 	if v := p.view.Load(); v == nil || v.Leader != p.self || len(v.Replicas) < 2 {
-		return nil
+		return nil, time.Time{}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mu.rs.tick(p.logViewLocked(), p.now())
+	view, now := p.logViewLocked(), p.now()
+	c := p.mu.rs.tick(view, now)
+	return c, p.mu.rs.nextTick(view)
 }
 
 // isrAnswered takes the controller's answer to an ISR change: the
@@ -342,6 +371,7 @@ func (p *partition) isrAnswered(c *isrChange, info cluster.PartitionInfo, err er
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rs := p.mu.rs
+	defer p.markDirty() // a follower waiting for the answer may join now
 	if err != nil {
 		rs.isrRefused(c)
 		return
@@ -408,16 +438,17 @@ func (p *partition) resetAsFollower(leader, epoch int32, start int64) error {
 }
 
 // appendAsFollower appends what the leader sent (whole batches with their
-// offsets and epochs, from the follower's log end on) and takes the
-// leader's high watermark, as far as the follower's log goes.
-func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW int64) error {
+// offsets and epochs, from the follower's log end on, read by the leader
+// from readFrom, or NoReadFrom) and takes the leader's high watermark, as
+// far as the follower's log goes.
+func (p *partition) appendAsFollower(leader, epoch int32, readFrom int64, data []byte, leaderHW int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.followingLocked(leader, epoch) {
 		return errNotFollowing
 	}
 	if data = skipBelow(data, p.log.LogEndOffset()); len(data) > 0 {
-		if err := p.producers.appendReplica(p.log, data); err != nil {
+		if err := p.producers.appendReplica(p.log, data, readFrom); err != nil {
 			return err
 		}
 	}
@@ -427,6 +458,7 @@ func (p *partition) appendAsFollower(leader, epoch int32, data []byte, leaderHW 
 	if p.mu.rs.unsure && p.holdsCommittedBefore(epoch, leaderHW) {
 		p.mu.rs.unsure = false
 	}
+	p.markDirty() // a roll deadline, producer snapshots, a checkpoint
 	return nil
 }
 

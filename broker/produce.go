@@ -1,6 +1,10 @@
 package broker
 
-// Produce: the leader appends one batch to a partition.
+// Produce: the leader appends one batch to a partition, in three steps:
+// admitProduce runs every check up to the batch's stored form, appendBatch
+// appends it (an idempotent producer's turn, then the checks under the
+// replica lock), and awaitAcks answers once the acks asked for are met.
+// Every NOT_LEADER names the leader by id and address (notLeaderError).
 //
 // Checks, in order, each refusing with its reason and changing nothing:
 // the topic and partition exist (TOPIC_NOT_FOUND, PARTITION_NOT_FOUND); this
@@ -96,50 +100,95 @@ func (b *Broker) Produce(ctx context.Context, req ProduceRequest) (ProduceResult
 }
 
 func (b clusterMember) produce(ctx context.Context, req ProduceRequest) (ProduceResult, error) {
-	p, err := b.leaderPartition(req.Topic, req.Partition)
+	a, err := b.admitProduce(ctx, req)
 	if err != nil {
 		return ProduceResult{}, err
+	}
+	defer a.finish()
+	res, w, err := a.p.appendBatch(ctx, a.batch, req.Acks, func() { b.metrics.sequenceWaits.Add(1) })
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	return a.p.awaitAcks(ctx, res, w, req.Acks, req.Timeout)
+}
+
+// admitted is a produce admitProduce let through: the partition it goes
+// to, the batch in the form the topic stores, and the end of its timing.
+type admitted struct {
+	p     *partition
+	batch record.Batch
+	// finish ends the produce's timing for the cold-read yield
+	// (coldyield.go): call it once the produce is answered.
+	finish func()
+}
+
+// admitProduce runs Produce's checks, in the order the top of this file
+// lists them, and changes nothing: the partition's leader is this broker
+// and has it open (leaderPartition), the caller's quota, the disk's room,
+// the upload backlog, the cold tier taken over in this epoch (ensureTier),
+// then the batch itself (admitBatch). The produce is timed for the
+// cold-read yield from when the quota let it through.
+func (b clusterMember) admitProduce(ctx context.Context, req ProduceRequest) (_ admitted, err error) {
+	p, err := b.leaderPartition(req.Topic, req.Partition)
+	if err != nil {
+		return admitted{}, err
 	}
 	if err := b.limits.admitProduce(ctx, len(req.Batch)); err != nil {
 		b.metrics.throttle(throttleProduceQuota)
-		return ProduceResult{}, err
+		return admitted{}, err
 	}
-	if b.coldPace != nil && b.coldPace.yield != nil {
-		// Cold reads yield to writers by what they see from here on
-		// (coldyield.go); a quota's wait is not theirs to answer for.
-		y, start := b.coldPace.yield, time.Now()
-		w := y.produceStart()
-		defer func() { y.produceEnd(w, time.Since(start)) }()
-	}
+	finish := b.timeProduce()
+	defer func() {
+		if err != nil {
+			finish()
+		}
+	}()
 	if err := b.checkDiskSpace(); err != nil {
-		return ProduceResult{}, err
+		return admitted{}, err
 	}
 	if err := b.checkBacklog(); err != nil {
 		b.metrics.throttle(throttleUploadBacklog)
-		return ProduceResult{}, err
+		return admitted{}, err
 	}
 	if err := b.ensureTier(ctx, p); err != nil {
-		return ProduceResult{}, err
+		return admitted{}, err
 	}
-	res, w, err := p.leaderProduce(ctx, req.Batch, req.Acks, b.producerOwner(ctx), func() { b.metrics.sequenceWaits.Add(1) })
+	batch, err := p.admitBatch(req.Batch, b.producerOwner(ctx))
 	if err != nil {
-		if errors.Is(err, errNotLeaderNow) {
-			info := p.view.Load()
-			return ProduceResult{}, b.notLeader(b.meta.Metadata(), req.Topic, req.Partition, info.Leader)
-		}
-		return ProduceResult{}, err
+		return admitted{}, err
 	}
-	if req.Acks == AcksNone {
+	return admitted{p: p, batch: batch, finish: finish}, nil
+}
+
+// timeProduce starts timing a produce for the cold-read yield: cold reads
+// yield to writers by what they see from here on (coldyield.go), so it
+// starts after the quota, whose wait is not theirs to answer for. It
+// returns the end of the timing.
+func (b *Broker) timeProduce() func() {
+	if b.coldPace == nil || b.coldPace.yield == nil {
+		return func() {}
+	}
+	y, start := b.coldPace.yield, time.Now()
+	w := y.produceStart()
+	return func() { y.produceEnd(w, time.Since(start)) }
+}
+
+// awaitAcks answers a produce appended at res once req's acks are met:
+// acks=none at once, acks=leader once the flush policy made it durable,
+// acks=all once it committed (commitOutcome), or TIMEOUT after timeout (0:
+// defaultProduceTimeout). w is the wait appendBatch registered for
+// acks=all.
+func (p *partition) awaitAcks(ctx context.Context, res ProduceResult, w *produceWaiter, acks Acks, timeout time.Duration) (ProduceResult, error) {
+	if acks == AcksNone {
 		return res, nil
 	}
 	if err := p.log.WaitDurable(res.LastOffset + 1); err != nil {
 		p.dropWaiter(w)
 		return ProduceResult{}, appendError(p, err)
 	}
-	if req.Acks != AcksAll {
+	if acks != AcksAll {
 		return res, nil
 	}
-	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultProduceTimeout
 	}
@@ -157,21 +206,23 @@ func (b clusterMember) produce(ctx context.Context, req ProduceRequest) (Produce
 	}
 }
 
-// leaderProduce is Produce's work on the partition once the broker has
-// admitted the request (it leads the partition, the caller is within its
-// quota, there is room, the cold tier is taken over): the batch's own
-// checks, an idempotent producer's turn, the append. ownsProducer says
-// whether the caller may use a producer id; onSequenceWait counts the
-// batches that waited for their turn.
-func (p *partition) leaderProduce(ctx context.Context, batch record.Batch, acks Acks, ownsProducer func(id int64) error, onSequenceWait func()) (ProduceResult, *produceWaiter, error) {
+// admitBatch runs Produce's checks of the batch itself (checkBatch) under
+// the topic's settings, and returns it in the form the topic stores
+// (storedForm). ownsProducer says whether the caller may use a producer
+// id. It changes nothing.
+func (p *partition) admitBatch(batch record.Batch, ownsProducer func(id int64) error) (record.Batch, error) {
 	cfg := p.cfg.Load()
 	if err := checkBatch(p, cfg, batch, ownsProducer); err != nil {
-		return ProduceResult{}, nil, err
+		return nil, err
 	}
-	batch, err := storedForm(p, cfg, batch)
-	if err != nil {
-		return ProduceResult{}, nil, err
-	}
+	return storedForm(p, cfg, batch)
+}
+
+// appendBatch appends an admitted batch as the partition's leader: an
+// idempotent producer's batch first waits for its turn (onSequenceWait
+// counts those that wait), then appendAsLeader. It returns where the
+// batch went and, for acks=all, the wait for its commit.
+func (p *partition) appendBatch(ctx context.Context, batch record.Batch, acks Acks, onSequenceWait func()) (ProduceResult, *produceWaiter, error) {
 	if batch.ProducerID() != record.NoProducerID {
 		p.producers.awaitTurn(ctx, p.log, batch, sequenceWait, onSequenceWait)
 	}
@@ -228,8 +279,8 @@ func (p *partition) commitOutcome(res ProduceResult, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, errNotLeaderNow):
-		return refuse(ReasonNotLeader, nil, "%s: leadership changed before the batch at %d committed; it is not acknowledged and may be lost", p.name(), res.BaseOffset).
-			with("leader_id", itoa(int64(p.view.Load().Leader)))
+		leader := p.view.Load().Leader
+		return notLeaderError(leader, p.brokerAddr(leader), "%s: leadership changed before the batch at %d committed; it is not acknowledged and may be lost", p.name(), res.BaseOffset)
 	}
 	return refuse(ReasonNotEnoughReplicasAfterAppend, err, "%s: the batch at %d was written, but the in-sync replicas fell below min.insync.replicas (%d) before it committed; it is not acknowledged", p.name(), res.BaseOffset, p.cfg.Load().MinInsyncReplicas)
 }
@@ -269,7 +320,7 @@ func checkBatch(p *partition, cfg *config.Topic, batch record.Batch, ownsProduce
 // appendAsLeader appends a batch as the partition's leader, in the leader
 // epoch of the moment, and for acks=all registers the wait for its commit
 // in that same epoch: both under the replica lock, so a change of epoch
-// comes wholly before (errNotLeaderNow) or after (the wait ends with
+// comes wholly before (NOT_LEADER now) or after (the wait ends with
 // NOT_LEADER). A resend of an idempotent producer's batch is answered with
 // the original's offsets and waits for the original to commit.
 func (p *partition) appendAsLeader(batch record.Batch, acks Acks) (ProduceResult, *produceWaiter, error) {
@@ -284,13 +335,15 @@ func (p *partition) appendAsLeader(batch record.Batch, acks Acks) (ProduceResult
 	rs := p.mu.rs
 	switch rs.checkProduce(acks == AcksAll) {
 	case refusedNotLeader:
-		return ProduceResult{}, nil, errNotLeaderNow
+		return ProduceResult{}, nil, notLeading(rs.info.Leader, p.brokerAddr(rs.info.Leader), "broker %d no longer leads %s", p.self, p.name())
 	case refusedTakingTheLead:
 		return ProduceResult{}, nil, refuse(ReasonLeaderNotAvailable, nil, "%s: this broker restarted while leading it and waits for the controller to start a new leader epoch", p.name())
 	case refusedNotEnoughReplicas:
 		return ProduceResult{}, nil, refuse(ReasonNotEnoughReplicas, nil, "%s has %d in-sync replicas, min.insync.replicas is %d", p.name(), len(rs.info.ISR), rs.minISR)
 	}
 	epoch := rs.info.LeaderEpoch
+	rs.beforeAppend(p.log.LogEndOffset(), p.now())
+	defer p.markDirty() // a roll deadline, producer snapshots, ISR lag
 	if batch.ProducerID() == record.NoProducerID {
 		ar, err := p.log.AppendVerified(batch, epoch) // Produce verified its CRC
 		if err != nil {

@@ -459,8 +459,8 @@ func (ps *producerSnapshots) snapshotSealed() error {
 }
 
 // sealedSegments describes the log's segments when one is sealed, else
-// nil: the housekeeping sweep visits every replica each second, and most
-// have only their active segment.
+// nil: most replicas the housekeeping visits have only their active
+// segment.
 func (ps *producerSnapshots) sealedSegments() []hotlog.SegmentInfo {
 	if !ps.log.Sealed() {
 		return nil
@@ -473,14 +473,15 @@ func (ps *producerSnapshots) sealedSegments() []hotlog.SegmentInfo {
 // sweep says to look anyway (an idle segment is sealed by age, without an
 // append). The broker's housekeeping calls it. Nothing depends on how soon:
 // the uploader and local retention write the snapshots they need first.
-func (p *partition) writeProducerSnapshots(sweep bool, logger *slog.Logger) {
+// It reports false when the write failed and is worth retrying.
+func (p *partition) writeProducerSnapshots(sweep bool, logger *slog.Logger) bool {
 	ps := p.producers.snaps.Load()
 	if ps == nil {
-		return
+		return true
 	}
 	leo := p.log.LogEndOffset()
 	if !sweep && ps.seen.Load() == leo {
-		return
+		return true
 	}
 	if p.log.ActiveBaseOffset() == leo {
 		// The last segment may have been sealed by age, with no append
@@ -495,10 +496,11 @@ func (p *partition) writeProducerSnapshots(sweep bool, logger *slog.Logger) {
 	if err == nil || errors.Is(err, hotlog.ErrClosed) {
 		ps.mu.failures = 0
 		ps.seen.Store(leo)
-		return
+		return true
 	}
 	ps.mu.failures++
 	if ps.mu.failures == 1 || ps.mu.failures%100 == 0 {
 		logger.Warn("writing producer snapshots failed; will retry", "partition", p.name(), "failures", ps.mu.failures, "err", err)
 	}
+	return false
 }

@@ -403,7 +403,7 @@ func copyChunks(t *testing.T, leader, follower *hotlog.Log, s *producerState) {
 			}
 			chunk, off = append(chunk, rr.Data...), rr.NextOffset
 		}
-		if err := s.appendReplica(follower, chunk); err != nil {
+		if err := s.appendReplica(follower, chunk, NoReadFrom); err != nil {
 			t.Fatal(err)
 		}
 	}

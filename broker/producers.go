@@ -227,7 +227,7 @@ func (s *producerState) record(b record.Batch) {
 // snapshot, instead of the snapshot being computed by reading the segment
 // again. Holding the lock from the append to the record keeps the state
 // and the log's end in step for whoever reads both under it.
-func (s *producerState) appendReplica(l *hotlog.Log, data []byte) error {
+func (s *producerState) appendReplica(l *hotlog.Log, data []byte, readFrom int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.mu.built && !s.mu.buildFailed {
@@ -237,7 +237,11 @@ func (s *producerState) appendReplica(l *hotlog.Log, data []byte) error {
 		}
 	}
 	end := l.LogEndOffset()
-	if _, err := l.AppendReplica(data); err != nil {
+	appendReplica := l.AppendReplica
+	if readFrom != NoReadFrom {
+		appendReplica = func(data []byte) (hotlog.AppendResult, error) { return l.AppendReplicaFrom(data, readFrom) }
+	}
+	if _, err := appendReplica(data); err != nil {
 		if l.LogEndOffset() != end {
 			s.clearLocked() // part of data is in the log, unrecorded
 		}

@@ -164,7 +164,7 @@ func (b *Broker) startReadReplica(ctx context.Context) error {
 		return fmt.Errorf("broker: read replica: listing the bucket: %w", ExplainStoreError(b.cfg, err))
 	}
 	b.role = ro
-	b.goLoop(func() { r.refreshLoop(b.stop) })
+	b.goLoop(r.refreshLoop)
 	return nil
 }
 
@@ -195,19 +195,13 @@ func OpenReadOnlyStore(ctx context.Context, cfg config.Broker) (objstore.Reader,
 func (r *readReplica) close() { r.cold.Close() }
 
 // refreshLoop re-reads the heads every refresh, and lists the bucket every
-// replicaScanEvery refreshes, until stop is closed.
-func (r *readReplica) refreshLoop(stop <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-stop
-		cancel()
-	}()
+// replicaScanEvery refreshes, until ctx ends (which ends a scan under way).
+func (r *readReplica) refreshLoop(ctx context.Context) {
 	tick := time.NewTicker(r.refresh)
 	defer tick.Stop()
 	for n := 1; ; n++ {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,14 +17,14 @@ import (
 )
 
 // reconcileLoop applies every metadata change to the local partitions.
-func (b *Broker) reconcileLoop() {
+func (b *Broker) reconcileLoop(ctx context.Context) {
 	for {
 		changed := b.meta.Changed()
 		if err := b.reconcile(); err != nil {
 			b.log.Error("applying cluster metadata failed", "err", err)
 		}
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-changed:
 		}
@@ -56,6 +58,28 @@ func (b *Broker) reconcile() error {
 	b.reconcileMu.Lock()
 	defer b.reconcileMu.Unlock()
 	m := b.meta.Metadata()
+	b.mu.RLock()
+	closed, reconciled := b.mu.closed, b.mu.reconciled
+	b.mu.RUnlock()
+	if closed || m.Version <= reconciled && reconciled != 0 {
+		return nil
+	}
+	if reconciled != 0 {
+		// Leader and ISR changes (most changes, thousands of them while
+		// a broker restarts) and offset commits (which change no topic)
+		// touch no other replica: apply them to those they name.
+		if ch := b.meta.ChangesSince(reconciled, m.Version); !ch.All {
+			if done, err := b.reconcileSome(m, ch.Partitions); done {
+				return err
+			}
+		}
+	}
+	return b.reconcileAll(m)
+}
+
+// reconcileAll compares every partition of the metadata with the replicas
+// this broker holds: opens, updates and drops.
+func (b *Broker) reconcileAll(m *cluster.Metadata) error {
 
 	type opening struct {
 		tp   cluster.TopicPartition
@@ -101,6 +125,7 @@ func (b *Broker) reconcile() error {
 				// An old topic of the same name: out of the map now, its
 				// files (in a directory named by its own topic id) go below.
 				delete(b.mu.partitions, tp)
+				b.house.remove(p)
 				drops = append(drops, p)
 				ok = false
 			}
@@ -108,7 +133,7 @@ func (b *Broker) reconcile() error {
 				opens = append(opens, &opening{tp: tp, spec: replicaSpec{
 					dir: b.partitionDir(t, info.Partition), topic: name, topicID: t.ID, partition: info.Partition,
 					self: b.id, cfg: cfg, info: info, lagMax: time.Duration(b.cfg.Replica.LagTimeMax), logger: b.log,
-					files: b.limits.segmentFileCache(),
+					files: b.limits.segmentFileCache(), brokerAddr: b.leaderAddr, house: b.house,
 				}})
 				continue
 			}
@@ -124,6 +149,7 @@ func (b *Broker) reconcile() error {
 	for tp, p := range b.mu.partitions {
 		if !keep[tp] {
 			delete(b.mu.partitions, tp)
+			b.house.remove(p)
 			drops = append(drops, p)
 		}
 	}
@@ -166,6 +192,7 @@ func (b *Broker) reconcile() error {
 			continue
 		}
 		b.mu.partitions[o.tp] = o.p
+		b.house.add(o.p)
 		if o.p.isLeader() {
 			kickTier = true // it takes its cold tier over at once
 		}
@@ -189,11 +216,91 @@ func (b *Broker) reconcile() error {
 		}
 	}
 	if firstErr == nil {
-		b.mu.reconciled = m.Version
-		close(b.reconciledCh)
-		b.reconciledCh = make(chan struct{})
+		b.reconciledLocked(m.Version)
 	}
+	b.metrics.reconcileAll.Add(1)
 	return firstErr
+}
+
+// reconciledLocked records that the replicas reflect version and wakes
+// those waiting for it.
+func (b *Broker) reconciledLocked(version uint64) {
+	b.mu.reconciled = version
+	close(b.reconciledCh)
+	b.reconciledCh = make(chan struct{})
+}
+
+// reconcileSome applies the metadata to the replicas of tps, partitions
+// whose leader or ISR changed since the last round (their replicas did
+// not: nothing opens or closes), and points the fetchers at their
+// leaders. It reports false, having changed nothing, when a partition
+// does not match what this broker holds (a replica it lacks, of another
+// topic id): the full round sorts that out.
+func (b *Broker) reconcileSome(m *cluster.Metadata, tps []cluster.TopicPartition) (bool, error) {
+	type update struct {
+		p    *partition
+		info cluster.PartitionInfo
+		err  error
+	}
+	var updates []*update
+	touched := make([]*partition, 0, len(tps))
+	b.mu.RLock()
+	for _, tp := range tps {
+		info, ok := m.Partition(tp.Topic, tp.Partition)
+		held := ok && slices.Contains(info.Replicas, b.id)
+		p, have := b.mu.partitions[tp]
+		switch {
+		case !held && !have:
+			continue // another broker's
+		case held != have:
+			b.mu.RUnlock()
+			return false, nil
+		}
+		if t, _ := m.Topic(tp.Topic); p.topicID != t.ID {
+			b.mu.RUnlock()
+			return false, nil
+		}
+		touched = append(touched, p)
+		if !p.reflects(info, *p.cfg.Load()) {
+			updates = append(updates, &update{p: p, info: info})
+		}
+	}
+	b.mu.RUnlock()
+
+	inParallel(len(updates), func(i int) {
+		u := updates[i]
+		if b.beforeUpdate != nil {
+			b.beforeUpdate(u.p.topic, u.p.id)
+		}
+		u.err = u.p.setState(u.info, *u.p.cfg.Load())
+	})
+	var firstErr error
+	kickTier := false
+	for _, u := range updates {
+		if u.err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("update %s: %w", u.p.name(), u.err)
+		}
+		if u.p.isLeader() {
+			kickTier = true // a new leader takes its cold tier over
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.closed {
+		return true, firstErr
+	}
+	b.fetchers.retarget(b.followTargets(m, touched))
+	if kickTier {
+		select {
+		case b.tierKick <- struct{}{}:
+		default:
+		}
+	}
+	if firstErr == nil {
+		b.reconciledLocked(m.Version)
+	}
+	b.metrics.reconcileChanged.Add(1)
+	return true, firstErr
 }
 
 // WithBeforeOpen calls hook before the broker opens a partition replica's
@@ -236,18 +343,30 @@ func inParallel(n int, do func(i int)) {
 // broker follows.
 func (b *Broker) followLocked(m *cluster.Metadata) {
 	targets := map[cluster.TopicPartition]followTarget{}
-	for tp, p := range b.mu.partitions {
-		st := p.view.Load()
-		if !follows(*st, b.id) {
-			continue
+	for tp, t := range b.followTargets(m, slices.Collect(maps.Values(b.mu.partitions))) {
+		if t.leader != cluster.NoLeader {
+			targets[tp] = t
 		}
+	}
+	b.fetchers.update(targets)
+}
+
+// followTargets says, for each of ps, whom it follows: a target with
+// leader NoLeader for one it does not follow (it leads, has no leader, or
+// the leader's address is unknown).
+func (b *Broker) followTargets(m *cluster.Metadata, ps []*partition) map[cluster.TopicPartition]followTarget {
+	targets := make(map[cluster.TopicPartition]followTarget, len(ps))
+	for _, p := range ps {
+		tp := cluster.TopicPartition{Topic: p.topic, Partition: p.id}
+		st := p.view.Load()
 		info, ok := m.Broker(st.Leader)
-		if !ok {
+		if !follows(*st, b.id) || !ok {
+			targets[tp] = followTarget{p: p, leader: cluster.NoLeader}
 			continue
 		}
 		targets[tp] = followTarget{p: p, leader: st.Leader, addr: info.Addr, epoch: st.LeaderEpoch}
 	}
-	b.fetchers.update(targets)
+	return targets
 }
 
 // follows reports whether broker self follows a leader of a partition in

@@ -31,7 +31,8 @@ type followTarget struct {
 	epoch  int32
 }
 
-// fetchers runs one fetcher per leader broker.
+// fetchers runs one fetcher per leader broker, each under the broker's
+// lifetime: Close's end of it stops them all, and closeAll (stop) waits.
 type fetchers struct {
 	b  *Broker
 	mu sync.Mutex
@@ -81,6 +82,56 @@ func (fs *fetchers) update(targets map[cluster.TopicPartition]followTarget) {
 	}
 }
 
+// retarget changes what the fetchers follow for the partitions of targets
+// only: each follows its target's leader from now on, or nothing (leader
+// NoLeader). The others' fetchers go on as they were: a leader or ISR
+// change touches one partition, and a broker following thousands need not
+// rebuild every fetcher's set for it. Leaders' addresses change only in
+// full rounds (update).
+func (fs *fetchers) retarget(targets map[cluster.TopicPartition]followTarget) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for id, f := range fs.by {
+		var gone []cluster.TopicPartition
+		for tp, t := range targets {
+			if t.leader != id {
+				gone = append(gone, tp)
+			}
+		}
+		if f.leave(gone) == 0 {
+			f.cancel()
+			delete(fs.by, id)
+		}
+	}
+	byLeader := map[int32]map[cluster.TopicPartition]followTarget{}
+	for tp, t := range targets {
+		if t.leader == cluster.NoLeader {
+			continue
+		}
+		if byLeader[t.leader] == nil {
+			byLeader[t.leader] = map[cluster.TopicPartition]followTarget{}
+		}
+		byLeader[t.leader][tp] = t
+	}
+	for id, ts := range byLeader {
+		f := fs.by[id]
+		if f == nil {
+			var addr string
+			for _, t := range ts {
+				addr = t.addr
+			}
+			f = newFetcher(fs.b, id, addr)
+			fs.by[id] = f
+			fs.wg.Add(1)
+			go func() {
+				defer fs.wg.Done()
+				f.run()
+			}()
+		}
+		f.add(ts)
+	}
+}
+
 // stop ends every fetcher and waits for them.
 func (fs *fetchers) stop() {
 	fs.mu.Lock()
@@ -121,7 +172,7 @@ type fetcher struct {
 }
 
 func newFetcher(b *Broker, leader int32, addr string) *fetcher {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.life)
 	return &fetcher{b: b, leader: leader, addr: addr, log: b.log.With("leader", leader), ctx: ctx, cancel: cancel,
 		parts: map[cluster.TopicPartition]*followed{}, kick: make(chan struct{}, 1)}
 }
@@ -147,6 +198,46 @@ func (f *fetcher) set(ts map[cluster.TopicPartition]followTarget) {
 	}
 	f.mu.Unlock()
 	f.poke()
+}
+
+// add follows the partitions of ts besides those followed already; one
+// followed in another epoch is prepared again.
+func (f *fetcher) add(ts map[cluster.TopicPartition]followTarget) {
+	f.mu.Lock()
+	for tp, t := range ts {
+		fo := f.parts[tp]
+		switch {
+		case fo == nil:
+			f.parts[tp] = &followed{p: t.p, epoch: t.epoch, reported: -1}
+		case fo.p != t.p:
+			f.stops = append(f.stops, tp)
+			f.parts[tp] = &followed{p: t.p, epoch: t.epoch, reported: -1}
+		case fo.epoch != t.epoch:
+			fo.epoch, fo.prepared, fo.pausedUntil = t.epoch, false, time.Time{}
+		}
+	}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// leave stops following the partitions of gone it follows, and returns
+// how many it still follows.
+func (f *fetcher) leave(gone []cluster.TopicPartition) int {
+	f.mu.Lock()
+	left := false
+	for _, tp := range gone {
+		if _, ok := f.parts[tp]; ok {
+			delete(f.parts, tp)
+			f.stops = append(f.stops, tp)
+			left = true
+		}
+	}
+	n := len(f.parts)
+	f.mu.Unlock()
+	if left {
+		f.poke()
+	}
+	return n
 }
 
 func (f *fetcher) poke() {
@@ -175,7 +266,8 @@ func (f *fetcher) run() {
 }
 
 // session is one stream: it sends positions as partitions are prepared or
-// move, and applies what the leader sends.
+// move, and applies what the leader sends, on a goroutine of its own that
+// session ends (cancelling the stream) and waits for before it returns.
 func (f *fetcher) session() error {
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
@@ -199,7 +291,13 @@ func (f *fetcher) session() error {
 		return stream.Send(ReplicaUpdate{FollowerID: f.b.id, Positions: positions})
 	}
 	recvErr := make(chan error, 1)
+	received := make(chan struct{})
+	defer func() {
+		cancel() // the stream's Recv and Send return
+		<-received
+	}()
 	go func() {
+		defer close(received)
 		for {
 			chunk, err := stream.Recv()
 			if err != nil {
@@ -380,7 +478,7 @@ func (f *fetcher) apply(chunk ReplicaChunk) (ReplicaPosition, bool) {
 		}
 		return f.report(fo, epoch, p.committedEnd(), true)
 	}
-	err := p.appendAsFollower(f.leader, epoch, chunk.Batches, chunk.HighWatermark)
+	err := p.appendAsFollower(f.leader, epoch, chunk.ReadFrom, chunk.Batches, chunk.HighWatermark)
 	switch appendStep(err) {
 	case appendReportAgain:
 		return f.report(fo, epoch, p.committedEnd(), true)

@@ -13,9 +13,7 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/strata-log/strata/cluster"
 )
@@ -48,6 +46,13 @@ type ReplicaChunk struct {
 	LogStart      int64
 	ErrReason     Reason
 	ErrMessage    string
+	// ReadFrom is the offset the leader read Batches from: Batches hold
+	// every batch of its log at or after it, so offsets missing before and
+	// between them are gaps of the leader's log (a compacted topic's),
+	// which a follower whose log end is at or past ReadFrom keeps
+	// (hotlog.Log.AppendReplicaFrom). NoReadFrom when unknown (a leader
+	// that predates compaction): the follower then takes no gap.
+	ReadFrom int64
 	// Release, when set, gives back the buffer Batches lie in, once its
 	// borrower is done with it. To a follower the transport lends the
 	// received buffer, and the follower calls Release once it has applied
@@ -56,6 +61,9 @@ type ReplicaChunk struct {
 	// bytes are written, possibly after it returned.
 	Release func()
 }
+
+// NoReadFrom is ReplicaChunk.ReadFrom when the leader did not say.
+const NoReadFrom = -1
 
 // ReplicaStream is the transport of one follower's stream, the leader's
 // end (FollowerStream is the follower's). Send keeps the chunk's Batches
@@ -80,85 +88,89 @@ func (b *Broker) ServeReplication(ctx context.Context, stream ReplicaStream) err
 	return b.role.serveReplication(ctx, stream)
 }
 
+// serveReplication reads the follower's positions until its stream ends
+// and returns why it ended: the stream's own error (from Recv, or from a
+// Send that failed). A position this leader refuses is not an error of
+// the stream: the refusal goes to the follower as a chunk, and the stream
+// goes on. Every pusher the stream started is stopped, and waited for,
+// before it returns; the pushers also stop when the broker's lifetime
+// ends, whether or not the transport has ended the stream yet.
 func (b clusterMember) serveReplication(ctx context.Context, stream ReplicaStream) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var sendMu sync.Mutex
-	send := func(c ReplicaChunk) error {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		return stream.Send(c)
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	pushers := map[cluster.TopicPartition]*pusher{}
-	defer func() {
-		for _, ps := range pushers {
-			ps.cancel()
-		}
-	}()
+	defer context.AfterFunc(b.life, cancel)()
+	ps := newPushers(ctx, stream, func(run func()) bool {
+		return b.goTask(func(context.Context) { run() })
+	})
+	defer ps.stopAll()
 	for {
-		upd, err := stream.Recv()
-		if err != nil {
-			return err
+		upd, streamErr := stream.Recv()
+		if streamErr != nil {
+			return streamErr
 		}
 		for _, pos := range upd.Positions {
-			tp := cluster.TopicPartition{Topic: pos.Topic, Partition: pos.Partition}
-			if pos.Stop {
-				if ps := pushers[tp]; ps != nil {
-					ps.cancel()
-					delete(pushers, tp)
-				}
-				continue
-			}
-			p, err := b.ledForReplication(pos)
-			if err == nil {
-				var change *isrChange
-				if change, err = p.takeReport(upd.FollowerID, pos); change != nil {
-					b.proposeISR(p, change)
-				}
-			}
-			if err != nil {
-				if ps := pushers[tp]; ps != nil {
-					ps.cancel()
-					delete(pushers, tp)
-				}
-				var be *Error
-				errors.As(err, &be)
-				if serr := send(ReplicaChunk{Topic: pos.Topic, TopicID: pos.TopicID, Partition: pos.Partition, ErrReason: be.Reason, ErrMessage: be.Message}); serr != nil {
-					return serr
-				}
-				continue
-			}
-			ps := pushers[tp]
-			step := positionStartPusher
-			if ps != nil {
-				step = positionStep(ps.p == p, ps.epoch, pos.LeaderEpoch)
-			}
-			switch step {
-			case positionRestartPusher:
-				ps.cancel()
-				fallthrough
-			case positionStartPusher:
-				ps = newPusher(ctx, p, upd.FollowerID, pos.LeaderEpoch, pos.LogEnd, send)
-				pushers[tp] = ps
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ps.run()
-				}()
-			case positionAck:
-				ps.ack(pos.LogEnd)
+			if streamErr := b.servePosition(ps, upd.FollowerID, pos); streamErr != nil {
+				return streamErr
 			}
 		}
 	}
+}
+
+// servePosition acts on one position of follower: it stops the pusher of
+// a partition the follower left; it counts a position this leader accepts
+// and starts, replaces or moves on the partition's pusher
+// (positionStep); it stops the pusher of a partition whose position it
+// refuses and tells the follower why. It returns only the stream's error,
+// from sending that refusal.
+func (b clusterMember) servePosition(ps *pushers, follower int32, pos ReplicaPosition) error {
+	tp := cluster.TopicPartition{Topic: pos.Topic, Partition: pos.Partition}
+	if pos.Stop {
+		ps.stop(tp)
+		return nil
+	}
+	p, refusal := b.acceptPosition(follower, pos)
+	if refusal != nil {
+		ps.stop(tp)
+		return ps.send(ReplicaChunk{Topic: pos.Topic, TopicID: pos.TopicID, Partition: pos.Partition, ErrReason: refusal.Reason, ErrMessage: refusal.Message})
+	}
+	cur := ps.running(tp)
+	step := positionStartPusher
+	if cur != nil {
+		step = positionStep(cur.p == p, cur.epoch, pos.LeaderEpoch)
+	}
+	switch step {
+	case positionStartPusher, positionRestartPusher:
+		ps.start(tp, p, follower, pos.LeaderEpoch, pos.LogEnd)
+	case positionAck:
+		cur.ack(pos.LogEnd)
+	}
+	return nil
+}
+
+// acceptPosition counts a follower's position in a partition this broker
+// leads in the epoch the follower follows, and proposes the ISR change it
+// brings, if any. It returns the partition, or why the position is
+// refused.
+func (b clusterMember) acceptPosition(follower int32, pos ReplicaPosition) (*partition, *Error) {
+	p, refusal := b.ledForReplication(pos)
+	if refusal != nil {
+		return nil, refusal
+	}
+	change, refusal := p.takeReport(follower, pos)
+	if change != nil {
+		b.proposeISR(p, change)
+	}
+	if refusal != nil {
+		return nil, refusal
+	}
+	return p, nil
 }
 
 // takeReport counts a follower's position, and returns the ISR change it
 // brings, if any. A position beyond what this leader holds or has sent the
 // follower is OFFSET_OUT_OF_RANGE, as Kafka answers a fetch past the log
 // end: the follower truncates by leader epoch again before it goes on.
-func (p *partition) takeReport(follower int32, pos ReplicaPosition) (*isrChange, error) {
+func (p *partition) takeReport(follower int32, pos ReplicaPosition) (*isrChange, *Error) {
 	verdict, change := p.followerReport(follower, pos.LeaderEpoch, pos.LogEnd)
 	switch verdict {
 	case reportStale:
@@ -173,8 +185,8 @@ func (p *partition) takeReport(follower int32, pos ReplicaPosition) (*isrChange,
 }
 
 // ledForReplication returns the partition a follower's position names if
-// this broker leads it in the epoch the follower follows.
-func (b *Broker) ledForReplication(pos ReplicaPosition) (*partition, error) {
+// this broker leads it in the epoch the follower follows, else why not.
+func (b *Broker) ledForReplication(pos ReplicaPosition) (*partition, *Error) {
 	m := b.meta.Metadata()
 	t, ok := m.Topic(pos.Topic)
 	if !ok || t.ID != pos.TopicID {
@@ -185,7 +197,7 @@ func (b *Broker) ledForReplication(pos ReplicaPosition) (*partition, error) {
 		return nil, refuse(ReasonPartitionNotFound, nil, "%s/%d not found", pos.Topic, pos.Partition)
 	}
 	if info.Leader != b.id {
-		return nil, b.notLeader(m, pos.Topic, pos.Partition, info.Leader)
+		return nil, b.notLeading(m, pos.Topic, pos.Partition, info.Leader)
 	}
 	if pos.LeaderEpoch != info.LeaderEpoch {
 		return nil, refuse(ReasonFencedEpoch, nil, "%s/%d is in leader epoch %d, the follower follows %d", pos.Topic, pos.Partition, info.LeaderEpoch, pos.LeaderEpoch)
@@ -197,121 +209,6 @@ func (b *Broker) ledForReplication(pos ReplicaPosition) (*partition, error) {
 		return nil, refuse(ReasonLeaderNotAvailable, nil, "%s/%d: this broker leads it but has not taken the lead yet", pos.Topic, pos.Partition)
 	}
 	return p, nil
-}
-
-// pusher sends one partition's new batches to one follower, in one leader
-// epoch: it carries out pushState's steps (replica_steps.go) over the
-// stream.
-type pusher struct {
-	ctx      context.Context
-	cancel   context.CancelFunc
-	p        *partition
-	follower int32
-	epoch    int32
-	send     func(ReplicaChunk) error
-	kick     chan struct{} // an acknowledgement arrived
-	// buf is the pooled buffer the chunk being sent was read into, if any.
-	buf *[]byte
-
-	mu sync.Mutex
-	st pushState
-}
-
-// chunkBuffers are the buffers pushers read chunks into, each taken for
-// one chunk and given back once it is written to the follower's stream
-// (the chunk's Release): a fresh buffer for every chunk
-// was most of what a leader allocated while it served followers, and a
-// buffer per pusher would hold a mebibyte for each idle partition and
-// follower.
-var chunkBuffers = sync.Pool{New: func() any { b := make([]byte, replicaChunkBytes); return &b }}
-
-// alloc lends a buffer for a log read of n bytes: a pooled one, unless n
-// is more than a chunk (one batch larger than replicaChunkBytes).
-func (ps *pusher) alloc(n int) []byte {
-	if n > replicaChunkBytes {
-		return make([]byte, n)
-	}
-	if ps.buf == nil {
-		ps.buf = chunkBuffers.Get().(*[]byte)
-	}
-	return (*ps.buf)[:n]
-}
-
-// release gives back the buffer of a read that found nothing to send.
-func (ps *pusher) release() {
-	if ps.buf != nil {
-		chunkBuffers.Put(ps.buf)
-		ps.buf = nil
-	}
-}
-
-// lend hands the chunk's buffer to the stream: Send calls c.Release once
-// it has written Batches, and the pusher reads its next chunk into
-// another buffer. A batch larger than a chunk was read into a buffer of
-// its own, which needs no giving back.
-func (ps *pusher) lend(c *ReplicaChunk) {
-	if len(c.Batches) == 0 {
-		return
-	}
-	buf := ps.buf
-	ps.buf = nil
-	c.Release = func() {
-		if buf != nil {
-			chunkBuffers.Put(buf)
-		}
-	}
-}
-
-func newPusher(ctx context.Context, p *partition, follower, epoch int32, from int64, send func(ReplicaChunk) error) *pusher {
-	ctx, cancel := context.WithCancel(ctx)
-	return &pusher{ctx: ctx, cancel: cancel, p: p, follower: follower, epoch: epoch, send: send, st: newPushState(from), kick: make(chan struct{}, 1)}
-}
-
-// ack records the follower's new position.
-func (ps *pusher) ack(leo int64) {
-	ps.mu.Lock()
-	ps.st.ack(leo)
-	ps.mu.Unlock()
-	select {
-	case ps.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (ps *pusher) run() {
-	p := ps.p
-	for {
-		changed := p.log.Changed()
-		leo, hw, start := p.log.LogEndOffset(), p.log.HighWatermark(), p.log.LogStartOffset()
-		ps.mu.Lock()
-		step, next := ps.st.step(p.view.Load().LeaderEpoch == ps.epoch, leo, hw, start), ps.st.next
-		ps.mu.Unlock()
-		c, to, ok := p.pushChunkWith(ps.alloc, ps.follower, ps.epoch, step, next, leo, hw, start, replicaChunkBytes)
-		if step == pushFenced {
-			ps.send(c)
-			return
-		}
-		if ok {
-			ps.lend(&c)
-			err := ps.send(c)
-			if err != nil {
-				return
-			}
-			ps.mu.Lock()
-			ps.st.sent(step, next, to, hw)
-			ps.mu.Unlock()
-			if step != pushOutOfRange {
-				continue
-			}
-		}
-		ps.release() // a read that found nothing to send
-		select {
-		case <-ps.ctx.Done():
-			return
-		case <-changed:
-		case <-ps.kick:
-		}
-	}
 }
 
 // pushChunk builds the chunk of a push step from next, in epoch, of at
@@ -343,7 +240,7 @@ func (p *partition) pushChunkWith(alloc func(int) []byte, follower, epoch int32,
 			return ReplicaChunk{}, next, false
 		}
 		p.sentTo(follower, res.NextOffset, res.NextOffset >= leo)
-		c.Batches = res.Data
+		c.Batches, c.ReadFrom = res.Data, next
 		return c, res.NextOffset, true
 	case pushHighWatermark:
 		return c, next, true
@@ -363,9 +260,9 @@ func (b clusterMember) endOffsetForEpoch(q EpochQuery) (EpochEnd, error) {
 	if err != nil {
 		return EpochEnd{}, err
 	}
-	p, err := b.ledForReplication(ReplicaPosition{Topic: q.Topic, TopicID: q.TopicID, Partition: q.Partition, LeaderEpoch: info.LeaderEpoch})
-	if err != nil {
-		return EpochEnd{}, err
+	p, refusal := b.ledForReplication(ReplicaPosition{Topic: q.Topic, TopicID: q.TopicID, Partition: q.Partition, LeaderEpoch: info.LeaderEpoch})
+	if refusal != nil {
+		return EpochEnd{}, refusal
 	}
 	return p.leaderEndOffsetForEpoch(q.Epoch)
 }

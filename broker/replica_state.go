@@ -51,6 +51,7 @@ package broker
 //     a power cut may have taken acknowledged records they still hold.
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -243,9 +244,10 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 	return ended
 }
 
-// errNotLeaderNow marks a produce wait ended by a change of leadership;
-// the partition turns it into NOT_LEADER.
-var errNotLeaderNow = &Error{Reason: ReasonNotLeader, Message: "leadership changed before the batch committed; it may be lost"}
+// errNotLeaderNow ends a produce wait when leadership changes. It is not
+// an answer: commitOutcome turns it into NOT_LEADER (notLeaderError),
+// naming the new leader.
+var errNotLeaderNow = errors.New("broker: leadership changed before the batch committed")
 
 // checkProduce says whether a produce may be appended now: only by the
 // leader, and for acks=all only while the ISR has min.insync.replicas
@@ -450,6 +452,43 @@ func (s *replicaState) tick(log logView, now time.Time) *isrChange {
 	}
 	isr := slices.DeleteFunc(slices.Clone(s.info.ISR), func(id int32) bool { return slices.Contains(lagging, id) })
 	return s.propose(isr, now)
+}
+
+// nextTick is when tick may next have work that no event brings first,
+// zero for none: an ISR member behind the log end lags once it has not
+// been caught up for replica.lag.time.max, and a pending change is given
+// up after isrPendingTimeout. Everything else tick does follows an event
+// the housekeeper is told of: an append (a caught-up member falls behind,
+// beforeAppend), a non-member's report, an applied or refused ISR change.
+func (s *replicaState) nextTick(log logView) time.Time {
+	if !s.leading() {
+		return time.Time{}
+	}
+	if s.pending != nil {
+		return s.pending.sentAt.Add(isrPendingTimeout)
+	}
+	var next time.Time
+	for _, id := range s.info.ISR {
+		f := s.followers[id]
+		if id == s.self || f == nil || f.leo >= log.end {
+			continue
+		}
+		// tick drops it once now - caughtUpAt > lagMax.
+		next = earliest(next, f.caughtUpAt.Add(s.lagMax+time.Nanosecond))
+	}
+	return next
+}
+
+// beforeAppend records, as the leader's log end moves past end, that every
+// follower holding end was caught up until now: the lag clock of an idle,
+// caught-up member starts at the append that leaves it behind, not at the
+// last housekeeping visit, which an idle replica no longer gets.
+func (s *replicaState) beforeAppend(end int64, now time.Time) {
+	for _, f := range s.followers {
+		if f.leo >= end {
+			f.caughtUpAt = now
+		}
+	}
 }
 
 func (s *replicaState) propose(isr []int32, now time.Time) *isrChange {

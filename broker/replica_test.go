@@ -7,6 +7,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -45,6 +46,7 @@ func openTestReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.Part
 		cfg: r.cfg, info: info, lagMax: 10 * time.Second,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		fs:     fsys, now: func() time.Time { return r.now }, onDurable: func() {},
+		brokerAddr: testBrokerAddr,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +55,10 @@ func openTestReplica(t *testing.T, fsys *memfs.FS, self int32, info cluster.Part
 	r.p = p
 	return r
 }
+
+// testBrokerAddr is the client address a test replica's metadata gives
+// broker id.
+func testBrokerAddr(id int32) string { return fmt.Sprintf("127.0.0.1:%d", 7400+id) }
 
 // batch is n records whose values carry ids from first.
 func testBatch(t *testing.T, first uint64, n int) record.Batch {
@@ -131,7 +137,7 @@ func TestDeposedLeaderDoesNotAcknowledgeTruncatedOffsets(t *testing.T) {
 	if _, err := r.p.truncateAsFollower(2, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.p.appendAsFollower(2, 1, leaderBatch(t, 0, 1, 900, 8), 8); err != nil {
+	if err := r.p.appendAsFollower(2, 1, NoReadFrom, leaderBatch(t, 0, 1, 900, 8), 8); err != nil {
 		t.Fatal(err)
 	}
 	if hw := r.p.log.HighWatermark(); hw != 8 {
@@ -166,7 +172,7 @@ func TestFollowerTakesAReplicatedChunkWholeOrNotAtAll(t *testing.T) {
 		}
 		return append(append([]byte(nil), first...), second...)
 	}
-	err := r.p.appendAsFollower(1, 1, chunk(true), 5)
+	err := r.p.appendAsFollower(1, 1, NoReadFrom, chunk(true), 5)
 	if !errors.Is(err, hotlog.ErrInvalidBatch) {
 		t.Fatalf("damaged chunk: %v, want ErrInvalidBatch", err)
 	}
@@ -176,7 +182,7 @@ func TestFollowerTakesAReplicatedChunkWholeOrNotAtAll(t *testing.T) {
 	if got := dumpState(r.p.producers); len(got) != 0 {
 		t.Fatalf("producers remembered from a refused chunk: %+v", got)
 	}
-	if err := r.p.appendAsFollower(1, 1, chunk(false), 5); err != nil {
+	if err := r.p.appendAsFollower(1, 1, NoReadFrom, chunk(false), 5); err != nil {
 		t.Fatal(err)
 	}
 	if end := r.p.log.LogEndOffset(); end != 5 {
@@ -261,7 +267,7 @@ func TestHighWatermarkWaitsForAFollowerLeavingTheISR(t *testing.T) {
 	r.p.followerReport(2, 0, 4)
 	r.now = r.now.Add(11 * time.Second) // broker 3 lags longer than replica.lag.time.max
 	r.p.followerReport(2, 0, 4)
-	change := r.p.tick()
+	change, _ := r.p.tick()
 	if change == nil || len(change.isr) != 2 {
 		t.Fatalf("shrink %+v; want broker 3 out", change)
 	}
@@ -306,7 +312,7 @@ func TestTruncationByLeaderEpochTakesSeveralRounds(t *testing.T) {
 		start, end int64
 	}{{1, 0, 10}, {3, 10, 15}} {
 		for off := e.start; off < e.end; off++ { // a batch per record: truncation cuts whole batches
-			if err := follower.p.appendAsFollower(1, 4, leaderBatch(t, off, e.epoch, uint64(off), 1), 0); err != nil {
+			if err := follower.p.appendAsFollower(1, 4, NoReadFrom, leaderBatch(t, off, e.epoch, uint64(off), 1), 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -410,7 +416,7 @@ func TestIdleCaughtUpFollowerRejoinsTheISR(t *testing.T) {
 	}
 	// Refused (the controller was busy, say): the next tick asks again.
 	r.p.isrAnswered(change, cluster.PartitionInfo{}, errors.New("refused"))
-	if change := r.p.tick(); change == nil || len(change.isr) != 3 {
+	if change, _ := r.p.tick(); change == nil || len(change.isr) != 3 {
 		t.Fatalf("tick after a refused rejoin: %+v; want broker 3 asked back again", change)
 	}
 }
@@ -434,7 +440,7 @@ func TestADeadFollowerTakenOutOfTheISRIsNotAskedBack(t *testing.T) {
 	for range 10 {
 		r.now = r.now.Add(followerHeartbeat)
 		r.p.followerReport(2, 0, 4)
-		if change := r.p.tick(); change != nil {
+		if change, _ := r.p.tick(); change != nil {
 			t.Fatalf("the leader asked for ISR %v with broker 3 silent since it left", change.isr)
 		}
 	}

@@ -1013,6 +1013,7 @@ type simBroker struct {
 	backlog     []func()
 	known       *cluster.PartitionInfo
 	p           *partition
+	house       *housekeeper // the replica's, as the broker's holds it
 	follow      *simFollow
 	pushes      []*simPush // the leader's pushers, one per follower session
 	waits       []*simWait
@@ -1077,13 +1078,30 @@ func (b *simBroker) startTimers() {
 	})
 }
 
+// housekeeping visits what the broker's housekeeper says is due at the
+// simulation's time, as the broker's housekeeping loop does at its own.
 func (b *simBroker) housekeeping() {
 	if b.p == nil {
 		return
 	}
-	if c := b.p.tick(); c != nil {
-		b.proposeISR(c)
+	for _, p := range b.house.take(b.s.now) {
+		c := p.houseVisit(b.s.now)
+		if c.isr != nil {
+			b.proposeISR(c.isr)
+		}
+		if c.newEpoch {
+			b.askNewEpoch()
+		}
+		if c.rollErr != nil {
+			b.s.fail("broker %d: roll: %v", b.id, c.rollErr)
+		}
+		b.house.schedule(p, c.next)
 	}
+}
+
+// askNewEpoch asks the controller for the epoch after the one a restart
+// left the broker leading, as requestNewEpoch does.
+func (b *simBroker) askNewEpoch() {
 	if epoch, ok := b.p.needsNewEpoch(); ok {
 		// Restarted while leading, unnoticed: ask for the next epoch.
 		s := b.s
@@ -1105,9 +1123,6 @@ func (b *simBroker) housekeeping() {
 			s.ctrl.info = next
 			s.ctrl.broadcast()
 		})
-	}
-	if _, err := b.p.log.RollIfAged(); err != nil {
-		b.s.fail("broker %d: roll: %v", b.id, err)
 	}
 }
 
@@ -1165,16 +1180,19 @@ func (b *simBroker) learn(info cluster.PartitionInfo) {
 	}
 	b.known = &info
 	if b.p == nil {
+		house := newHousekeeper()
 		p, err := openPartition(replicaSpec{
 			dir: "/data/orders/0", topic: "orders", topicID: b.s.ref.TopicID, partition: 0, self: b.id,
 			cfg: b.s.topic, info: info, lagMax: simLagMax, logger: b.s.logger,
 			fs: b.fs, now: func() time.Time { return b.s.now }, onDurable: func() { b.advanceDue = true },
+			house: house,
 		})
 		if err != nil {
 			b.s.fail("broker %d: open: %v", b.id, err)
 			return
 		}
-		b.p = p
+		b.p, b.house = p, house
+		house.add(p)
 	} else if err := b.p.setState(info, b.s.topic); err != nil {
 		b.s.fail("broker %d: apply metadata: %v", b.id, err)
 		return
@@ -1597,7 +1615,7 @@ func (b *simBroker) chunk(f *simFollow, c ReplicaChunk) {
 		b.report(f, p.committedEnd())
 		return
 	}
-	err := p.appendAsFollower(f.leader, f.epoch, c.Batches, c.HighWatermark)
+	err := p.appendAsFollower(f.leader, f.epoch, NoReadFrom, c.Batches, c.HighWatermark)
 	switch appendStep(err) {
 	case appendReportAgain:
 		b.report(f, p.committedEnd())
@@ -1610,8 +1628,9 @@ func (b *simBroker) chunk(f *simFollow, c ReplicaChunk) {
 	}
 }
 
-// Produce, as Broker.Produce does it for acks=all once the broker admitted
-// it: alignTier, leaderProduce, and the wait's outcome by commitOutcome.
+// Produce, as Broker.Produce does it for acks=all: of its admission the
+// replica's part (alignTier, as ensureTier, then admitBatch), appendBatch,
+// and the wait's outcome by commitOutcome, as awaitAcks.
 
 type simWait struct {
 	w      *produceWaiter
@@ -1633,14 +1652,20 @@ func (b *simBroker) produce(c *simClient, req uint64, batch record.Batch) {
 		return
 	}
 	if !p.isLeader() {
-		answer(0, 0, refuse(ReasonNotLeader, nil, "not the leader").with("leader_id", itoa(int64(p.view.Load().Leader))))
+		leader := p.view.Load().Leader
+		answer(0, 0, notLeading(leader, p.brokerAddr(leader), "broker %d does not lead %s", b.id, p.name()))
 		return
 	}
 	if err := p.alignTier(context.Background(), b.env()); err != nil {
 		answer(0, 0, err)
 		return
 	}
-	res, w, err := p.leaderProduce(context.Background(), batch, AcksAll, func(int64) error { return nil }, func() {})
+	batch, err := p.admitBatch(batch, func(int64) error { return nil })
+	if err != nil {
+		answer(0, 0, err)
+		return
+	}
+	res, w, err := p.appendBatch(context.Background(), batch, AcksAll, func() {})
 	if err != nil {
 		answer(0, 0, err)
 		return

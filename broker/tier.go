@@ -175,11 +175,11 @@ func (p *partition) holdsCold() bool { return p.tier.Load().coldEnd >= 0 }
 // setting changed is found (remote). Nothing is uploaded while the
 // setting is off, so once is enough; a failed read is tried again on the
 // next round.
-func (b *Broker) lookForCold(p *partition) {
+func (b *Broker) lookForCold(ctx context.Context, p *partition) {
 	if b.cold == nil || p.tier.Load().loaded {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	h, err := b.cold.Head(ctx, p.ref())
 	if err != nil {
@@ -223,26 +223,18 @@ func (e tierEnv) invalidate(p *partition) {
 	}
 }
 
-// tierLoop runs the tiering work until the broker stops.
-func (b *Broker) tierLoop() {
+// tierLoop runs the tiering work until ctx ends, the passes it started
+// included: it waits for them.
+func (b *Broker) tierLoop(ctx context.Context) {
 	tick := time.NewTicker(tierInterval)
 	defer tick.Stop()
 	sem := make(chan struct{}, max(b.cfg.Tiering.UploadParallelism, 1))
 	var work sync.WaitGroup
 	defer work.Wait()
 	env := b.tierEnv()
-	stopCtx, stopAll := context.WithCancel(context.Background())
-	defer stopAll()
-	go func() {
-		select {
-		case <-b.stop:
-			stopAll()
-		case <-stopCtx.Done():
-		}
-	}()
 	for {
 		select {
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-b.tierKick:
@@ -250,14 +242,14 @@ func (b *Broker) tierLoop() {
 		var lag int64
 		for _, p := range b.partitions() {
 			if !p.remote(b) {
-				b.lookForCold(p)
+				b.lookForCold(ctx, p)
 			}
 			if !p.remote(b) {
 				p.localRetention(b.log)
 				continue
 			}
 			if !p.isLeader() {
-				b.followerRetention(p)
+				b.followerRetention(ctx, p)
 				continue
 			}
 			if p.uploads(b) {
@@ -273,13 +265,13 @@ func (b *Broker) tierLoop() {
 				defer p.work.busy.Store(false)
 				select {
 				case sem <- struct{}{}:
-				case <-b.stop:
+				case <-ctx.Done():
 					return
 				}
 				defer func() { <-sem }()
-				ctx, cancel := context.WithTimeout(stopCtx, 2*time.Minute)
+				pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 				defer cancel()
-				p.tierPass(ctx, env, time.Now())
+				p.tierPass(pctx, env, time.Now())
 			}()
 		}
 		b.unuploaded.Store(lag)
@@ -323,91 +315,95 @@ func jitter(now time.Time, d time.Duration) time.Duration {
 	return time.Duration(now.UnixNano() % int64(d))
 }
 
+// tierPassErr is one round of a leader's tiering work, its phases in
+// order; the first that fails ends the round.
 func (p *partition) tierPassErr(ctx context.Context, env tierEnv, now time.Time) error {
 	c, err := p.takeOverTier(ctx, env)
 	if err != nil {
 		return err
 	}
-	cfg := p.cfg.Load()
-	// The topic's settings as the metadata holds them now go into this
-	// pass's commits, and into the manifest at once when it records
-	// others: an alter on a quiet partition must not wait for an upload,
-	// and retention below must not write the old ones back. A topic this
-	// broker's metadata no longer has (partitions 0) leaves them as they
-	// are.
-	topicCfg, partitions := env.topic(p)
-	if partitions > 0 {
-		if err := c.SetConfig(ctx, topicCfg, partitions); err != nil {
+	r := newTierRound(p, env, c, now)
+	for _, phase := range []func(context.Context) error{
+		r.commitSettings,
+		r.sealForLag,
+		r.upload,
+		r.trimLocal,
+		r.totalRetention,
+		r.cleanColdTier,
+		r.collectOrphans,
+	} {
+		if err := phase(ctx); err != nil {
 			return err
 		}
-	}
-	if err := p.uploadPass(ctx, env, c, cfg, topicCfg, partitions, now); err != nil {
-		return err
-	}
-	// Local retention: only what the manifest lists may go.
-	if err := p.trimLocal(c.Head(), cfg, now); err != nil {
-		return err
-	}
-	// Total retention, cold tier first.
-	localOnly := localBytesAbove(p.log, c.Head().EndOffset())
-	cut, err := tiering.RetentionCut(ctx, c, tiering.Retention{Ms: cfg.RetentionMs, Bytes: cfg.RetentionBytes}, localOnly, now)
-	if err != nil {
-		return err
-	}
-	if cut >= 0 {
-		removed, err := tiering.ApplyRetention(ctx, c, cut)
-		if err != nil {
-			return err
-		}
-		if len(removed) > 0 {
-			env.logger.Info("retention removed cold segments", "partition", p.name(), "segments", len(removed), "log_start", cut)
-		}
-		env.invalidate(p)
-		if _, err := p.log.DeleteSegmentsBefore(min(cut, p.log.HighWatermark())); err != nil {
-			return err
-		}
-		p.publishTier(c.Head())
-	}
-	if err := p.coldCleanPass(ctx, env, c, cfg, now); err != nil {
-		return err
-	}
-	if now.Sub(p.work.lastSweep) >= env.orphanGrace {
-		deleted, err := tiering.CollectOrphans(ctx, c, env.orphanGrace, now)
-		if err != nil {
-			return err
-		}
-		if len(deleted) > 0 {
-			env.logger.Info("deleted orphaned objects", "partition", p.name(), "objects", len(deleted))
-		}
-		p.work.lastSweep = now
 	}
 	return nil
 }
 
-// uploadPass moves what the cold tier lacks into it: it seals the active
-// segment when acknowledged records in it have waited for the bucket
-// nearly as long as remote.max.lag.ms allows, then uploads the sealed
-// segments holding only committed records, oldest first. A topic whose
-// remote.storage.enable is off uploads nothing: its pass only keeps the
-// history the bucket already holds (remote).
-func (p *partition) uploadPass(ctx context.Context, env tierEnv, c *tiering.Committer, cfg *config.Topic, topicCfg map[string]string, partitions int32, now time.Time) error {
-	if !cfg.RemoteStorageEnable {
+// tierRound is what one round of a leader's tiering work on a partition
+// reads once and its phases share: the committer the leader took the
+// manifest over with, the settings in force, the topic's record and the
+// clock's reading.
+type tierRound struct {
+	p   *partition
+	env tierEnv
+	c   *tiering.Committer
+	cfg *config.Topic
+	// topicCfg and partitions are what the manifest records of the topic
+	// (tierEnv.topic); partitions is 0 for a topic this broker's metadata
+	// no longer has.
+	topicCfg   map[string]string
+	partitions int32
+	now        time.Time
+}
+
+func newTierRound(p *partition, env tierEnv, c *tiering.Committer, now time.Time) *tierRound {
+	r := &tierRound{p: p, env: env, c: c, cfg: p.cfg.Load(), now: now}
+	r.topicCfg, r.partitions = env.topic(p)
+	return r
+}
+
+// commitSettings writes the topic's settings as the metadata holds them
+// now to the manifest when it records others: an alter on a quiet
+// partition must not wait for an upload, and retention below must not
+// write the old ones back. A topic this broker's metadata no longer has
+// leaves them as they are.
+func (r *tierRound) commitSettings(ctx context.Context) error {
+	if r.partitions == 0 {
 		return nil
 	}
-	// How long acknowledged records have waited, and a seal of the active
-	// segment if the oldest of them must go now to be in the bucket within
-	// remote.max.lag.ms.
-	p.commits.observe(p.log.HighWatermark(), now)
-	p.commits.forget(c.Head().EndOffset())
-	if sealed, err := p.sealForLag(cfg, c.Head().EndOffset(), now); err != nil {
-		return err
-	} else if sealed {
-		env.logger.Debug(msgLagSeal, "partition", p.name(), "high_watermark", p.log.HighWatermark())
+	return r.c.SetConfig(ctx, r.topicCfg, r.partitions)
+}
+
+// sealForLag notes how long acknowledged records have waited for the
+// bucket, and seals the active segment if the oldest of them must go now
+// to be in the bucket within remote.max.lag.ms (tier_lag.go). A topic
+// whose remote.storage.enable is off uploads nothing: its rounds only
+// keep the history the bucket already holds (remote).
+func (r *tierRound) sealForLag(context.Context) error {
+	if !r.cfg.RemoteStorageEnable {
+		return nil
 	}
+	p := r.p
+	p.commits.observe(p.log.HighWatermark(), r.now)
+	p.commits.forget(r.c.Head().EndOffset())
+	sealed, err := p.sealForLag(r.cfg, r.c.Head().EndOffset(), r.now)
+	if sealed && err == nil {
+		r.env.logger.Debug(msgLagSeal, "partition", p.name(), "high_watermark", p.log.HighWatermark())
+	}
+	return err
+}
+
+// upload moves the sealed segments the cold tier lacks into it, oldest
+// first, each committed to the manifest; only those holding committed
+// records (below the high watermark), which every broker reads as
+// committed. Nothing while remote.storage.enable is off.
+func (r *tierRound) upload(ctx context.Context) error {
+	if !r.cfg.RemoteStorageEnable {
+		return nil
+	}
+	p, c := r.p, r.c
 	for {
-		// Only what the in-sync replicas all have goes to the cold tier:
-		// every broker reads it as committed.
-		uploaded, err := tiering.UploadNext(ctx, c, p.uploadLog(), p.log.HighWatermark(), topicCfg, partitions)
+		uploaded, err := tiering.UploadNext(ctx, c, p.uploadLog(), p.log.HighWatermark(), r.topicCfg, r.partitions)
 		p.publishTier(c.Head())
 		if err != nil {
 			return err
@@ -415,10 +411,58 @@ func (p *partition) uploadPass(ctx context.Context, env tierEnv, c *tiering.Comm
 		if !uploaded {
 			break
 		}
-		env.logger.Debug("uploaded a segment", "partition", p.name(), "cold_end", c.Head().EndOffset())
-		env.invalidate(p)
+		r.env.logger.Debug("uploaded a segment", "partition", p.name(), "cold_end", c.Head().EndOffset())
+		r.env.invalidate(p)
 	}
 	p.commits.forget(c.Head().EndOffset())
+	return nil
+}
+
+// trimLocal applies local retention: only what the manifest lists may go.
+func (r *tierRound) trimLocal(context.Context) error {
+	return r.p.trimLocal(r.c.Head(), r.cfg, r.now)
+}
+
+// totalRetention applies retention.ms and retention.bytes to the whole
+// log, cold tier first: the manifest's new start, then its objects, then
+// the local segments below that start.
+func (r *tierRound) totalRetention(ctx context.Context) error {
+	p, c := r.p, r.c
+	localOnly := localBytesAbove(p.log, c.Head().EndOffset())
+	cut, err := tiering.RetentionCut(ctx, c, tiering.Retention{Ms: r.cfg.RetentionMs, Bytes: r.cfg.RetentionBytes}, localOnly, r.now)
+	if err != nil || cut < 0 {
+		return err
+	}
+	removed, err := tiering.ApplyRetention(ctx, c, cut)
+	if err != nil {
+		return err
+	}
+	if len(removed) > 0 {
+		r.env.logger.Info("retention removed cold segments", "partition", p.name(), "segments", len(removed), "log_start", cut)
+	}
+	r.env.invalidate(p)
+	if _, err := p.log.DeleteSegmentsBefore(min(cut, p.log.HighWatermark())); err != nil {
+		return err
+	}
+	p.publishTier(c.Head())
+	return nil
+}
+
+// collectOrphans deletes, once every orphan grace, the partition's
+// objects no manifest names.
+func (r *tierRound) collectOrphans(ctx context.Context) error {
+	p := r.p
+	if r.now.Sub(p.work.lastSweep) < r.env.orphanGrace {
+		return nil
+	}
+	deleted, err := tiering.CollectOrphans(ctx, r.c, r.env.orphanGrace, r.now)
+	if err != nil {
+		return err
+	}
+	if len(deleted) > 0 {
+		r.env.logger.Info("deleted orphaned objects", "partition", p.name(), "objects", len(deleted))
+	}
+	p.work.lastSweep = r.now
 	return nil
 }
 
@@ -496,9 +540,25 @@ func (p *partition) align(ctx context.Context, c *tiering.Committer, logger *slo
 	if err != nil {
 		return err
 	}
+	if err := p.alignLog(c.Epoch(), h, diverged, logger); err != nil {
+		return err
+	}
+	// Producer state the local log cannot give (it was reset, or its
+	// snapshots are partial) comes from the cold tier, outside the replica
+	// lock as it reads the bucket. Nothing is served before this returns:
+	// the partition is not aligned yet.
+	return p.coldProducerState(ctx, c.Store(), h, logger)
+}
+
+// alignLog is align's change of the local log, under the replica lock so
+// that it happens in the leader epoch it was decided for: it cuts the
+// local log where it parts from the cold tier (diverged, -1 where it does
+// not) and starts it again at the cold tier's end when it lies wholly
+// below it.
+func (p *partition) alignLog(epoch int32, h *tiering.Head, diverged int64, logger *slog.Logger) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.rs.leading() || p.mu.rs.info.LeaderEpoch != c.Epoch() {
+	if !p.mu.rs.leading() || p.mu.rs.info.LeaderEpoch != epoch {
 		return fmt.Errorf("%w: %s: leadership moved while taking over the cold tier", tiering.ErrFenced, p.name())
 	}
 	if diverged >= 0 {
@@ -517,16 +577,11 @@ func (p *partition) align(ctx context.Context, c *tiering.Committer, logger *slo
 			return err
 		}
 		// A leader's epoch is in its log's history from the start.
-		if err := p.log.BeginEpoch(c.Epoch()); err != nil {
+		if err := p.log.BeginEpoch(epoch); err != nil {
 			return err
 		}
 	}
-	// Producer state the local log cannot give (it was reset, or its
-	// snapshots are partial) comes from the cold tier. Nothing is served
-	// before this returns: the partition is not aligned yet.
-	p.mu.Unlock()
-	defer p.mu.Lock()
-	return p.coldProducerState(ctx, c.Store(), h, logger)
+	return nil
 }
 
 // topicRecord is what a manifest records of its topic, for restore.
@@ -633,11 +688,11 @@ func (p *partition) localRetention(logger *slog.Logger) {
 
 // followerRetention lets a follower of a tiered topic drop local segments
 // its leader has uploaded, by the same local retention rules.
-func (b *Broker) followerRetention(p *partition) {
+func (b *Broker) followerRetention(ctx context.Context, p *partition) {
 	if b.cold == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	h, err := b.cold.Head(ctx, p.ref())
 	if err != nil {

@@ -41,6 +41,11 @@ func (e coldCleanEnv) withDefaults() coldCleanEnv {
 	return e
 }
 
+// cleanColdTier is the tiering round's phase of the cold cleaner.
+func (r *tierRound) cleanColdTier(ctx context.Context) error {
+	return r.p.coldCleanPass(ctx, r.env, r.c, r.cfg, r.now)
+}
+
 // coldCleanPass cleans the cold tier of a compacted topic's partition when
 // it is due, and deletes the objects earlier cleanings retired once their
 // grace has passed.
@@ -61,10 +66,11 @@ func (p *partition) coldCleanPass(ctx context.Context, env tierEnv, c *tiering.C
 	p.work.lastClean = now
 	opts := tiering.ColdCleanOptions{
 		Options: compact.Options{
-			Rules:              compact.Rules{NowMs: now.UnixMilli(), DeleteRetentionMs: cfg.DeleteRetentionMs},
+			NowMs:              now.UnixMilli(),
 			KeyMapBytes:        e.keyMapBytes,
 			MinCompactionLagMs: cfg.MinCompactionLagMs,
 		},
+		DeleteRetentionMs:  cfg.DeleteRetentionMs,
 		MinDirtyRatio:      cfg.MinCleanableDirtyRatio,
 		MaxCompactionLagMs: cfg.MaxCompactionLagMs,
 		TargetObjectBytes:  cfg.SegmentBytes,

@@ -21,6 +21,11 @@ package broker
 // producer an out-of-memory switch. A batch whose records section expands
 // beyond the bound is refused too; a consumer could not rely on reading it.
 //
+// Keys. A compacted topic (cleanup.policy compact) keeps the last record
+// of each key, so a record without a key has no place in it: the whole
+// batch is refused as INVALID_RECORD with Kafka's message, counted from
+// the same pass over the records, and nothing is appended.
+//
 // Attributes. Three bits are the broker's to set: control (transaction
 // markers, INVALID_RECORD from a producer, as in Kafka), transactional
 // (TRANSACTIONS_NOT_SUPPORTED: Strata has no transactions, and a consumer
@@ -89,6 +94,13 @@ func validateRecords(p *partition, cfg *config.Topic, batch record.Batch) error 
 			p.name(), cfg.MaxMessageBytes, p.topic).with("max", itoa(cfg.MaxMessageBytes))
 	default:
 		return refuse(ReasonCorruptBatch, err, "%s: %v", p.name(), err)
+	}
+	if cfg.Compacted() && times.Keyless > 0 {
+		// Kafka's message, so clients that match it keep working; the
+		// cleaner keeps one record per key, and a record without one
+		// would have no place in a compacted log.
+		return refuse(ReasonInvalidRecord, nil, "Compacted topic cannot accept message without key in topic partition %s (%d of the batch's %d records have no key; cleanup.policy of topic %s is %s)",
+			p.name(), times.Keyless, batch.NumRecords(), p.topic, cfg.CleanupPolicy).with("keyless", itoa(int64(times.Keyless)))
 	}
 	if cfg.MessageTimestampType == config.LogAppendTime {
 		return nil

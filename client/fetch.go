@@ -192,6 +192,10 @@ func (k *Consumer) stream(ctx context.Context, a *assignment, pos *int64) (progr
 		var next int64
 		if k.cfg.serverDecode {
 			recs, next = fromWire(a.tp, resp.GetRecords(), *pos)
+			// Past records a compacted log no longer has (and batches left
+			// empty), as the broker says, so a reconnect does not read
+			// them again.
+			next = max(next, resp.GetNextOffset())
 		} else if recs, next, err = decodeBatches(a.tp, resp.GetBatches(), *pos); err != nil {
 			return progressed, err
 		}

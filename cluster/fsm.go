@@ -35,6 +35,8 @@ type fsm struct {
 	index atomic.Uint64
 	// changed is broadcast after every change is visible.
 	changed notifier
+	// changes remembers which partitions recent versions changed.
+	changes changeLog
 }
 
 var _ raft.FSM = (*fsm)(nil)
@@ -106,6 +108,14 @@ func (f *fsm) apply(index, term uint64, data []byte) (resp *applyResponse) {
 		next = &Metadata{Brokers: cur.Brokers, Topics: cur.Topics, acls: cur.acls}
 	}
 	next.Version = index
+	switch {
+	case ch.meta == nil || ch.aclsOnly:
+		// Offsets, groups, producer ids, ACLs: no topic or broker changed.
+	case ch.one:
+		f.changes.record(changeEntry{version: index, tp: TopicPartition{Topic: ch.topic.Name, Partition: ch.partition.Partition}})
+	default:
+		f.changes.record(changeEntry{version: index, all: true})
+	}
 	f.offsets.install(ch.offsets)
 	f.memberships.install(ch.memberships)
 	f.scram.install(ch.scram)
@@ -145,6 +155,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.memberships.replace(s.memberships)
 	f.scram.replace(s.scram)
 	f.nextProducerID = s.nextProducerID
+	f.changes.reset(s.meta.Version)
 	f.meta.Store(s.meta)
 	f.index.Store(s.index)
 	f.changed.broadcast()

@@ -330,6 +330,12 @@ func (n *Node) Metadata() *Metadata { return n.fsm.meta.Load() }
 // After Close no change comes, so waiters should also watch their context.
 func (n *Node) Changed() <-chan struct{} { return n.fsm.changed.wait() }
 
+// ChangesSince reports what changed in the topics in the versions after
+// from up to and including to (a Metadata's Version): the partitions whose
+// leader or ISR changed, or All when anything else did or the log of
+// recent changes no longer reaches back to from.
+func (n *Node) ChangesSince(from, to uint64) Changes { return n.fsm.changes.since(from, to) }
+
 // CommittedOffset returns a group's committed offset for one partition.
 func (n *Node) CommittedOffset(group, topic string, partition int32) (OffsetCommit, bool) {
 	return n.fsm.offsets.get(group, TopicPartition{topic, partition})

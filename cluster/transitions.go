@@ -38,6 +38,11 @@ type change struct {
 	memberships map[string]*GroupMembership
 	// scram is a SCRAM credential to set or delete (scram.go).
 	scram *scramChange
+	// one says meta differs from the state before only in partition
+	// (a leader or ISR change), aclsOnly only in its ACLs; otherwise a
+	// change of meta may be any (the change log, changes.go).
+	one      bool
+	aclsOnly bool
 }
 
 // transition validates c against the state and computes its change.
@@ -291,7 +296,7 @@ func applyChangeLeader(cur *Metadata, c *changeLeaderCmd) (change, error) {
 		return change{}, err
 	}
 	nt := withPartition(t, p)
-	return change{meta: withTopic(cur, nt), topic: nt, partition: p}, nil
+	return change{meta: withTopic(cur, nt), topic: nt, partition: p, one: true}, nil
 }
 
 // ChangeLeaderOf is the leader change the state machine applies to one
@@ -335,7 +340,7 @@ func applyChangeISR(cur *Metadata, c *changeISRCmd) (change, error) {
 		return change{}, err
 	}
 	nt := withPartition(t, p)
-	return change{meta: withTopic(cur, nt), topic: nt, partition: p}, nil
+	return change{meta: withTopic(cur, nt), topic: nt, partition: p, one: true}, nil
 }
 
 // ChangeISROf is the ISR change the state machine applies to one
@@ -393,7 +398,7 @@ func applyAddACLs(cur *Metadata, c *addACLsCmd) (change, error) {
 		return change{}, errorf(ErrTooManyACLs, "%d ACLs are stored and %d of these are new, which would make %d; at most %d (MaxACLs) are allowed",
 			len(cur.acls), len(next)-len(cur.acls), len(next), MaxACLs)
 	}
-	return change{meta: withACLs(cur, next)}, nil
+	return change{meta: withACLs(cur, next), aclsOnly: true}, nil
 }
 
 func applyRemoveACLs(cur *Metadata, c *removeACLsCmd) (change, error) {
@@ -410,7 +415,7 @@ func applyRemoveACLs(cur *Metadata, c *removeACLsCmd) (change, error) {
 	if removed == 0 {
 		return change{}, nil // none of them is stored
 	}
-	return change{meta: withACLs(cur, next), removed: removed}, nil
+	return change{meta: withACLs(cur, next), removed: removed, aclsOnly: true}, nil
 }
 
 // commandACLs decodes and validates the ACLs a command carries.

@@ -9,6 +9,8 @@ type Options struct {
 	Rules
 	// KeyMapBytes bounds a pass's key map (log.cleaner.dedupe.buffer.size).
 	KeyMapBytes int
+	// NowMs is the cleaning's clock, for the compaction lag.
+	NowMs int64
 	// MinCompactionLagMs: a batch whose max timestamp is younger than this
 	// ends the cleanable prefix (min.compaction.lag.ms).
 	MinCompactionLagMs int64

@@ -15,7 +15,8 @@
 //     range too, since a newer record may supersede them) with Kafka's
 //     rules: a record is kept when its key is not in the map or its offset
 //     is the key's highest; a record without a key is dropped; a tombstone
-//     (null value) is dropped once its timestamp is delete.retention.ms old.
+//     (null value) is dropped once it lies below the tombstone horizon: the
+//     offsets a cleaning first covered at least delete.retention.ms ago.
 //     Batches at or past map end are left as they are.
 //
 // A batch that keeps every record is returned as it was, byte for byte. One

@@ -12,12 +12,13 @@ type Source = iter.Seq2[record.Batch, error]
 
 // Rules are the topic settings a filter applies, in milliseconds.
 type Rules struct {
-	// NowMs is the cleaning's clock: one value for a whole cleaning, so
-	// its passes agree.
-	NowMs int64
-	// DeleteRetentionMs is how long a tombstone stays readable
-	// (delete.retention.ms), counted from its timestamp.
-	DeleteRetentionMs int64
+	// TombstoneHorizon: a tombstone (null value) at an offset below it is
+	// removed once superseded by nothing; at or above it, kept. The caller
+	// sets it where delete.retention.ms has passed since a cleaning first
+	// covered the offsets below (Kafka's rule: a tombstone stays readable
+	// for delete.retention.ms after the cleaner first passed it), so a
+	// tombstone written with an old timestamp is not removed at once.
+	TombstoneHorizon int64
 	// MaxDecompressed bounds a batch's decompressed records (<= 0:
 	// record.MaxDecompressedSize).
 	MaxDecompressed int
@@ -112,7 +113,7 @@ func (f *Filter) retain(r record.Record) bool {
 		return false // superseded
 	}
 	if r.Value == nil {
-		return r.Timestamp > f.Rules.NowMs-f.Rules.DeleteRetentionMs
+		return r.Offset >= f.Rules.TombstoneHorizon
 	}
 	return true
 }

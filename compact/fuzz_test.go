@@ -18,9 +18,9 @@ func FuzzClean(f *testing.F) {
 		for _, b := range h.batches[:min(len(h.batches), 6)] {
 			seg = append(seg, b...)
 		}
-		f.Add(seg, uint16(200), int64(50))
+		f.Add(seg, uint16(200), int64(5))
 	}
-	f.Fuzz(func(t *testing.T, data []byte, budget uint16, retention int64) {
+	f.Fuzz(func(t *testing.T, data []byte, budget uint16, horizon int64) {
 		var batches []record.Batch
 		var prev int64 = -1
 		for len(data) > 0 {
@@ -44,7 +44,7 @@ func FuzzClean(f *testing.F) {
 				in[r.Offset]++
 			}
 		}
-		opts := Options{Rules: Rules{NowMs: 1 << 40, DeleteRetentionMs: retention, MaxDecompressed: 1 << 20}, KeyMapBytes: int(budget)}
+		opts := Options{NowMs: 1 << 40, Rules: Rules{TombstoneHorizon: horizon, MaxDecompressed: 1 << 20}, KeyMapBytes: int(budget)}
 		out, _, _, err := Clean(batches, batches[0].BaseOffset(), opts)
 		if err != nil {
 			if !errors.Is(err, ErrKeyMapTooSmall) {
@@ -80,7 +80,7 @@ func TestKeyMapTooSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err = Clean([]record.Batch{b}, 0, Options{Rules: Rules{NowMs: 1}, KeyMapBytes: cost([]byte("a"))})
+	_, _, _, err = Clean([]record.Batch{b}, 0, Options{NowMs: 1, KeyMapBytes: cost([]byte("a"))})
 	if !errors.Is(err, ErrKeyMapTooSmall) {
 		t.Fatalf("got %v, want ErrKeyMapTooSmall", err)
 	}

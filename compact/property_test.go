@@ -102,7 +102,7 @@ func model(h history, opts Options) (kept []record.Record, end int64) {
 		case r.Offset >= end:
 		case r.Key == nil || last[string(r.Key)] != r.Offset:
 			continue
-		case r.Value == nil && r.Timestamp <= opts.NowMs-opts.DeleteRetentionMs:
+		case r.Value == nil && r.Offset < opts.TombstoneHorizon:
 			continue
 		}
 		kept = append(kept, r)
@@ -151,10 +151,10 @@ func TestCleanMatchesModel(t *testing.T) {
 		need := maxBatchKeyCost(h)
 		span := h.records[len(h.records)-1].Timestamp - h.records[0].Timestamp
 		opts := Options{
-			Rules: Rules{
-				NowMs:             h.records[len(h.records)-1].Timestamp + int64(rng.IntN(200)),
-				DeleteRetentionMs: int64(rng.IntN(int(span) + 2)),
-			},
+			NowMs: h.records[len(h.records)-1].Timestamp + int64(rng.IntN(200)),
+			// Anywhere from before the log (every tombstone kept) to past
+			// it (every superseded-by-nothing tombstone removed).
+			Rules: Rules{TombstoneHorizon: h.batches[0].BaseOffset() - 1 + int64(rng.IntN(int(h.batches[len(h.batches)-1].NextOffset()-h.batches[0].BaseOffset())+2))},
 			// From one batch's keys (many passes) to all of them (one).
 			KeyMapBytes:        need + rng.IntN(need*4+1),
 			MinCompactionLagMs: int64(rng.IntN(int(span)/2 + 2)),

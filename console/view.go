@@ -17,9 +17,11 @@ type view struct {
 	Template string
 	Title    string
 	Nav      string
-	// Live: the page has a fragment htmx polls (the template's "live").
-	Live bool
-	Data any
+	// Live: the page has a fragment htmx polls (the template's "live"),
+	// every PollEvery (pollEvery when empty).
+	Live      bool
+	PollEvery string
+	Data      any
 }
 
 // statusError is a refusal with the HTTP status to answer it with.
@@ -94,6 +96,9 @@ func (c *console) view(build func(r *http.Request, v *viewer) (view, error)) htt
 			return
 		}
 		p := page{Title: res.Title, Nav: res.Nav, Principal: v.name(), PollEvery: pollEvery, Data: res.Data}
+		if res.PollEvery != "" {
+			p.PollEvery = res.PollEvery
+		}
 		if se != nil {
 			p.CSRF = se.csrf
 		}
@@ -187,4 +192,35 @@ func percentClass(n, of int64) string {
 		p = 1 // something, however little, shows
 	}
 	return "w" + itoa(min(p, 100))
+}
+
+// action wraps a state change (a POST, which checkPost has let through):
+// authenticate, do it, then redirect to what changed, or show the form
+// again with the refusal.
+func (c *console) action(do func(r *http.Request, v *viewer) (view, string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		se := c.sessions.get(r) // there is one: checkPost checked its CSRF token
+		v, err := c.viewer(r, se)
+		if err == nil && !v.open && v.principal.Anonymous() {
+			err = errLoginNeeded
+		}
+		if err != nil {
+			c.fail(w, r, http.StatusUnauthorized, messageOf(err))
+			return
+		}
+		res, next, err := do(r, v)
+		if err == nil && next != "" {
+			http.Redirect(w, r, next, http.StatusSeeOther)
+			return
+		}
+		status := http.StatusOK
+		if err != nil {
+			status, _ = refusal(err)
+		}
+		if res.Template == "" {
+			c.fail(w, r, status, messageOf(err))
+			return
+		}
+		c.render(w, status, res.Template, false, page{Title: res.Title, Nav: res.Nav, Principal: v.name(), CSRF: se.csrf, PollEvery: pollEvery, Data: res.Data})
+	}
 }

@@ -75,14 +75,16 @@ type hline struct {
 }
 
 type vline struct {
-	X     int
-	Class string
-	Label string
+	X      int
+	Class  string
+	Label  string
+	LabelY int // stacked, so that two cuts at one place stay readable
 }
 
 type axisLabel struct {
-	X, Y int
-	Text string
+	X, Y   int
+	Text   string
+	Anchor string
 }
 
 func (c *console) timelineView(r *http.Request, v *viewer) (view, error) {
@@ -141,7 +143,10 @@ func (d *timelineData) draw(ctx context.Context, src Source, now time.Time) {
 	}
 	s.HW = &hline{Y: y(p.HighWatermark), Label: fmt.Sprintf("high watermark %d", p.HighWatermark)}
 	for _, o := range []int64{lo, (lo + hi) / 2, hi} {
-		s.YLabels = append(s.YLabels, axisLabel{X: plotL - 6, Y: y(o) + 4, Text: itoa(o)})
+		l := axisLabel{X: plotL - 6, Y: y(o) + 4, Text: itoa(o), Anchor: "end"}
+		if n := len(s.YLabels); n == 0 || s.YLabels[n-1].Y != l.Y {
+			s.YLabels = append(s.YLabels, l)
+		}
 	}
 	d.Points = []timelinePoint{
 		{Name: "log start (first readable, either tier)", Offset: itoa(p.LogStartOffset)},
@@ -180,8 +185,9 @@ func (d *timelineData) draw(ctx context.Context, src Source, now time.Time) {
 		pts += fmt.Sprintf("%d,%d ", x(at), y(off))
 	}
 	s.Curve = pts
-	for _, ms := range []int64{t0, (t0 + t1) / 2, t1} {
-		s.XLabels = append(s.XLabels, axisLabel{X: x(ms), Y: plotB + 18, Text: time.UnixMilli(ms).UTC().Format("01-02 15:04:05")})
+	for i, ms := range []int64{t0, (t0 + t1) / 2, t1} {
+		s.XLabels = append(s.XLabels, axisLabel{X: x(ms), Y: plotB + 18, Text: time.UnixMilli(ms).UTC().Format("01-02 15:04:05"),
+			Anchor: []string{"start", "middle", "end"}[i]})
 	}
 	d.Points[0].Time = time.UnixMilli(t0).UTC().Format(time.RFC3339)
 	cut := func(name, class string, retentionMs int64) {
@@ -194,7 +200,7 @@ func (d *timelineData) draw(ctx context.Context, src Source, now time.Time) {
 		if at < t0 {
 			label += " (before the first record)"
 		}
-		s.Cuts = append(s.Cuts, vline{X: x(at), Class: class, Label: label})
+		s.Cuts = append(s.Cuts, vline{X: x(at), Class: class, Label: label, LabelY: plotB - 8 - 14*len(s.Cuts)})
 		off := "-"
 		if a, err := src.ListOffsets(ctx, d.Topic, d.Partition, broker.OffsetQuery{TimestampMs: at}); err == nil {
 			off = itoa(a.Offset)

@@ -57,7 +57,7 @@ func newBrowser(t *testing.T) *browser {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
-		chromedp.NoSandbox, // tests run as root, where Chromium's sandbox refuses to start
+		chromedp.NoSandbox,                               // tests run as root, where Chromium's sandbox refuses to start
 		chromedp.Flag("ignore-certificate-errors", true), // the TLS cluster's CA is the test's own
 		chromedp.WindowSize(1360, 900),
 	)
@@ -171,7 +171,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	for i := range 1500 {
 		fmt.Fprintf(&in, "{\"order\":%d,\"pad\":\"%s\"}\n", i, strings.Repeat("x", 400))
 	}
-	b1.run(strings.NewReader(in.String()), "produce", "orders")
+	b1.run(strings.NewReader(in.String()), "produce", "orders", "--partition", "0") // enough to seal segments for the cold tier
+	b1.run(strings.NewReader(in.String()[:len(in.String())/5]), "produce", "orders")
 	b1.run(nil, "consume", "orders", "--group", "billing", "--max", "120")
 
 	// The CSP header, on the page and on the fragments htmx polls.
@@ -200,12 +201,36 @@ func TestConsoleInBrowser(t *testing.T) {
 	br.open(t, ui+"/topics", "#topic-orders")
 	br.shot(t, "topics")
 	br.open(t, ui+"/topics/orders", "#partition-2")
+	testutil.Eventually(t, time.Minute, "partition 0's sealed segments in the cold tier, on the open page", func() error {
+		s, err := br.text("#partition-0 td:nth-child(7)")
+		if err == nil && (s == "0 B" || s == "loading") {
+			err = fmt.Errorf("cold bytes %q", s)
+		}
+		return err
+	})
 	br.shot(t, "topic")
 	br.open(t, ui+"/topics/orders/partitions/0", "#timeline .curve")
 	br.shot(t, "timeline")
 	br.open(t, ui+"/groups", "#groups")
 	br.open(t, ui+"/groups/billing", "#lags")
 	br.shot(t, "group")
+
+	// The record browser, following partition 0: a record produced with
+	// the CLI shows within a second of the CLI's acknowledgement.
+	br.open(t, ui+"/topics/orders/partitions/0/records", "#records")
+	br.shot(t, "records")
+	b1.run(strings.NewReader("{\"order\":\"browser-check\"}\n"), "produce", "orders", "--partition", "0")
+	acked := time.Now()
+	testutil.Eventually(t, time.Second, "the produced record in the open record browser", func() error {
+		s, err := br.text("#records")
+		if err == nil && !strings.Contains(s, "browser-check") {
+			err = fmt.Errorf("not yet among %d bytes of records", len(s))
+		}
+		return err
+	})
+	t.Logf("the produced record showed in the record browser %v after the CLI's acknowledgement", time.Since(acked).Round(time.Millisecond))
+	// From the earliest offset, in either tier, as JSON.
+	br.open(t, ui+"/topics/orders/partitions/0/records?mode=earliest&format=json&records=5", "#record-0")
 
 	// A record produced with the CLI shows on the open topic page, by
 	// htmx's poll, without a reload.

@@ -39,6 +39,12 @@
 // segments after it, and the report says what was cut. Damage below the
 // recovery point is reported, never cut.
 //
+// Sealed segments of a compacted topic are rewritten by the log cleaner
+// through RewriteSegments: the new files are staged as .cleaned files and
+// swapped in by a committed marker (cleaner.swap), so that a crash at any
+// step leaves the old segments or the new ones; open finishes or discards
+// an interrupted swap before anything else. See rewrite.go.
+//
 // File descriptors: a segment's log file is opened on demand through a
 // FileCache, shared by every log of a broker, that closes the least
 // recently used once more than its bound are open; only files no read,

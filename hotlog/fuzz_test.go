@@ -12,8 +12,8 @@ import (
 
 // FuzzRecoverSegment opens a log whose only segment and index hold arbitrary
 // bytes. Recovery must not panic, must keep only whole valid batches that
-// follow on from each other starting at the segment's base, and the log must
-// then take appends.
+// start at or after the segment's base and the end of the batch before
+// (gaps are a compacted log's), and the log must then take appends.
 func FuzzRecoverSegment(f *testing.F) {
 	var valid []byte
 	for i := range 4 {
@@ -41,7 +41,7 @@ func FuzzRecoverSegment(f *testing.F) {
 		expect := int64(0)
 		for rest := kept; len(rest) > 0; {
 			b, next, err := record.Next(rest)
-			if err != nil || b.BaseOffset() != expect {
+			if err != nil || b.BaseOffset() < expect {
 				t.Fatalf("kept bytes hold an invalid or misplaced batch: %v", err)
 			}
 			expect, rest = b.NextOffset(), next

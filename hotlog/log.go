@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-log/strata/record"
 )
@@ -304,6 +305,28 @@ func (l *Log) appendUnflushed(b record.Batch, epoch int32) (AppendResult, error)
 // and each must follow the one before, or nothing is written. It returns the
 // first and last offset written, once the flush policy is met.
 func (l *Log) AppendReplica(data []byte) (AppendResult, error) {
+	return l.appendReplica(data, noGaps)
+}
+
+// AppendReplicaFrom is AppendReplica for data the leader read from its log
+// at offset from on: every batch it holds at or after from, in order, so
+// an offset missing between from and a batch, or between two batches, is
+// one the leader's log lacks too (a compacted log's gap), and the batches
+// are written where the leader has them. That holds only if from is at or
+// below this log's end: a chunk the leader read from further on (sent
+// before this follower truncated) is ErrOffsetGap, as is any gap in
+// AppendReplica. A batch starting before the log end is ErrOffsetOverlap.
+func (l *Log) AppendReplicaFrom(data []byte, from int64) (AppendResult, error) {
+	if from < 0 {
+		return AppendResult{}, fmt.Errorf("%w: read from offset %d", ErrInvalidBatch, from)
+	}
+	return l.appendReplica(data, from)
+}
+
+// noGaps is appendReplica's from when no gap is allowed.
+const noGaps = -1
+
+func (l *Log) appendReplica(data []byte, from int64) (AppendResult, error) {
 	l.appendMu.Lock()
 	if err := l.writableLocked(); err != nil {
 		l.appendMu.Unlock()
@@ -312,14 +335,19 @@ func (l *Log) AppendReplica(data []byte) (AppendResult, error) {
 	// Check everything before writing anything: bad input changes nothing.
 	expect, epoch := l.leo.Load(), l.epochs.latest()
 	res := AppendResult{BaseOffset: expect, LastOffset: expect - 1}
+	// Gaps are the leader's only when it read from at or below our end.
+	gaps := from != noGaps && from <= expect
 	for rest := data; len(rest) > 0; {
 		b, next, err := record.Next(rest)
 		if err != nil {
 			l.appendMu.Unlock()
 			return AppendResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 		}
+		if len(rest) == len(data) {
+			res.BaseOffset = b.BaseOffset() // past the log end after a gap
+		}
 		switch {
-		case b.BaseOffset() > expect:
+		case b.BaseOffset() > expect && !gaps:
 			l.appendMu.Unlock()
 			return AppendResult{}, fmt.Errorf("%w: batch starts at %d, log end is %d", ErrOffsetGap, b.BaseOffset(), expect)
 		case b.BaseOffset() < expect:
@@ -415,6 +443,20 @@ func (l *Log) afterAppend(next int64) error {
 
 func (l *Log) agedLocked(seg *segment, cfg *Config) bool {
 	return cfg.SegmentAge > 0 && l.opts.Now().Sub(seg.created) >= cfg.SegmentAge
+}
+
+// RollDue reports when RollIfAged will roll the active segment: when it
+// reaches Config.SegmentAge, if it holds records. false says no roll is
+// due until an append (an empty segment, or no SegmentAge): a caller that
+// keeps a deadline per log asks again after the next append.
+func (l *Log) RollDue() (time.Time, bool) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	seg, cfg := l.active.Load(), l.cfg.Load()
+	if seg.empty() || cfg.SegmentAge <= 0 {
+		return time.Time{}, false
+	}
+	return seg.created.Add(cfg.SegmentAge), true
 }
 
 // Roll seals the active segment and starts a new one, unless it is empty.
@@ -535,18 +577,11 @@ func (l *Log) ReadWith(alloc func(n int) []byte, offset int64, maxBytes int, upT
 	if offset >= end {
 		return res, nil
 	}
-	seg := l.segmentLocked(offset)
-	size := seg.size.Load() // loaded after leo, so it covers every offset below leo
-	// Held until the read is done: the cache closes no file in use.
-	f, err := seg.open()
-	if err != nil {
+	seg, f, pos, size, err := l.batchHoldingLocked(offset)
+	if err != nil || f == nil {
 		return res, err
 	}
 	defer seg.done()
-	pos, err := seg.position(f, offset, size)
-	if err != nil || pos >= size {
-		return res, err
-	}
 	buf := alloc(int(min(int64(max(maxBytes, record.HeaderSize)), size-pos)))
 	if _, err := f.ReadAt(buf, pos); err != nil {
 		return res, fmt.Errorf("hotlog: read %s at %d: %w", seg.path, pos, err)
@@ -584,6 +619,35 @@ func (l *Log) ReadWith(alloc func(n int) []byte, offset int64, maxBytes int, upT
 	}
 	res.Data = buf[:used]
 	return res, nil
+}
+
+// batchHoldingLocked finds the first batch holding an offset at or after
+// offset: the batch holding offset itself or, in a compacted log, where
+// offset fell in a gap the cleaner left (records, whole batches, a
+// segment's tail or a whole segment removed), the next batch holding a
+// higher one, in a later segment if need be. It returns that batch's
+// segment, open (the caller calls done), the batch's position and the
+// segment's size; f is nil when no batch holds a later offset.
+func (l *Log) batchHoldingLocked(offset int64) (seg *segment, f File, pos, size int64, err error) {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })
+	for i = max(i-1, 0); i < len(segs); i++ {
+		seg = segs[i]
+		size = seg.size.Load() // loaded after leo, so it covers every offset below leo
+		// Held until the read is done: the cache closes no file in use.
+		if f, err = seg.open(); err != nil {
+			return nil, nil, 0, 0, err
+		}
+		if pos, err = seg.position(f, offset, size); err != nil {
+			seg.done()
+			return nil, nil, 0, 0, err
+		}
+		if pos < size {
+			return seg, f, pos, size, nil
+		}
+		seg.done()
+	}
+	return nil, nil, 0, 0, nil
 }
 
 // segmentLocked returns the segment holding offset: the last whose base is
@@ -644,6 +708,13 @@ func (l *Log) Checkpoint() error {
 		return nil
 	}
 	return l.writeStateLocked()
+}
+
+// NeedsCheckpoint reports whether Checkpoint would write: the log start,
+// high watermark or recovery point moved since the state was last saved.
+func (l *Log) NeedsCheckpoint() bool {
+	saved := l.saved.Load()
+	return saved == nil || *saved != l.currentState()
 }
 
 func (l *Log) writeStateLocked() error {

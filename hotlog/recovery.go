@@ -161,8 +161,13 @@ func (l *Log) open() error {
 		l.recovery.RemovedFiles = append(l.recovery.RemovedFiles, filepath.Base(segs[0].path))
 		segs = segs[1:]
 	}
+	// Segments may leave gaps between them (a compacted segment whose last
+	// batches the cleaner dropped ends below the next one's base), never
+	// overlap. A gap after a segment past the recovery point was taken
+	// above for lost writes and its successors removed: a cleaner rewrites
+	// only segments below the checkpointed recovery point.
 	for i := 1; i < len(segs); i++ {
-		if end := segs[i-1].next.Load(); end != segs[i].base {
+		if end := segs[i-1].next.Load(); end > segs[i].base {
 			return fmt.Errorf("%w: segment %d ends at offset %d but the next begins at %d",
 				ErrCorrupt, segs[i-1].base, end, segs[i].base)
 		}
@@ -368,7 +373,9 @@ func (s *segment) trustedEntries(size int64) (int, error) {
 		if e.rel != t.rel || int64(e.pos) >= size {
 			break
 		}
-		if k == 0 && (e.rel != 0 || e.pos != 0) {
+		// The first entry is the first batch, at position 0; its offset
+		// may be past the segment's base in a compacted segment.
+		if k == 0 && e.pos != 0 {
 			break
 		}
 		if k > 0 {

@@ -203,8 +203,9 @@ func (s *segment) position(f File, offset int64, size int64) (int64, error) {
 const scanBufferBytes = 1 << 20
 
 // scan reads and fully validates the batches from pos to end, calling fn for
-// each, and stops at the first batch that is torn, corrupt or does not follow
-// on from the one before (expect is the first batch's base offset). It
+// each, and stops at the first batch that is torn, corrupt or starts before
+// the one before it ends (expect is the lowest base offset the first batch
+// may have). Batches may leave gaps: a compacted log has them. It
 // returns the position after the last good batch and the damage that stopped
 // it short of end, if any; err is an I/O failure.
 func (s *segment) scan(pos, end, expect int64, fn func(b record.Batch, pos int64)) (stop int64, damage, err error) {
@@ -244,8 +245,11 @@ func (s *segment) scan(pos, end, expect int64, fn func(b record.Batch, pos int64
 		if err != nil {
 			return pos, fmt.Errorf("bad batch at position %d: %w", pos, err), nil
 		}
-		if b.BaseOffset() != expect {
-			return pos, fmt.Errorf("batch at position %d has base offset %d, want %d", pos, b.BaseOffset(), expect), nil
+		// A batch may start past the one before (a compacted log's gap:
+		// the cleaner dropped whole batches, or the leader a follower
+		// copied had), never before it ends.
+		if b.BaseOffset() < expect {
+			return pos, fmt.Errorf("batch at position %d has base offset %d, below %d where the one before ends", pos, b.BaseOffset(), expect), nil
 		}
 		if fn != nil {
 			fn(b, pos)

@@ -14,7 +14,7 @@ import (
 // through the log's file system so that they share the log's fate: the
 // same disk in production, the same in-memory file system in a
 // simulation. Their names must not be the log's own: nothing ending in
-// .log, .index, .timeindex or .checkpoint. Recovery leaves them alone,
+// .log, .index, .timeindex, .checkpoint or .cleaned, and not cleaner.swap. Recovery leaves them alone,
 // except for leftover temporary files (.tmp), which it removes.
 
 // SideFiles returns the names of the side files whose names end in suffix,

@@ -143,6 +143,10 @@ type RecordTimes struct {
 	// Min is the smallest timestamp other than NoTimestamp, or NoTimestamp
 	// when no record has one: the bound a lower limit is held against.
 	Min int64
+	// Keyless counts the records whose key is null, learnt in the same
+	// pass: a compacted topic's leader refuses them without decoding the
+	// batch again.
+	Keyless int
 }
 
 // CheckRecordTimes is CheckRecords that also returns the records'
@@ -204,6 +208,9 @@ func (b Batch) checkRecords(buf []byte, limit int) ([]byte, RecordTimes, error) 
 		}
 		if ts != NoTimestamp && (times.Min == NoTimestamp || ts < times.Min) {
 			times.Min = ts
+		}
+		if r.Key == nil {
+			times.Keyless++
 		}
 	}
 	return d.data, times, d.finish()

@@ -294,13 +294,18 @@ func timesOf(recs []Record) RecordTimes {
 		if r.Timestamp != NoTimestamp && (times.Min == NoTimestamp || r.Timestamp < times.Min) {
 			times.Min = r.Timestamp
 		}
+		if r.Key == nil {
+			times.Keyless++
+		}
 	}
 	return times
 }
 
 // TestCheckRecordTimes: the records check reports the first, largest and
 // smallest (other than -1) timestamp, as readers decode them, for every
-// codec, and for a LogAppendTime batch the append time throughout.
+// codec, and for a LogAppendTime batch the append time throughout; it
+// counts the records without a key (here every other one; an empty key is
+// a key).
 func TestCheckRecordTimes(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -317,6 +322,13 @@ func TestCheckRecordTimes(t *testing.T) {
 		recs := make([]Record, len(c.ts))
 		for i, ts := range c.ts {
 			recs[i] = Record{Timestamp: ts, Value: []byte("v")}
+			if i%2 == 1 {
+				recs[i].Key = []byte{}
+			}
+		}
+		c.want.Keyless = (len(recs) + 1) / 2
+		if n := timesOf(recs).Keyless; n != c.want.Keyless {
+			t.Fatalf("%s: the oracle counts %d keyless records, want %d", c.name, n, c.want.Keyless)
 		}
 		for _, codec := range allCodecs {
 			opts := DefaultBatchOptions()
@@ -331,7 +343,7 @@ func TestCheckRecordTimes(t *testing.T) {
 	opts.TimestampType = LogAppendTime
 	b := mustEncode(t, opts, Record{Timestamp: 1}, Record{Timestamp: 2})
 	b.SetLogAppendTime(99)
-	if got, err := b.CheckRecordTimes(1 << 20); err != nil || got != (RecordTimes{First: 99, Max: 99, Min: 99}) {
+	if got, err := b.CheckRecordTimes(1 << 20); err != nil || got != (RecordTimes{First: 99, Max: 99, Min: 99, Keyless: 2}) {
 		t.Errorf("LogAppendTime batch: %+v, %v; want the append time 99 throughout", got, err)
 	}
 	lying := withRecords(t, CompressionNone, 50, mustEncode(t, DefaultBatchOptions(), sampleRecords(3)...)[HeaderSize:])

@@ -138,6 +138,10 @@ func TestBadInputMatrix(t *testing.T) {
 			}
 			return err
 		}, codes.FailedPrecondition, "NOT_LEADER", true, map[string]string{"leader_address": b1.addr}},
+		{"epoch query at a follower", func() error {
+			_, err := stratav1.NewReplicationServiceClient(b2.conn).EndOffsetForEpoch(ctx, &stratav1.EndOffsetForEpochRequest{Topic: "good", TopicId: partitionTopicID(t, b1, "good")})
+			return err
+		}, codes.FailedPrecondition, "NOT_LEADER", true, map[string]string{"leader_id": "1", "leader_address": b1.addr}},
 		{"acks=all below min.insync.replicas", func() error {
 			// Broker 3 stops: the controller takes it out of the ISRs, and
 			// the partitions broker 1 leads are left with two in-sync

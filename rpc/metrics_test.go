@@ -241,8 +241,16 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 	testutil.WaitFor(t, 20*time.Second, "full ISRs", func() bool {
 		return metricsSum(t, bs, "strata_under_replicated_partitions") == 0 && metricsSum(t, bs, "strata_offline_partitions") == 0
 	})
+	// Every change so far applied everywhere before the counters are read.
+	for _, b := range bs {
+		if err := b.Ready(ctx); err != nil {
+			t.Fatalf("broker %d not ready: %v", b.ID(), err)
+		}
+	}
 	shrinksBefore := metricsSum(t, survivors, "strata_isr_shrinks_total")
 	electionsBefore := scrapeOf(t, ctl.Broker).get(t, "strata_leader_elections_total")
+	fullBefore := metricsSum(t, survivors, "strata_reconcile_full_rounds_total")
+	partialBefore := metricsSum(t, survivors, "strata_reconcile_partial_rounds_total")
 	victim.stop(t)
 
 	var st *stratav1.ClusterStatusResponse
@@ -263,6 +271,15 @@ func TestClusterHealthMetricsAndStatus(t *testing.T) {
 	}
 	if v := metricsSum(t, survivors, "strata_isr_shrinks_total") - shrinksBefore; v < 2 {
 		t.Errorf("%v ISR shrinks counted; the two partitions of h the survivors led lost the victim", v)
+	}
+	// A leader election and ISR shrinks change one partition each: the
+	// survivors apply them to that partition alone, never in a round over
+	// every replica they hold.
+	if v := metricsSum(t, survivors, "strata_reconcile_full_rounds_total") - fullBefore; v != 0 {
+		t.Errorf("the survivors ran %v reconcile rounds over every replica for leader and ISR changes; want 0", v)
+	}
+	if v := metricsSum(t, survivors, "strata_reconcile_partial_rounds_total") - partialBefore; v < 2 {
+		t.Errorf("the survivors ran %v reconcile rounds of the partitions changed; want one per change at least", v)
 	}
 	if st.BrokerId != ctl.ID() || st.ControllerId != controller || st.Topics != 2 || st.Partitions != 6 ||
 		len(st.UnderReplicated) != 3 || len(st.Offline) != 1 || st.Offline[0].Topic != "solo" || st.Offline[0].Partition.Leader != -1 {

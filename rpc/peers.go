@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/cluster"
@@ -32,7 +31,8 @@ import (
 const maxPeerMessage = 80 << 20
 
 // connBufferBytes is the size of the buffers gRPC writes a server's
-// answers through and reads a peer broker's messages through.
+// answers through and reads requests and a peer broker's messages
+// through.
 const connBufferBytes = 256 << 10
 
 // Peers reaches other brokers over gRPC.
@@ -172,8 +172,12 @@ func (f followerStream) Recv() (broker.ReplicaChunk, error) {
 		frame.Free()
 		return broker.ReplicaChunk{}, fromStatus(status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err))
 	}
+	readFrom := int64(broker.NoReadFrom)
+	if c.ReadFrom != nil {
+		readFrom = *c.ReadFrom
+	}
 	return broker.ReplicaChunk{Topic: c.Topic, TopicID: c.TopicId, Partition: c.Partition, LeaderEpoch: c.LeaderEpoch,
-		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStart: c.LogStartOffset,
+		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStart: c.LogStartOffset, ReadFrom: readFrom,
 		ErrReason: broker.Reason(c.ErrorReason), ErrMessage: c.ErrorMessage, Release: frame.Free}, nil
 }
 
@@ -181,34 +185,11 @@ func (f followerStream) Recv() (broker.ReplicaChunk, error) {
 var batchesField = protowire.Number((&stratav1.ReplicateResponse{}).ProtoReflect().Descriptor().Fields().ByName("batches").Number())
 
 // decodeReplicateResponse decodes a ReplicateResponse as proto.Unmarshal
-// does, except that Batches is a slice of b, not a copy: the other fields
-// go through proto.Unmarshal, Batches (the last one on the wire wins, as
-// for any scalar field) is cut out of b.
+// does, except that Batches is a slice of b, not a copy.
 func decodeReplicateResponse(b []byte) (*stratav1.ReplicateResponse, error) {
-	var rest []byte // every field but batches, as it came
-	var batches []byte
-	for in := b; len(in) > 0; {
-		num, typ, n := protowire.ConsumeTag(in)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		m := protowire.ConsumeFieldValue(num, typ, in[n:])
-		if m < 0 {
-			return nil, protowire.ParseError(m)
-		}
-		if num == batchesField && typ == protowire.BytesType {
-			v, k := protowire.ConsumeBytes(in[n:])
-			if k < 0 {
-				return nil, protowire.ParseError(k)
-			}
-			batches = v
-		} else {
-			rest = append(rest, in[:n+m]...)
-		}
-		in = in[n+m:]
-	}
 	c := new(stratav1.ReplicateResponse)
-	if err := proto.Unmarshal(rest, c); err != nil {
+	batches, err := unmarshalInPlace(b, batchesField, c)
+	if err != nil {
 		return nil, err
 	}
 	if len(batches) > 0 {

@@ -8,13 +8,26 @@ package rpc
 // and a RetryInfo saying when to try again.
 //
 // InitProducer: a producer id from the controller, with epoch 0.
+//
+// A request's batch is decoded in place (produceServiceDesc): it stays in
+// the buffer gRPC received the request in, the broker rewrites its header
+// there and writes it to the log from there, and the buffer goes back to
+// the pool once the call has returned. proto.Unmarshal would copy every
+// batch into a fresh allocation first.
 
 import (
 	"context"
+	"slices"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/rpc/grpcmem"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -62,6 +75,61 @@ func (s *produceService) Produce(ctx context.Context, req *stratav1.ProduceReque
 		LogStartOffset:  res.LogStartOffset,
 		Duplicate:       res.Duplicate,
 	}, nil
+}
+
+// produceServiceDesc is the generated ProduceService with Produce decoded
+// in place (produceHandler); NewServer registers it.
+var produceServiceDesc = func() grpc.ServiceDesc {
+	d := stratav1.ProduceService_ServiceDesc
+	d.Methods = slices.Clone(d.Methods)
+	for i := range d.Methods {
+		if d.Methods[i].MethodName == "Produce" {
+			d.Methods[i].Handler = produceHandler
+		}
+	}
+	return d
+}()
+
+// produceHandler is the generated handler of Produce, except that the
+// request's batch is a slice of the received buffer (decodeProduceRequest),
+// which goes back to the pool when the call, interceptors included,
+// returns: nothing the call leaves behind keeps the batch, as the log
+// writes it before Produce returns.
+func produceHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	frame := new(grpcmem.Frame)
+	if err := dec(frame); err != nil {
+		return nil, err
+	}
+	defer frame.Free()
+	in, err := decodeProduceRequest(frame.Bytes())
+	if err != nil {
+		// What gRPC answers a request its codec cannot decode.
+		return nil, status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
+	}
+	if interceptor == nil {
+		return srv.(stratav1.ProduceServiceServer).Produce(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: stratav1.ProduceService_Produce_FullMethodName}
+	return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+		return srv.(stratav1.ProduceServiceServer).Produce(ctx, req.(*stratav1.ProduceRequest))
+	})
+}
+
+// batchField is the number of ProduceRequest.batch.
+var batchField = protowire.Number((&stratav1.ProduceRequest{}).ProtoReflect().Descriptor().Fields().ByName("batch").Number())
+
+// decodeProduceRequest decodes a ProduceRequest as proto.Unmarshal does,
+// except that Batch is a slice of b, not a copy.
+func decodeProduceRequest(b []byte) (*stratav1.ProduceRequest, error) {
+	req := new(stratav1.ProduceRequest)
+	batch, err := unmarshalInPlace(b, batchField, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(batch) > 0 {
+		req.Batch = batch
+	}
+	return req, nil
 }
 
 func (s *produceService) InitProducer(ctx context.Context, _ *stratav1.InitProducerRequest) (*stratav1.InitProducerResponse, error) {

@@ -53,6 +53,9 @@ func (r replicaStream) Send(c broker.ReplicaChunk) error {
 		HighWatermark: c.HighWatermark, LogStartOffset: c.LogStart,
 		ErrorReason: string(c.ErrReason), ErrorMessage: c.ErrMessage,
 	}
+	if c.ReadFrom != broker.NoReadFrom && len(c.Batches) > 0 {
+		m.ReadFrom = &c.ReadFrom
+	}
 	if c.Release == nil || len(c.Batches) == 0 {
 		m.Batches = c.Batches
 		err := r.s.Send(m)

@@ -12,8 +12,8 @@
 #
 # Three brokers (CLUSTER=0 skips them): PARTITIONS3 (10,000) partitions at
 # RF=3, so 30,000 replicas; RSS per replica on each broker, start to
-# ready of one broker after a clean stop and after kill -9, and the
-# metadata latencies.
+# ready of one broker after a clean stop and after kill -9, idle CPU of
+# each broker, and the metadata latencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=./bin/strata
@@ -166,6 +166,13 @@ for id in 1 2 3; do
   p="PID$id"
   r=$(rss_kib "${!p}")
   echo "  broker $id: RSS $((before[$id] / 1024)) MiB before, $((r / 1024)) MiB after: $(((r - before[$id]) * 1024 / PARTITIONS3)) bytes per idle replica"
+done
+declare -A c0
+for id in 1 2 3; do p="PID$id"; c0[$id]=$(cpu_ticks "${!p}"); done
+sleep 10
+for id in 1 2 3; do
+  p="PID$id"
+  echo "  broker $id: idle CPU with $PARTITIONS3 replicas: $(awk -v t=$(($(cpu_ticks "${!p}") - c0[$id])) 'BEGIN {printf "%.1f", t / 10}')% of a core"
 done
 latencies 1
 J=(--gossip-join "$JOIN" --gossip-bootstrap-expect 3 --gossip-profile local)

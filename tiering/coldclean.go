@@ -25,6 +25,10 @@ package tiering
 //     every commit: a deposed leader's fails. Until it lands the old head is
 //     complete; the new objects of a cleaning that never committed are
 //     orphans, which CollectOrphans removes after its grace.
+//   - Tombstones follow Kafka's rule: readable for delete.retention.ms
+//     after a cleaning first covered them. The head keeps the recent
+//     passes (where each ended, when), and a pass removes the tombstones
+//     below the end of the latest pass at least delete.retention.ms old.
 //   - Retired objects are deleted by CollectRetired once their grace has
 //     passed, so a reader that loaded the older head finishes its reads.
 
@@ -45,9 +49,12 @@ const DefaultRetiredGrace = 5 * time.Minute
 
 // ColdCleanOptions are a cold cleaning's settings.
 type ColdCleanOptions struct {
-	// Options: the rules (clock, delete.retention.ms), the key map's budget
-	// and min.compaction.lag.ms.
+	// Options: the clock, the key map's budget and min.compaction.lag.ms.
+	// Its TombstoneHorizon is not read: CleanCold computes it from the
+	// head's passes and DeleteRetentionMs.
 	compact.Options
+	// DeleteRetentionMs is delete.retention.ms (< 0: keep tombstones).
+	DeleteRetentionMs int64
 	// MinDirtyRatio is min.cleanable.dirty.ratio.
 	MinDirtyRatio float64
 	// MaxCompactionLagMs is max.compaction.lag.ms (<= 0: none): a dirty
@@ -130,7 +137,9 @@ func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCl
 	if err != nil {
 		return res, err
 	}
-	f := &compact.Filter{Map: m, MapEnd: mapEnd, Rules: opts.Rules, ProducerLast: producers}
+	rules := opts.Rules
+	rules.TombstoneHorizon = c.Head().TombstoneHorizon(opts.NowMs, opts.DeleteRetentionMs)
+	f := &compact.Filter{Map: m, MapEnd: mapEnd, Rules: rules, ProducerLast: producers}
 	written, st, err := rewriteObjects(ctx, c, old, f, opts.TargetObjectBytes)
 	res.Stats = st
 	if err == nil {
@@ -290,6 +299,10 @@ func (c *Committer) replace(ctx context.Context, old, written []SegmentRef, clea
 		}
 		h.Tail = all
 		h.CleanedTo = max(h.CleanedTo, cleanedTo)
+		h.CleanPasses = append(h.CleanPasses, CleanPass{End: cleanedTo, At: at})
+		if n := len(h.CleanPasses); n > maxCleanPasses {
+			h.CleanPasses = h.CleanPasses[n-maxCleanPasses:]
+		}
 		return nil
 	})
 }

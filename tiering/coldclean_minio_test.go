@@ -52,14 +52,14 @@ func TestColdCleanMinIO(t *testing.T) {
 	uploadAll(t, c, l)
 	bytesBefore, objectsBefore := bucketUsage(t, store)
 
-	clean := ColdCleanOptions{Options: compact.Options{Rules: compact.Rules{NowMs: int64(updates) + 1}, KeyMapBytes: 1 << 20}}
+	clean := ColdCleanOptions{Options: compact.Options{NowMs: int64(updates) + 1, KeyMapBytes: 1 << 20}}
 	passes, in, out := cleanAll(t, c, clean)
 	if _, err := CollectRetired(ctx, c, DefaultRetiredGrace, timeAfterGrace(clean.NowMs)); err != nil {
 		t.Fatal(err)
 	}
 	bytesAfter, objectsAfter := bucketUsage(t, store)
 	got := readColdRecords(t, store)
-	sameRecords(t, got, h.compacted(int64(updates), clean.Rules))
+	sameRecords(t, got, h.compacted(int64(updates), 0))
 	if len(got) != keys {
 		t.Fatalf("%d records after cleaning, want one per key: %d", len(got), keys)
 	}

@@ -51,10 +51,10 @@ func writeKeyed(t testing.TB, l *hotlog.Log, rng *rand.Rand, updates, keys, batc
 	return h
 }
 
-// compacted is what a cleaning to end with opts leaves of h: below end the
-// last record of each key (among those below end), tombstones only while
-// younger than delete.retention.ms; from end on every record.
-func (h history) compacted(end int64, opts compact.Rules) history {
+// compacted is what a cleaning to end leaves of h: below end the last
+// record of each key (among those below end), tombstones only at or above
+// horizon; from end on every record.
+func (h history) compacted(end, horizon int64) history {
 	last := map[string]int64{}
 	for _, r := range h {
 		if r.Offset < end {
@@ -67,7 +67,7 @@ func (h history) compacted(end int64, opts compact.Rules) history {
 		case r.Offset >= end:
 			out = append(out, r)
 		case last[string(r.Key)] != r.Offset:
-		case r.Value == nil && r.Timestamp <= opts.NowMs-opts.DeleteRetentionMs:
+		case r.Value == nil && r.Offset < horizon:
 		default:
 			out = append(out, r)
 		}
@@ -205,10 +205,10 @@ func TestColdCleanEqualsModel(t *testing.T) {
 			c, h := uploadedKeyed(t, store, seed, 3000+int(seed)*500, 50+int(seed)*40, 0.1, ts0)
 			end := int64(len(h))
 			opts := ColdCleanOptions{Options: compact.Options{
-				Rules:              compact.Rules{NowMs: ts0 + end + 100, DeleteRetentionMs: end / 2},
+				NowMs:              ts0 + end + 100,
 				KeyMapBytes:        40 * (compact.EntryOverhead + 9),
 				MinCompactionLagMs: 300 + int64(seed)*100,
-			}, MinDirtyRatio: 0.5, TargetObjectBytes: 20 << 10}
+			}, DeleteRetentionMs: 0, MinDirtyRatio: 0.5, TargetObjectBytes: 20 << 10}
 
 			passes, in, out := cleanAll(t, c, opts)
 			if passes < 2 {
@@ -228,7 +228,10 @@ func TestColdCleanEqualsModel(t *testing.T) {
 			if cleaned != wantEnd || cleaned <= 0 || cleaned >= end {
 				t.Fatalf("cleaned to %d, want the range end %d (log end %d)", cleaned, wantEnd, end)
 			}
-			sameRecords(t, readColdRecords(t, store), h.compacted(cleaned, opts.Rules))
+			// With delete.retention.ms 0 each pass removes the tombstones
+			// below the previous pass's end.
+			history := c.Head().CleanPasses
+			sameRecords(t, readColdRecords(t, store), h.compacted(cleaned, history[len(history)-2].End))
 			t.Logf("%d passes, %d -> %d bytes, cleaned to %d of %d", passes, in, out, cleaned, end)
 
 			rep, err := VerifyBucket(testContext(t), store, VerifyOptions{Records: true})
@@ -271,7 +274,7 @@ func TestColdCleanRetiredObjectsWaitForGrace(t *testing.T) {
 	}
 
 	now := time.UnixMilli(1_000_000_000)
-	opts := ColdCleanOptions{Options: compact.Options{Rules: compact.Rules{NowMs: now.UnixMilli()}, KeyMapBytes: 1 << 20}}
+	opts := ColdCleanOptions{Options: compact.Options{NowMs: now.UnixMilli(), KeyMapBytes: 1 << 20}, DeleteRetentionMs: -1}
 	if passes, _, _ := cleanAll(t, c, opts); passes != 1 {
 		t.Fatalf("%d passes", passes)
 	}
@@ -327,7 +330,7 @@ func TestColdCleanRetiredObjectsWaitForGrace(t *testing.T) {
 	if keys := listKeys(t, store, testRef.SegmentPrefix()); !slices.Equal(keys, namedSegmentKeys(t, c)) {
 		t.Fatalf("bucket holds %v, manifest names %v", keys, namedSegmentKeys(t, c))
 	}
-	sameRecords(t, readColdRecords(t, store), h.compacted(int64(len(h)), opts.Rules))
+	sameRecords(t, readColdRecords(t, store), h.compacted(int64(len(h)), 0))
 }
 
 func namedSegmentKeys(t testing.TB, c *Committer) []string {
@@ -349,7 +352,7 @@ func TestColdCleanDeposedLeaderIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := ColdCleanOptions{Options: compact.Options{Rules: compact.Rules{NowMs: 1 << 40, DeleteRetentionMs: 1 << 41}, KeyMapBytes: 1 << 20}}
+	opts := ColdCleanOptions{Options: compact.Options{NowMs: 1 << 40, KeyMapBytes: 1 << 20}, DeleteRetentionMs: -1}
 	if _, err := CleanCold(ctx, old, opts); !errors.Is(err, ErrFenced) {
 		t.Fatalf("deposed leader's cleaning: %v, want ErrFenced", err)
 	}
@@ -365,7 +368,7 @@ func TestColdCleanDeposedLeaderIsRefused(t *testing.T) {
 	if passes, _, _ := cleanAll(t, successor, opts); passes == 0 {
 		t.Fatal("the successor did not clean")
 	}
-	sameRecords(t, readColdRecords(t, store), h.compacted(int64(len(h)), opts.Rules))
+	sameRecords(t, readColdRecords(t, store), h.compacted(int64(len(h)), 0))
 }
 
 // crashingManifest fails every write of the manifest head once armed, as
@@ -410,7 +413,7 @@ func TestColdCleanCrashBeforeCommit(t *testing.T) {
 	named := namedSegmentKeys(t, c)
 
 	store.armed = true
-	opts := ColdCleanOptions{Options: compact.Options{Rules: compact.Rules{NowMs: 1 << 40, DeleteRetentionMs: 1 << 41}, KeyMapBytes: 1 << 20}}
+	opts := ColdCleanOptions{Options: compact.Options{NowMs: 1 << 40, KeyMapBytes: 1 << 20}, DeleteRetentionMs: -1}
 	if _, err := CleanCold(ctx, c, opts); !errors.Is(err, errCrashed) {
 		t.Fatalf("cleaning through a crash: %v", err)
 	}
@@ -435,7 +438,7 @@ func TestColdCleanCrashBeforeCommit(t *testing.T) {
 	if passes, _, _ := cleanAll(t, next, opts); passes == 0 {
 		t.Fatal("no cleaning after the crash")
 	}
-	sameRecords(t, readColdRecords(t, mem), h.compacted(int64(len(h)), opts.Rules))
+	sameRecords(t, readColdRecords(t, mem), h.compacted(int64(len(h)), 0))
 }
 
 // TestColdCleanWaitsForDirtyRatio: the dirty ratio, from the manifest
@@ -444,7 +447,7 @@ func TestColdCleanCrashBeforeCommit(t *testing.T) {
 func TestColdCleanWaitsForDirtyRatio(t *testing.T) {
 	store := objstore.NewMemory()
 	c, _ := uploadedKeyed(t, store, 5, 1000, 10, 0, 0)
-	opts := ColdCleanOptions{Options: compact.Options{Rules: compact.Rules{NowMs: 1 << 40}, KeyMapBytes: 1 << 20}, MinDirtyRatio: 1.01}
+	opts := ColdCleanOptions{Options: compact.Options{NowMs: 1 << 40, KeyMapBytes: 1 << 20}, MinDirtyRatio: 1.01}
 	gen := c.Head().Generation
 	if res, err := CleanCold(testContext(t), c, opts); err != nil || res.Cleaned || res.Ratio != 1 || c.Head().Generation != gen {
 		t.Fatalf("cleaned below its ratio: %+v %v", res, err)
@@ -478,9 +481,8 @@ func timeAfterGrace(nowMs int64) time.Time {
 func TestRestoreOfACleanedColdTier(t *testing.T) {
 	store := objstore.NewMemory()
 	c, h := uploadedKeyed(t, store, 9, 3000, 40, 0.1, 1000)
-	rules := compact.Rules{NowMs: 1 << 40, DeleteRetentionMs: 1 << 41}
-	cleanAll(t, c, ColdCleanOptions{Options: compact.Options{Rules: rules, KeyMapBytes: 1 << 20}})
-	model := h.compacted(int64(len(h)), rules)
+	cleanAll(t, c, ColdCleanOptions{Options: compact.Options{NowMs: 1 << 40, KeyMapBytes: 1 << 20}, DeleteRetentionMs: -1})
+	model := h.compacted(int64(len(h)), 0)
 	// Cut at a record's offset deep in the cleaned log, and just after it.
 	at := model[len(model)-len(model)/3]
 	for i, cut := range []RestoreCut{{ToOffset: at.Offset, ToTime: NoCut}, {ToOffset: at.Offset + 1, ToTime: NoCut}, {ToOffset: NoCut, ToTime: at.Timestamp}} {

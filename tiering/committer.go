@@ -410,6 +410,7 @@ func cloneHead(h *Head) *Head {
 	c.Parts = slices.Clone(h.Parts)
 	c.Tail = slices.Clone(h.Tail)
 	c.Retired = slices.Clone(h.Retired)
+	c.CleanPasses = slices.Clone(h.CleanPasses)
 	c.Config = maps.Clone(h.Config)
 	return &c
 }

@@ -290,8 +290,14 @@ type ReplicateResponse struct {
 	LogStartOffset int64 `protobuf:"varint,7,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
 	// Why the leader cannot serve this partition on this stream (NOT_LEADER,
 	// FENCED_EPOCH, OFFSET_OUT_OF_RANGE, ...), empty when all is well.
-	ErrorReason   string `protobuf:"bytes,8,opt,name=error_reason,json=errorReason,proto3" json:"error_reason,omitempty"`
-	ErrorMessage  string `protobuf:"bytes,9,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	ErrorReason  string `protobuf:"bytes,8,opt,name=error_reason,json=errorReason,proto3" json:"error_reason,omitempty"`
+	ErrorMessage string `protobuf:"bytes,9,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// The offset the leader read batches from: every batch of its log at or
+	// after it, as far as batches goes, so offsets missing before and
+	// between them are gaps of the leader's log (a compacted topic's), which
+	// a follower whose log end is at or past read_from keeps. Absent from a
+	// broker that predates compaction: its follower then takes no gap.
+	ReadFrom      *int64 `protobuf:"varint,10,opt,name=read_from,json=readFrom,proto3,oneof" json:"read_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -387,6 +393,13 @@ func (x *ReplicateResponse) GetErrorMessage() string {
 		return x.ErrorMessage
 	}
 	return ""
+}
+
+func (x *ReplicateResponse) GetReadFrom() int64 {
+	if x != nil && x.ReadFrom != nil {
+		return *x.ReadFrom
+	}
+	return 0
 }
 
 type EndOffsetForEpochRequest struct {
@@ -794,7 +807,7 @@ const file_strata_v1_replication_proto_rawDesc = "" +
 	"\x10ReplicateRequest\x12\x1f\n" +
 	"\vfollower_id\x18\x01 \x01(\x05R\n" +
 	"followerId\x128\n" +
-	"\tpositions\x18\x02 \x03(\v2\x1a.strata.v1.ReplicaPositionR\tpositions\"\xb8\x02\n" +
+	"\tpositions\x18\x02 \x03(\v2\x1a.strata.v1.ReplicaPositionR\tpositions\"\xe8\x02\n" +
 	"\x11ReplicateResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
@@ -804,7 +817,11 @@ const file_strata_v1_replication_proto_rawDesc = "" +
 	"\x0ehigh_watermark\x18\x06 \x01(\x03R\rhighWatermark\x12(\n" +
 	"\x10log_start_offset\x18\a \x01(\x03R\x0elogStartOffset\x12!\n" +
 	"\ferror_reason\x18\b \x01(\tR\verrorReason\x12#\n" +
-	"\rerror_message\x18\t \x01(\tR\ferrorMessage\"\x8c\x01\n" +
+	"\rerror_message\x18\t \x01(\tR\ferrorMessage\x12 \n" +
+	"\tread_from\x18\n" +
+	" \x01(\x03H\x00R\breadFrom\x88\x01\x01B\f\n" +
+	"\n" +
+	"_read_from\"\x8c\x01\n" +
 	"\x18EndOffsetForEpochRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
@@ -892,6 +909,7 @@ func file_strata_v1_replication_proto_init() {
 	if File_strata_v1_replication_proto != nil {
 		return
 	}
+	file_strata_v1_replication_proto_msgTypes[4].OneofWrappers = []any{}
 	file_strata_v1_replication_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
