@@ -519,3 +519,56 @@ func TestRestoreOfACleanedColdTier(t *testing.T) {
 		sameRecords(t, got, want)
 	}
 }
+
+// TestColdCleanTombstonesWaitForDeleteRetention: a tombstone stays in the
+// cold tier for delete.retention.ms after a cleaning first covered it, and
+// a later cleaning past that time removes it (Kafka's rule).
+func TestColdCleanTombstonesWaitForDeleteRetention(t *testing.T) {
+	store := objstore.NewMemory()
+	l := localLog(t, t.TempDir())
+	rng := rand.New(rand.NewPCG(13, 1))
+	first := writeKeyed(t, l, rng, 1500, 300, 25, 0.3, 0)
+	c := newTestCommitter(t, store, 1)
+	uploadAll(t, c, l)
+	const retention = 60_000
+	opts := ColdCleanOptions{Options: compact.Options{NowMs: 1_000_000, KeyMapBytes: 1 << 20}, DeleteRetentionMs: retention}
+	if passes, _, _ := cleanAll(t, c, opts); passes != 1 {
+		t.Fatalf("%d passes", passes)
+	}
+	kept := first.compacted(1500, 0)
+	if kept.tombstones() == 0 {
+		t.Fatal("the history has no tombstone left to test")
+	}
+	sameRecords(t, readColdRecords(t, store), kept)
+
+	// More history, cleaned just before delete.retention.ms has passed
+	// since the first cleaning: every tombstone that is still its key's
+	// last stays.
+	all := append(first, writeKeyed(t, l, rng, 1000, 60, 25, 0.3, 0)...)
+	uploadAll(t, c, l)
+	opts.NowMs += retention - 1
+	cleanAll(t, c, opts)
+	sameRecords(t, readColdRecords(t, store), all.compacted(int64(len(all)), 0))
+
+	// And once it has passed: the tombstones the first cleaning covered
+	// go, the younger ones stay.
+	all = append(all, writeKeyed(t, l, rng, 200, 60, 25, 0.3, 0)...)
+	uploadAll(t, c, l)
+	opts.NowMs++
+	cleanAll(t, c, opts)
+	want := all.compacted(int64(len(all)), 1500)
+	if want.tombstones() == all.compacted(int64(len(all)), 0).tombstones() {
+		t.Fatal("no tombstone below the first cleaning's end to remove")
+	}
+	sameRecords(t, readColdRecords(t, store), want)
+}
+
+func (h history) tombstones() int {
+	n := 0
+	for _, r := range h {
+		if r.Value == nil {
+			n++
+		}
+	}
+	return n
+}
