@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/strata-log/strata/compact"
 	"github.com/strata-log/strata/hotlog"
@@ -53,7 +54,9 @@ func TestColdCleanMinIO(t *testing.T) {
 	bytesBefore, objectsBefore := bucketUsage(t, store)
 
 	clean := ColdCleanOptions{Options: compact.Options{NowMs: int64(updates) + 1, KeyMapBytes: 1 << 20}}
+	start := time.Now()
 	passes, in, out := cleanAll(t, c, clean)
+	took := time.Since(start)
 	if _, err := CollectRetired(ctx, c, DefaultRetiredGrace, timeAfterGrace(clean.NowMs)); err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +66,8 @@ func TestColdCleanMinIO(t *testing.T) {
 	if len(got) != keys {
 		t.Fatalf("%d records after cleaning, want one per key: %d", len(got), keys)
 	}
-	t.Logf("%d updates of %d keys: %d objects, %d bytes before; %d passes rewrote %d bytes into %d; %d objects, %d bytes after (%.1f bytes per live key)",
-		updates, keys, objectsBefore, bytesBefore, passes, in, out, objectsAfter, bytesAfter, float64(bytesAfter)/keys)
+	t.Logf("%d updates of %d keys: %d objects, %d bytes before; %d passes rewrote %d bytes into %d in %v (%.1f MB/s); %d objects, %d bytes after (%.1f bytes per live key)",
+		updates, keys, objectsBefore, bytesBefore, passes, in, out, took, float64(in)/took.Seconds()/1e6, objectsAfter, bytesAfter, float64(bytesAfter)/keys)
 	// A record here is about 70 bytes; each surviving one may sit in a
 	// batch of its own (61 bytes of header) behind a filler.
 	if perKey := bytesAfter / keys; perKey > 250 {
