@@ -83,3 +83,32 @@ func FuzzDecodeFile(f *testing.F) {
 		_ = decodeFile(data, "fuzz.yaml", &b, sources{})
 	})
 }
+
+// FuzzTopicSet sets every topic key to arbitrary text: no panic; a refusal
+// leaves the topic as it was; an accepted value reads back in a canonical
+// form that parses to the same value again (for cleanup.policy's lists and
+// min.cleanable.dirty.ratio's numbers as for the rest).
+func FuzzTopicSet(f *testing.F) {
+	for _, s := range []string{"compact", "delete, compact", "compact,,delete", "0.5", "1e-3", "NaN", "-1", "9223372036854775807", "7d", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		for _, k := range TopicKeys() {
+			top := DefaultTopic()
+			if err := top.Set(k.Name, value); err != nil {
+				if top != DefaultTopic() {
+					t.Fatalf("refused Set(%s, %q) changed the topic", k.Name, value)
+				}
+				continue
+			}
+			canon, _ := top.Get(k.Name)
+			again := DefaultTopic()
+			if err := again.Set(k.Name, canon); err != nil {
+				t.Fatalf("Set(%s, %q) accepted, its canonical form %q refused: %v", k.Name, value, canon, err)
+			}
+			if got, _ := again.Get(k.Name); got != canon {
+				t.Fatalf("%s: %q reads back as %q, then %q", k.Name, value, canon, got)
+			}
+		}
+	})
+}

@@ -101,10 +101,16 @@ func (b *browser) text(sel string) (string, error) {
 	return strings.TrimSpace(s), err
 }
 
-// open loads u and waits for sel to show.
+// open loads u and waits for sel to show, loading it again while it does
+// not (a page that answered an error while the cluster elected a
+// controller, say), for up to a minute.
 func (b *browser) open(t *testing.T, u, sel string) {
 	t.Helper()
-	b.run(t, 30*time.Second, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(sel)))
+	testutil.Eventually(t, time.Minute, sel+" on "+u, func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+		defer cancel()
+		return chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(sel)))
+	})
 }
 
 // noCSPViolations fails t if a page broke its Content-Security-Policy.
@@ -215,6 +221,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	br.open(t, ui+"/groups/billing", "#lags")
 	br.shot(t, "group")
 
+	// A topic created through the form (a POST with the page's CSRF token).
+	br.open(t, ui+"/new-topic", "input[name=name]")
+	br.run(t, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("input[name=name]"), "from-the-console"),
+		chromedp.Submit(chromedp.CSS("input[name=name]")),
+		chromedp.WaitVisible(chromedp.CSS("#partition-0, #error")))
+	if msg, err := br.text("#error"); err == nil {
+		t.Fatalf("creating a topic in the console: %s", msg)
+	}
+	if out := b1.run(nil, "topic", "list"); !strings.Contains(out, "from-the-console") {
+		t.Errorf("the topic created in the console is not listed by the CLI:\n%s", out)
+	}
+
 	// The record browser, following partition 0: a record produced with
 	// the CLI shows within a second of the CLI's acknowledgement.
 	br.open(t, ui+"/topics/orders/partitions/0/records", "#records")
@@ -276,6 +295,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("no under-replicated partition listed: %v", err)
 	}
 	br.shot(t, "cluster-broker-down")
+
 	br.noCSPViolations(t)
 }
 

@@ -48,8 +48,10 @@ var ErrSegmentsChanged = errors.New("hotlog: segments changed during the rewrite
 type Batches = iter.Seq2[record.Batch, error]
 
 // RewriteFunc rewrites one segment: it reads the old batches and emits
-// the new ones, which must be valid batches covering exactly the old
-// segment's offsets, each beginning where the one before ended.
+// the new ones, which must be valid batches in offset order within the
+// old segment's range and ending where it ended (the cleaner covers every
+// offset the old batches did, with empty batches where it dropped whole
+// ones).
 type RewriteFunc func(seg SegmentInfo, batches Batches, emit func(record.Batch) error) error
 
 // RewriteResult says what a rewrite replaced.
@@ -149,8 +151,11 @@ func (l *Log) stage(s *segment, rewrite RewriteFunc) (*segment, int, error) {
 		if err := b.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 		}
-		if b.BaseOffset() != st.next.Load() {
-			return fmt.Errorf("emitted batch begins at %d, want %d: a rewrite keeps every offset in one batch", b.BaseOffset(), st.next.Load())
+		// Batches may leave gaps, as a compacted log's do (the cleaner
+		// fills its own, but a segment copied from a leader may have
+		// them), never overlap or go back.
+		if b.BaseOffset() < st.next.Load() {
+			return fmt.Errorf("emitted batch begins at %d, below %d where the one before ends", b.BaseOffset(), st.next.Load())
 		}
 		if b.LastOffset() >= s.next.Load() {
 			return fmt.Errorf("emitted batch ends at %d, past the segment's last offset %d", b.LastOffset(), s.lastOffset())
@@ -164,8 +169,11 @@ func (l *Log) stage(s *segment, rewrite RewriteFunc) (*segment, int, error) {
 	}
 	read := 0
 	err = rewrite(s.info(), s.batches(&read), emit)
+	// The end must stay: open takes a segment ending short of the next
+	// one's base, past the recovery point, for lost writes and removes
+	// what follows it.
 	if err == nil && st.next.Load() != s.next.Load() {
-		err = fmt.Errorf("rewrite ends at offset %d, the segment at %d: a rewrite keeps every offset", st.next.Load(), s.next.Load())
+		err = fmt.Errorf("rewrite ends at offset %d, the segment at %d: a rewrite keeps the segment's last offset", st.next.Load(), s.next.Load())
 	}
 	if err == nil {
 		err = f.Sync()

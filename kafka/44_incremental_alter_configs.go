@@ -8,9 +8,10 @@ package kafka
 // bucket holds the topic's data: INVALID_CONFIG with the broker's
 // message). A topic's settings change together or not at all.
 //
-// APPEND and SUBTRACT are INVALID_CONFIG: the one list setting,
-// cleanup.policy, has three values, set whole (SET
-// cleanup.policy=compact,delete); so is DELETE of replication.factor, which is fixed at creation. A
+// APPEND and SUBTRACT work on the one list setting, cleanup.policy, as in
+// Kafka: the items given are added to or taken from the topic's value in
+// force (SUBTRACT of every item is INVALID_CONFIG: the list cannot be
+// empty); on any other setting they are INVALID_CONFIG; so is DELETE of replication.factor, which is fixed at creation. A
 // name given twice for one resource, or an unknown operation, is
 // INVALID_REQUEST. validate_only checks as the change would
 // (broker.ValidateTopicConfig) and changes nothing. Broker settings are
@@ -21,6 +22,8 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,7 +67,14 @@ func incrementalAlter(ctx context.Context, c *conn, rr kmsg.IncrementalAlterConf
 			}
 			del = append(del, rc.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			return kerr.InvalidConfig.Code, fmt.Sprintf("%s on %q: not supported; SET the whole value (such as cleanup.policy=compact,delete)", rc.Op, rc.Name)
+			if !listTopicKeys[rc.Name] {
+				return kerr.InvalidConfig.Code, fmt.Sprintf("%s on %q: only a list setting (cleanup.policy) takes it; use SET", rc.Op, rc.Name)
+			}
+			v, code, msg := listEdit(c, rr.ResourceName, rc)
+			if code != 0 {
+				return code, msg
+			}
+			names, values = append(names, rc.Name), append(values, &v)
 		default:
 			return kerr.InvalidRequest.Code, fmt.Sprintf("unknown operation %d on %q", rc.Op, rc.Name)
 		}
@@ -110,4 +120,49 @@ func alterTopic(ctx context.Context, c *conn, name string, set map[string]string
 		return codeOf(err), err.Error()
 	}
 	return 0, ""
+}
+
+// listTopicKeys are the topic settings whose values are lists.
+var listTopicKeys = map[string]bool{"cleanup.policy": true}
+
+// listEdit is the value of list setting rc.Name of topic after rc's
+// APPEND or SUBTRACT of its comma-separated items, in the order the value
+// in force has them, appended ones after.
+func listEdit(c *conn, topic string, rc kmsg.IncrementalAlterConfigsRequestResourceConfig) (string, int16, string) {
+	if rc.Value == nil {
+		return "", kerr.InvalidConfig.Code, fmt.Sprintf("%s on %q with a null value: give the items", rc.Op, rc.Name)
+	}
+	d, err := c.s.b.DescribeTopic(topic)
+	if err != nil {
+		return "", codeOf(err), err.Error()
+	}
+	items := func(s string) []string {
+		var out []string
+		for _, it := range strings.Split(s, ",") {
+			if it = strings.ToLower(strings.TrimSpace(it)); it != "" && !slices.Contains(out, it) {
+				out = append(out, it)
+			}
+		}
+		return out
+	}
+	cur, given := items(d.Config[rc.Name]), items(*rc.Value)
+	var next []string
+	if rc.Op == kmsg.IncrementalAlterConfigOpAppend {
+		next = cur
+		for _, it := range given {
+			if !slices.Contains(next, it) {
+				next = append(next, it)
+			}
+		}
+	} else {
+		for _, it := range cur {
+			if !slices.Contains(given, it) {
+				next = append(next, it)
+			}
+		}
+		if len(next) == 0 {
+			return "", kerr.InvalidConfig.Code, fmt.Sprintf("SUBTRACT %q from %s=%s leaves it empty: a topic needs a cleanup policy", *rc.Value, rc.Name, d.Config[rc.Name])
+		}
+	}
+	return strings.Join(next, ","), 0, ""
 }

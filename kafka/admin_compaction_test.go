@@ -88,7 +88,8 @@ func TestCompactionConfigs(t *testing.T) {
 		{"unknown policy", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: strp("retain")}}, "cleanup.policy"},
 		{"ratio above 1", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.cleanable.dirty.ratio", Value: strp("1.5")}}, "min.cleanable.dirty.ratio"},
 		{"min above max", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.compaction.lag.ms", Value: strp("1000")}}, "max.compaction.lag.ms"},
-		{"append to the list", []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: strp("delete")}}, "SET the whole value"},
+		{"append to a setting that is no list", []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "retention.ms", Value: strp("1")}}, "only a list setting"},
+		{"subtract every policy", []kadm.AlterConfig{{Op: kadm.SubtractConfig, Name: "cleanup.policy", Value: strp("delete,compact")}}, "leaves it empty"},
 	}
 	for _, r := range refusals {
 		alters, err := adm.AlterTopicConfigs(ctx, r.alter, "changelog")
@@ -98,6 +99,21 @@ func TestCompactionConfigs(t *testing.T) {
 	}
 	if d2, _ := tb.DescribeTopic("changelog"); len(d2.Overrides) != len(d.Overrides) || d2.Config["cleanup.policy"] != "compact,delete" {
 		t.Fatalf("refused alters changed the topic: %v, was %v", d2.Overrides, d.Overrides)
+	}
+
+	// SUBTRACT and APPEND edit the list in force, as in Kafka.
+	for _, step := range []struct {
+		op   kadm.IncrementalOp
+		item string
+		want string
+	}{{kadm.SubtractConfig, "delete", "compact"}, {kadm.AppendConfig, "delete", "compact,delete"}, {kadm.AppendConfig, "compact", "compact,delete"}} {
+		alters, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: step.op, Name: "cleanup.policy", Value: strp(step.item)}}, "changelog")
+		if err != nil || alters[0].Err != nil {
+			t.Fatalf("%v %s: %v %+v", step.op, step.item, err, alters)
+		}
+		if d, _ := tb.DescribeTopic("changelog"); d.Config["cleanup.policy"] != step.want {
+			t.Fatalf("after %v %s: cleanup.policy %s, want %s", step.op, step.item, d.Config["cleanup.policy"], step.want)
+		}
 	}
 
 	// AlterConfigs replaces the set: back to delete, on a topic that may

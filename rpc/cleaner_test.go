@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/internal/testutil"
@@ -76,10 +79,27 @@ func TestReplicasCleanIndependentlyAndAgree(t *testing.T) {
 	b1 := startBroker(t, cfgs[0])
 	bs := []*testBroker{b1, joinSecondBroker(t, b1, cfgs[1]), joinSecondBroker(t, b1, cfgs[2])}
 	ctx := testCtx(t)
-	createEverywhere(t, bs, "c", 1, map[string]string{
+	topicCfg := map[string]string{
 		"replication.factor": "3", "min.insync.replicas": "2", "segment.bytes": "16KiB",
 		"cleanup.policy": "compact", "remote.storage.enable": "false", "min.cleanable.dirty.ratio": "0.1",
+	}
+	// Three brokers that just met may not have a controller yet.
+	testutil.Eventually(t, 20*time.Second, "the topic to be created", func() error {
+		_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "c", Partitions: 1, Config: topicCfg})
+		if status.Code(err) == codes.AlreadyExists {
+			return nil // an earlier try created it, though its answer was lost
+		}
+		return err
 	})
+	for _, b := range bs {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to know the topic", b.cfg.NodeID), func() bool {
+			_, err := b.admin.DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: "c"})
+			return err == nil
+		})
+		if err := b.Ready(ctx); err != nil {
+			t.Fatalf("broker %d: %v", b.cfg.NodeID, err)
+		}
+	}
 	leader := byID(bs, partitionState(t, bs[0], "c", 0).Metadata.Leader)
 	const keys, writes = 40, 2000
 	last := map[string]string{}

@@ -165,7 +165,7 @@ sleep 10
 for id in 1 2 3; do
   p="PID$id"
   r=$(rss_kib "${!p}")
-  echo "  broker $id: RSS $((before[$id] / 1024)) MiB before, $((r / 1024)) MiB after: $(((r - before[$id]) * 1024 / PARTITIONS3)) bytes per idle replica"
+  echo "  broker $id: RSS $((before[$id] / 1024)) MiB before, $((r / 1024)) MiB after: $(((r - before[$id]) * 1024 / PARTITIONS3)) bytes per idle replica; goroutines: $(curl -fs "http://127.0.0.1:$((27700 + id * 10 + 3))/debug/pprof/goroutine?debug=1" | awk 'NR == 1 {print $NF}')"
 done
 declare -A c0
 for id in 1 2 3; do p="PID$id"; c0[$id]=$(cpu_ticks "${!p}"); done

@@ -52,6 +52,11 @@ store, and serves fetches, offsets, metadata and topic descriptions of
 every topic in the bucket, re-reading the manifests every
 --read-replica-refresh; writes are refused with READ_REPLICA.
 
+The admin listener (--admin-listen) serves the operator console at /ui
+(open http://<admin-listen>/ui in a browser; https with TLS, where it
+takes a client certificate or a token), Prometheus metrics at /metrics,
+and /healthz and /readyz for probes.
+
 On SIGTERM or SIGINT the broker stops accepting calls, lets in-flight ones
 finish, fsyncs and closes its logs.
 
