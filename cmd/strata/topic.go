@@ -64,13 +64,13 @@ func newTopicCreateCommand(f *clientFlags) *cobra.Command {
 --config sets per-topic settings; it may be repeated or given a
 comma-separated list. Settings not given keep the broker's defaults.
 A list setting keeps its commas: --config cleanup.policy=compact,delete.
-A compacted topic (cleanup.policy compact) needs remote.storage.enable=false
-for now, and every record it takes needs a key.`,
+Every record a compacted topic (cleanup.policy compact) takes needs a key;
+with remote storage its objects in the bucket are compacted too.`,
 		Example: `  strata topic create demo --partitions 3
   strata topic create orders -p 12 -r 3
   strata topic create audit --replication-factor 3 --config retention.ms=-1
   strata topic create clicks --config retention.ms=7d,segment.bytes=256MiB
-  strata topic create users --config cleanup.policy=compact,remote.storage.enable=false`,
+  strata topic create users --config cleanup.policy=compact`,
 		Args: exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if partitions < 1 {
