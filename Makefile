@@ -158,6 +158,11 @@ bench-failover: build ## three brokers: kill -9 of a leader to the next acknowle
 	STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
 	  $(GO) test -run '^$$' -bench 'Failover|PausedBroker' -benchtime 1x -timeout 10m -v ./e2e/
 
+.PHONY: bench-compact
+bench-compact: build ## produce p99 at 5,000 records/s of 1 KiB to one topic alone and while the log cleaner cleans 384 MiB of another (compacted) topic; the cleaner's MB/s and CPU-s per GB cleaned
+	STRATA_BIN=$(BIN)/strata \
+	  $(GO) test -run '^$$' -bench 'CleanerIsolation$$' -benchtime 1x -timeout 20m -v ./e2e/
+
 .PHONY: kafka-compat
 kafka-compat: ## franz-go's own kgo integration tests against one strata serve (about 2-3 min; needs the Go module proxy once; not part of make test)
 	@./scripts/kafka-compat.sh

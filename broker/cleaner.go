@@ -155,7 +155,7 @@ func (b *Broker) dirtiestLog() (*partition, cleanable) {
 	var bestC cleanable
 	nowMs := time.Now().UnixMilli()
 	for _, p := range b.partitions() {
-		c := p.cleanableAt(nowMs)
+		c := b.cleanableAt(p, nowMs)
 		if c.eligible && (best == nil || c.ratio > bestC.ratio) {
 			best, bestC = p, c
 		}
@@ -164,13 +164,38 @@ func (b *Broker) dirtiestLog() (*partition, cleanable) {
 }
 
 // cleanableAt is what p's log offers the cleaner at nowMs (ms since the
-// epoch); not eligible when the topic is not compacted or the log closed.
-func (p *partition) cleanableAt(nowMs int64) cleanable {
+// epoch); not eligible when the topic is not compacted, the log closed, or
+// hotCleanLimit allows nothing.
+func (b *Broker) cleanableAt(p *partition, nowMs int64) cleanable {
 	cfg := p.cfg.Load()
 	if !cfg.Compacted() || !p.log.Sealed() {
 		return cleanable{}
 	}
-	return cleanableOf(p.log.Segments(), p.log.HighWatermark(), p.cleanerState().cleanedTo, cfg, nowMs)
+	limit, ok := p.hotCleanLimit(b)
+	if !ok {
+		return cleanable{}
+	}
+	return cleanableOf(p.log.Segments(), limit, p.cleanerState().cleanedTo, cfg, nowMs)
+}
+
+// hotCleanLimit is the offset below which the cleaner may rewrite p's
+// local log: the high watermark, and for a partition with a cold tier also
+// the cold tier's end as this replica last saw it, so that every segment
+// it rewrites is one the cold tier holds already (the cold cleaner compacts
+// those in the bucket). Batches an upload has yet to read are never
+// rewritten, so an upload that starts at the cold tier's end never finds
+// that offset inside a filler the cleaner joined across it. A tiered
+// partition whose cold tier this replica has not seen is not cleaned.
+func (p *partition) hotCleanLimit(b *Broker) (int64, bool) {
+	hw := p.log.HighWatermark()
+	if !p.remote(b) {
+		return hw, true
+	}
+	st := p.tier.Load()
+	if !st.loaded || st.coldEnd < 0 {
+		return 0, false
+	}
+	return min(hw, st.coldEnd), true
 }
 
 // cleanerState reads the replica's cleaner side file; none, or one that

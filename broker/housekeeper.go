@@ -18,7 +18,7 @@ import (
 // recomputes the replica's deadline from scratch; a deadline may come early
 // (the visit finds nothing and sets the next), never late, so nothing is
 // missed as long as every event that can bring work sooner marks the
-// replica (docs/DESIGN-notes-scale.md lists them).
+// replica (docs/DESIGN.md, "The housekeeper: visit only replicas with work", lists them).
 //
 // It has no clock of its own: the broker's loop takes what is due at
 // time.Now, the simulation at its virtual time.

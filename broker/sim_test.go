@@ -2306,7 +2306,7 @@ func (s *simulation) cleanSome() {
 		return
 	}
 	nowMs := s.now.UnixMilli()
-	c := b.p.cleanableAt(nowMs)
+	c := s.cleaner.cleanableAt(b.p, nowMs)
 	if !c.eligible {
 		return
 	}

@@ -140,6 +140,7 @@ type partitionTier struct {
 	committer *tiering.Committer
 	busy      atomic.Bool // an upload pass is running
 	lastSweep time.Time
+	lastClean time.Time // the cold cleaner's last look
 	retryAt   time.Time // after a failure, the next attempt waits
 	failures  int
 }
@@ -199,13 +200,21 @@ type tierEnv struct {
 	cold        *tiering.ColdReader
 	logger      *slog.Logger
 	orphanGrace time.Duration
+	// clean is how the cold cleaner runs (tier_clean.go); its zero value
+	// means the defaults.
+	clean coldCleanEnv
 	// topic is what a manifest records of the partition's topic: its
 	// settings and partition count.
 	topic func(p *partition) (map[string]string, int32)
 }
 
 func (b *Broker) tierEnv() tierEnv {
-	return tierEnv{store: b.store, cold: b.cold, logger: b.log, orphanGrace: time.Duration(b.cfg.Tiering.OrphanGrace), topic: b.topicRecord}
+	return tierEnv{store: b.store, cold: b.cold, logger: b.log, orphanGrace: time.Duration(b.cfg.Tiering.OrphanGrace), topic: b.topicRecord,
+		clean: coldCleanEnv{
+			retiredGrace: time.Duration(b.cfg.Tiering.RetiredGrace),
+			keyMapBytes:  int(b.cfg.Cleaner.DedupeBufferSize),
+			interval:     time.Duration(b.cfg.Cleaner.Backoff),
+		}}
 }
 
 func (e tierEnv) invalidate(p *partition) {
@@ -320,6 +329,7 @@ func (p *partition) tierPassErr(ctx context.Context, env tierEnv, now time.Time)
 		r.upload,
 		r.trimLocal,
 		r.totalRetention,
+		r.cleanColdTier,
 		r.collectOrphans,
 	} {
 		if err := phase(ctx); err != nil {

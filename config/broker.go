@@ -219,6 +219,11 @@ type Tiering struct {
 	// OrphanGrace: objects in the bucket that no manifest names are deleted
 	// once they are this old. The grace spares uploads still in flight.
 	OrphanGrace Duration `yaml:"orphan_grace"`
+	// RetiredGrace: objects a cleaning of the cold tier replaced stay in the
+	// bucket this long after the manifest stops naming them, so that
+	// readers (cold reads, read replicas) that loaded an older manifest
+	// finish.
+	RetiredGrace Duration `yaml:"retired_grace"`
 	// ColdReadMaxGets bounds the GETs from the bucket this broker's cold
 	// reads have in flight at once, reads and read-ahead together.
 	ColdReadMaxGets int `yaml:"cold_read_max_gets"`
@@ -360,6 +365,7 @@ func DefaultBroker() Broker {
 			UploadParallelism:  4,
 			MaxUnuploadedBytes: 1 << 30,
 			OrphanGrace:        Duration(10 * time.Minute),
+			RetiredGrace:       Duration(5 * time.Minute),
 			ColdReadMaxGets:    16,
 			ColdReadYield:      true,
 		},

@@ -52,6 +52,9 @@ func (b Broker) Validate() error {
 	if b.Tiering.OrphanGrace <= 0 {
 		return &Error{Key: "tiering.orphan_grace", Value: b.Tiering.OrphanGrace.String(), Allowed: "a positive duration such as 10m"}
 	}
+	if b.Tiering.RetiredGrace <= 0 {
+		return &Error{Key: "tiering.retired_grace", Value: b.Tiering.RetiredGrace.String(), Allowed: "a positive duration such as 5m"}
+	}
 	if b.Cleaner.IOMaxBytesPerSecond < 0 {
 		return &Error{Key: "cleaner.io_max_bytes_per_second", Value: b.Cleaner.IOMaxBytesPerSecond.String(), Allowed: "a size per second such as 50MiB, or 0 for unlimited"}
 	}

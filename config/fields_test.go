@@ -167,6 +167,7 @@ func sampleBroker() Broker {
 			UploadParallelism:   8,
 			MaxUnuploadedBytes:  10 << 30,
 			OrphanGrace:         Duration(36e11),
+			RetiredGrace:        Duration(6e11),
 			ColdReadMaxGets:     32,
 			ColdReadBytesPerSec: 100 << 20,
 			ColdReadGetsPerSec:  500,

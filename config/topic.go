@@ -287,17 +287,9 @@ func (t Topic) validateCompaction() error {
 			Reason:  "must not exceed max.compaction.lag.ms (" + FormatMillis(t.MaxCompactionLagMs) + ")",
 			Allowed: "a duration from 0 to max.compaction.lag.ms"}
 	}
-	// The cold tier does not compact yet: uploaded segments would keep
-	// every superseded value and, under compact alone, never leave the
-	// bucket, and a cold read would not see what the hot tier cleaned.
-	// Kafka's tiered storage refuses the combination too (KIP-405), so
-	// it is refused here rather than half done.
-	if t.Compacted() && t.RemoteStorageEnable {
-		return &Error{Key: "cleanup.policy", Value: string(t.CleanupPolicy),
-			Reason: "compacted topics are not uploaded to the object store yet (the cold tier does not compact): " +
-				"set remote.storage.enable=false with it, and the topic's log stays on the brokers' disks",
-			Allowed: "delete, or compact or compact,delete with remote.storage.enable=false"}
-	}
+	// A compacted topic may be tiered (unlike Kafka's, KIP-405): its
+	// leader's cold cleaner compacts the objects in the bucket, and the
+	// hot cleaner rewrites only segments the cold tier holds already.
 	return nil
 }
 

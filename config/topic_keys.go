@@ -182,7 +182,7 @@ func cleanupPolicyKey() topicKey {
 		info: KeyInfo{Name: "cleanup.policy", Type: "list", Allowed: allowed,
 			Doc: "How old records leave the log. delete: whole segments go by retention.ms and retention.bytes. " +
 				"compact: the cleaner keeps the last record of each key (records must have keys) and retention deletes nothing. " +
-				"compact,delete: both. Compacted topics need remote.storage.enable=false for now: the cold tier does not compact."},
+				"compact,delete: both. A tiered compacted topic is compacted in the object store too, by its leader."},
 		set: func(t *Topic, s string) error {
 			p, reason := parseCleanupPolicy(s)
 			if reason != "" {

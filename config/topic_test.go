@@ -270,9 +270,9 @@ func TestTopicCrossKeyRules(t *testing.T) {
 		{map[string]string{"min.compaction.lag.ms": "2h", "max.compaction.lag.ms": "1h"}, "min.compaction.lag.ms", "must not exceed max.compaction.lag.ms (1h)"},
 		{map[string]string{"min.compaction.lag.ms": "1h", "max.compaction.lag.ms": "1h"}, "", ""},
 		{map[string]string{"min.compaction.lag.ms": "365d", "max.compaction.lag.ms": "-1"}, "", ""},
-		// The cold tier does not compact: a compacted topic must not upload.
-		{map[string]string{"cleanup.policy": "compact"}, "cleanup.policy", "set remote.storage.enable=false"},
-		{map[string]string{"cleanup.policy": "compact,delete", "remote.storage.enable": "true"}, "cleanup.policy", "set remote.storage.enable=false"},
+		// The cold tier compacts: a compacted topic may upload.
+		{map[string]string{"cleanup.policy": "compact"}, "", ""},
+		{map[string]string{"cleanup.policy": "compact,delete", "remote.storage.enable": "true"}, "", ""},
 		{map[string]string{"cleanup.policy": "compact", "remote.storage.enable": "false"}, "", ""},
 		{map[string]string{"cleanup.policy": "delete,compact", "remote.storage.enable": "false"}, "", ""},
 		{map[string]string{"cleanup.policy": "delete"}, "", ""},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/broker"
+	"github.com/strata-log/strata/internal/human"
 )
 
 // view is what a view's builder returns: which template, and its data.
@@ -137,7 +138,7 @@ type errorData struct {
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
-	"bytes":  humanBytes,
+	"bytes":  human.Bytes,
 	"millis": humanMillis,
 	"ids":    joinIDs,
 	"pct":    percentClass,
@@ -147,20 +148,6 @@ var funcs = template.FuncMap{
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// humanBytes renders a size for reading: "512 B", "1.5 KiB", "3.2 GiB".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
 
 // humanMillis renders a duration in milliseconds: "250ms", "42s", "3m20s".
 func humanMillis(ms int64) string {

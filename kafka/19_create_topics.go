@@ -10,9 +10,7 @@ package kafka
 //   - Manual replica assignments are INVALID_REPLICA_ASSIGNMENT: Strata
 //     places replicas itself.
 //   - Settings go to the broker under their names (configs.go): one Strata
-//     lacks is INVALID_CONFIG naming it, never a silent default; so is
-//     cleanup.policy=compact on a topic with remote.storage.enable=true
-//     (the cold tier does not compact yet).
+//     lacks is INVALID_CONFIG naming it, never a silent default.
 //   - A name given twice in one request is INVALID_REQUEST for each.
 //   - validate_only answers as a create would (broker.ValidateCreateTopic,
 //     TOPIC_ALREADY_EXISTS included) and creates nothing.

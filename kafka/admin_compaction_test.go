@@ -88,7 +88,6 @@ func TestCompactionConfigs(t *testing.T) {
 		{"unknown policy", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: strp("retain")}}, "cleanup.policy"},
 		{"ratio above 1", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.cleanable.dirty.ratio", Value: strp("1.5")}}, "min.cleanable.dirty.ratio"},
 		{"min above max", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.compaction.lag.ms", Value: strp("1000")}}, "max.compaction.lag.ms"},
-		{"remote storage on", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "remote.storage.enable", Value: strp("true")}}, "remote.storage.enable=false"},
 		{"append to a setting that is no list", []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "retention.ms", Value: strp("1")}}, "only a list setting"},
 		{"subtract every policy", []kadm.AlterConfig{{Op: kadm.SubtractConfig, Name: "cleanup.policy", Value: strp("delete,compact")}}, "leaves it empty"},
 	}

@@ -117,7 +117,6 @@ func TestTopicConfigs(t *testing.T) {
 		{"bad value", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.ms", Value: strp("sometimes")}}, kerr.InvalidConfig, "segment.ms"},
 		{"unknown key", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "index.interval.bytes", Value: strp("4096")}}, kerr.InvalidConfig, "index.interval.bytes"},
 		{"unknown codec", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "compression.type", Value: strp("brotli")}}, kerr.InvalidConfig, "compression.type"},
-		{"compaction with remote storage", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: strp("compact")}}, kerr.InvalidConfig, "remote.storage.enable=false"},
 		{"replication factor", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "replication.factor", Value: strp("3")}}, kerr.InvalidConfig, "replication.factor"},
 		{"replication factor deleted", []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "replication.factor"}}, kerr.InvalidConfig, "replication.factor"},
 		{"twice", []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.ms", Value: strp("60000")}, {Op: kadm.SetConfig, Name: "segment.ms", Value: strp("70000")}}, kerr.InvalidRequest, "segment.ms"},

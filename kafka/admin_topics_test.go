@@ -68,7 +68,6 @@ func TestCreateTopics(t *testing.T) {
 		want       error
 		mention    string
 	}{
-		{"compacted and tiered", 1, 1, map[string]*string{"cleanup.policy": strp("compact")}, "compacted", kerr.InvalidConfig, "remote.storage.enable=false"},
 		{"unknown setting", 1, 1, map[string]*string{"index.interval.bytes": strp("4096")}, "indexed", kerr.InvalidConfig, "index.interval.bytes"},
 		{"unknown codec", 1, 1, map[string]*string{"compression.type": strp("brotli")}, "squeezed", kerr.InvalidConfig, "compression.type"},
 		{"bad value", 1, 1, map[string]*string{"retention.ms": strp("soon")}, "vague", kerr.InvalidConfig, "retention.ms"},

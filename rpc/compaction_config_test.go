@@ -45,7 +45,6 @@ func TestCompactionSettingsOverGRPC(t *testing.T) {
 		{map[string]string{"cleanup.policy": "compact;delete"}, "cleanup.policy"},
 		{map[string]string{"min.cleanable.dirty.ratio": "2"}, "min.cleanable.dirty.ratio"},
 		{map[string]string{"min.compaction.lag.ms": "2d"}, "max.compaction.lag.ms (1d)"},
-		{map[string]string{"remote.storage.enable": "true"}, "remote.storage.enable=false"},
 	} {
 		_, err := tb.admin.AlterTopicConfig(ctx, &stratav1.AlterTopicConfigRequest{Name: "state", Set: bad.set})
 		code, info, _ := errorInfo(err)
@@ -53,9 +52,8 @@ func TestCompactionSettingsOverGRPC(t *testing.T) {
 			t.Errorf("alter %v: %v; want INVALID_ARGUMENT, INVALID_CONFIG naming %s", bad.set, err, bad.naming)
 		}
 	}
-	// Created tiered, a topic cannot be compacted.
-	_, err = tb.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "tiered", Config: map[string]string{"cleanup.policy": "compact"}})
-	if code, info, _ := errorInfo(err); code != codes.InvalidArgument || info.Reason != "INVALID_CONFIG" || !strings.Contains(err.Error(), "remote.storage.enable=false") {
+	// A tiered topic can be compacted: the cold tier compacts too.
+	if _, err = tb.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "tiered", Config: map[string]string{"cleanup.policy": "compact"}}); err != nil {
 		t.Errorf("create compact with remote storage: %v", err)
 	}
 

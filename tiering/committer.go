@@ -409,6 +409,8 @@ func cloneHead(h *Head) *Head {
 	c := *h
 	c.Parts = slices.Clone(h.Parts)
 	c.Tail = slices.Clone(h.Tail)
+	c.Retired = slices.Clone(h.Retired)
+	c.CleanPasses = slices.Clone(h.CleanPasses)
 	c.Config = maps.Clone(h.Config)
 	return &c
 }

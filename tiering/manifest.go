@@ -87,6 +87,53 @@ type Head struct {
 	// be restored from the bucket alone.
 	Config     map[string]string `json:"config,omitempty"`
 	Partitions int32             `json:"partitions"`
+	// CleanedTo is the offset the cold cleaner has compacted the cold tier
+	// up to: segments ending below it hold no record superseded by another
+	// below it (see coldclean.go). 0 for a cold tier never cleaned.
+	CleanedTo int64 `json:"cleanedTo,omitempty"`
+	// Retired are objects (segments and parts) a cleaning replaced: no
+	// longer named by the manifest, kept until their grace period ends so
+	// readers that loaded an older head finish (CollectRetired).
+	Retired []RetiredObject `json:"retired,omitempty"`
+	// CleanPasses are the cold cleaner's recent passes: where each ended
+	// and when, from which the tombstone horizon follows (CleanPass).
+	CleanPasses []CleanPass `json:"cleanPasses,omitempty"`
+}
+
+// CleanPass says a cleaning of the cold tier covered every offset below
+// End at At (Unix ms). A tombstone stays readable for delete.retention.ms
+// after a cleaning first covered it (Kafka's rule), so once a pass is that
+// old the tombstones below its End may go.
+type CleanPass struct {
+	End int64 `json:"end"`
+	At  int64 `json:"at"`
+}
+
+// maxCleanPasses bounds the head's pass history. Forgetting the oldest
+// attributes its offsets to a later pass: tombstones stay longer, never
+// shorter.
+const maxCleanPasses = 64
+
+// TombstoneHorizon is the offset below which the cold tier's tombstones
+// may be removed at nowMs: the furthest end of a pass at least retentionMs
+// old. A negative retention (unbounded) keeps every tombstone.
+func (h *Head) TombstoneHorizon(nowMs, retentionMs int64) int64 {
+	var horizon int64
+	if retentionMs < 0 {
+		return 0
+	}
+	for _, p := range h.CleanPasses {
+		if p.At <= nowMs-retentionMs {
+			horizon = max(horizon, p.End)
+		}
+	}
+	return horizon
+}
+
+// RetiredObject is an object the manifest stopped naming at At (Unix ms).
+type RetiredObject struct {
+	Key string `json:"key"`
+	At  int64  `json:"at"`
 }
 
 // Empty reports whether the cold tier holds no segment.

@@ -294,10 +294,13 @@ func cutBatch(b record.Batch, cut RestoreCut) (record.Batch, error) {
 		BaseSequence:  b.BaseSequence(),
 		TimestampType: b.TimestampType(),
 	}
+	// A compacted topic's batch has gaps: each record keeps its offset
+	// delta, and the batch ends at the last record kept.
 	bl := record.NewBuilder(opts)
 	for _, r := range recs[:n] {
-		bl.Add(r)
+		bl.AddAt(int32(r.Offset-b.BaseOffset()), r)
 	}
+	bl.SetLastOffsetDelta(int32(recs[n-1].Offset - b.BaseOffset()))
 	out, err := bl.Build()
 	if err != nil {
 		return nil, err

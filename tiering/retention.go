@@ -69,6 +69,9 @@ func CollectOrphans(ctx context.Context, c *Committer, grace time.Duration, now 
 	for _, p := range c.Head().Parts {
 		named[p.Key] = true
 	}
+	for _, r := range c.Head().Retired {
+		named[r.Key] = true // CollectRetired's, after their own grace
+	}
 	if err := c.Segments(ctx, func(s SegmentRef) bool { named[s.Key] = true; return true }); err != nil {
 		return nil, err
 	}

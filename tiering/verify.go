@@ -246,6 +246,9 @@ func checkManifest(ctx context.Context, r objstore.Reader, d *partitionDir) (*pa
 	}
 	pc.head, pc.etag = h, etag
 	pc.checkHeadFields()
+	for _, r := range h.Retired {
+		pc.named[r.Key] = true // replaced by a cleaning, deleted after their grace
+	}
 	var spans []segSpan
 	for _, ref := range h.Parts {
 		pc.named[ref.Key] = true

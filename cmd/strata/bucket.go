@@ -24,6 +24,7 @@ import (
 
 	"github.com/strata-log/strata/broker"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/human"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore"
 )
@@ -336,7 +337,7 @@ func printBucketRows(w io.Writer, rows []tiering.PartitionSummary) error {
 			epoch, gen = "?", "?" // the head itself could not be read
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Ref.Topic, s.Ref.TopicID, s.Ref.Partition,
-			s.Segments, humanBytes(s.Bytes), start, end, minTs, maxTs, epoch, gen)
+			s.Segments, human.Bytes(s.Bytes), start, end, minTs, maxTs, epoch, gen)
 	}
 	return tw.Flush()
 }
@@ -433,7 +434,7 @@ func printVerifyReport(w io.Writer, rep *tiering.VerifyReport, where string, rec
 	}
 	fmt.Fprintf(w, "checked %s: %s, %s, %s (%s, %d batches; %s)\n", where,
 		nounCount(rep.Partitions, "partition"), nounCount(rep.Parts, "closed part"), nounCount(rep.Segments, "segment"),
-		humanBytes(rep.Bytes), rep.Batches, how)
+		human.Bytes(rep.Bytes), rep.Batches, how)
 	if rep.Vanished > 0 {
 		fmt.Fprintf(w, "skipped %s that retention removed during the check\n", nounCount(rep.Vanished, "segment"))
 	}
@@ -442,7 +443,7 @@ func printVerifyReport(w io.Writer, rep *tiering.VerifyReport, where string, rec
 		if !o.ModTime.IsZero() {
 			age = max(now.Sub(o.ModTime), 0).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "orphan: %s (%s, %s old): %s\n", o.Key, humanBytes(o.Size), age, o.Why)
+		fmt.Fprintf(w, "orphan: %s (%s, %s old): %s\n", o.Key, human.Bytes(o.Size), age, o.Why)
 	}
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)
@@ -453,7 +454,7 @@ func printVerifyReport(w io.Writer, rep *tiering.VerifyReport, where string, rec
 	}
 	orphans := ""
 	if len(rep.Orphans) > 0 {
-		orphans = fmt.Sprintf(", %s (%s) that no manifest names", nounCount(len(rep.Orphans), "orphan"), humanBytes(rep.OrphanBytes))
+		orphans = fmt.Sprintf(", %s (%s) that no manifest names", nounCount(len(rep.Orphans), "orphan"), human.Bytes(rep.OrphanBytes))
 	}
 	if problems > 0 {
 		fmt.Fprintf(w, "NOT SOUND: %s%s\n", nounCount(len(rep.Problems), "problem"), orphans)
@@ -545,5 +546,5 @@ func progressText(p tiering.VerifyProgress) string {
 	if p.BytesTotal > 0 {
 		pct = int(100 * p.Bytes / p.BytesTotal)
 	}
-	return fmt.Sprintf("%3d%% (%d of %d objects, %s of %s)", pct, p.Objects, p.ObjectsTotal, humanBytes(p.Bytes), humanBytes(p.BytesTotal))
+	return fmt.Sprintf("%3d%% (%d of %d objects, %s of %s)", pct, p.Objects, p.ObjectsTotal, human.Bytes(p.Bytes), human.Bytes(p.BytesTotal))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/internal/human"
 	"github.com/strata-log/strata/record"
 	"github.com/strata-log/strata/tiering"
 	"github.com/strata-log/strata/tiering/objstore"
@@ -117,7 +118,7 @@ func lsRow(t *testing.T, dir string, h *tiering.Head) string {
 		t.Fatal(err)
 	}
 	ts := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
-	return fmt.Sprintf("orders %s %d %d %s %d %d %s %s 3 %d", h.TopicID, h.Partition, segs, humanBytes(size),
+	return fmt.Sprintf("orders %s %d %d %s %d %d %s %s 3 %d", h.TopicID, h.Partition, segs, human.Bytes(size),
 		h.StartOffset(), h.EndOffset(), ts(minTs), ts(maxTs), h.Generation)
 }
 
@@ -281,7 +282,7 @@ func TestBucketCommandsS3(t *testing.T) {
 
 	out, stderr, code := bucketCmd(t, append([]string{"bucket", "ls"}, where...)...)
 	segs, size := h.Stats()
-	if code != 0 || len(tableRows(out)) != 2 || !strings.HasPrefix(tableRows(out)[1], fmt.Sprintf("orders %s 0 %d %s 0 %d ", ref.TopicID, segs, humanBytes(size), h.EndOffset())) {
+	if code != 0 || len(tableRows(out)) != 2 || !strings.HasPrefix(tableRows(out)[1], fmt.Sprintf("orders %s 0 %d %s 0 %d ", ref.TopicID, segs, human.Bytes(size), h.EndOffset())) {
 		t.Fatalf("ls: status %d\n%s%s", code, out, stderr)
 	}
 	out, stderr, code = bucketCmd(t, append([]string{"bucket", "verify"}, where...)...)

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/human"
 )
 
 func TestParseFrom(t *testing.T) {
@@ -176,8 +177,8 @@ func TestPayloadsDiffer(t *testing.T) {
 
 func TestHumanBytes(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 64 << 20: "64.0 MiB", 3 << 30: "3.0 GiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		if got := human.Bytes(n); got != want {
+			t.Errorf("human.Bytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/human"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -171,7 +172,7 @@ func printStatus(w io.Writer, st *clusterStatus, limit int) error {
 		}
 		lag, hits := "-", "-"
 		if own, ok := st.byBroker[b.GetId()]; ok {
-			lag = humanBytes(own.GetUploadLagBytes())
+			lag = human.Bytes(own.GetUploadLagBytes())
 			hits = hitRatio(own)
 		} else if _, failed := st.failed[b.GetId()]; failed {
 			lag, hits = "?", "?"
@@ -288,14 +289,14 @@ func printTier(w io.Writer, st *clusterStatus, limit int) error {
 		// A replica uploads nothing: the writing cluster's leaders do.
 		fmt.Fprintln(w, "Upload lag: none here (a read replica uploads nothing)")
 	} else {
-		fmt.Fprintf(w, "\nUpload lag: %s in %s\n", humanBytes(t.lagBytes), nounCount(t.lagParts, "partition"))
+		fmt.Fprintf(w, "\nUpload lag: %s in %s\n", human.Bytes(t.lagBytes), nounCount(t.lagParts, "partition"))
 	}
 	shown := min(limit, len(t.rows))
 	if shown > 0 {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tLAG\tSEGMENTS")
 		for _, r := range t.rows[:shown] {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", r.lag.GetTopic(), r.lag.GetPartition(), r.leader, humanBytes(r.lag.GetBytes()), r.lag.GetSegments())
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", r.lag.GetTopic(), r.lag.GetPartition(), r.leader, human.Bytes(r.lag.GetBytes()), r.lag.GetSegments())
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/human"
 )
 
 func init() { clientCommands = append(clientCommands, newReplayCommand) }
@@ -245,7 +246,7 @@ func replay(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *replayOp
 	}
 	recs, byts := r.records.Load(), r.bytes.Load()
 	fmt.Fprintf(cmd.ErrOrStderr(), "replayed %d records, %s in %s (%.2f MB/s)\n",
-		recs, humanBytes(byts), elapsed.Round(time.Millisecond), float64(byts)/1e6/max(elapsed.Seconds(), 1e-9))
+		recs, human.Bytes(byts), elapsed.Round(time.Millisecond), float64(byts)/1e6/max(elapsed.Seconds(), 1e-9))
 	return err
 }
 

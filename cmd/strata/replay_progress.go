@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/strata-log/strata/internal/human"
 )
 
 // replayBarInterval is how often the bar is redrawn.
@@ -79,5 +81,5 @@ func replayBar(records, bytes int64, elapsed time.Duration, total int64, ranges 
 	}
 	return fmt.Sprintf("[%s%s] %3.0f%%  %d records  %s  %.0f rec/s  %.2f MB/s  ETA %s  cold %.0f%%",
 		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), 100*frac,
-		records, humanBytes(bytes), float64(records)/secs, float64(bytes)/1e6/secs, eta, coldPct)
+		records, human.Bytes(bytes), float64(records)/secs, float64(bytes)/1e6/secs, eta, coldPct)
 }

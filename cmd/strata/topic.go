@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-log/strata/client"
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/internal/human"
 	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
@@ -63,13 +64,13 @@ func newTopicCreateCommand(f *clientFlags) *cobra.Command {
 --config sets per-topic settings; it may be repeated or given a
 comma-separated list. Settings not given keep the broker's defaults.
 A list setting keeps its commas: --config cleanup.policy=compact,delete.
-A compacted topic (cleanup.policy compact) needs remote.storage.enable=false
-for now, and every record it takes needs a key.`,
+Every record a compacted topic (cleanup.policy compact) takes needs a key;
+with remote storage its objects in the bucket are compacted too.`,
 		Example: `  strata topic create demo --partitions 3
   strata topic create orders -p 12 -r 3
   strata topic create audit --replication-factor 3 --config retention.ms=-1
   strata topic create clicks --config retention.ms=7d,segment.bytes=256MiB
-  strata topic create users --config cleanup.policy=compact,remote.storage.enable=false`,
+  strata topic create users --config cleanup.policy=compact`,
 		Args: exactArgs("name"),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if partitions < 1 {
@@ -451,13 +452,13 @@ func printTopic(w io.Writer, d *stratav1.TopicDescription) error {
 		logStart, coldSize, coldSegs, lag, recovery := "loading", "loading", "loading", "loading", "loading"
 		if !p.GetColdLoading() {
 			logStart = strconv.FormatInt(p.GetLogStartOffset(), 10)
-			coldSize, coldSegs = humanBytes(p.GetColdBytes()), strconv.Itoa(int(p.GetColdSegments()))
+			coldSize, coldSegs = human.Bytes(p.GetColdBytes()), strconv.Itoa(int(p.GetColdSegments()))
 			lag, recovery = uploadLag(p), recoveryPoint(p)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n",
 			m.GetPartition(), leader, m.GetLeaderEpoch(), joinIDs(m.GetReplicas()), joinIDs(m.GetIsr()),
 			logStart, p.GetHighWatermark(), p.GetLogEndOffset(), p.GetLocalStartOffset(),
-			humanBytes(p.GetLocalBytes()), p.GetLocalSegments(),
+			human.Bytes(p.GetLocalBytes()), p.GetLocalSegments(),
 			coldSize, coldSegs, lag, recovery)
 	}
 	if err := tw.Flush(); err != nil {
@@ -483,7 +484,7 @@ func uploadLag(p *stratav1.PartitionDescription) string {
 	if p.GetUploadLagSegments() == 0 {
 		return "0"
 	}
-	return fmt.Sprintf("%s (%d segments)", humanBytes(p.GetUploadLagBytes()), p.GetUploadLagSegments())
+	return fmt.Sprintf("%s (%d segments)", human.Bytes(p.GetUploadLagBytes()), p.GetUploadLagSegments())
 }
 
 // recoveryPoint is where the cold tier ends (what a restore from the
@@ -573,19 +574,4 @@ func joinIDs(ids []int32) string {
 		s[i] = strconv.Itoa(int(id))
 	}
 	return strings.Join(s, ",")
-}
-
-// humanBytes renders a size for reading in a table: "0 B", "512 B",
-// "1.5 KiB", "12.0 MiB".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -1,0 +1,125 @@
+package broker
+
+// The cold cleaner in the leader's tiering passes: a compacted tiered
+// partition on a real hot log and the in-memory bucket, with the test's
+// clock.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/tiering"
+)
+
+// produceKeyed appends one batch of records of the given keys, values
+// naming their order, and moves the high watermark.
+func (l *tieredLeader) produceKeyed(keys ...string) {
+	l.t.Helper()
+	bl := record.NewBuilder(record.DefaultBatchOptions())
+	for _, k := range keys {
+		bl.Add(record.Record{Timestamp: l.now.UnixMilli(), Key: []byte(k), Value: fmt.Appendf(nil, "%s=%d", k, l.ids)})
+		l.ids++
+	}
+	b, err := bl.Build()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if _, _, err := l.p.appendAsLeader(b, AcksLeader); err != nil {
+		l.t.Fatal(err)
+	}
+	l.p.advance()
+}
+
+// coldRecords reads every record the manifest names, oldest first.
+func (l *tieredLeader) coldRecords() []record.Record {
+	l.t.Helper()
+	ctx := context.Background()
+	var out []record.Record
+	err := tiering.ForEachSegment(ctx, l.store, l.head(), func(s tiering.SegmentRef) bool {
+		data, _, err := l.store.Get(ctx, s.Key)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		for buf := data[:s.LogLen]; len(buf) > 0; {
+			b, rest, err := record.Next(buf)
+			if err != nil {
+				l.t.Fatal(err)
+			}
+			recs, err := b.Records()
+			if err != nil {
+				l.t.Fatal(err)
+			}
+			out = append(out, recs...)
+			buf = rest
+		}
+		return true
+	})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return out
+}
+
+// A compacted tiered partition's leader uploads, then cleans its cold tier
+// once the cleaner's interval has passed: the bucket holds the last value
+// of each key, the replaced objects stay through tiering.retired_grace and
+// go after it, and the hot cleaner never rewrites what the cold tier lacks.
+func TestTheLeaderCleansTheColdTierOfACompactedTopic(t *testing.T) {
+	l := newTieredLeader(t, map[string]string{"cleanup.policy": "compact", "segment.bytes": "16KiB", "min.cleanable.dirty.ratio": "0.5"}, 1)
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for i := range 400 {
+		l.produceKeyed(keys[i%len(keys)], keys[(i+3)%len(keys)])
+	}
+	if err := l.p.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	l.pass() // uploads all; the cleaner's first look cleans
+	h := l.head()
+	if h.EndOffset() != 800 {
+		t.Fatalf("cold tier ends at %d, want 800", h.EndOffset())
+	}
+	if h.CleanedTo != 800 || len(h.Retired) == 0 {
+		t.Fatalf("the cold tier was not cleaned: cleaned to %d, %d objects retired", h.CleanedTo, len(h.Retired))
+	}
+	got := l.coldRecords()
+	last := map[string]string{}
+	for i := range 400 {
+		for j, k := range []string{keys[i%len(keys)], keys[(i+3)%len(keys)]} {
+			last[k] = fmt.Sprintf("%s=%d", k, 2*i+j)
+		}
+	}
+	if len(got) != len(last) {
+		t.Fatalf("%d records in the bucket, want one per key (%d)", len(got), len(last))
+	}
+	for _, r := range got {
+		if last[string(r.Key)] != string(r.Value) {
+			t.Fatalf("key %s: %s in the bucket, last written %s", r.Key, r.Value, last[string(r.Key)])
+		}
+	}
+	retired := h.Retired[0].Key
+	if _, err := l.store.Stat(context.Background(), retired); err != nil {
+		t.Fatalf("a replaced object went before its grace: %v", err)
+	}
+	l.now = l.now.Add(time.Duration(defaultRetiredGrace()) - time.Second)
+	l.pass()
+	if _, err := l.store.Stat(context.Background(), retired); err != nil {
+		t.Fatalf("a replaced object went before its grace: %v", err)
+	}
+	l.now = l.now.Add(2 * time.Second)
+	l.pass()
+	if _, err := l.store.Stat(context.Background(), retired); err == nil || len(l.head().Retired) != 0 {
+		t.Fatalf("a replaced object outlived its grace (%v, %d retired)", err, len(l.head().Retired))
+	}
+
+	// The hot cleaner's limit is the cold tier's end: nothing past it is
+	// rewritten before it is uploaded.
+	l.produceKeyed("a", "b")
+	if limit, ok := l.p.hotCleanLimit(&Broker{store: l.store}); !ok || limit != 800 {
+		t.Fatalf("hot cleaner limit %d (%v), want the cold end 800", limit, ok)
+	}
+}
+
+func defaultRetiredGrace() time.Duration { return tiering.DefaultRetiredGrace }

@@ -1,0 +1,342 @@
+package tiering
+
+// The cold cleaner compacts a compacted topic's cold tier in the bucket, so
+// that its bytes follow the partition's live keys, not its history. The
+// partition's leader runs it through its Committer:
+//
+//   - The cleanable range is the cold tier's segments from its start up to
+//     the first whose newest record is younger than min.compaction.lag.ms.
+//     Its dirty part starts at the head's CleanedTo. A cleaning starts when
+//     dirty bytes / range bytes reach min.cleanable.dirty.ratio (Kafka's
+//     dirty ratio, from the manifest alone: no object is read to decide),
+//     or when a dirty segment holds a record older than
+//     max.compaction.lag.ms.
+//   - A pass reads the dirty objects one at a time and builds a key map
+//     (package compact, bounded by its budget) up to mapEnd; then it streams
+//     every segment of the range that starts below mapEnd through
+//     compact's Rewrite and writes what comes out as new objects in the
+//     upload's format. Each new object ends where an old one ended (at most
+//     TargetObjectBytes of log bytes when the old boundaries allow) and
+//     carries that old object's producer snapshot, so what an object
+//     promises about producers stays true.
+//   - One conditional write of the head (Committer.replace) swaps the old
+//     segments for the new ones, records mapEnd as CleanedTo and lists the
+//     old objects (segments and closed parts) as Retired. It is fenced like
+//     every commit: a deposed leader's fails. Until it lands the old head is
+//     complete; the new objects of a cleaning that never committed are
+//     orphans, which CollectOrphans removes after its grace.
+//   - Tombstones follow Kafka's rule: readable for delete.retention.ms
+//     after a cleaning first covered them. The head keeps the recent
+//     passes (where each ended, when), and a pass removes the tombstones
+//     below the end of the latest pass at least delete.retention.ms old.
+//   - Retired objects are deleted by CollectRetired once their grace has
+//     passed, so a reader that loaded the older head finishes its reads.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/strata-log/strata/compact"
+	"github.com/strata-log/strata/record"
+	"github.com/strata-log/strata/tiering/objstore"
+)
+
+// DefaultRetiredGrace is how long a replaced object stays readable.
+const DefaultRetiredGrace = 5 * time.Minute
+
+// ColdCleanOptions are a cold cleaning's settings.
+type ColdCleanOptions struct {
+	// Options: the clock, the key map's budget and min.compaction.lag.ms.
+	// Its TombstoneHorizon is not read: CleanCold computes it from the
+	// head's passes and DeleteRetentionMs.
+	compact.Options
+	// DeleteRetentionMs is delete.retention.ms (< 0: keep tombstones).
+	DeleteRetentionMs int64
+	// MinDirtyRatio is min.cleanable.dirty.ratio.
+	MinDirtyRatio float64
+	// MaxCompactionLagMs is max.compaction.lag.ms (<= 0: none): a dirty
+	// segment holding a record older than it is cleaned whatever the
+	// ratio.
+	MaxCompactionLagMs int64
+	// TargetObjectBytes: new objects gather old ones until their log bytes
+	// reach it. <= 0 means 64 MiB.
+	TargetObjectBytes int64
+}
+
+// ColdCleanResult says what a cleaning pass did.
+type ColdCleanResult struct {
+	Cleaned  bool
+	Ratio    float64      // the dirty ratio that decided
+	Replaced []SegmentRef // old segments, now retired
+	Written  []SegmentRef // their replacements
+	Stats    compact.Stats
+	BytesIn  int64 // object bytes replaced
+	BytesOut int64 // object bytes written
+	// CleanedTo is the head's CleanedTo after the pass.
+	CleanedTo int64
+}
+
+// CleanCold runs one cleaning pass over the cold tier c commits to, if its
+// dirty ratio calls for one. Call it again while it reports Cleaned to
+// clean a dirty range larger than one key map. A pass that fails before
+// its commit leaves the manifest as it was (its new objects are deleted,
+// or left to CollectOrphans); ErrFenced means c's leader was deposed.
+func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCleanResult, error) {
+	var res ColdCleanResult
+	if err := c.settle(ctx); err != nil {
+		return res, err
+	}
+	if opts.TargetObjectBytes <= 0 {
+		opts.TargetObjectBytes = 64 << 20
+	}
+	var segs []SegmentRef
+	cutoff := opts.NowMs - opts.MinCompactionLagMs
+	if err := c.Segments(ctx, func(s SegmentRef) bool {
+		if s.MaxTs > cutoff {
+			return false // too young: the range ends here
+		}
+		segs = append(segs, s)
+		return true
+	}); err != nil {
+		return res, err
+	}
+	res.CleanedTo = c.Head().CleanedTo
+	if len(segs) == 0 {
+		return res, nil
+	}
+	var total, dirty int64
+	overdue := false
+	for _, s := range segs {
+		total += s.Size
+		if s.LastOffset >= res.CleanedTo {
+			dirty += s.Size
+			overdue = overdue || opts.MaxCompactionLagMs > 0 && s.MinTs >= 0 && s.MinTs <= opts.NowMs-opts.MaxCompactionLagMs
+		}
+	}
+	res.Ratio = float64(dirty) / float64(total)
+	if dirty == 0 || res.Ratio < opts.MinDirtyRatio && !overdue {
+		return res, nil
+	}
+	rangeEnd := segs[len(segs)-1].LastOffset + 1
+	from := max(res.CleanedTo, segs[0].BaseOffset)
+	dirtySegs := segs[slices.IndexFunc(segs, func(s SegmentRef) bool { return s.LastOffset >= from }):]
+	m, mapEnd, err := compact.Build(objectsSource(ctx, c.store, dirtySegs, nil), from, rangeEnd, opts.KeyMapBytes, opts.MaxDecompressed)
+	if err != nil {
+		return res, err
+	}
+	// Every segment holding an offset below mapEnd is rewritten; the
+	// filter leaves the batches at or past mapEnd as they are.
+	old := segs[:slices.IndexFunc(append(segs, SegmentRef{BaseOffset: rangeEnd}), func(s SegmentRef) bool { return s.BaseOffset >= mapEnd })]
+	// A producer's last batch in the range keeps its header even when
+	// emptied (the producer may have none after it): conservative, as the
+	// hot tier may hold later ones.
+	producers, err := compact.ProducerLasts(objectsSource(ctx, c.store, old, nil))
+	if err != nil {
+		return res, err
+	}
+	rules := opts.Rules
+	rules.TombstoneHorizon = c.Head().TombstoneHorizon(opts.NowMs, opts.DeleteRetentionMs)
+	f := &compact.Filter{Map: m, MapEnd: mapEnd, Rules: rules, ProducerLast: producers}
+	written, st, err := rewriteObjects(ctx, c, old, f, opts.TargetObjectBytes)
+	res.Stats = st
+	if err == nil {
+		err = c.replace(ctx, old, written, mapEnd, time.UnixMilli(opts.NowMs))
+	}
+	if err != nil {
+		if !errors.Is(err, ErrOutcomeUnknown) {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+			for _, s := range written {
+				c.store.Delete(dctx, s.Key) // never named; a failure is the orphan sweep's
+			}
+			cancel()
+		}
+		return res, err
+	}
+	res.Cleaned, res.Replaced, res.Written, res.CleanedTo = true, old, written, mapEnd
+	for _, s := range old {
+		res.BytesIn += s.Size
+	}
+	for _, s := range written {
+		res.BytesOut += s.Size
+	}
+	return res, nil
+}
+
+// rewriteObjects streams old through f into new objects, each ending
+// where one of old ends, and returns their references. On error the
+// objects already written are deleted.
+func rewriteObjects(ctx context.Context, c *Committer, old []SegmentRef, f *compact.Filter, target int64) (written []SegmentRef, st compact.Stats, err error) {
+	// Producer snapshots of old objects read but not yet passed by the
+	// output, by their last offset.
+	snapshots := map[int64][]byte{}
+	ends := map[int64]bool{}
+	var history []EpochStart
+	for _, s := range old {
+		ends[s.LastOffset] = true
+		for _, e := range s.Epochs {
+			if n := len(history); n == 0 || history[n-1].Epoch != e.Epoch {
+				history = append(history, e)
+			}
+		}
+	}
+	var out *objectWriter
+	var w interface {
+		Write([]byte) (int, error)
+		Close() error
+		Abort() error
+	}
+	var key string
+	defer func() {
+		if err != nil {
+			if w != nil {
+				w.Abort()
+			}
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+			for _, s := range written {
+				c.store.Delete(dctx, s.Key)
+			}
+			cancel()
+			written = nil
+		}
+	}()
+	emit := func(b record.Batch) error {
+		if out == nil {
+			key = c.ref.newSegmentKey(b.BaseOffset(), c.epoch)
+			ow, err := c.store.Create(ctx, key)
+			if err != nil {
+				return fmt.Errorf("tiering: upload %s: %w", key, err)
+			}
+			w, out = ow, newObjectWriter(ow)
+		}
+		if err := out.add(b); err != nil {
+			return err
+		}
+		last := b.LastOffset()
+		if !ends[last] || out.logLen() < target && last != old[len(old)-1].LastOffset {
+			return nil
+		}
+		t, err := out.finish(snapshots[last])
+		if err == nil {
+			err = w.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("tiering: upload %s: %w", key, err)
+		}
+		written = append(written, SegmentRef{
+			Key: key, BaseOffset: t.BaseOffset, LastOffset: t.LastOffset,
+			MinTs: t.MinTs, MaxTs: t.MaxTs, Size: t.ObjectSize(), LogLen: t.LogLen,
+			Epoch: c.epoch, LogCRC: t.LogCRC, Epochs: EpochsIn(history, t.BaseOffset, t.LastOffset),
+		})
+		for off := range snapshots {
+			if off <= last {
+				delete(snapshots, off)
+			}
+		}
+		out, w = nil, nil
+		return nil
+	}
+	src := objectsSource(ctx, c.store, old, func(o *wholeObject) {
+		if o.producers != nil {
+			snapshots[o.ref.LastOffset] = o.producers
+		}
+	})
+	st, err = f.Rewrite(src, emit)
+	if err == nil && out != nil {
+		err = fmt.Errorf("tiering: cleaned batches end at %d, not where the cleaned range does", out.next-1)
+	}
+	return written, st, err
+}
+
+// replace commits written in place of old, which must be the first
+// segments the head lists, records cleanedTo, and retires old's objects and
+// every closed part (the parts are written anew, as parts are immutable).
+func (c *Committer) replace(ctx context.Context, old, written []SegmentRef, cleanedTo int64, now time.Time) error {
+	if len(old) == 0 || len(written) == 0 || written[0].BaseOffset != old[0].BaseOffset || written[len(written)-1].LastOffset != old[len(old)-1].LastOffset {
+		return fmt.Errorf("tiering: a cleaning must replace a range with objects covering the same offsets")
+	}
+	return c.commit(ctx, func(h *Head) error {
+		var all []SegmentRef
+		if err := forEachSegment(ctx, h, c.part, func(s SegmentRef) bool { all = append(all, s); return true }); err != nil {
+			return err
+		}
+		if len(all) < len(old) {
+			return fmt.Errorf("tiering: the cold tier of %s changed under its cleaner", c.ref.dir())
+		}
+		for i, s := range old {
+			if all[i].Key != s.Key {
+				if i == 0 && all[0].Key == written[0].Key {
+					return errAlreadyCommitted // an earlier attempt landed; its answer was lost
+				}
+				return fmt.Errorf("tiering: the cold tier of %s changed under its cleaner", c.ref.dir())
+			}
+		}
+		at := now.UnixMilli()
+		for _, s := range old {
+			h.Retired = append(h.Retired, RetiredObject{Key: s.Key, At: at})
+		}
+		for _, p := range h.Parts {
+			h.Retired = append(h.Retired, RetiredObject{Key: p.Key, At: at})
+		}
+		all = append(slices.Clone(written), all[len(old):]...)
+		h.Parts, h.Tail = nil, nil
+		for len(all) >= partSegments {
+			part := &Part{Seq: h.NextSeq, Segments: all[:partSegments]}
+			key := c.ref.newPartKey(part.Seq)
+			data, err := EncodePart(part)
+			if err != nil {
+				return err
+			}
+			if _, err := c.store.Put(ctx, key, data, objstore.WriteOptions{IfAbsent: true}); err != nil {
+				return fmt.Errorf("tiering: write manifest part: %w", err)
+			}
+			c.parts.put(key, part)
+			h.Parts = append(h.Parts, partRef(key, part, 0))
+			h.NextSeq++
+			all = all[partSegments:]
+		}
+		h.Tail = all
+		h.CleanedTo = max(h.CleanedTo, cleanedTo)
+		h.CleanPasses = append(h.CleanPasses, CleanPass{End: cleanedTo, At: at})
+		if n := len(h.CleanPasses); n > maxCleanPasses {
+			h.CleanPasses = h.CleanPasses[n-maxCleanPasses:]
+		}
+		return nil
+	})
+}
+
+// CollectRetired deletes the objects a cleaning retired once grace has
+// passed since, committing first that the head no longer lists them (a
+// delete that then fails leaves an orphan for CollectOrphans). It returns
+// the keys it deleted.
+func CollectRetired(ctx context.Context, c *Committer, grace time.Duration, now time.Time) ([]string, error) {
+	var due []string
+	err := c.commit(ctx, func(h *Head) error {
+		due = nil
+		keep := h.Retired[:0:0]
+		for _, r := range h.Retired {
+			if now.Sub(time.UnixMilli(r.At)) >= grace {
+				due = append(due, r.Key)
+			} else {
+				keep = append(keep, r)
+			}
+		}
+		if len(due) == 0 {
+			return errAlreadyCommitted
+		}
+		h.Retired = keep
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	for _, key := range due {
+		if err := c.store.Delete(ctx, key); err == nil {
+			deleted = append(deleted, key)
+		}
+	}
+	return deleted, nil
+}
