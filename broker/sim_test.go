@@ -62,7 +62,7 @@ package broker
 // it had caught up, the other members having died and left the ISR.
 //
 // A quarter of the seeds (1 mod 4) run a compacted topic instead
-// (cleanup.policy compact, so off the object store): the clients' records
+// (cleanup.policy compact, kept off the object store): the clients' records
 // carry keys from a small space, one in eight a tombstone, and every so
 // often a replica drawn by the seed runs the cleaner's step on its log
 // (cleanLog, on the simulation's clock), besides the faults above. For
@@ -595,7 +595,8 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 	}
 	// A quarter of the seeds (1 mod 4, which the regression seeds are
 	// not) compact: keyed records, tombstones, replicas that clean.
-	// Compacted topics stay off the object store (config refuses both).
+	// Their topic stays off the object store: these seeds prove the hot
+	// tier's cleaning, not the cold tier's.
 	s.crng = rand.New(rand.NewPCG(opts.seed, 0xc1ea))
 	if opts.seed%4 == 1 {
 		s.compacted = true
