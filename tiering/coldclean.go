@@ -41,7 +41,6 @@ import (
 
 	"github.com/strata-log/strata/compact"
 	"github.com/strata-log/strata/record"
-	"github.com/strata-log/strata/tiering/objstore"
 )
 
 // DefaultRetiredGrace is how long a replaced object stays readable.
@@ -283,18 +282,9 @@ func (c *Committer) replace(ctx context.Context, old, written []SegmentRef, clea
 		all = append(slices.Clone(written), all[len(old):]...)
 		h.Parts, h.Tail = nil, nil
 		for len(all) >= partSegments {
-			part := &Part{Seq: h.NextSeq, Segments: all[:partSegments]}
-			key := c.ref.newPartKey(part.Seq)
-			data, err := EncodePart(part)
-			if err != nil {
+			if err := c.closePart(ctx, h, all[:partSegments]); err != nil {
 				return err
 			}
-			if _, err := c.store.Put(ctx, key, data, objstore.WriteOptions{IfAbsent: true}); err != nil {
-				return fmt.Errorf("tiering: write manifest part: %w", err)
-			}
-			c.parts.put(key, part)
-			h.Parts = append(h.Parts, partRef(key, part, 0))
-			h.NextSeq++
 			all = all[partSegments:]
 		}
 		h.Tail = all

@@ -223,20 +223,30 @@ func (c *Committer) Append(ctx context.Context, seg SegmentRef, config map[strin
 			return nil
 		}
 		// The tail is full: it becomes a closed part of its own.
-		part := &Part{Seq: h.NextSeq, Segments: h.Tail}
-		key := c.ref.newPartKey(part.Seq)
-		data, err := EncodePart(part)
-		if err != nil {
+		if err := c.closePart(ctx, h, h.Tail); err != nil {
 			return err
 		}
-		if _, err := c.store.Put(ctx, key, data, objstore.WriteOptions{IfAbsent: true}); err != nil {
-			return fmt.Errorf("tiering: write manifest part: %w", err)
-		}
-		c.parts.put(key, part)
-		h.Parts = append(h.Parts, partRef(key, part, 0))
-		h.Tail, h.NextSeq = nil, h.NextSeq+1
+		h.Tail = nil
 		return nil
 	})
+}
+
+// closePart writes segs as the head's next closed part (a new object,
+// never overwritten) and names it in h; the head's commit publishes it.
+func (c *Committer) closePart(ctx context.Context, h *Head, segs []SegmentRef) error {
+	part := &Part{Seq: h.NextSeq, Segments: segs}
+	key := c.ref.newPartKey(part.Seq)
+	data, err := EncodePart(part)
+	if err != nil {
+		return err
+	}
+	if _, err := c.store.Put(ctx, key, data, objstore.WriteOptions{IfAbsent: true}); err != nil {
+		return fmt.Errorf("tiering: write manifest part: %w", err)
+	}
+	c.parts.put(key, part)
+	h.Parts = append(h.Parts, partRef(key, part, 0))
+	h.NextSeq++
+	return nil
 }
 
 // holds reports whether h lists seg as its last segment.
