@@ -70,13 +70,7 @@ func (fs *fetchers) update(targets map[cluster.TopicPartition]followTarget) {
 			f = nil
 		}
 		if f == nil {
-			f = newFetcher(fs.b, id, addr)
-			fs.by[id] = f
-			fs.wg.Add(1)
-			go func() {
-				defer fs.wg.Done()
-				f.run()
-			}()
+			f = fs.startLocked(id, addr)
 		}
 		f.set(ts)
 	}
@@ -120,16 +114,23 @@ func (fs *fetchers) retarget(targets map[cluster.TopicPartition]followTarget) {
 			for _, t := range ts {
 				addr = t.addr
 			}
-			f = newFetcher(fs.b, id, addr)
-			fs.by[id] = f
-			fs.wg.Add(1)
-			go func() {
-				defer fs.wg.Done()
-				f.run()
-			}()
+			f = fs.startLocked(id, addr)
 		}
 		f.add(ts)
 	}
+}
+
+// startLocked starts the fetcher of leader id at addr and records it;
+// fs.mu is held.
+func (fs *fetchers) startLocked(id int32, addr string) *fetcher {
+	f := newFetcher(fs.b, id, addr)
+	fs.by[id] = f
+	fs.wg.Add(1)
+	go func() {
+		defer fs.wg.Done()
+		f.run()
+	}()
+	return f
 }
 
 // stop ends every fetcher and waits for them.
