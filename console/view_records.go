@@ -140,9 +140,9 @@ func parseTime(s string) (int64, error) {
 
 func (c *console) recordsView(r *http.Request, v *viewer) (view, error) {
 	topic := r.PathValue("topic")
-	part, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
-	if err != nil || part < 0 {
-		return view{}, badRequest("partition %q is not a partition number", r.PathValue("partition"))
+	part, err := partitionParam(r)
+	if err != nil {
+		return view{}, err
 	}
 	// Reading records needs what a fetch needs on the API.
 	if err := v.may("console records", broker.Needs(broker.TopicNeed(topic, security.OpRead))); err != nil {
@@ -156,16 +156,11 @@ func (c *console) recordsView(r *http.Request, v *viewer) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	var p *broker.PartitionDescription
-	for i := range desc.Partitions {
-		if desc.Partitions[i].Partition == int32(part) {
-			p = &desc.Partitions[i]
-		}
+	p, err := partitionOf(topic, desc, part)
+	if err != nil {
+		return view{}, err
 	}
-	if p == nil {
-		return view{}, notFound("topic %s has no partition %d", topic, part)
-	}
-	d := recordsData{Topic: topic, Partition: int32(part), Seek: sk, LogStart: p.LogStartOffset, LocalStart: p.LocalStartOffset,
+	d := recordsData{Topic: topic, Partition: part, Seek: sk, LogStart: p.LogStartOffset, LocalStart: p.LocalStartOffset,
 		HighWatermark: p.HighWatermark, Formats: []string{formatText, formatJSON, formatHex}, Modes: []string{"latest", "earliest", "offset", "time"}}
 	ctx, cancel := context.WithTimeout(r.Context(), fetchBudget)
 	defer cancel()

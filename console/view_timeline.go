@@ -89,22 +89,17 @@ type axisLabel struct {
 
 func (c *console) timelineView(r *http.Request, v *viewer) (view, error) {
 	topic := r.PathValue("topic")
-	part, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
-	if err != nil || part < 0 {
-		return view{}, badRequest("partition %q is not a partition number", r.PathValue("partition"))
+	part, err := partitionParam(r)
+	if err != nil {
+		return view{}, err
 	}
 	desc, err := c.describeTopic(v, topic)
 	if err != nil {
 		return view{}, err
 	}
-	var p *broker.PartitionDescription
-	for i := range desc.Partitions {
-		if desc.Partitions[i].Partition == int32(part) {
-			p = &desc.Partitions[i]
-		}
-	}
-	if p == nil {
-		return view{}, notFound("topic %s has no partition %d", topic, part)
+	p, err := partitionOf(topic, desc, part)
+	if err != nil {
+		return view{}, err
 	}
 	settings, err := config.DefaultTopic().With(desc.Config)
 	if err != nil {
@@ -225,4 +220,24 @@ func coldEnd(p broker.PartitionDescription) string {
 		return "none"
 	}
 	return itoa(p.ColdEndOffset)
+}
+
+// partitionParam is the request's {partition}, a partition number.
+func partitionParam(r *http.Request) (int32, error) {
+	part, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
+	if err != nil || part < 0 {
+		return 0, badRequest("partition %q is not a partition number", r.PathValue("partition"))
+	}
+	return int32(part), nil
+}
+
+// partitionOf finds partition part in desc, topic's description; a
+// partition the topic does not have is not found.
+func partitionOf(topic string, desc broker.TopicDescription, part int32) (*broker.PartitionDescription, error) {
+	for i := range desc.Partitions {
+		if desc.Partitions[i].Partition == part {
+			return &desc.Partitions[i], nil
+		}
+	}
+	return nil, notFound("topic %s has no partition %d", topic, part)
 }
