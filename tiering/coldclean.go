@@ -63,6 +63,12 @@ type ColdCleanOptions struct {
 	// TargetObjectBytes: new objects gather old ones until their log bytes
 	// reach it. <= 0 means 64 MiB.
 	TargetObjectBytes int64
+	// MaxDirtyBytes bounds a pass's work: its key map covers at most this
+	// many bytes of dirty objects (at least one object; <= 0: no bound
+	// but the key map's). A later pass goes on where it stopped.
+	MaxDirtyBytes int64
+	// Throttle, when not nil, paces every object read and written.
+	Throttle *Throttle
 }
 
 // ColdCleanResult says what a cleaning pass did.
@@ -122,27 +128,64 @@ func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCl
 	rangeEnd := segs[len(segs)-1].LastOffset + 1
 	from := max(res.CleanedTo, segs[0].BaseOffset)
 	dirtySegs := segs[slices.IndexFunc(segs, func(s SegmentRef) bool { return s.LastOffset >= from }):]
-	m, mapEnd, err := compact.Build(objectsSource(ctx, c.store, dirtySegs, nil), from, rangeEnd, opts.KeyMapBytes, opts.MaxDecompressed)
+	if opts.MaxDirtyBytes > 0 {
+		// Bound the pass: the key map covers at most this many dirty
+		// bytes (at least one object), the next pass goes on from there.
+		n, size := 1, dirtySegs[0].Size
+		for n < len(dirtySegs) && size+dirtySegs[n].Size <= opts.MaxDirtyBytes {
+			size += dirtySegs[n].Size
+			n++
+		}
+		dirtySegs = dirtySegs[:n]
+		rangeEnd = dirtySegs[n-1].LastOffset + 1
+	}
+	m, mapEnd, err := compact.Build(objectsSource(ctx, c.store, opts.Throttle, dirtySegs, nil), from, rangeEnd, opts.KeyMapBytes, opts.MaxDecompressed)
 	if err != nil {
 		return res, err
 	}
-	// Every segment holding an offset below mapEnd is rewritten; the
+	// Every segment holding an offset below mapEnd may lose records; the
 	// filter leaves the batches at or past mapEnd as they are.
 	old := segs[:slices.IndexFunc(append(segs, SegmentRef{BaseOffset: rangeEnd}), func(s SegmentRef) bool { return s.BaseOffset >= mapEnd })]
+	rules := opts.Rules
+	rules.TombstoneHorizon = c.Head().TombstoneHorizon(opts.NowMs, opts.DeleteRetentionMs)
+	f := &compact.Filter{Map: m, MapEnd: mapEnd, Rules: rules}
+	loses, producers, err := scanObjects(ctx, c, opts.Throttle, old, f)
+	if err != nil {
+		return res, err
+	}
 	// A producer's last batch in the range keeps its header even when
 	// emptied (the producer may have none after it): conservative, as the
 	// hot tier may hold later ones.
-	producers, err := compact.ProducerLasts(objectsSource(ctx, c.store, old, nil))
-	if err != nil {
-		return res, err
+	f.ProducerLast = producers
+	// Only runs of objects that lose records are rewritten; the others,
+	// already clean and holding no key the map supersedes and no tombstone
+	// past the horizon, stay as they are (Kafka rewrites its whole clean
+	// section on every pass).
+	var next, written, replaced []SegmentRef
+	for i := 0; i < len(old); {
+		if !loses[i] {
+			next = append(next, old[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(old) && loses[j] {
+			j++
+		}
+		var w []SegmentRef
+		var st compact.Stats
+		w, st, err = rewriteObjects(ctx, c, opts.Throttle, old[i:j], f, opts.TargetObjectBytes)
+		res.Stats.Add(st)
+		if err != nil {
+			break
+		}
+		replaced = append(replaced, old[i:j]...)
+		written = append(written, w...)
+		next = append(next, w...)
+		i = j
 	}
-	rules := opts.Rules
-	rules.TombstoneHorizon = c.Head().TombstoneHorizon(opts.NowMs, opts.DeleteRetentionMs)
-	f := &compact.Filter{Map: m, MapEnd: mapEnd, Rules: rules, ProducerLast: producers}
-	written, st, err := rewriteObjects(ctx, c, old, f, opts.TargetObjectBytes)
-	res.Stats = st
 	if err == nil {
-		err = c.replace(ctx, old, written, mapEnd, time.UnixMilli(opts.NowMs))
+		err = c.replace(ctx, old, next, mapEnd, time.UnixMilli(opts.NowMs))
 	}
 	if err != nil {
 		if !errors.Is(err, ErrOutcomeUnknown) {
@@ -154,8 +197,8 @@ func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCl
 		}
 		return res, err
 	}
-	res.Cleaned, res.Replaced, res.Written, res.CleanedTo = true, old, written, mapEnd
-	for _, s := range old {
+	res.Cleaned, res.Replaced, res.Written, res.CleanedTo = true, replaced, written, mapEnd
+	for _, s := range replaced {
 		res.BytesIn += s.Size
 	}
 	for _, s := range written {
@@ -164,10 +207,38 @@ func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCl
 	return res, nil
 }
 
+// scanObjects reads old once, one object at a time, and returns which of
+// them lose a record under f and the last offset of each producer's last
+// batch in them.
+func scanObjects(ctx context.Context, c *Committer, th *Throttle, old []SegmentRef, f *compact.Filter) (loses []bool, producers map[int64]int64, err error) {
+	loses = make([]bool, len(old))
+	producers = map[int64]int64{}
+	for i, s := range old {
+		o, err := readThrottled(ctx, c.store, th, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		for b, err := range o.batches {
+			if err != nil {
+				return nil, nil, err
+			}
+			if pid := b.ProducerID(); pid != record.NoProducerID {
+				producers[pid] = max(producers[pid], b.LastOffset())
+			}
+			if !loses[i] {
+				if loses[i], err = f.Loses(b); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	return loses, producers, nil
+}
+
 // rewriteObjects streams old through f into new objects, each ending
 // where one of old ends, and returns their references. On error the
 // objects already written are deleted.
-func rewriteObjects(ctx context.Context, c *Committer, old []SegmentRef, f *compact.Filter, target int64) (written []SegmentRef, st compact.Stats, err error) {
+func rewriteObjects(ctx context.Context, c *Committer, th *Throttle, old []SegmentRef, f *compact.Filter, target int64) (written []SegmentRef, st compact.Stats, err error) {
 	// Producer snapshots of old objects read but not yet passed by the
 	// output, by their last offset.
 	snapshots := map[int64][]byte{}
@@ -210,6 +281,9 @@ func rewriteObjects(ctx context.Context, c *Committer, old []SegmentRef, f *comp
 			}
 			w, out = ow, newObjectWriter(ow)
 		}
+		if err := th.Wait(ctx, int64(len(b))); err != nil {
+			return err
+		}
 		if err := out.add(b); err != nil {
 			return err
 		}
@@ -218,6 +292,9 @@ func rewriteObjects(ctx context.Context, c *Committer, old []SegmentRef, f *comp
 			return nil
 		}
 		t, err := out.finish(snapshots[last])
+		if err == nil {
+			err = th.Wait(ctx, t.ObjectSize()-t.LogLen) // the footer
+		}
 		if err == nil {
 			err = w.Close()
 		}
@@ -237,7 +314,7 @@ func rewriteObjects(ctx context.Context, c *Committer, old []SegmentRef, f *comp
 		out, w = nil, nil
 		return nil
 	}
-	src := objectsSource(ctx, c.store, old, func(o *wholeObject) {
+	src := objectsSource(ctx, c.store, th, old, func(o *wholeObject) {
 		if o.producers != nil {
 			snapshots[o.ref.LastOffset] = o.producers
 		}
@@ -249,45 +326,68 @@ func rewriteObjects(ctx context.Context, c *Committer, old []SegmentRef, f *comp
 	return written, st, err
 }
 
-// replace commits written in place of old, which must be the first
-// segments the head lists, records cleanedTo, and retires old's objects and
-// every closed part (the parts are written anew, as parts are immutable).
-func (c *Committer) replace(ctx context.Context, old, written []SegmentRef, cleanedTo int64, now time.Time) error {
-	if len(old) == 0 || len(written) == 0 || written[0].BaseOffset != old[0].BaseOffset || written[len(written)-1].LastOffset != old[len(old)-1].LastOffset {
+// replace commits next in place of old, which must be the first segments
+// the head lists; next covers the same offsets, keeping some of old's
+// objects and naming new ones in place of the others. It records
+// cleanedTo and the pass, and retires the objects of old that next drops.
+// Closed parts listing only segments before the first one replaced stay
+// as they are; the later ones are written anew (parts are immutable, and
+// their numbers grow in the order they list segments) and retired.
+func (c *Committer) replace(ctx context.Context, old, next []SegmentRef, cleanedTo int64, now time.Time) error {
+	if len(old) == 0 || len(next) == 0 || next[0].BaseOffset != old[0].BaseOffset || next[len(next)-1].LastOffset != old[len(old)-1].LastOffset {
 		return fmt.Errorf("tiering: a cleaning must replace a range with objects covering the same offsets")
+	}
+	// first is the index of the first segment next changes.
+	first := 0
+	for first < len(old) && first < len(next) && old[first].Key == next[first].Key {
+		first++
+	}
+	changed := first < len(old) || first < len(next)
+	kept := make(map[string]bool, len(next))
+	for _, s := range next {
+		kept[s.Key] = true
 	}
 	return c.commit(ctx, func(h *Head) error {
 		var all []SegmentRef
 		if err := forEachSegment(ctx, h, c.part, func(s SegmentRef) bool { all = append(all, s); return true }); err != nil {
 			return err
 		}
-		if len(all) < len(old) {
+		if !hasKeys(all, old) {
+			if changed && hasKeys(all, next) {
+				return errAlreadyCommitted // an earlier attempt landed; its answer was lost
+			}
 			return fmt.Errorf("tiering: the cold tier of %s changed under its cleaner", c.ref.dir())
 		}
-		for i, s := range old {
-			if all[i].Key != s.Key {
-				if i == 0 && all[0].Key == written[0].Key {
-					return errAlreadyCommitted // an earlier attempt landed; its answer was lost
-				}
-				return fmt.Errorf("tiering: the cold tier of %s changed under its cleaner", c.ref.dir())
-			}
-		}
 		at := now.UnixMilli()
-		for _, s := range old {
-			h.Retired = append(h.Retired, RetiredObject{Key: s.Key, At: at})
-		}
-		for _, p := range h.Parts {
-			h.Retired = append(h.Retired, RetiredObject{Key: p.Key, At: at})
-		}
-		all = append(slices.Clone(written), all[len(old):]...)
-		h.Parts, h.Tail = nil, nil
-		for len(all) >= partSegments {
-			if err := c.closePart(ctx, h, all[:partSegments]); err != nil {
-				return err
+		if changed {
+			for _, s := range old {
+				if !kept[s.Key] {
+					h.Retired = append(h.Retired, RetiredObject{Key: s.Key, At: at})
+				}
 			}
-			all = all[partSegments:]
+			// Keep the closed parts wholly before the first change.
+			keepParts, listed := 0, 0
+			for _, p := range h.Parts {
+				if live := p.Count - p.Skip; listed+live <= first {
+					keepParts++
+					listed += live
+					continue
+				}
+				break
+			}
+			for _, p := range h.Parts[keepParts:] {
+				h.Retired = append(h.Retired, RetiredObject{Key: p.Key, At: at})
+			}
+			rest := append(slices.Clone(next[listed:]), all[len(old):]...)
+			h.Parts = h.Parts[:keepParts]
+			for len(rest) >= partSegments {
+				if err := c.closePart(ctx, h, rest[:partSegments]); err != nil {
+					return err
+				}
+				rest = rest[partSegments:]
+			}
+			h.Tail = rest
 		}
-		h.Tail = all
 		h.CleanedTo = max(h.CleanedTo, cleanedTo)
 		h.CleanPasses = append(h.CleanPasses, CleanPass{End: cleanedTo, At: at})
 		if n := len(h.CleanPasses); n > maxCleanPasses {
@@ -295,6 +395,19 @@ func (c *Committer) replace(ctx context.Context, old, written []SegmentRef, clea
 		}
 		return nil
 	})
+}
+
+// hasKeys reports whether all begins with segments of the keys of prefix.
+func hasKeys(all, prefix []SegmentRef) bool {
+	if len(all) < len(prefix) {
+		return false
+	}
+	for i, s := range prefix {
+		if all[i].Key != s.Key {
+			return false
+		}
+	}
+	return true
 }
 
 // CollectRetired deletes the objects a cleaning retired once grace has
