@@ -13,7 +13,8 @@ import (
 // waits until the bytes charged before it are paid for at the rate, so over
 // any span the bytes moved stay within rate × span plus the last charge.
 // One Throttle may be shared by the cleanings of many partitions; it is
-// safe for concurrent use. A nil Throttle or a rate <= 0 does not throttle.
+// safe for concurrent use. A nil Throttle or a rate <= 0 does not throttle
+// (the latter still counts what is charged).
 type Throttle struct {
 	rate int64
 	// now and sleep are the clock; tests pace a Throttle by a fake one.
@@ -35,17 +36,21 @@ func NewThrottle(rate int64) *Throttle {
 // bytes charged before them are paid for, or ctx's error when it ends
 // first.
 func (t *Throttle) Wait(ctx context.Context, n int64) error {
-	if t == nil || t.rate <= 0 {
+	if t == nil {
 		return ctx.Err()
 	}
 	t.mu.Lock()
+	t.mu.charged += n
+	if t.rate <= 0 {
+		t.mu.Unlock()
+		return ctx.Err()
+	}
 	now := t.now()
 	start := t.mu.paid
 	if start.Before(now) {
 		start = now
 	}
 	t.mu.paid = start.Add(time.Duration(float64(n) / float64(t.rate) * float64(time.Second)))
-	t.mu.charged += n
 	t.mu.Unlock()
 	if wait := start.Sub(now); wait > 0 {
 		return t.sleep(ctx, wait)
