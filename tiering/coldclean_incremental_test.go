@@ -1,8 +1,10 @@
 package tiering
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/compact"
+	"github.com/strata-log/strata/record"
 	"github.com/strata-log/strata/tiering/objstore"
 )
 
@@ -240,4 +243,122 @@ func TestColdCleanStoppedWhileThrottledCommitsNothing(t *testing.T) {
 		t.Fatalf("%d objects in the bucket after a stopped cleaning, %d before", left, objects)
 	}
 	sameRecords(t, readColdRecords(t, mem), h)
+}
+
+// commitKeys writes one object per key, each one batch of one record at
+// the cold tier's end (timestamp at its offset), and commits them all in
+// one change of the head, closing parts as uploads do. It returns the
+// records written.
+func commitKeys(t *testing.T, c *Committer, keys ...[]byte) history {
+	t.Helper()
+	ctx := testContext(t)
+	next := max(c.Head().EndOffset(), 0)
+	var h history
+	var segs []SegmentRef
+	for _, k := range keys {
+		r := record.Record{Offset: next, Timestamp: next, Key: k, Value: fmt.Appendf(nil, "value of %d", next)}
+		bl := record.NewBuilder(record.DefaultBatchOptions())
+		bl.Add(r)
+		b, err := bl.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.SetBaseOffset(next)
+		var buf bytes.Buffer
+		w := newObjectWriter(&buf)
+		if err := w.add(b); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := w.finish(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := c.ref.newSegmentKey(next, c.epoch)
+		if _, err := c.store.Put(ctx, key, buf.Bytes(), objstore.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		segs = append(segs, SegmentRef{Key: key, BaseOffset: tr.BaseOffset, LastOffset: tr.LastOffset, MinTs: tr.MinTs, MaxTs: tr.MaxTs,
+			Size: tr.ObjectSize(), LogLen: tr.LogLen, Epoch: c.epoch, LogCRC: tr.LogCRC})
+		h = append(h, r)
+		next++
+	}
+	err := c.commit(ctx, func(hd *Head) error {
+		all := append(hd.Tail, segs...)
+		for len(all) >= partSegments {
+			if err := c.closePart(ctx, hd, all[:partSegments]); err != nil {
+				return err
+			}
+			all = all[partSegments:]
+		}
+		hd.Tail = all
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestColdCleanKeepsClosedPartsBeforeTheFirstChange: a cold tier of more
+// segments than a closed part lists. A pass that loses nothing moves
+// CleanedTo and writes no object and no part; a pass whose losses all lie
+// past the first closed part keeps that part (same key, not retired); one
+// that loses a record in it writes it anew and retires the old.
+func TestColdCleanKeepsClosedPartsBeforeTheFirstChange(t *testing.T) {
+	mem := objstore.NewMemory()
+	var metrics objstore.Metrics
+	c := newTestCommitter(t, objstore.WithMetrics(mem, &metrics), 1)
+	var keys [][]byte
+	for i := range partSegments + 100 {
+		keys = append(keys, fmt.Appendf(nil, "key-%06d", i))
+	}
+	h := commitKeys(t, c, keys...)
+	if len(c.Head().Parts) != 1 {
+		t.Fatalf("%d closed parts, want 1", len(c.Head().Parts))
+	}
+	part := c.Head().Parts[0].Key
+	clean := ColdCleanOptions{Options: compact.Options{NowMs: 1 << 40, KeyMapBytes: 1 << 20}, TargetObjectBytes: 1}
+
+	pass := func(what string) (ColdCleanResult, int64) {
+		t.Helper()
+		before := metrics.Snapshot()
+		res, err := CleanCold(testContext(t), c, clean)
+		if err != nil || !res.Cleaned || res.CleanedTo != int64(len(h)) {
+			t.Fatalf("%s: %+v %v", what, res, err)
+		}
+		_, puts := objectOps(before, metrics.Snapshot())
+		return res, puts
+	}
+	if res, puts := pass("a pass that loses nothing"); len(res.Replaced) != 0 || len(res.Written) != 0 || puts != 1 || c.Head().Parts[0].Key != part {
+		t.Fatalf("a pass that loses nothing replaced %d objects with %d and did %d PUTs", len(res.Replaced), len(res.Written), puts)
+	}
+
+	h = append(h, commitKeys(t, c, fmt.Appendf(nil, "key-%06d", partSegments+50))...)
+	res, puts := pass("a pass losing a record past the closed part")
+	if len(res.Replaced) != 1 || res.Replaced[0].BaseOffset != partSegments+50 || c.Head().Parts[0].Key != part {
+		t.Fatalf("replaced %+v; closed part %s, was %s", res.Replaced, c.Head().Parts[0].Key, part)
+	}
+	if want := int64(len(res.Written) + 1); puts != want {
+		t.Fatalf("%d PUTs, want %d: the new objects and the head, no part", puts, want)
+	}
+	for _, r := range c.Head().Retired {
+		if r.Key == part {
+			t.Fatal("the kept closed part is retired")
+		}
+	}
+
+	h = append(h, commitKeys(t, c, []byte("key-000005"))...)
+	res, _ = pass("a pass losing a record in the closed part")
+	if len(res.Replaced) != 1 || res.Replaced[0].BaseOffset != 5 || c.Head().Parts[0].Key == part {
+		t.Fatalf("replaced %+v; closed part %s, was %s", res.Replaced, c.Head().Parts[0].Key, part)
+	}
+	if !slices.ContainsFunc(c.Head().Retired, func(r RetiredObject) bool { return r.Key == part }) {
+		t.Fatal("the rewritten closed part is not retired")
+	}
+	sameRecords(t, readColdRecords(t, mem), h.compacted(int64(len(h)), 0))
+	rep, err := VerifyBucket(testContext(t), mem, VerifyOptions{Records: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSound(t, rep)
 }
