@@ -12,16 +12,24 @@ package tiering
 //     or when a dirty segment holds a record older than
 //     max.compaction.lag.ms.
 //   - A pass reads the dirty objects one at a time and builds a key map
-//     (package compact, bounded by its budget) up to mapEnd; then it streams
-//     every segment of the range that starts below mapEnd through
-//     compact's Rewrite and writes what comes out as new objects in the
-//     upload's format. Each new object ends where an old one ended (at most
-//     TargetObjectBytes of log bytes when the old boundaries allow) and
-//     carries that old object's producer snapshot, so what an object
-//     promises about producers stays true.
+//     (package compact, bounded by its budget and by MaxDirtyBytes) up to
+//     mapEnd. It then reads every object of the range that starts below
+//     mapEnd once, to learn which lose a record (a key the map supersedes,
+//     a tombstone below the horizon) and the producers' last batches, and
+//     streams only the runs of objects that lose records through
+//     compact's Rewrite into new objects in the upload's format; the
+//     others, already clean and losing nothing, stay as they are (Kafka's
+//     cleaner rewrites its whole clean section every pass). Each new
+//     object ends where an old one ended (at most TargetObjectBytes of log
+//     bytes when the old boundaries allow) and carries that old object's
+//     producer snapshot, so what an object promises about producers stays
+//     true.
+//   - Every object read and every byte written goes through the pass's
+//     Throttle (the broker's tiering.cold_cleaner_io_max_bytes_per_second).
 //   - One conditional write of the head (Committer.replace) swaps the old
 //     segments for the new ones, records mapEnd as CleanedTo and lists the
-//     old objects (segments and closed parts) as Retired. It is fenced like
+//     replaced objects (segments, and the closed parts from the first one
+//     listing a replaced segment on) as Retired. It is fenced like
 //     every commit: a deposed leader's fails. Until it lands the old head is
 //     complete; the new objects of a cleaning that never committed are
 //     orphans, which CollectOrphans removes after its grace.
