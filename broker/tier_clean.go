@@ -33,9 +33,10 @@ type coldCleanEnv struct {
 }
 
 // coldPassSeconds bounds a pass: its key map covers at most this many
-// seconds' worth of dirty bytes at the cold cleaner's rate, so that one
-// pass holds its partition's tiering round (uploads, retention) for a
-// bounded time; the next round goes on where it stopped (CleanedTo).
+// seconds' worth of dirty bytes at the cold cleaner's rate, and it filters
+// at most as many bytes of objects, so that one pass holds its partition's
+// tiering round (uploads, retention) for a bounded time; the next round
+// goes on where it stopped (CleanedTo, or the manifest's CleanScan).
 const coldPassSeconds = 10
 
 func (e coldCleanEnv) withDefaults() coldCleanEnv {
@@ -86,6 +87,7 @@ func (p *partition) coldCleanPass(ctx context.Context, env tierEnv, c *tiering.C
 		MaxCompactionLagMs: cfg.MaxCompactionLagMs,
 		TargetObjectBytes:  cfg.SegmentBytes,
 		MaxDirtyBytes:      e.rate * coldPassSeconds,
+		MaxScanBytes:       e.rate * coldPassSeconds,
 		Throttle:           e.throttle,
 	}
 	res, err := tiering.CleanCold(ctx, c, opts)

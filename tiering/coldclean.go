@@ -75,6 +75,11 @@ type ColdCleanOptions struct {
 	// many bytes of dirty objects (at least one object; <= 0: no bound
 	// but the key map's). A later pass goes on where it stopped.
 	MaxDirtyBytes int64
+	// MaxScanBytes bounds the objects a pass filters (reads, and rewrites
+	// where they lose records): at least one, at most this many bytes of
+	// them (<= 0: the whole range). A pass that stops short records where
+	// (Head.CleanScan) and the next, with the same key map, goes on there.
+	MaxScanBytes int64
 	// Throttle, when not nil, paces every object read and written.
 	Throttle *Throttle
 }
@@ -90,6 +95,9 @@ type ColdCleanResult struct {
 	BytesOut int64 // object bytes written
 	// CleanedTo is the head's CleanedTo after the pass.
 	CleanedTo int64
+	// Partial: the pass filtered only part of its range (MaxScanBytes) and
+	// recorded where it stopped (Head.CleanScan); the next goes on.
+	Partial bool
 }
 
 // CleanCold runs one cleaning pass over the cold tier c commits to, if its
@@ -130,13 +138,21 @@ func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCl
 		}
 	}
 	res.Ratio = float64(dirty) / float64(total)
-	if dirty == 0 || res.Ratio < opts.MinDirtyRatio && !overdue {
+	rangeEnd := segs[len(segs)-1].LastOffset + 1
+	scan := c.Head().CleanScan
+	if scan != nil && scan.End > rangeEnd {
+		scan = nil // the cleanable range shrank under it (settings changed): start over
+	}
+	if scan == nil && (dirty == 0 || res.Ratio < opts.MinDirtyRatio && !overdue) {
 		return res, nil
 	}
-	rangeEnd := segs[len(segs)-1].LastOffset + 1
 	from := max(res.CleanedTo, segs[0].BaseOffset)
 	dirtySegs := segs[slices.IndexFunc(segs, func(s SegmentRef) bool { return s.LastOffset >= from }):]
-	if opts.MaxDirtyBytes > 0 {
+	if scan != nil {
+		// Go on with the scan under way: the same key map, to its end.
+		rangeEnd = scan.End
+		dirtySegs = dirtySegs[:slices.IndexFunc(append(dirtySegs, SegmentRef{BaseOffset: rangeEnd}), func(s SegmentRef) bool { return s.BaseOffset >= rangeEnd })]
+	} else if opts.MaxDirtyBytes > 0 {
 		// Bound the pass: the key map covers at most this many dirty
 		// bytes (at least one object), the next pass goes on from there.
 		n, size := 1, dirtySegs[0].Size
@@ -154,46 +170,64 @@ func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCl
 	// Every segment holding an offset below mapEnd may lose records; the
 	// filter leaves the batches at or past mapEnd as they are.
 	old := segs[:slices.IndexFunc(append(segs, SegmentRef{BaseOffset: rangeEnd}), func(s SegmentRef) bool { return s.BaseOffset >= mapEnd })]
+	// This round filters the window [lo, hi) of old: from where a scan
+	// under way stopped, at most MaxScanBytes of objects (at least one).
+	lo := 0
+	if scan != nil && scan.End == mapEnd {
+		lo = slices.IndexFunc(old, func(s SegmentRef) bool { return s.LastOffset >= scan.Next })
+		if lo < 0 {
+			lo = len(old) - 1 // defensive: Next < End holds, so some object reaches it
+		}
+	}
+	hi := len(old)
+	if opts.MaxScanBytes > 0 {
+		hi = lo + 1
+		for size := old[lo].Size; hi < len(old) && size+old[hi].Size <= opts.MaxScanBytes; hi++ {
+			size += old[hi].Size
+		}
+	}
+	window := old[lo:hi]
 	rules := opts.Rules
 	rules.TombstoneHorizon = c.Head().TombstoneHorizon(opts.NowMs, opts.DeleteRetentionMs)
 	f := &compact.Filter{Map: m, MapEnd: mapEnd, Rules: rules}
-	loses, producers, err := scanObjects(ctx, c, opts.Throttle, old, f)
+	loses, producers, err := scanObjects(ctx, c, opts.Throttle, window, f)
 	if err != nil {
 		return res, err
 	}
-	// A producer's last batch in the range keeps its header even when
+	// A producer's last batch in the window keeps its header even when
 	// emptied (the producer may have none after it): conservative, as the
-	// hot tier may hold later ones.
+	// range past the window and the hot tier may hold later ones.
 	f.ProducerLast = producers
 	// Only runs of objects that lose records are rewritten; the others,
 	// already clean and holding no key the map supersedes and no tombstone
 	// past the horizon, stay as they are (Kafka rewrites its whole clean
 	// section on every pass).
 	var next, written, replaced []SegmentRef
-	for i := 0; i < len(old); {
+	for i := 0; i < len(window); {
 		if !loses[i] {
-			next = append(next, old[i])
+			next = append(next, window[i])
 			i++
 			continue
 		}
 		j := i
-		for j < len(old) && loses[j] {
+		for j < len(window) && loses[j] {
 			j++
 		}
 		var w []SegmentRef
 		var st compact.Stats
-		w, st, err = rewriteObjects(ctx, c, opts.Throttle, old[i:j], f, opts.TargetObjectBytes)
+		w, st, err = rewriteObjects(ctx, c, opts.Throttle, window[i:j], f, opts.TargetObjectBytes)
 		res.Stats.Add(st)
 		if err != nil {
 			break
 		}
-		replaced = append(replaced, old[i:j]...)
+		replaced = append(replaced, window[i:j]...)
 		written = append(written, w...)
 		next = append(next, w...)
 		i = j
 	}
+	done := hi == len(old)
 	if err == nil {
-		err = c.replace(ctx, old, next, mapEnd, time.UnixMilli(opts.NowMs))
+		err = c.replace(ctx, window, next, mapEnd, done, time.UnixMilli(opts.NowMs))
 	}
 	if err != nil {
 		if !errors.Is(err, ErrOutcomeUnknown) {
@@ -205,7 +239,10 @@ func CleanCold(ctx context.Context, c *Committer, opts ColdCleanOptions) (ColdCl
 		}
 		return res, err
 	}
-	res.Cleaned, res.Replaced, res.Written, res.CleanedTo = true, replaced, written, mapEnd
+	res.Cleaned, res.Replaced, res.Written, res.Partial = true, replaced, written, !done
+	if done {
+		res.CleanedTo = mapEnd
+	}
 	for _, s := range replaced {
 		res.BytesIn += s.Size
 	}
@@ -334,18 +371,20 @@ func rewriteObjects(ctx context.Context, c *Committer, th *Throttle, old []Segme
 	return written, st, err
 }
 
-// replace commits next in place of old, which must be the first segments
-// the head lists; next covers the same offsets, keeping some of old's
-// objects and naming new ones in place of the others. It records
-// cleanedTo and the pass, and retires the objects of old that next drops.
-// Closed parts listing only segments before the first one replaced stay
-// as they are; the later ones are written anew (parts are immutable, and
-// their numbers grow in the order they list segments) and retired.
-func (c *Committer) replace(ctx context.Context, old, next []SegmentRef, cleanedTo int64, now time.Time) error {
+// replace commits next in place of old, a run of the segments the head
+// lists; next covers the same offsets, keeping some of old's objects and
+// naming new ones in place of the others, and old's objects that next
+// drops are retired. Closed parts listing only segments before the first
+// one replaced stay as they are; the later ones are written anew (parts
+// are immutable, and their numbers grow in the order they list segments)
+// and retired. done says the pass reached mapEnd: CleanedTo moves there
+// and the pass is recorded; otherwise the scan under way records where
+// it stopped.
+func (c *Committer) replace(ctx context.Context, old, next []SegmentRef, mapEnd int64, done bool, now time.Time) error {
 	if len(old) == 0 || len(next) == 0 || next[0].BaseOffset != old[0].BaseOffset || next[len(next)-1].LastOffset != old[len(old)-1].LastOffset {
 		return fmt.Errorf("tiering: a cleaning must replace a range with objects covering the same offsets")
 	}
-	// first is the index of the first segment next changes.
+	// first is the index in old of the first segment next changes.
 	first := 0
 	for first < len(old) && first < len(next) && old[first].Key == next[first].Key {
 		first++
@@ -360,33 +399,37 @@ func (c *Committer) replace(ctx context.Context, old, next []SegmentRef, cleaned
 		if err := forEachSegment(ctx, h, c.part, func(s SegmentRef) bool { all = append(all, s); return true }); err != nil {
 			return err
 		}
-		if !hasKeys(all, old) {
-			if changed && hasKeys(all, next) {
-				return errAlreadyCommitted // an earlier attempt landed; its answer was lost
+		at := slices.IndexFunc(all, func(s SegmentRef) bool { return s.Key == old[0].Key })
+		if at < 0 || !hasKeys(all[at:], old) {
+			if changed {
+				if at = slices.IndexFunc(all, func(s SegmentRef) bool { return s.Key == next[0].Key }); at >= 0 && hasKeys(all[at:], next) {
+					return errAlreadyCommitted // an earlier attempt landed; its answer was lost
+				}
 			}
 			return fmt.Errorf("tiering: the cold tier of %s changed under its cleaner", c.ref.dir())
 		}
-		at := now.UnixMilli()
+		now := now.UnixMilli()
 		if changed {
 			for _, s := range old {
 				if !kept[s.Key] {
-					h.Retired = append(h.Retired, RetiredObject{Key: s.Key, At: at})
+					h.Retired = append(h.Retired, RetiredObject{Key: s.Key, At: now})
 				}
 			}
 			// Keep the closed parts wholly before the first change.
 			keepParts, listed := 0, 0
 			for _, p := range h.Parts {
-				if live := p.Count - p.Skip; listed+live <= first {
-					keepParts++
-					listed += live
-					continue
+				live := p.Count - p.Skip
+				if listed+live > at+first {
+					break
 				}
-				break
+				keepParts++
+				listed += live
 			}
 			for _, p := range h.Parts[keepParts:] {
-				h.Retired = append(h.Retired, RetiredObject{Key: p.Key, At: at})
+				h.Retired = append(h.Retired, RetiredObject{Key: p.Key, At: now})
 			}
-			rest := append(slices.Clone(next[listed:]), all[len(old):]...)
+			after := slices.Concat(all[:at], next, all[at+len(old):])
+			rest := after[listed:]
 			h.Parts = h.Parts[:keepParts]
 			for len(rest) >= partSegments {
 				if err := c.closePart(ctx, h, rest[:partSegments]); err != nil {
@@ -396,8 +439,13 @@ func (c *Committer) replace(ctx context.Context, old, next []SegmentRef, cleaned
 			}
 			h.Tail = rest
 		}
-		h.CleanedTo = max(h.CleanedTo, cleanedTo)
-		h.CleanPasses = append(h.CleanPasses, CleanPass{End: cleanedTo, At: at})
+		if !done {
+			h.CleanScan = &CleanScan{End: mapEnd, Next: old[len(old)-1].LastOffset + 1}
+			return nil
+		}
+		h.CleanScan = nil
+		h.CleanedTo = max(h.CleanedTo, mapEnd)
+		h.CleanPasses = append(h.CleanPasses, CleanPass{End: mapEnd, At: now})
 		if n := len(h.CleanPasses); n > maxCleanPasses {
 			h.CleanPasses = h.CleanPasses[n-maxCleanPasses:]
 		}
