@@ -362,3 +362,101 @@ func TestColdCleanKeepsClosedPartsBeforeTheFirstChange(t *testing.T) {
 	}
 	wantSound(t, rep)
 }
+
+// TestColdCleanResumesAScanAcrossRounds: with MaxScanBytes below one
+// object, a cleaning filters one object a round, recording where it
+// stopped; CleanedTo moves only when the scan reaches its key map's end;
+// every head in between reads as a valid cold tier; a new leader goes on
+// with the scan its predecessor left, whose commit is then refused; and the
+// end is the model's.
+func TestColdCleanResumesAScanAcrossRounds(t *testing.T) {
+	mem := objstore.NewMemory()
+	c, h := uploadedKeyed(t, mem, 13, 3000, 1000, 0, 0)
+	objects := len(namedSegmentKeys(t, c))
+	opts := ColdCleanOptions{Options: compact.Options{NowMs: 1 << 40, KeyMapBytes: 1 << 20}, MaxScanBytes: 1}
+	res, err := CleanCold(testContext(t), c, opts)
+	if err != nil || !res.Cleaned || !res.Partial || c.Head().CleanedTo != 0 || c.Head().CleanScan == nil {
+		t.Fatalf("first round: %+v %v, head cleaned to %d, scan %+v", res, err, c.Head().CleanedTo, c.Head().CleanScan)
+	}
+	scan := *c.Head().CleanScan
+	if scan.End != int64(len(h)) || scan.Next <= 0 || scan.Next >= scan.End {
+		t.Fatalf("scan %+v after one object of %d, want to end at %d", scan, objects, len(h))
+	}
+	// Between rounds the cold tier reads whole: every offset in order,
+	// the latest value of each key still there.
+	got := readColdRecords(t, mem)
+	last := map[string]int64{}
+	for _, r := range got {
+		last[string(r.Key)] = r.Offset
+	}
+	for _, r := range h.compacted(int64(len(h)), 0) {
+		if last[string(r.Key)] != r.Offset {
+			t.Fatalf("key %s: latest at %d mid-scan, the model's at %d", r.Key, last[string(r.Key)], r.Offset)
+		}
+	}
+
+	// A new leader takes over and goes on from where the scan stopped.
+	c2 := newTestCommitter(t, mem, 2)
+	rounds := 1
+	for {
+		res, err := CleanCold(testContext(t), c2, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Cleaned {
+			break
+		}
+		rounds++
+		if s := c2.Head().CleanScan; res.Partial != (s != nil) || s != nil && (s.End != scan.End || s.Next <= scan.Next) {
+			t.Fatalf("round %d: partial %v, scan %+v after %+v", rounds, res.Partial, s, scan)
+		} else if s != nil {
+			scan = *s
+		}
+		if rounds > 2*objects {
+			t.Fatal("the scan does not end")
+		}
+	}
+	if rounds < 3 || c2.Head().CleanedTo != int64(len(h)) || c2.Head().CleanScan != nil {
+		t.Fatalf("%d rounds; cleaned to %d, scan %+v", rounds, c2.Head().CleanedTo, c2.Head().CleanScan)
+	}
+	sameRecords(t, readColdRecords(t, mem), h.compacted(int64(len(h)), 0))
+	rep, err := VerifyBucket(testContext(t), mem, VerifyOptions{Records: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSound(t, rep)
+	if _, err := CleanCold(testContext(t), c, opts); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the deposed leader's round: %v", err)
+	}
+	if c2.Head().CleanedTo != int64(len(h)) {
+		t.Fatal("the deposed leader changed the head")
+	}
+}
+
+// TestDecodeHeadChecksCleanScan: a head whose cleaning scan does not lie
+// past its CleanedTo, or stops outside its range, is corrupt; one without
+// the field (written before it existed) decodes with none.
+func TestDecodeHeadChecksCleanScan(t *testing.T) {
+	base := Head{Topic: "t", TopicID: "x", Tail: []SegmentRef{{Key: "k", LastOffset: 9}}, CleanedTo: 4}
+	for _, s := range []CleanScan{{End: 4, Next: 0}, {End: 9, Next: -1}, {End: 9, Next: 10}} {
+		h := base
+		h.CleanScan = &s
+		data, err := EncodeHead(&h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeHead(data); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("scan %+v: %v, want ErrCorrupt", s, err)
+		}
+	}
+	data, err := EncodeHead(&base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("cleanScan")) {
+		t.Fatal("a head without a scan names the field")
+	}
+	if h, err := DecodeHead(data); err != nil || h.CleanScan != nil {
+		t.Fatalf("%+v %v", h, err)
+	}
+}
