@@ -227,7 +227,9 @@ func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs
 		budget = int(config.DefaultBroker().Cleaner.DedupeBufferSize)
 	}
 	for dirty := c.dirty; dirty < c.end; {
-		src := b.segmentBatches(p.log, c.segs, throttle)
+		// The key map reads only the dirty segments: Build skips what
+		// ends below dirty, and reading it would cost I/O and throttle.
+		src := b.segmentBatches(p.log, segmentsFrom(c.segs, dirty), throttle)
 		m, mapEnd, err := compact.Build(src, dirty, c.end, budget, rules.MaxDecompressed)
 		if err != nil {
 			return err
@@ -267,6 +269,16 @@ func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs
 		// The next pass reads the rewritten segments.
 		c.segs = refreshSegments(p.log.Segments(), c.segs)
 		dirty = mapEnd
+	}
+	return nil
+}
+
+// segmentsFrom returns the segments of segs holding offset from or later.
+func segmentsFrom(segs []hotlog.SegmentInfo, from int64) []hotlog.SegmentInfo {
+	for i, s := range segs {
+		if s.LastOffset >= from {
+			return segs[i:]
+		}
 	}
 	return nil
 }
