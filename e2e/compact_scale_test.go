@@ -1,0 +1,305 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/client"
+	"github.com/strata-log/strata/internal/freeport"
+	"github.com/strata-log/strata/internal/testutil"
+	"github.com/strata-log/strata/tiering/objstore/miniotest"
+)
+
+// compactScaleUpdates is how many updates TestCompactedTopicAtScaleThroughBothTiers
+// writes: STRATA_COMPACT_UPDATES (make test-compact-full sets the million
+// of the issue), else a size that fits make test on a busy machine.
+func compactScaleUpdates(t *testing.T) int {
+	s := os.Getenv("STRATA_COMPACT_UPDATES")
+	if s == "" {
+		return 200_000
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 20_000 {
+		t.Fatalf("STRATA_COMPACT_UPDATES=%q: want a number of updates of at least 20000", s)
+	}
+	return n
+}
+
+// bucketUsage is what MinIO stores under a prefix, listed with minio-go.
+type bucketUsage struct{ objects, bytes int64 }
+
+func usageOf(t *testing.T, m *miniotest.Server, prefix string) bucketUsage {
+	var u bucketUsage
+	for _, size := range bucketObjects(t, m, prefix) {
+		u.objects++
+		u.bytes += size
+	}
+	return u
+}
+
+// TestCompactedTopicAtScaleThroughBothTiers: three brokers with MinIO hold
+// a compacted topic with remote storage, three replicas, small segments
+// and a small local retention. Updates of 10,000 keys (a million with
+// make test-compact-full) are written with min.compaction.lag.ms=1h, so
+// the whole history is uploaded uncleaned; half-way some keys are
+// tombstoned and never written again. The lag is then set to 0: both
+// tiers clean, and the leader is killed with SIGKILL while its cleaner is
+// mid-pass, then restarted. Once delete.retention.ms has passed, a last
+// round of updates makes the log dirty again so a cleaning removes the
+// tombstones. Then the partition, read from offset 0 over gRPC and over
+// the Kafka listener, through the bucket (local segments trimmed far
+// above 0, cold reads counted by the leader's metrics), gives every live
+// key's last value in increasing offsets, no tombstoned key at all, and
+// fewer than twice the live keys plus the last round's records; the
+// bucket's bytes and objects of the partition end far below the
+// history's. It logs bucket bytes and objects before and after, and the
+// cleaners' MB/s and CPU per GB.
+func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
+	began := time.Now()
+	updates := compactScaleUpdates(t)
+	const (
+		topic      = "kv"
+		keys       = 10_000
+		tombstones = 500 // keys 0..499 are tombstoned half-way
+		nudge      = 2_000
+		retention  = 5 * time.Second // delete.retention.ms
+	)
+	m := miniotest.Start(t)
+	tc := &testCluster{t: t, m: m}
+	for range 3 {
+		tc.gossip = append(tc.gossip, freeport.Loopback(t))
+	}
+	admins := map[int32]string{}
+	var kafkaAddrs []string
+	for i := range 3 {
+		admin, kafka := freeport.Loopback(t), freeport.Loopback(t)
+		admins[int32(i+1)] = admin
+		kafkaAddrs = append(kafkaAddrs, kafka)
+		// The throttle stretches the hot cleaner's pass over seconds, so
+		// the kill below lands inside one.
+		tc.brokers = append(tc.brokers, tc.newMember(i+1, tc.gossip[i],
+			"--admin-listen", admin, "--kafka-listen", kafka,
+			"--cleaner-backoff", "1s", "--cleaner-io-max-bytes-per-second", "4MiB",
+			"--tiering-retired-grace", "3s"))
+	}
+	tc.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, tc.addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	desc, err := c.CreateTopic(ctx, topic, 1, 3, map[string]string{
+		"cleanup.policy":            "compact",
+		"remote.storage.enable":     "true",
+		"segment.bytes":             "256KiB",
+		"local.retention.bytes":     "1MiB",
+		"local.retention.ms":        "-1",
+		"remote.max.lag.ms":         "1s",
+		"min.insync.replicas":       "2",
+		"min.cleanable.dirty.ratio": "0.1",
+		"min.compaction.lag.ms":     "3600000",
+		"delete.retention.ms":       strconv.Itoa(int(retention.Milliseconds())),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.waitInSync(ctx, time.Minute, "the compacted topic's replicas in sync")
+
+	// model is each key's last acknowledged value; tombstoned keys are
+	// left out once their tombstone is sent, since none may be read.
+	model := map[string][]byte{}
+	var (
+		mu     sync.Mutex
+		failed error
+	)
+	keyOf := func(i int) string { return fmt.Sprintf("key-%05d", i) }
+	produce := func(n int, keyAt func(seq int) int, tombstoneAt int) {
+		p := c.NewProducer(client.WithBatchBytes(16<<10), client.WithLinger(5*time.Millisecond))
+		defer p.Close()
+		send := func(key string, value []byte) {
+			p.Produce(ctx, &client.Record{Topic: topic, Partition: 0, Key: []byte(key), Value: value}, func(_ *client.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && failed == nil {
+					failed = err
+				}
+			})
+		}
+		for seq := range n {
+			if seq == tombstoneAt {
+				for k := range tombstones {
+					send(keyOf(k), nil)
+					delete(model, keyOf(k))
+				}
+			}
+			k := keyOf(keyAt(seq))
+			v := fmt.Appendf(nil, "v%07d", seq)
+			model[k] = v
+			send(k, v)
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failed != nil {
+			t.Fatalf("a produce failed: %v", failed)
+		}
+	}
+	// The first half writes every key in turn, the second only those never
+	// tombstoned.
+	produce(updates, func(seq int) int {
+		if seq < updates/2 {
+			return seq % keys
+		}
+		return tombstones + seq%(keys-tombstones)
+	}, updates/2)
+	written := int64(updates + tombstones)
+	produced := time.Since(began)
+
+	// Before cleaning: the whole history uploaded, nothing cleaned.
+	partPrefix := fmt.Sprintf("%s/%s/0/", topic, desc.Id)
+	segPrefix := partPrefix + "segments/"
+	testutil.WaitFor(t, 3*time.Minute, "the whole history uploaded", func() bool {
+		d, err := c.DescribeTopic(ctx, topic)
+		return err == nil && d.Partitions[0].ColdEndOffset == written && d.Partitions[0].HighWatermark == written
+	})
+	before, beforeAll := usageOf(t, m, segPrefix), usageOf(t, m, partPrefix)
+	t.Logf("%d records of %d keys produced in %v; bucket before cleaning: %d segment objects, %d bytes (%d objects, %d bytes under the partition's prefix)",
+		written, keys, produced.Round(time.Millisecond), before.objects, before.bytes, beforeAll.objects, beforeAll.bytes)
+
+	// Clean from now on, and kill the leader while its cleaner is reading:
+	// its read counter moves between two scrapes.
+	leader := tc.leaderOf(ctx, topic, 0)
+	if _, err := c.AlterTopicConfig(ctx, topic, map[string]string{"min.compaction.lag.ms": "0"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cleanFrom := time.Now()
+	var lastRead float64
+	testutil.WaitFor(t, 2*time.Minute, fmt.Sprintf("broker %d's cleaner reading", leader), func() bool {
+		read := scrape(t, admins[leader])["strata_cleaner_bytes_read_total"]
+		moving := lastRead > 0 && read > lastRead
+		lastRead = read
+		return moving
+	})
+	victim := tc.byID(leader)
+	atKill := scrape(t, admins[leader])
+	victim.kill9()
+	t.Logf("killed leader %d while cleaning: its hot cleaner had read %.0f bytes in %.0f passes, its cold cleaner had made %.0f passes",
+		leader, atKill["strata_cleaner_bytes_read_total"], atKill["strata_cleaner_passes_total"], atKill["strata_cold_cleaner_passes_total"])
+	newLeader := tc.leaderOf(ctx, topic, 0, leader)
+	victim.start()
+	tc.waitInSync(ctx, 2*time.Minute, "the restarted broker back in sync")
+
+	// The new leader compacts the bucket; the retired objects go after
+	// their grace, so the bucket holds what the manifest names.
+	var after, afterAll bucketUsage
+	testutil.WaitFor(t, 5*time.Minute, "the cold tier compacted in the bucket", func() bool {
+		_, coldBytes, lag, _, _, _, _ := describeTier(ctx, t, c, topic)
+		after = usageOf(t, m, segPrefix)
+		return lag == 0 && coldBytes > 0 && after.bytes == coldBytes && after.bytes < before.bytes/5
+	})
+	afterAll = usageOf(t, m, partPrefix)
+	cleaned := time.Since(cleanFrom)
+	t.Logf("bucket after cleaning: %d segment objects, %d bytes (%d objects, %d bytes under the partition's prefix): %.4fx the bytes, %.4fx the objects, %v after cleaning was allowed",
+		after.objects, after.bytes, afterAll.objects, afterAll.bytes, float64(after.bytes)/float64(before.bytes),
+		float64(after.objects)/float64(before.objects), cleaned.Round(time.Millisecond))
+
+	// Every broker's hot cleaner has cleaned, the restarted one since its
+	// restart (its counters start from zero).
+	testutil.WaitFor(t, 3*time.Minute, "a hot cleaning on every broker", func() bool {
+		for id := range int32(3) {
+			mm := scrape(t, admins[id+1])
+			if mm["strata_cleaner_passes_total"] < 1 || mm["strata_cleaner_bytes_cleaned_total"] <= 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	// Tombstones go once a cleaning runs delete.retention.ms after one
+	// first covered them: wait that long, then make the log dirty again.
+	<-time.After(time.Until(cleanFrom.Add(retention + time.Second)))
+	produce(nudge, func(seq int) int { return tombstones + seq*7%(keys-tombstones) }, -1)
+	written += nudge
+	testutil.WaitFor(t, 2*time.Minute, "the last round uploaded", func() bool {
+		d, err := c.DescribeTopic(ctx, topic)
+		return err == nil && d.Partitions[0].ColdEndOffset == written && d.Partitions[0].HighWatermark == written
+	})
+	live := keys - tombstones
+	bound := 2*live + nudge
+
+	// Read through the bucket: local segments start far above 0, and the
+	// leader's cold reads grow while it serves the read.
+	var viaGRPC []keyedValue
+	var coldReads float64
+	coldReadsOf := func() float64 {
+		mm := scrape(t, admins[newLeader])
+		return mm["strata_cold_chunk_hits_total"] + mm["strata_cold_chunk_misses_total"]
+	}
+	testutil.WaitFor(t, 3*time.Minute, "a read from 0 without tombstoned keys and about one record per live key", func() bool {
+		if l := tc.leaderOf(ctx, topic, 0); l != newLeader {
+			t.Fatalf("the leader moved from %d to %d", newLeader, l)
+		}
+		coldReads = coldReadsOf()
+		viaGRPC = readGRPC(ctx, t, c, topic)
+		if len(viaGRPC) >= bound {
+			return false
+		}
+		for _, r := range viaGRPC {
+			if _, ok := model[string(r.key)]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	if got := coldReadsOf(); got <= coldReads {
+		t.Fatalf("leader %d's cold reads stayed at %.0f while it served a read from offset 0", newLeader, got)
+	}
+	_, _, _, _, logStart, localStart, hwm := describeTier(ctx, t, c, topic)
+	if logStart != 0 || localStart < written/2 || hwm != written {
+		t.Fatalf("log start %d, local start %d, high watermark %d: want 0, at least %d (the read went through the bucket) and %d",
+			logStart, localStart, hwm, written/2, written)
+	}
+	checkCompacted(t, "gRPC", viaGRPC, model, hwm)
+	coldReads = coldReadsOf()
+	viaKafka := readKafka(ctx, t, kafkaAddrs, topic, hwm)
+	checkCompacted(t, "Kafka", viaKafka, model, hwm)
+	if len(viaKafka) >= bound {
+		t.Fatalf("Kafka: read %d records, want fewer than %d", len(viaKafka), bound)
+	}
+	if got := coldReadsOf(); got <= coldReads {
+		t.Fatalf("leader %d's cold reads stayed at %.0f while it served a Kafka read from offset 0", newLeader, got)
+	}
+	t.Logf("written %d records of %d keys (%d tombstoned); read back from offset 0 %d over gRPC and %d over Kafka (%d live keys, bound %d); local segments start at %d of %d",
+		written, keys, tombstones, len(viaGRPC), len(viaKafka), live, bound, localStart, hwm)
+
+	// The cleaners' figures, from each broker's metrics and CPU time. The
+	// CPU is the whole process's since its start (replication, uploads
+	// and serving included), so per GB cleaned it is an upper bound.
+	var cold, hot, cpu strings.Builder
+	for _, b := range tc.brokers {
+		mm := scrape(t, admins[int32(b.id)])
+		hotBytes, hotSecs := mm["strata_cleaner_bytes_cleaned_total"], mm["strata_cleaner_seconds_total"]
+		coldBytes, coldSecs := mm["strata_cold_cleaner_bytes_in_total"], mm["strata_cold_cleaner_seconds_total"]
+		fmt.Fprintf(&hot, " broker %d: %.1f MB in %.1f s (%.1f MB/s);", b.id, hotBytes/1e6, hotSecs, hotBytes/1e6/max(hotSecs, 1e-9))
+		fmt.Fprintf(&cold, " broker %d: %.0f passes, %.1f MB in, %.2f MB out, %.1f s (%.1f MB/s), %.0f retired objects deleted;", b.id,
+			mm["strata_cold_cleaner_passes_total"], coldBytes/1e6, mm["strata_cold_cleaner_bytes_out_total"]/1e6, coldSecs,
+			coldBytes/1e6/max(coldSecs, 1e-9), mm["strata_cold_cleaner_retired_deleted_total"])
+		if used, err := cpuTime(b.cmd.Process.Pid); err == nil {
+			fmt.Fprintf(&cpu, " broker %d: %.1f CPU-s (%.1f per GB cleaned, both tiers);", b.id, used.Seconds(), used.Seconds()/max((hotBytes+coldBytes)/1e9, 1e-9))
+		}
+	}
+	t.Logf("hot cleaner:%s", hot.String())
+	t.Logf("cold cleaner:%s", cold.String())
+	t.Logf("broker CPU since start:%s", cpu.String())
+	t.Logf("wall time %v", time.Since(began).Round(time.Second))
+}
