@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,7 +125,24 @@ func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
 		failed error
 	)
 	keyOf := func(i int) string { return fmt.Sprintf("key-%05d", i) }
-	produce := func(n int, keyAt func(seq int) int, tombstoneAt int) {
+	// wroteAt is the record the producer sent at each offset: one
+	// idempotent producer's records take offsets in the order sent.
+	wroteAt := func(offset int64) (key string, value []byte) {
+		half, end := int64(updates/2), int64(updates+tombstones)
+		switch {
+		case offset < half:
+			return keyOf(int(offset) % keys), fmt.Appendf(nil, "v%07d", offset)
+		case offset < half+tombstones:
+			return keyOf(int(offset - half)), nil
+		case offset < end:
+			seq := int(offset - tombstones)
+			return keyOf(tombstones + seq%(keys-tombstones)), fmt.Appendf(nil, "v%07d", seq)
+		default:
+			seq := int(offset - end)
+			return keyOf(tombstones + seq*7%(keys-tombstones)), fmt.Appendf(nil, "n%07d", seq)
+		}
+	}
+	produce := func(n int, prefix string, keyAt func(seq int) int, tombstoneAt int) {
 		p := c.NewProducer(client.WithBatchBytes(16<<10), client.WithLinger(5*time.Millisecond))
 		defer p.Close()
 		send := func(key string, value []byte) {
@@ -141,7 +162,7 @@ func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
 				}
 			}
 			k := keyOf(keyAt(seq))
-			v := fmt.Appendf(nil, "v%07d", seq)
+			v := fmt.Appendf(nil, "%s%07d", prefix, seq)
 			model[k] = v
 			send(k, v)
 		}
@@ -156,7 +177,7 @@ func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
 	}
 	// The first half writes every key in turn, the second only those never
 	// tombstoned.
-	produce(updates, func(seq int) int {
+	produce(updates, "v", func(seq int) int {
 		if seq < updates/2 {
 			return seq % keys
 		}
@@ -179,6 +200,12 @@ func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
 	// Clean from now on, and kill the leader while its cleaner is reading:
 	// its read counter moves between two scrapes.
 	leader := tc.leaderOf(ctx, topic, 0)
+	cpuAtAlter := map[int]time.Duration{}
+	for _, b := range tc.brokers {
+		if used, err := cpuTime(b.cmd.Process.Pid); err == nil {
+			cpuAtAlter[b.id] = used
+		}
+	}
 	if _, err := c.AlterTopicConfig(ctx, topic, map[string]string{"min.compaction.lag.ms": "0"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +236,25 @@ func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
 	})
 	afterAll = usageOf(t, m, partPrefix)
 	cleaned := time.Since(cleanFrom)
+	// The CPU the brokers not killed used from the change of the lag to
+	// here, per GB both their cleaners cleaned: an upper bound, since the
+	// window also holds replication, the restarted broker's catch-up and
+	// the uploads.
+	var cpu strings.Builder
+	for _, b := range tc.brokers {
+		if b == victim {
+			continue
+		}
+		used, err := cpuTime(b.cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mm := scrape(t, admins[int32(b.id)])
+		gb := (mm["strata_cleaner_bytes_cleaned_total"] + mm["strata_cold_cleaner_bytes_in_total"]) / 1e9
+		used -= cpuAtAlter[b.id]
+		fmt.Fprintf(&cpu, " broker %d: %.2f CPU-s for %.1f MB cleaned (%.1f CPU-s per GB);", b.id, used.Seconds(), gb*1e3, used.Seconds()/max(gb, 1e-9))
+	}
+	t.Logf("CPU while cleaning:%s", cpu.String())
 	t.Logf("bucket after cleaning: %d segment objects, %d bytes (%d objects, %d bytes under the partition's prefix): %.4fx the bytes, %.4fx the objects, %v after cleaning was allowed",
 		after.objects, after.bytes, afterAll.objects, afterAll.bytes, float64(after.bytes)/float64(before.bytes),
 		float64(after.objects)/float64(before.objects), cleaned.Round(time.Millisecond))
@@ -226,9 +272,10 @@ func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
 	})
 
 	// Tombstones go once a cleaning runs delete.retention.ms after one
-	// first covered them: wait that long, then make the log dirty again.
-	<-time.After(time.Until(cleanFrom.Add(retention + time.Second)))
-	produce(nudge, func(seq int) int { return tombstones + seq*7%(keys-tombstones) }, -1)
+	// first covered them, and the cleanings above have: wait that long,
+	// then make the log dirty again so that another cleaning runs.
+	<-time.After(retention + time.Second)
+	produce(nudge, "n", func(seq int) int { return tombstones + seq*7%(keys-tombstones) }, -1)
 	written += nudge
 	testutil.WaitFor(t, 2*time.Minute, "the last round uploaded", func() bool {
 		d, err := c.DescribeTopic(ctx, topic)
@@ -282,10 +329,64 @@ func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
 	t.Logf("written %d records of %d keys (%d tombstoned); read back from offset 0 %d over gRPC and %d over Kafka (%d live keys, bound %d); local segments start at %d of %d",
 		written, keys, tombstones, len(viaGRPC), len(viaKafka), live, bound, localStart, hwm)
 
-	// The cleaners' figures, from each broker's metrics and CPU time. The
-	// CPU is the whole process's since its start (replication, uploads
-	// and serving included), so per GB cleaned it is an upper bound.
-	var cold, hot, cpu strings.Builder
+	// bucket verify checks every object the compacted head names, records
+	// and epochs included. restore copies the compacted cold tier cut at
+	// an offset and at a time inside it. A copy of a compacted tier holds
+	// what the tier held below the cut: only records written there (each
+	// at the offset it was written at), in increasing offsets, and among
+	// them every key's last value that lies below the cut; verify passes
+	// on each copy too.
+	verify := func(topic string) {
+		t.Helper()
+		args := append([]string{"bucket", "verify", "--topic", topic, "--records", "--quiet"}, s3Flags(m)...)
+		if out, err := exec.Command(strataBin(t), args...).CombinedOutput(); err != nil {
+			t.Fatalf("bucket verify of %s: %v\n%s", topic, err, out)
+		}
+	}
+	verify(topic)
+	source := readTimed(ctx, t, c, topic)
+	lastOf := map[string]*client.Record{}
+	for _, r := range source {
+		checkWritten(t, topic, r, written, wroteAt)
+		lastOf[string(r.Key)] = r
+	}
+	cutAt := source[len(source)/3]
+	mustStrata(t, tc.byID(newLeader), "", "topic", "restore", topic, "--as", "kv-to-offset", "--to-offset", fmt.Sprint(cutAt.Offset))
+	mustStrata(t, tc.byID(newLeader), "", "topic", "restore", topic, "--as", "kv-to-time", "--to-time", fmt.Sprintf("@%d", cutAt.Timestamp.UnixMilli()))
+	checkCopy := func(copy string, in func(r *client.Record) bool) {
+		t.Helper()
+		got := readTimed(ctx, t, c, copy)
+		held := map[int64]*client.Record{}
+		for _, r := range got {
+			if !in(r) {
+				t.Fatalf("%s holds offset %d (time %v), past the cut", copy, r.Offset, r.Timestamp)
+			}
+			checkWritten(t, copy, r, written, wroteAt)
+			held[r.Offset] = r
+		}
+		kept := 0
+		for _, want := range lastOf {
+			if !in(want) {
+				continue
+			}
+			kept++
+			if r, ok := held[want.Offset]; !ok || !bytes.Equal(r.Value, want.Value) || !r.Timestamp.Equal(want.Timestamp) {
+				t.Fatalf("%s lacks key %s's last value %q at offset %d, below the cut", copy, want.Key, want.Value, want.Offset)
+			}
+		}
+		if kept == 0 || len(got) >= bound {
+			t.Fatalf("%s holds %d records, %d of them last values: want some and fewer than %d", copy, len(got), kept, bound)
+		}
+		verify(copy)
+		t.Logf("%s: %d records, %d keys' last values below the cut", copy, len(got), kept)
+	}
+	checkCopy("kv-to-offset", func(r *client.Record) bool { return r.Offset < cutAt.Offset })
+	checkCopy("kv-to-time", func(r *client.Record) bool { return !r.Timestamp.After(cutAt.Timestamp) })
+
+	// The cleaners' figures, from each broker's metrics (the restarted
+	// broker's since its restart). The hot cleaner's MB/s is bound by
+	// --cleaner-io-max-bytes-per-second; the cold cleaner is not throttled.
+	var cold, hot strings.Builder
 	for _, b := range tc.brokers {
 		mm := scrape(t, admins[int32(b.id)])
 		hotBytes, hotSecs := mm["strata_cleaner_bytes_cleaned_total"], mm["strata_cleaner_seconds_total"]
@@ -294,12 +395,40 @@ func TestCompactedTopicAtScaleThroughBothTiers(t *testing.T) {
 		fmt.Fprintf(&cold, " broker %d: %.0f passes, %.1f MB in, %.2f MB out, %.1f s (%.1f MB/s), %.0f retired objects deleted;", b.id,
 			mm["strata_cold_cleaner_passes_total"], coldBytes/1e6, mm["strata_cold_cleaner_bytes_out_total"]/1e6, coldSecs,
 			coldBytes/1e6/max(coldSecs, 1e-9), mm["strata_cold_cleaner_retired_deleted_total"])
-		if used, err := cpuTime(b.cmd.Process.Pid); err == nil {
-			fmt.Fprintf(&cpu, " broker %d: %.1f CPU-s (%.1f per GB cleaned, both tiers);", b.id, used.Seconds(), used.Seconds()/max((hotBytes+coldBytes)/1e9, 1e-9))
-		}
 	}
 	t.Logf("hot cleaner:%s", hot.String())
 	t.Logf("cold cleaner:%s", cold.String())
-	t.Logf("broker CPU since start:%s", cpu.String())
 	t.Logf("wall time %v", time.Since(began).Round(time.Second))
+}
+
+// readTimed reads partition 0 of topic from its start to its end with the
+// Go client, timestamps included.
+func readTimed(ctx context.Context, t *testing.T, c *client.Client, topic string) []*client.Record {
+	t.Helper()
+	k := c.NewConsumer(client.WithStopAtEnd(true))
+	defer k.Close()
+	if err := k.Assign(topic, 0, client.Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	var out []*client.Record
+	for {
+		recs, err := k.Poll(ctx)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("consume %s: %v", topic, err)
+		}
+		out = append(out, recs...)
+	}
+}
+
+// checkWritten fails unless r is the record the producer wrote at its
+// offset, below written.
+func checkWritten(t *testing.T, via string, r *client.Record, written int64, wroteAt func(int64) (string, []byte)) {
+	t.Helper()
+	key, value := wroteAt(r.Offset)
+	if r.Offset >= written || string(r.Key) != key || !bytes.Equal(r.Value, value) {
+		t.Fatalf("%s: offset %d holds %s=%q, but %s=%q was written there", via, r.Offset, r.Key, r.Value, key, value)
+	}
 }
