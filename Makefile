@@ -163,11 +163,6 @@ bench-compact: build ## produce p99 at 5,000 records/s of 1 KiB to one topic alo
 	STRATA_BIN=$(BIN)/strata \
 	  $(GO) test -run '^$$' -bench 'CleanerIsolation$$' -benchtime 1x -timeout 20m -v ./e2e/
 
-.PHONY: test-compact-full
-test-compact-full: build minio ## the compacted-topic e2e at the issue's size: a million updates of 10,000 keys through both tiers with MinIO, kill -9 of the cleaning leader (make test runs 200,000)
-	STRATA_COMPACT_UPDATES=1000000 STRATA_BIN=$(BIN)/strata STRATA_MINIO=$(TOOLS)/bin/minio \
-	  $(GO) test -count=1 -timeout 30m -run '^TestCompactedTopicAtScaleThroughBothTiers$$' -v ./e2e/
-
 .PHONY: kafka-compat
 kafka-compat: ## franz-go's own kgo integration tests against one strata serve (about 2-3 min; needs the Go module proxy once; not part of make test)
 	@./scripts/kafka-compat.sh
