@@ -72,6 +72,11 @@ type partition struct {
 	// house is the replica's place in the broker's housekeeper
 	// (housekeeper.go): markDirty asks for a visit.
 	house houseState
+
+	// lasts is what the log cleaner last learned of the producers in the
+	// clean part of this log (cleaner.go). Owned by the cleaner's
+	// goroutine.
+	lasts producerLastsMemo
 }
 
 func logConfig(t config.Topic) hotlog.Config {
@@ -465,6 +470,24 @@ func (p *partition) appendAsFollower(leader, epoch int32, readFrom int64, data [
 	}
 	p.markDirty() // a roll deadline, producer snapshots, a checkpoint
 	return nil
+}
+
+// tombstoneFloor is where this replica's cleaner may remove tombstones
+// up to, as far as the other replicas go (replicaState.tombstoneFloor).
+func (p *partition) tombstoneFloor() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.rs.tombstoneFloor(p.logViewLocked())
+}
+
+// takeTombstoneFloor keeps the tombstone floor the leader it follows in
+// epoch sent.
+func (p *partition) takeTombstoneFloor(leader, epoch int32, floor int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.followingLocked(leader, epoch) {
+		p.mu.rs.toldFloor = floor
+	}
 }
 
 // holdsCommittedBefore reports whether this follower's log shows it holds
