@@ -114,7 +114,9 @@ func (p *partition) coldCleanPass(ctx context.Context, env tierEnv, c *tiering.C
 			env.logger.Info("deleted objects a cold cleaning replaced", "partition", p.name(), "objects", len(deleted))
 		}
 	}
-	if !cfg.Compacted() || now.Sub(p.work.lastClean) < e.interval {
+	// A scan under way (the head's CleanScan) goes on at the next round;
+	// a new pass waits for the cleaner's interval.
+	if !cfg.Compacted() || c.Head().CleanScan == nil && now.Sub(p.work.lastClean) < e.interval {
 		return nil
 	}
 	p.work.lastClean = now

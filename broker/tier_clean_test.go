@@ -149,7 +149,9 @@ func TestTheColdCleanerIsBoundedPerRound(t *testing.T) {
 		if h := l.head(); len(ends) == 0 || h.CleanedTo != ends[len(ends)-1] {
 			ends = append(ends, h.CleanedTo)
 		}
-		l.now = l.now.Add(time.Duration(config.DefaultBroker().Cleaner.Backoff))
+		if l.head().CleanScan == nil {
+			l.now = l.now.Add(time.Duration(config.DefaultBroker().Cleaner.Backoff))
+		} // a scan under way goes on at the next round, whatever the interval
 	}
 	if len(ends) < 2 || ends[0] >= 800 || ends[len(ends)-1] != 800 {
 		t.Fatalf("the cold tier was cleaned to %v over the rounds: want several bounded passes ending at 800", ends)
