@@ -18,11 +18,15 @@
 # for each record size in SIZES, and for Strata under each flush.policy in
 # POLICIES (always: fsync before the acknowledgement; interval: fsync
 # within FLUSH_MS, as Redis's appendfsync everysec). Strata writes with
-# acks=all to a topic of one partition on one broker.
+# acks=all to a topic of one partition on one broker, and with RF3=1 (the
+# default) also on three brokers of this machine with replication factor 3
+# (rows strata-rf3/<policy>: acknowledged once all three replicas hold the
+# record; the peers keep one copy).
 #
 # Each row carries the 1-minute load average when the phase began and the
 # server's CPU seconds (user and system, /proc/<pid>/stat) per GB of payload
-# (10^9 bytes): around each strata bench run for the broker, and for the
+# (10^9 bytes): around each strata bench run for the broker (the three
+# brokers' sum at RF=3), and for the
 # peers from /proc samples every 50 ms interpolated at each phase's start
 # and end. The summary gives each figure's median over the rounds and the
 # Strata/JetStream and Strata/Redis ratios of those medians.
@@ -43,6 +47,7 @@ BATCH=${BATCH:-1000}
 CAP=${CAP:-20s} # a publish phase stops after this long (peers: PHASE_TIMEOUT; Strata: --duration)
 POLICIES=${POLICIES:-always interval}
 FLUSH_MS=${FLUSH_MS:-1000}
+RF3=${RF3:-1}
 [ -x "$PEERBENCH" ] || { echo "peerbench not found at $PEERBENCH; set PEERBENCH" >&2; exit 1; }
 [ -x "$S" ] || { echo "$S not built; run make build" >&2; exit 1; }
 
@@ -51,9 +56,10 @@ OUT=${OUT:-$DIR}
 mkdir -p "$OUT"
 ROWS="$OUT/rows"
 : >"$ROWS"
-BROKER=""
+BROKERS="" # the PIDs of the brokers this script runs now
 cleanup() {
-  if [ -n "$BROKER" ]; then kill "$BROKER" 2>/dev/null || true; wait "$BROKER" 2>/dev/null || true; fi
+  local p
+  for p in $BROKERS; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   rm -rf "$DIR/data"
   [ "$OUT" != "$DIR" ] && rm -rf "$DIR"
   return 0
@@ -61,10 +67,10 @@ cleanup() {
 trap cleanup EXIT
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in 27800 27801 27802 14222 16379; do
-  port_free "$p" || { echo "port $p is in use; bench-peers needs 27800-27802, 14222 and 16379" >&2; exit 1; }
+for p in 27800 27801 27802 27810 27811 27812 27820 27821 27822 27830 27831 27832 14222 16379; do
+  port_free "$p" || { echo "port $p is in use; bench-peers needs 27800-27832, 14222 and 16379" >&2; exit 1; }
 done
-GRPC=127.0.0.1:27800
+GRPC="" # the brokers' gRPC addresses, comma-separated
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
 # ticks PID: the process's user and system CPU so far in clock ticks (USER_HZ
@@ -134,16 +140,23 @@ peers() {
     }' "$log" >>"$ROWS"
 }
 
-# strata ROUND POLICY SIZE PHASE ARGS...: one strata bench run, its row
-# appended to $ROWS with the broker's CPU around it.
+# brokerTicks: the CPU ticks of every broker running, summed, into $TICKS.
+brokerTicks() {
+  local p sum=0
+  for p in $BROKERS; do ticks "$p"; sum=$((sum + TICKS)); done
+  TICKS=$sum
+}
+
+# strata ROUND SYSTEM POLICY SIZE PHASE ARGS...: one strata bench run, its
+# row appended to $ROWS with the brokers' CPU around it.
 strata() {
-  local round=$1 policy=$2 size=$3 phase=$4 f="$OUT/strata-$1-$2-$3-$4.json"
-  shift 4
+  local round=$1 sys=$2 policy=$3 size=$4 phase=$5 f="$OUT/$2-$1-$3-$4-$5.json"
+  shift 5
   local la b0 b1
   la=$(load1)
-  ticks "$BROKER"; b0=$TICKS
+  brokerTicks; b0=$TICKS
   "$S" bench "$@" --broker "$GRPC" --json >"$f" 2>"${f%.json}.err" || { echo "strata bench $* failed:" >&2; cat "${f%.json}.err" >&2; exit 1; }
-  ticks "$BROKER"; b1=$TICKS
+  brokerTicks; b1=$TICKS
   local get='s/.*"KEY": *\([0-9.e+-]*\).*/\1/p'
   local n secs rate mbps p50="-" p99="-"
   n=$(tr -d '\n' <"$f" | sed -n "${get/KEY/records}")
@@ -156,30 +169,63 @@ strata() {
   fi
   local note=-
   [ "$phase" != consume ] && [ "$n" -lt "$([ "$phase" = sync ] && echo "$SYNC_N" || echo "$N")" ] && note=capped
-  echo "$round strata $policy $size $phase $n $secs $rate $mbps $p50 $p99 $(awk -v a="$b1" -v b="$b0" 'BEGIN {printf "%.3f", (a - b) / 100}') $la $note" >>"$ROWS"
+  echo "$round $sys $policy $size $phase $n $secs $rate $mbps $p50 $p99 $(awk -v a="$b1" -v b="$b0" 'BEGIN {printf "%.3f", (a - b) / 100}') $la $note" >>"$ROWS"
 }
 
-strataRound() {
-  local r=$1
+# startBrokers ROUND RF: one broker on 27800-27802 (RF 1) or three on
+# 27810-27832 (RF 3), with fresh data directories and no object store.
+startBrokers() {
+  local r=$1 rf=$2 id b
   rm -rf "$DIR/data"
-  "$S" serve --node-id 1 --data-dir "$DIR/data" --listen "$GRPC" --raft-listen 127.0.0.1:27801 \
-    --gossip-listen 127.0.0.1:27802 --admin-listen "" --object-store-type none >"$OUT/broker-$r.log" 2>&1 &
-  BROKER=$!
+  if [ "$rf" = 1 ]; then
+    "$S" serve --node-id 1 --data-dir "$DIR/data/b1" --listen 127.0.0.1:27800 --raft-listen 127.0.0.1:27801 \
+      --gossip-listen 127.0.0.1:27802 --admin-listen "" --object-store-type none >"$OUT/broker-$r-rf1.log" 2>&1 &
+    BROKERS=$!
+    GRPC=127.0.0.1:27800
+    return
+  fi
+  local join=127.0.0.1:27812,127.0.0.1:27822,127.0.0.1:27832
+  for id in 1 2 3; do
+    b=$((27800 + id * 10))
+    "$S" serve --node-id "$id" --data-dir "$DIR/data/b$id" --listen "127.0.0.1:$b" --raft-listen "127.0.0.1:$((b + 1))" \
+      --gossip-listen "127.0.0.1:$((b + 2))" --admin-listen "" --gossip-join "$join" --gossip-bootstrap-expect 3 \
+      --gossip-profile local --object-store-type none >"$OUT/broker-$r-rf3-b$id.log" 2>&1 &
+    BROKERS="$BROKERS $!"
+  done
+  GRPC=127.0.0.1:27810,127.0.0.1:27820,127.0.0.1:27830
+}
+
+stopBrokers() {
+  local p
+  for p in $BROKERS; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  BROKERS=""
+}
+
+# strataRound ROUND RF: the three phases for every size and flush policy.
+strataRound() {
+  local r=$1 rf=$2 sys=strata
+  [ "$rf" = 3 ] && sys=strata-rf3
+  startBrokers "$r" "$rf"
   local size policy t cfg
   for size in $SIZES; do
     for policy in $POLICIES; do
       t="peers-$policy-$size"
       cfg="flush.policy=$policy"
       [ "$policy" = interval ] && cfg="$cfg,flush.ms=$FLUSH_MS"
-      for _ in $(seq 150); do "$S" topic create "$t" --partitions 1 --config "$cfg" --broker "$GRPC" --timeout 2s >/dev/null 2>&1 && break; sleep 0.2; done
-      strata "$r" "$policy" "$size" sync produce --topic "$t" --sync --records "$SYNC_N" --duration "$CAP" --record-size "$size" --acks all
-      strata "$r" "$policy" "$size" async produce --topic "$t" --records "$N" --duration "$CAP" --record-size "$size" --acks all \
+      local made=""
+      for _ in $(seq 300); do
+        "$S" topic create "$t" --partitions 1 --replication-factor "$rf" --config "$cfg" --broker "$GRPC" --timeout 2s \
+          >"$OUT/create.out" 2>&1 && { made=1; break; }
+        sleep 0.2
+      done
+      [ -n "$made" ] || { echo "could not create topic $t:" >&2; cat "$OUT/create.out" >&2; exit 1; }
+      strata "$r" "$sys" "$policy" "$size" sync produce --topic "$t" --sync --records "$SYNC_N" --duration "$CAP" --record-size "$size" --acks all
+      strata "$r" "$sys" "$policy" "$size" async produce --topic "$t" --records "$N" --duration "$CAP" --record-size "$size" --acks all \
         --batch-bytes "$((WINDOW * size))" --in-flight 1
-      strata "$r" "$policy" "$size" consume consume --topic "$t" --fetch-max-bytes "$((BATCH * size))"
+      strata "$r" "$sys" "$policy" "$size" consume consume --topic "$t" --fetch-max-bytes "$((BATCH * size))"
     done
   done
-  kill "$BROKER"; wait "$BROKER" 2>/dev/null || true
-  BROKER=""
+  stopBrokers
 }
 
 echo "# $(nproc) cpus; N=$N SYNC_N=$SYNC_N SIZES=\"$SIZES\" WINDOW=$WINDOW BATCH=$BATCH CAP=$CAP POLICIES=\"$POLICIES\" flush.ms=$FLUSH_MS; rows in $ROWS" >&2
@@ -187,7 +233,11 @@ for r in $(seq "$ROUNDS"); do
   echo "# round $r: peers (load $(load1))" >&2
   peers "$r"
   echo "# round $r: strata (load $(load1))" >&2
-  strataRound "$r"
+  strataRound "$r" 1
+  if [ "$RF3" = 1 ]; then
+    echo "# round $r: strata RF=3 (load $(load1))" >&2
+    strataRound "$r" 3
+  fi
 done
 
 # One line per system and phase: medians over the rounds, the load range,
@@ -200,7 +250,7 @@ awk '
   }
   function add(k, v) { V[k] = V[k] (V[k] == "" ? "" : " ") v }
   {
-    sys = $2 == "strata" ? "strata/" $3 : $2
+    sys = $2 ~ /^strata/ ? $2 "/" $3 : $2
     g = $4 " " $5; key = g SUBSEP sys
     if (!(g in seenG)) { seenG[g] = 1; G[++ng] = g }
     if (!(key in seenS)) { seenS[key] = 1; Sys[g, ++ns[g]] = sys }
