@@ -33,7 +33,8 @@
 #
 # PEERBENCH is peerbench's run.sh (default ../shared/peerbench/run.sh, it
 # installs nats-server and redis-server from Debian if missing); OUT=dir
-# keeps the raw rows and logs.
+# keeps the raw rows and logs. run.sh's own settings pass through the
+# environment: REDIS_FSYNC=always makes Redis fsync before each reply.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=./bin/strata
