@@ -24,6 +24,8 @@ package broker
 //     among the partition's replicas (replicaState.tombstoneFloor; a
 //     follower learns it from its leader): a replica that has not copied
 //     a tombstone yet must get it, or it keeps the key's older records.
+//   - For a partition with a cold tier, no tombstone goes at or past where
+//     the cold cleaner has compacted the cold tier to (hotTombstoneLimit).
 //   - Reads and writes are throttled to cleaner.io_max_bytes_per_second.
 //
 // Replicas clean on their own, each on its own broker, and still agree on
@@ -203,6 +205,21 @@ func (p *partition) hotCleanLimit(b *Broker) (int64, bool) {
 	return min(hw, st.coldEnd), true
 }
 
+// hotTombstoneLimit is, for a partition with a cold tier, the offset
+// below which the hot cleaner may remove tombstones as far as the cold
+// tier goes: where the cold cleaner has compacted it to, as this replica
+// last saw it. A consumer reads the cold tier below the local log start,
+// then the local log: a tombstone the hot cleaner removed while the cold
+// tier still holds the key's older records, below the local start, would
+// bring the key back. Once the cold cleaner has covered the tombstone, the
+// cold tier holds none of them. Without a cold tier, no limit.
+func (p *partition) hotTombstoneLimit(b *Broker) int64 {
+	if !p.remote(b) {
+		return math.MaxInt64
+	}
+	return p.tier.Load().coldCleanedTo
+}
+
 // cleanerState reads the replica's cleaner side file; none, or one that
 // cannot be read, is an empty state (see cleanerState).
 func (p *partition) cleanerState() cleanerState {
@@ -222,7 +239,7 @@ func (p *partition) cleanerState() cleanerState {
 func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs int64) error {
 	cfg := p.cfg.Load()
 	state := p.cleanerState()
-	rules := compact.Rules{TombstoneHorizon: min(state.horizon(nowMs, cfg.DeleteRetentionMs), p.tombstoneFloor())}
+	rules := compact.Rules{TombstoneHorizon: min(state.horizon(nowMs, cfg.DeleteRetentionMs), p.tombstoneFloor(), p.hotTombstoneLimit(b))}
 	budget := int(b.cfg.Cleaner.DedupeBufferSize)
 	if budget <= 0 { // settings built without the defaults
 		budget = int(config.DefaultBroker().Cleaner.DedupeBufferSize)

@@ -106,9 +106,12 @@ type tierState struct {
 	// about the cold tier (a zero there would pass for an empty one).
 	loaded             bool
 	coldStart, coldEnd int64 // -1 while the cold tier is empty
-	coldBytes          int64
-	coldSegments       int
-	err                string
+	// coldCleanedTo is where the cold cleaner has compacted the cold
+	// tier to (the head's cleanedTo; 0 for never): see hotTombstoneLimit.
+	coldCleanedTo int64
+	coldBytes     int64
+	coldSegments  int
+	err           string
 }
 
 // uploadLag is the sealed local bytes and segments holding offsets the cold
@@ -608,9 +611,10 @@ func (p *partition) publishTier(h *tiering.Head) {
 	if h != nil && !h.Empty() {
 		st.coldStart, st.coldEnd = h.StartOffset(), h.EndOffset()
 	}
-	st.coldSegments, st.coldBytes = 0, 0
+	st.coldSegments, st.coldBytes, st.coldCleanedTo = 0, 0, 0
 	if h != nil {
 		st.coldSegments, st.coldBytes = h.Stats()
+		st.coldCleanedTo = h.CleanedTo
 	}
 	p.tier.Store(&st)
 }

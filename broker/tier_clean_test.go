@@ -167,3 +167,123 @@ func TestTheColdCleanerIsBoundedPerRound(t *testing.T) {
 		seen[string(r.Key)] = true
 	}
 }
+
+// The hot cleaner of a tiered partition keeps a tombstone until the cold
+// cleaner has compacted the cold tier past it: a consumer reads the cold
+// tier below the local log start, and a key's older record there would
+// come back were the tombstone gone from the local log (a simulation seed
+// with a slow cold cleaner found it).
+func TestHotCleanerKeepsTombstonesTheColdTierHasNotCleaned(t *testing.T) {
+	l := newTieredLeader(t, map[string]string{"cleanup.policy": "compact", "segment.bytes": "16KiB",
+		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"}, 1)
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	l.produceKeyed("gone")
+	for i := range 200 {
+		l.produceKeyed(keys[i%len(keys)], keys[(i+3)%len(keys)])
+	}
+	bl := record.NewBuilder(record.DefaultBatchOptions())
+	bl.Add(record.Record{Timestamp: l.now.UnixMilli(), Key: []byte("gone")}) // the tombstone
+	b, err := bl.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := l.p.appendAsLeader(b, AcksLeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tombstone := res.BaseOffset
+	for i := range 200 {
+		l.produceKeyed(keys[i%len(keys)], keys[(i+5)%len(keys)])
+	}
+	if err := l.p.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	// Uploads with the cold cleaner not due (its interval not passed): the
+	// cold tier holds the tombstone and the key's older record, uncleaned.
+	l.p.work.lastClean = l.now
+	l.pass()
+	if h := l.head(); h.EndOffset() <= tombstone || h.CleanedTo > tombstone {
+		t.Fatalf("cold tier ends at %d, cleaned to %d: want the tombstone at %d uploaded and not yet cleaned", h.EndOffset(), h.CleanedTo, tombstone)
+	}
+	hot := &Broker{store: l.store, cfg: config.Broker{Cleaner: config.Cleaner{DedupeBufferSize: 1 << 20}}}
+	hotCleanings := 0
+	// round writes new dirty segments, uploads them and cleans the hot tier.
+	round := func() {
+		t.Helper()
+		for i := range 200 {
+			l.produceKeyed(keys[i%len(keys)])
+		}
+		if err := l.p.log.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		l.pass()
+		c := hot.cleanableAt(l.p, l.now.UnixMilli())
+		if !c.eligible {
+			t.Fatalf("the hot log is not due a cleaning: %+v", c)
+		}
+		if err := hot.cleanLog(l.p, c, newIOThrottle(0, nil), l.now.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+		hotCleanings++
+		l.now = l.now.Add(time.Second)
+	}
+	holdsTombstone := func() bool {
+		if start := l.p.log.LogStartOffset(); start > tombstone {
+			t.Fatalf("the local log starts at %d, past the tombstone at %d", start, tombstone)
+		}
+		for _, r := range localRecordsOf(t, l.p) {
+			if string(r.Key) == "gone" && r.Value == nil {
+				return true
+			}
+		}
+		return false
+	}
+	for range 3 { // the first covers the tombstone; the later ones could remove it
+		round()
+	}
+	if !holdsTombstone() {
+		t.Fatalf("the hot cleaner removed the tombstone at %d while the cold tier, cleaned to %d, holds the key's older record", tombstone, l.head().CleanedTo)
+	}
+	// The cold cleaner runs; then the hot one may remove the tombstone.
+	l.now = l.now.Add(time.Duration(config.DefaultBroker().Cleaner.Backoff))
+	for n := 0; n < 20 && l.head().CleanedTo <= tombstone; n++ {
+		l.pass()
+		l.now = l.now.Add(time.Duration(config.DefaultBroker().Cleaner.Backoff))
+	}
+	if to := l.head().CleanedTo; to <= tombstone {
+		t.Fatalf("the cold tier was cleaned to %d only", to)
+	}
+	for range 2 {
+		round()
+	}
+	if holdsTombstone() {
+		t.Fatalf("the hot cleaner kept the tombstone at %d after the cold tier was cleaned to %d", tombstone, l.head().CleanedTo)
+	}
+}
+
+// localRecordsOf reads every record of p's local log.
+func localRecordsOf(t *testing.T, p *partition) []record.Record {
+	t.Helper()
+	var out []record.Record
+	l := p.log
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+		res, err := l.Read(off, 1<<20, l.LogEndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for data := res.Data; len(data) > 0; {
+			b, rest, err := record.Next(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := b.Records()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, recs...)
+			data = rest
+		}
+		off = res.NextOffset
+	}
+	return out
+}
