@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sync/atomic"
 	"time"
@@ -226,23 +227,34 @@ func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs
 	if budget <= 0 { // settings built without the defaults
 		budget = int(config.DefaultBroker().Cleaner.DedupeBufferSize)
 	}
+	// Every producer's last batch below the rewrite's end: the clean
+	// segments' from the last cleaning, if the log still starts where it
+	// did then, else read; the rest as the key maps read the dirty
+	// segments. A cleaning reads the dirty segments twice (key map,
+	// rewrite) and the clean ones once or twice (rewrite; producer lasts
+	// after a restart).
+	producers, ok := p.lasts.below(c.dirty, p.log.LogStartOffset())
+	if !ok {
+		var err error
+		producers, err = compact.ProducerLasts(b.segmentBatches(p.log, segmentsBelow(c.segs, c.dirty), throttle))
+		if err != nil {
+			return err
+		}
+	}
 	for dirty := c.dirty; dirty < c.end; {
-		src := b.segmentBatches(p.log, c.segs, throttle)
+		// The key map reads only the dirty segments: Build skips what
+		// ends below dirty, and reading it would cost I/O and throttle.
+		src := producerTap(b.segmentBatches(p.log, segmentsFrom(c.segs, dirty), throttle), producers)
 		m, mapEnd, err := compact.Build(src, dirty, c.end, budget, rules.MaxDecompressed)
 		if err != nil {
+			p.lasts.forget()
 			return err
 		}
 		var bases []int64
-		var cleaned []hotlog.SegmentInfo
 		for _, s := range c.segs {
 			if s.BaseOffset < mapEnd {
 				bases = append(bases, s.BaseOffset)
-				cleaned = append(cleaned, s)
 			}
-		}
-		producers, err := compact.ProducerLasts(b.segmentBatches(p.log, cleaned, throttle))
-		if err != nil {
-			return err
 		}
 		f := compact.Filter{Map: m, MapEnd: mapEnd, Rules: rules, ProducerLast: producers}
 		res, err := p.log.RewriteSegments(bases, func(_ hotlog.SegmentInfo, batches hotlog.Batches, emit func(record.Batch) error) error {
@@ -255,6 +267,7 @@ func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs
 			return err
 		})
 		if err != nil {
+			p.lasts.forget()
 			return err
 		}
 		b.metrics.cleaner.passes.Add(1)
@@ -262,11 +275,83 @@ func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs
 		b.metrics.cleaner.bytesWritten.Add(res.BytesOut)
 		state.record(mapEnd, nowMs, cfg.DeleteRetentionMs)
 		if err := p.log.WriteSideFile(cleanerOffsetFile, state.encode()); err != nil {
+			p.lasts.forget()
 			return err
 		}
+		p.lasts.keep(producers, mapEnd, p.log.LogStartOffset())
 		// The next pass reads the rewritten segments.
 		c.segs = refreshSegments(p.log.Segments(), c.segs)
 		dirty = mapEnd
+	}
+	return nil
+}
+
+// segmentsBelow returns the segments of segs wholly below offset end.
+func segmentsBelow(segs []hotlog.SegmentInfo, end int64) []hotlog.SegmentInfo {
+	for i, s := range segs {
+		if s.LastOffset >= end {
+			return segs[:i]
+		}
+	}
+	return segs
+}
+
+// producerTap yields src's batches and notes each producer's last offset
+// in lasts as they go by (compact.ProducerLasts, on the key map's read).
+// A batch the key map reads past its map end is noted too: it is below the
+// high watermark (src is the cleanable prefix) and stays in the log, so an
+// earlier batch of its producer is not the last.
+func producerTap(src compact.Source, lasts map[int64]int64) compact.Source {
+	return func(yield func(record.Batch, error) bool) {
+		for batch, err := range src {
+			if err == nil {
+				if pid := batch.ProducerID(); pid != record.NoProducerID {
+					lasts[pid] = max(lasts[pid], batch.LastOffset())
+				}
+			}
+			if !yield(batch, err) {
+				return
+			}
+		}
+	}
+}
+
+// producerLastsMemo keeps a log's producer lasts (compact.ProducerLasts)
+// from one cleaning to the next, so that the next reads only its dirty
+// segments for them. A cleaning keeps the batch ending at each producer's
+// last offset, and the log below the high watermark changes only by
+// cleaning or by a new log start (retention, a reset to the leader's
+// start), so the lasts of the offsets below where a cleaning ended hold
+// until the log start moves.
+type producerLastsMemo struct {
+	lasts map[int64]int64 // nil: nothing kept
+	end   int64           // the offsets they cover: those below end
+	start int64           // the log start they were taken at
+}
+
+// below returns a copy of the lasts kept for the offsets below end, if
+// they are still the log's.
+func (m *producerLastsMemo) below(end, logStart int64) (map[int64]int64, bool) {
+	if m.lasts == nil || m.end != end || m.start != logStart {
+		return nil, false
+	}
+	return maps.Clone(m.lasts), true
+}
+
+func (m *producerLastsMemo) keep(lasts map[int64]int64, end, logStart int64) {
+	m.lasts, m.end, m.start = maps.Clone(lasts), end, logStart
+}
+
+// forget drops what is kept: a cleaning that failed midway may have left
+// the log in either state.
+func (m *producerLastsMemo) forget() { m.lasts = nil }
+
+// segmentsFrom returns the segments of segs holding offset from or later.
+func segmentsFrom(segs []hotlog.SegmentInfo, from int64) []hotlog.SegmentInfo {
+	for i, s := range segs {
+		if s.LastOffset >= from {
+			return segs[i:]
+		}
 	}
 	return nil
 }

@@ -2,11 +2,14 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/record"
 )
 
 // TestCleanableOf: the cleaner takes only sealed segments wholly below the
@@ -116,6 +119,156 @@ func TestCleanerStateHorizon(t *testing.T) {
 	for _, bad := range []string{"", "v2 1", "v1 x", "v1 5\n1", "v1 5\n-1 3", "v1 -4"} {
 		if _, err := parseCleanerState([]byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// A cleaning reads its dirty segments twice (key map, rewrite) and its
+// clean ones once (rewrite): the producers' last batches come from the key
+// map's read and from the last cleaning. After a restart, which forgets
+// those, the clean segments are read once more for them.
+func TestCleaningReadsEachSegmentAtMostTwice(t *testing.T) {
+	c := newCleanerHarness(t)
+	c.write(0, 200, noProducer)
+	if read, cleanSize, dirtySize := c.clean(); cleanSize != 0 || read != 2*dirtySize {
+		t.Fatalf("first cleaning read %d bytes of %d dirty and %d clean; want 2x the dirty", read, dirtySize, cleanSize)
+	}
+	c.write(200, 200, noProducer)
+	read, cleanSize, dirtySize := c.clean()
+	if cleanSize == 0 {
+		t.Fatal("the second cleaning found no clean segment")
+	}
+	if want := 2*dirtySize + cleanSize; read != want {
+		t.Fatalf("second cleaning read %d bytes of %d dirty and %d clean; want %d", read, dirtySize, cleanSize, want)
+	}
+	c.r.p.lasts.forget() // as a restart does
+	c.write(400, 200, noProducer)
+	read, cleanSize, dirtySize = c.clean()
+	if want := 2*dirtySize + 2*cleanSize; read != want {
+		t.Fatalf("cleaning after a restart read %d bytes of %d dirty and %d clean; want %d", read, dirtySize, cleanSize, want)
+	}
+}
+
+// Every producer's last batch survives cleanings, emptied or not, whether
+// the cleaner knew its producers from the last cleaning or read them
+// again: idempotence after a restart rebuilds from it.
+func TestCleaningsKeepEveryProducersLastBatch(t *testing.T) {
+	c := newCleanerHarness(t)
+	lastOf := map[int64]int64{}
+	note := func(pid int64, from, n int) {
+		c.write(from, n, pid)
+		lastOf[pid] = c.r.p.log.LogEndOffset() - 1
+	}
+	note(7, 0, 30)   // producer 7 writes keys 0-9 three times
+	note(8, 30, 100) // producer 8 overwrites them all: 7's batches empty
+	c.clean()
+	c.checkLastBatches(lastOf)
+	note(9, 130, 100) // producer 9 overwrites them again: 8's batches empty
+	c.clean()
+	c.checkLastBatches(lastOf)
+	c.r.p.lasts.forget()
+	note(10, 230, 100)
+	c.clean()
+	c.checkLastBatches(lastOf)
+}
+
+const noProducer = -1
+
+// cleanerHarness is one replica of a compacted topic with small segments
+// and the cleaner's step run on it by hand.
+type cleanerHarness struct {
+	t       *testing.T
+	r       *testReplica
+	cleaner *Broker
+	seq     map[int64]int32
+}
+
+func newCleanerHarness(t *testing.T) *cleanerHarness {
+	info := cluster.PartitionInfo{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}
+	r := newTestReplica(t, 1, info, 1)
+	cfg := r.cfg
+	cfg.CleanupPolicy = config.CleanupCompact
+	cfg.RemoteStorageEnable = false
+	cfg.FlushPolicy = config.FlushAlways
+	cfg.SegmentBytes = 4 << 10
+	cfg.MinCompactionLagMs = 0
+	cfg.MinCleanableDirtyRatio = 0
+	cfg.DeleteRetentionMs = 0
+	r.cfg = cfg
+	r.apply(info)
+	return &cleanerHarness{t: t, r: r, cleaner: &Broker{cfg: config.Broker{Cleaner: config.Cleaner{DedupeBufferSize: 1 << 20}}}, seq: map[int64]int32{}}
+}
+
+// write appends records from to from+n-1, one a batch, over ten keys, by
+// producer pid (noProducer: none).
+func (c *cleanerHarness) write(from, n int, pid int64) {
+	c.t.Helper()
+	value := make([]byte, 200)
+	for i := from; i < from+n; i++ {
+		opts := record.DefaultBatchOptions()
+		if pid != noProducer {
+			opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = pid, 0, c.seq[pid]
+			c.seq[pid]++
+		}
+		bl := record.NewBuilder(opts)
+		bl.Add(record.Record{Timestamp: c.r.now.UnixMilli(), Key: fmt.Appendf(nil, "key-%d", i%10), Value: value})
+		b, err := bl.Build()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if _, _, err := c.r.p.appendAsLeader(b, AcksLeader); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.r.p.advance()
+}
+
+// clean runs a cleaning and returns the bytes it read and the sizes of
+// the clean and dirty segments it covered.
+func (c *cleanerHarness) clean() (read, cleanSize, dirtySize int64) {
+	c.t.Helper()
+	cl := c.cleaner.cleanableAt(c.r.p, c.r.now.UnixMilli())
+	if !cl.eligible {
+		c.t.Fatalf("nothing to clean: %+v", cl)
+	}
+	for _, s := range cl.segs {
+		if s.LastOffset < cl.dirty {
+			cleanSize += s.Size
+		}
+	}
+	before := c.cleaner.metrics.cleaner.bytesRead.Load()
+	if err := c.cleaner.cleanLog(c.r.p, cl, newIOThrottle(0, nil), c.r.now.UnixMilli()); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.cleaner.metrics.cleaner.bytesRead.Load() - before, cleanSize, cl.dirtySize
+}
+
+// checkLastBatches fails unless the log holds, for every producer, a batch
+// of it ending at its last offset.
+func (c *cleanerHarness) checkLastBatches(lastOf map[int64]int64) {
+	c.t.Helper()
+	found := map[int64]bool{}
+	l := c.r.p.log
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+		res, err := l.Read(off, 1<<20, l.LogEndOffset())
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for data := res.Data; len(data) > 0; {
+			b, rest, err := record.Next(data)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			if last, ok := lastOf[b.ProducerID()]; ok && b.LastOffset() == last {
+				found[b.ProducerID()] = true
+			}
+			data = rest
+		}
+		off = res.NextOffset
+	}
+	for pid, last := range lastOf {
+		if !found[pid] {
+			c.t.Errorf("producer %d's last batch (ending at %d) is gone", pid, last)
 		}
 	}
 }

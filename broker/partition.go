@@ -72,6 +72,11 @@ type partition struct {
 	// house is the replica's place in the broker's housekeeper
 	// (housekeeper.go): markDirty asks for a visit.
 	house houseState
+
+	// lasts is what the log cleaner last learned of the producers in the
+	// clean part of this log (cleaner.go). Owned by the cleaner's
+	// goroutine.
+	lasts producerLastsMemo
 }
 
 func logConfig(t config.Topic) hotlog.Config {
