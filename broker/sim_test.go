@@ -62,7 +62,7 @@ package broker
 // it had caught up, the other members having died and left the ISR.
 //
 // A quarter of the seeds (1 mod 4) run a compacted topic instead
-// (cleanup.policy compact, kept off the object store): the clients' records
+// (cleanup.policy compact): the clients' records
 // carry keys from a small space, one in eight a tombstone, and every so
 // often a replica drawn by the seed runs the cleaner's step on its log
 // (cleanLog, on the simulation's clock), besides the faults above. For
@@ -76,6 +76,25 @@ package broker
 // behind a tombstone until another's cleaning removed it would copy the
 // cleaned range without it and keep the older records of the key: the
 // tombstone floor, cleaner.go, prevents it).
+//
+// Half of the compacted seeds (1 mod 8) keep the object store on: the
+// leader's tiering rounds upload the compacted log and clean the cold tier
+// in the bucket (tier_clean.go) every cleaner.backoff drawn by the seed,
+// deleting the objects a cleaning replaced after a short
+// tiering.retired_grace on the simulation's clock; half of them have store
+// outages too. The other half (5 mod 8) stay off the store, for the hot
+// cleaner alone. For the seeds that clean their cold tier the checks above
+// hold across both tiers: what the leader serves is the cold tier below its
+// local start, then its hot log; the cold tier itself is read whole (its
+// segments contiguous, each object's records within its range, in strictly
+// increasing offsets, ending at or below the high watermark), must agree
+// with every replica where both hold an offset, and no key comes back in it.
+// And the cleanings strand no reader and commit only under the current
+// leader: every object a cleaning retires is checked readable just before
+// retired_grace has passed since; half the cold reads are repeated, as
+// readers in flight, at a random moment within the grace of the head they
+// read; no manifest head is written in a leader epoch older than one
+// written before it.
 //
 // A failing seed is shrunk to the fewest of its scheduled faults that still
 // fail it; STRATA_SIM_SEED=N replays one seed with its trace. make test runs
