@@ -145,6 +145,10 @@ bench-cold-isolation: build minio ## produce p50/p99/p99.9 at 50 MB/s acks=all a
 bench-kafka: build ## 1 KiB records, acks=all, produce and consume over gRPC and through the Kafka listener (kgo) in turn: records/s, CPU per record, the median Kafka/gRPC ratios
 	@./scripts/bench-kafka.sh
 
+.PHONY: bench-peers
+bench-peers: build ## Strata beside NATS JetStream and Redis Streams (peerbench, PEERBENCH=path/run.sh), 3 rounds in turn: sync and async publish and consume of 1 KiB and 100 B records, msgs/s, p50/p99, server CPU-s/GB, median ratios
+	@./scripts/bench-peers.sh
+
 bench-latency: build ## end-to-end p50/p99/p99.9/max at 50 MiB/s of 1 KiB records, acks=all: flush.policy interval and always, RF=1 and RF=3
 	@./scripts/bench-latency.sh
 

@@ -57,6 +57,7 @@ func (b clusterMember) writeMetrics(w io.Writer) {
 	b.writeThrottleMetrics(mw)
 	b.writeTierMetrics(mw, parts)
 	b.metrics.cleaner.write(mw)
+	b.metrics.coldCleaner.write(mw)
 	writeRuntimeMetrics(mw)
 }
 

@@ -18,6 +18,9 @@ type brokerMetrics struct {
 	kafka KafkaMetrics
 	// cleaner counts the log cleaner's work (cleaner.go).
 	cleaner cleanerStats
+	// coldCleaner counts the cold cleaner's work in the bucket
+	// (tier_clean.go).
+	coldCleaner coldCleanerStats
 	// leaderElections counts the leaders this broker elected as controller
 	// (membership.go, electLeader).
 	leaderElections atomic.Int64

@@ -203,6 +203,9 @@ type tierEnv struct {
 	// clean is how the cold cleaner runs (tier_clean.go); its zero value
 	// means the defaults.
 	clean coldCleanEnv
+	// coldCleaner counts the cold cleaner's passes; nil counts nothing
+	// (the simulation).
+	coldCleaner *coldCleanerStats
 	// topic is what a manifest records of the partition's topic: its
 	// settings and partition count.
 	topic func(p *partition) (map[string]string, int32)
@@ -210,6 +213,7 @@ type tierEnv struct {
 
 func (b *Broker) tierEnv() tierEnv {
 	return tierEnv{store: b.store, cold: b.cold, logger: b.log, orphanGrace: time.Duration(b.cfg.Tiering.OrphanGrace), topic: b.topicRecord,
+		coldCleaner: &b.metrics.coldCleaner,
 		clean: coldCleanEnv{
 			retiredGrace: time.Duration(b.cfg.Tiering.RetiredGrace),
 			keyMapBytes:  int(b.cfg.Cleaner.DedupeBufferSize),

@@ -34,6 +34,7 @@ type benchProduceOptions struct {
 	duration    time.Duration
 	rate        float64 // records/s, open loop; 0: flood
 	kafka       string  // a Kafka listener to produce through instead of gRPC
+	sync        bool    // send each record alone and wait for its acknowledgement before the next
 	json        bool
 }
 
@@ -64,15 +65,25 @@ stick to a partition per batch.
 awaiting their answer at once: more throughput over a slow link. The
 producer is idempotent, so records keep their order.
 
+--sync sends each record alone, without lingering, and waits for its
+acknowledgement before the next: one record in flight, a batch of one per
+request, as a client that publishes synchronously (NATS js.Publish, one
+Redis XADD per round trip). Its latency is then a round trip with the
+write's durability wait, and its records/s the inverse of that.
+
 Ctrl-C stops producing, waits for what was sent and prints the summary.
 The command exits 1 when records failed.`,
 		Example: `  strata bench produce --topic bench --create --partitions 4
   strata bench produce --topic bench --records 200000 --record-size 100 --acks leader
   strata bench produce --topic bench --compression zstd --duration 30s --json
   strata bench produce --topic bench --rate 51200 --duration 10s
+  strata bench produce --topic bench --sync --records 20000 --duration 15s
   strata bench produce --topic bench --kafka 127.0.0.1:9092`,
 		Args: exactArgs(),
 		RunE: run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			if o.sync && o.rate > 0 {
+				return usageErrorf("--sync and --rate: give one (--sync sends the next record when the last is acknowledged, --rate on a schedule)")
+			}
 			return benchProduce(ctx, cmd, f, &o)
 		}),
 	}
@@ -81,6 +92,7 @@ The command exits 1 when records failed.`,
 	o.registerFlags(cmd, 1_000_000, "all")
 	cmd.Flags().Float64Var(&o.rate, "rate", 0, "records/s on a fixed schedule, latency from each record's scheduled time (0: as fast as possible)")
 	cmd.Flags().StringVar(&o.kafka, "kafka", "", kafkaFlagHelp)
+	cmd.Flags().BoolVar(&o.sync, "sync", false, "send each record alone and wait for its acknowledgement before the next (a synchronous publisher)")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
@@ -278,6 +290,17 @@ produce:
 			acked.Add(1)
 			lastAck.Store(int64(now.Sub(start)))
 		})
+		if o.sync {
+			// Flush sends the lone record now, past --linger, and returns
+			// once it is answered: the next record waits for this one.
+			fctx, cancel := f.withTimeout(ctx)
+			err := p.flush(fctx)
+			cancel()
+			if err != nil {
+				sent++ // this record was handed over; the wait below sees it out
+				break produce
+			}
+		}
 	}
 	// Wait for what was sent, Ctrl-C or not.
 	fctx, cancel := f.withTimeout(context.WithoutCancel(ctx))
@@ -291,6 +314,9 @@ produce:
 		elapsed = time.Since(start)
 	}
 	latencyOf := "per record, Produce call to acknowledgement"
+	if o.sync {
+		latencyOf = "per record, sent alone: Produce call to acknowledgement"
+	}
 	if pace != nil {
 		latencyOf = "scheduled send to acknowledgement"
 	}
@@ -302,7 +328,7 @@ produce:
 			"partitions": parts, "record_size": o.recordSize, "key_size": o.keySize, "acks": o.acks,
 			"batch_bytes": batchBytes, "linger": o.linger.String(), "in_flight": o.inFlight,
 			"compression": codec.String(), "records_requested": o.records, "records_sent": sent,
-			"front_end": frontEnd(o.kafka),
+			"front_end": frontEnd(o.kafka), "sync": o.sync,
 		},
 	}
 	if pace != nil {

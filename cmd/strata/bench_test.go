@@ -100,6 +100,32 @@ func TestBenchProduceRate(t *testing.T) {
 	}
 }
 
+// TestBenchProduceSync: --sync sends every record alone and waits for its
+// acknowledgement; a linger of an hour does not hold a record back, so the
+// run ends in the time of its round trips.
+func TestBenchProduceSync(t *testing.T) {
+	addr := startACLBroker(t)
+	start := time.Now()
+	s := benchJSON(t, "bench", "produce", "--broker", addr, "--topic", "sync", "--create",
+		"--sync", "--linger", "1h", "--records", "200", "--record-size", "100")
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("200 records took %s: --sync waited for the linger", took)
+	}
+	if s.Records != 200 || s.Latency.Count != 200 || s.Errors != 0 || s.Bytes != 200*100 {
+		t.Errorf("records %d, latency count %d, errors %d (%s), bytes %d: want 200, 200, 0, 20000",
+			s.Records, s.Latency.Count, s.Errors, s.FirstError, s.Bytes)
+	}
+	if s.LatencyOf != "per record, sent alone: Produce call to acknowledgement" || s.Settings["sync"] != true {
+		t.Errorf("latency_of %q, settings %v: want a sync run", s.LatencyOf, s.Settings)
+	}
+	// One record at a time: the records' latencies do not overlap, so
+	// they sum to no more than the run (5% for the histogram's rounding).
+	// Records queued behind a batch in flight would each count its wait.
+	if sum := s.Latency.Mean * float64(s.Latency.Count); sum > s.ElapsedSec*1000*1.05+1 {
+		t.Errorf("latencies sum to %.1f ms in a run of %.3f s: records overlapped", sum, s.ElapsedSec)
+	}
+}
+
 func TestBenchE2E(t *testing.T) {
 	addr := startACLBroker(t)
 	s := benchJSON(t, "bench", "e2e", "--broker", addr, "--topic", "e2e", "--create", "--partitions", "2",
@@ -127,6 +153,7 @@ func TestBenchBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"produce", "--topic", "t", "--rate", "-1"}, "--rate -1: want records per second"},
+		{[]string{"produce", "--topic", "t", "--rate", "100", "--sync"}, "--sync and --rate: give one"},
 		// Without --rate (or with 0) e2e runs 50 MiB/s of --size records.
 		{[]string{"e2e", "--topic", "t", "--rate", "-1", "--records", "10"}, "--rate -1: want records per second above 0"},
 		{[]string{"e2e", "--topic", "t", "--rate", "100"}, "give --records N or --duration D"},
