@@ -285,14 +285,16 @@ type simColdClean struct {
 	retiredGrace  time.Duration // tiering.retired_grace, on the simulation's clock
 	coldInterval  time.Duration // cleaner.backoff: the least time between two cleanings
 	keyMapBytes   int
-	coldCleanings int   // cleanings committed: manifest heads with a new pass
-	coldRemoved   int64 // object bytes the cleanings the leader saw commit removed
-	// retiredDeleted counts the replaced objects deleted after their
-	// grace; retiredChecked the replaced objects found still readable
+	coldCleanings int // cleanings committed: manifest heads with a new pass
+	// stats are the leaders' cold cleaner counters (the bytes the
+	// cleanings they saw commit replaced and wrote, the replaced objects
+	// they deleted after their grace).
+	stats *coldCleanerStats
+	// retiredChecked counts the replaced objects found still readable
 	// just before their grace ended; lateReads the consumer reads of a
 	// cold object repeated later within the grace (readers in flight),
 	// lateRetired those whose object no head named any more by then.
-	retiredDeleted, retiredChecked, lateReads, lateRetired int
+	retiredChecked, lateReads, lateRetired int
 	// manifestEpoch is the newest leader epoch a manifest was written in;
 	// lastPass and retired are the newest head's last cleaning pass and
 	// retired objects, to tell a cleaning's commit from other commits.
@@ -308,36 +310,14 @@ func simKey(k int) []byte { return []byte("k" + strconv.Itoa(k)) }
 
 // simSealCounter is the tiering work's logger: it counts the seals
 // remote.max.lag.ms made and drops the rest.
-// It also counts what the cold cleaner reports: the bytes its cleanings
-// removed and the replaced objects it deleted.
 type simSealCounter struct{ s *simulation }
 
 func (h simSealCounter) Enabled(context.Context, slog.Level) bool { return true }
 func (h simSealCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h simSealCounter) WithGroup(string) slog.Handler            { return h }
 func (h simSealCounter) Handle(_ context.Context, r slog.Record) error {
-	switch r.Message {
-	case msgLagSeal:
+	if r.Message == msgLagSeal {
 		h.s.lagSeals++
-	case msgColdCleaned:
-		var in, out int64
-		r.Attrs(func(a slog.Attr) bool {
-			switch a.Key {
-			case "bytes_in":
-				in = a.Value.Int64()
-			case "bytes_out":
-				out = a.Value.Int64()
-			}
-			return true
-		})
-		h.s.cmp.coldRemoved += in - out
-	case msgRetiredDeleted:
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "objects" {
-				h.s.cmp.retiredDeleted += int(a.Value.Int64())
-			}
-			return true
-		})
 	}
 	return nil
 }
@@ -733,6 +713,7 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 			s.cmp.retiredGrace = []time.Duration{100, 300, 1000}[s.crng.IntN(3)] * time.Millisecond
 			s.cmp.coldInterval = time.Duration(50+s.crng.IntN(300)) * time.Millisecond
 			s.cmp.retired = map[string]bool{}
+			s.cmp.stats = &coldCleanerStats{}
 		}
 	}
 	s.topic = cfg
@@ -1326,8 +1307,9 @@ func (b *simBroker) askNewEpoch() {
 func (b *simBroker) env() tierEnv {
 	env := tierEnv{store: b.s.bucket, logger: slog.New(simSealCounter{b.s}), orphanGrace: time.Hour,
 		topic: func(*partition) (map[string]string, int32) { return simSettings(b.settings), 1 }}
-	if c := b.s.cmp; c.cold {
+	if c := &b.s.cmp; c.cold {
 		env.clean = coldCleanEnv{retiredGrace: c.retiredGrace, keyMapBytes: c.keyMapBytes, interval: c.coldInterval}
+		env.coldCleaner = c.stats
 	}
 	return env
 }
@@ -2349,8 +2331,8 @@ func TestSimulation(t *testing.T) {
 		if s.cmp.cold {
 			coldRuns++
 			coldCleanings += s.cmp.coldCleanings
-			coldRemoved += s.cmp.coldRemoved
-			retiredDeleted += s.cmp.retiredDeleted
+			coldRemoved += s.cmp.stats.bytesIn.Load() - s.cmp.stats.bytesOut.Load()
+			retiredDeleted += int(s.cmp.stats.retired.Load())
 			retiredChecked += s.cmp.retiredChecked
 			lateReads += s.cmp.lateReads
 			lateRetired += s.cmp.lateRetired

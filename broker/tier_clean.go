@@ -21,13 +21,6 @@ import (
 	"github.com/strata-log/strata/tiering"
 )
 
-// What the cold cleaner logs when a cleaning committed and when the objects
-// earlier cleanings replaced were deleted (the simulation counts them).
-const (
-	msgColdCleaned    = "cleaned the cold tier"
-	msgRetiredDeleted = "deleted objects a cold cleaning replaced"
-)
-
 // coldCleanEnv is the broker's settings for the cold cleaner.
 type coldCleanEnv struct {
 	retiredGrace time.Duration
@@ -106,7 +99,7 @@ func (p *partition) coldCleanPass(ctx context.Context, env tierEnv, c *tiering.C
 			env.coldCleaner.retired.Add(int64(len(deleted)))
 		}
 		if len(deleted) > 0 {
-			env.logger.Info(msgRetiredDeleted, "partition", p.name(), "objects", len(deleted))
+			env.logger.Info("deleted objects a cold cleaning replaced", "partition", p.name(), "objects", len(deleted))
 		}
 	}
 	if !cfg.Compacted() || now.Sub(p.work.lastClean) < e.interval {
@@ -133,7 +126,7 @@ func (p *partition) coldCleanPass(ctx context.Context, env tierEnv, c *tiering.C
 	if res.Cleaned {
 		env.invalidate(p)
 		p.publishTier(c.Head())
-		env.logger.Info(msgColdCleaned, "partition", p.name(), "objects_in", len(res.Replaced), "bytes_in", res.BytesIn,
+		env.logger.Info("cleaned the cold tier", "partition", p.name(), "objects_in", len(res.Replaced), "bytes_in", res.BytesIn,
 			"objects_out", len(res.Written), "bytes_out", res.BytesOut, "cleaned_to", res.CleanedTo, "dirty_ratio", res.Ratio)
 	}
 	return nil
