@@ -35,6 +35,9 @@ type Broker struct {
 	storeMetrics *objstore.Metrics
 	cold         *tiering.ColdReader
 	coldPace     *coldPacer
+	// coldCleanThrottle paces every partition's cold cleaner together
+	// (tiering.cold_cleaner_io_max_bytes_per_second).
+	coldCleanThrottle *tiering.Throttle
 	// reload holds the settings of the last Reload (at first, those the
 	// broker started with).
 	reload struct {
@@ -201,6 +204,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 			return nil, fmt.Errorf("broker: %w", err)
 		}
 		b.coldPace = newColdPacer(cfg.Tiering, b.topicReadLimits)
+		b.coldCleanThrottle = tiering.NewThrottle(int64(cfg.Tiering.ColdCleanerIOMaxBytesPerSecond))
 		b.cold, err = tiering.NewColdReader(b.store, b.coldReaderConfig())
 		if err != nil {
 			return nil, fmt.Errorf("broker: cold reader: %w", err)

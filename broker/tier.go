@@ -218,6 +218,8 @@ func (b *Broker) tierEnv() tierEnv {
 			retiredGrace: time.Duration(b.cfg.Tiering.RetiredGrace),
 			keyMapBytes:  int(b.cfg.Cleaner.DedupeBufferSize),
 			interval:     time.Duration(b.cfg.Cleaner.Backoff),
+			throttle:     b.coldCleanThrottle,
+			rate:         int64(b.cfg.Tiering.ColdCleanerIOMaxBytesPerSecond),
 		}}
 }
 

@@ -3,7 +3,8 @@ package broker
 // The cold cleaner: a compacted topic's leader compacts the partition's
 // cold tier in the bucket (tiering.CleanCold) from its tiering pass, at
 // most once per cleaner.backoff, with the key map budget of the hot
-// cleaner (cleaner.dedupe_buffer_size). A pass reads the manifest alone to
+// cleaner (cleaner.dedupe_buffer_size), its reads and writes of objects
+// paced by tiering.cold_cleaner_io_max_bytes_per_second across the broker. A pass reads the manifest alone to
 // decide (the dirty ratio of the cold tier past its CleanedTo against
 // min.cleanable.dirty.ratio, or a dirty record past max.compaction.lag.ms)
 // and commits under the leader's epoch like any other change of the
@@ -26,7 +27,18 @@ type coldCleanEnv struct {
 	retiredGrace time.Duration
 	keyMapBytes  int
 	interval     time.Duration
+	// throttle paces the cold cleaner's reads and writes of objects at
+	// rate bytes per second (nil or 0: not paced).
+	throttle *tiering.Throttle
+	rate     int64
 }
+
+// coldPassSeconds bounds a pass: its key map covers at most this many
+// seconds' worth of dirty bytes at the cold cleaner's rate, and it filters
+// at most as many bytes of objects, so that one pass holds its partition's
+// tiering round (uploads, retention) for a bounded time; the next round
+// goes on where it stopped (CleanedTo, or the manifest's CleanScan).
+const coldPassSeconds = 10
 
 func (e coldCleanEnv) withDefaults() coldCleanEnv {
 	d := config.DefaultBroker()
@@ -102,7 +114,9 @@ func (p *partition) coldCleanPass(ctx context.Context, env tierEnv, c *tiering.C
 			env.logger.Info("deleted objects a cold cleaning replaced", "partition", p.name(), "objects", len(deleted))
 		}
 	}
-	if !cfg.Compacted() || now.Sub(p.work.lastClean) < e.interval {
+	// A scan under way (the head's CleanScan) goes on at the next round;
+	// a new pass waits for the cleaner's interval.
+	if !cfg.Compacted() || c.Head().CleanScan == nil && now.Sub(p.work.lastClean) < e.interval {
 		return nil
 	}
 	p.work.lastClean = now
@@ -116,6 +130,9 @@ func (p *partition) coldCleanPass(ctx context.Context, env tierEnv, c *tiering.C
 		MinDirtyRatio:      cfg.MinCleanableDirtyRatio,
 		MaxCompactionLagMs: cfg.MaxCompactionLagMs,
 		TargetObjectBytes:  cfg.SegmentBytes,
+		MaxDirtyBytes:      e.rate * coldPassSeconds,
+		MaxScanBytes:       e.rate * coldPassSeconds,
+		Throttle:           e.throttle,
 	}
 	began := time.Now()
 	res, err := tiering.CleanCold(ctx, c, opts)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/record"
 	"github.com/strata-log/strata/tiering"
 )
@@ -123,3 +124,46 @@ func TestTheLeaderCleansTheColdTierOfACompactedTopic(t *testing.T) {
 }
 
 func defaultRetiredGrace() time.Duration { return tiering.DefaultRetiredGrace }
+
+// The cold cleaner's passes charge the broker's throttle and map at most
+// coldPassSeconds of dirty bytes at its rate each: a cold tier dirtier
+// than that is cleaned over several rounds, each going on from where the
+// last stopped, to the same end.
+func TestTheColdCleanerIsBoundedPerRound(t *testing.T) {
+	l := newTieredLeader(t, map[string]string{"cleanup.policy": "compact", "segment.bytes": "16KiB", "min.cleanable.dirty.ratio": "0.01"}, 1)
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for i := range 400 {
+		l.produceKeyed(keys[i%len(keys)], keys[(i+3)%len(keys)])
+	}
+	if err := l.p.log.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	th := tiering.NewThrottle(0) // counts, does not pace: the rate below only bounds a pass
+	env := l.env()
+	env.clean.throttle, env.clean.rate = th, 2<<10 // 20 KiB of dirty objects per pass: one object
+	var ends []int64
+	for round := 0; round < 20 && (len(ends) == 0 || ends[len(ends)-1] < 800); round++ {
+		if err := l.p.tierPassErr(context.Background(), env, l.now); err != nil {
+			t.Fatal(err)
+		}
+		if h := l.head(); len(ends) == 0 || h.CleanedTo != ends[len(ends)-1] {
+			ends = append(ends, h.CleanedTo)
+		}
+		if l.head().CleanScan == nil {
+			l.now = l.now.Add(time.Duration(config.DefaultBroker().Cleaner.Backoff))
+		} // a scan under way goes on at the next round, whatever the interval
+	}
+	if len(ends) < 2 || ends[0] >= 800 || ends[len(ends)-1] != 800 {
+		t.Fatalf("the cold tier was cleaned to %v over the rounds: want several bounded passes ending at 800", ends)
+	}
+	if th.Charged() == 0 {
+		t.Fatal("the cold cleaner charged nothing to the broker's throttle")
+	}
+	seen := map[string]bool{}
+	for _, r := range l.coldRecords() {
+		if seen[string(r.Key)] {
+			t.Fatalf("key %s twice in the cleaned cold tier", r.Key)
+		}
+		seen[string(r.Key)] = true
+	}
+}

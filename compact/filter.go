@@ -104,6 +104,27 @@ func (f *Filter) Apply(b record.Batch) (record.Batch, Stats, error) {
 	return out, st, nil
 }
 
+// Loses reports whether Apply would drop a record of b, so that a cleaner
+// can leave a stretch of the log that loses nothing as it is. Fillers,
+// empty batches and batches past MapEnd or not compactable lose nothing
+// (an emptied producer batch that is no longer its producer's last is
+// left too: keeping its header is only conservative).
+func (f *Filter) Loses(b record.Batch) (bool, error) {
+	if b.BaseOffset() >= f.MapEnd || !compactable(b) || b.NumRecords() == 0 {
+		return false, nil
+	}
+	recs, err := b.RecordsLimit(f.Rules.MaxDecompressed)
+	if err != nil {
+		return false, fmt.Errorf("compact: batch at offset %d: %w", b.BaseOffset(), err)
+	}
+	for _, r := range recs {
+		if !f.retain(r) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // retain is Kafka's rule for one record below the map end.
 func (f *Filter) retain(r record.Record) bool {
 	if r.Key == nil {

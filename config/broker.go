@@ -224,6 +224,12 @@ type Tiering struct {
 	// readers (cold reads, read replicas) that loaded an older manifest
 	// finish.
 	RetiredGrace Duration `yaml:"retired_grace"`
+	// ColdCleanerIOMaxBytesPerSecond bounds the bytes the cold cleaner of
+	// compacted topics reads from and writes to the bucket per second,
+	// across all partitions; 0 is unlimited. Its own budget, not the hot
+	// cleaner's: it spends the bucket's bandwidth, which uploads and cold
+	// reads share, not the local disk.
+	ColdCleanerIOMaxBytesPerSecond ByteSize `yaml:"cold_cleaner_io_max_bytes_per_second"`
 	// ColdReadMaxGets bounds the GETs from the bucket this broker's cold
 	// reads have in flight at once, reads and read-ahead together.
 	ColdReadMaxGets int `yaml:"cold_read_max_gets"`
@@ -360,14 +366,15 @@ func DefaultBroker() Broker {
 		},
 		Storage: Storage{MinFreeBytes: 64 << 20},
 		Tiering: Tiering{
-			ChunkBytes:         4 << 20,
-			CacheBytes:         256 << 20,
-			UploadParallelism:  4,
-			MaxUnuploadedBytes: 1 << 30,
-			OrphanGrace:        Duration(10 * time.Minute),
-			RetiredGrace:       Duration(5 * time.Minute),
-			ColdReadMaxGets:    16,
-			ColdReadYield:      true,
+			ChunkBytes:                     4 << 20,
+			CacheBytes:                     256 << 20,
+			UploadParallelism:              4,
+			MaxUnuploadedBytes:             1 << 30,
+			OrphanGrace:                    Duration(10 * time.Minute),
+			RetiredGrace:                   Duration(5 * time.Minute),
+			ColdCleanerIOMaxBytesPerSecond: 25 << 20,
+			ColdReadMaxGets:                16,
+			ColdReadYield:                  true,
 		},
 		Replica:    Replica{LagTimeMax: Duration(30 * time.Second)},
 		Cleaner:    Cleaner{IOMaxBytesPerSecond: 50 << 20, DedupeBufferSize: 128 << 20, Backoff: Duration(15 * time.Second)},

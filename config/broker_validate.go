@@ -55,6 +55,9 @@ func (b Broker) Validate() error {
 	if b.Tiering.RetiredGrace <= 0 {
 		return &Error{Key: "tiering.retired_grace", Value: b.Tiering.RetiredGrace.String(), Allowed: "a positive duration such as 5m"}
 	}
+	if b.Tiering.ColdCleanerIOMaxBytesPerSecond < 0 {
+		return &Error{Key: "tiering.cold_cleaner_io_max_bytes_per_second", Value: b.Tiering.ColdCleanerIOMaxBytesPerSecond.String(), Allowed: "a size per second such as 25MiB, or 0 for unlimited"}
+	}
 	if b.Cleaner.IOMaxBytesPerSecond < 0 {
 		return &Error{Key: "cleaner.io_max_bytes_per_second", Value: b.Cleaner.IOMaxBytesPerSecond.String(), Allowed: "a size per second such as 50MiB, or 0 for unlimited"}
 	}

@@ -76,6 +76,7 @@ func brokerFields() []field {
 		intField("tiering.upload_parallelism", "concurrent segment uploads", func(b *Broker) *int { return &b.Tiering.UploadParallelism }),
 		bytesField("tiering.max_unuploaded_bytes", "sealed bytes awaiting upload beyond which produce is throttled", func(b *Broker) *ByteSize { return &b.Tiering.MaxUnuploadedBytes }),
 		durationField("tiering.retired_grace", "objects a cleaning of a compacted topic's cold tier replaced are deleted this long after, so readers in flight finish", func(b *Broker) *Duration { return &b.Tiering.RetiredGrace }),
+		bytesField("tiering.cold_cleaner_io_max_bytes_per_second", "bytes per second the cold cleaner of compacted topics may read from and write to the object store, across all partitions, so that uploads and cold reads keep the bucket's bandwidth; a pass maps at most 10 seconds' worth of dirty bytes; 0 means unlimited", func(b *Broker) *ByteSize { return &b.Tiering.ColdCleanerIOMaxBytesPerSecond }),
 		durationField("tiering.orphan_grace", "objects no manifest names are deleted once this old", func(b *Broker) *Duration { return &b.Tiering.OrphanGrace }),
 		intField("tiering.cold_read_max_gets", "GETs from the object store that cold reads (and their read-ahead) have in flight at once", func(b *Broker) *int { return &b.Tiering.ColdReadMaxGets }),
 		bytesField("tiering.cold_read_bytes_per_sec", "bytes per second this broker's cold reads may fetch from the object store, across all topics; 0 means unlimited", func(b *Broker) *ByteSize { return &b.Tiering.ColdReadBytesPerSec }),

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -273,10 +274,16 @@ func bucketSegmentBytes(t *testing.T, root string) int64 {
 	t.Helper()
 	var total int64
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while walking
+		}
 		if err != nil || d.IsDir() || !strings.Contains(filepath.ToSlash(path), "/segments/") || strings.HasPrefix(d.Name(), ".strata-tmp-") {
 			return err
 		}
 		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while walking (a retired object's grace ended): not in the bucket
+		}
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func TestColdCleanMinIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := hotlog.DefaultOptions()
-	opts.SegmentBytes = 256 << 10
+	opts.SegmentBytes = 32 << 10
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	l, err := hotlog.Open(t.TempDir(), opts)
 	if err != nil {
@@ -49,11 +49,12 @@ func TestColdCleanMinIO(t *testing.T) {
 	defer l.Close()
 	const updates, keys = 100_000, 1_000
 	h := writeKeyed(t, l, rand.New(rand.NewPCG(27, 3)), updates, keys, 100, 0, 0)
-	c := newTestCommitter(t, store, 1)
+	var metrics objstore.Metrics
+	c := newTestCommitter(t, objstore.WithMetrics(store, &metrics), 1)
 	uploadAll(t, c, l)
 	bytesBefore, objectsBefore := bucketUsage(t, store)
 
-	clean := ColdCleanOptions{Options: compact.Options{NowMs: int64(updates) + 1, KeyMapBytes: 1 << 20}}
+	clean := ColdCleanOptions{Options: compact.Options{NowMs: int64(updates) + 1, KeyMapBytes: 1 << 20}, TargetObjectBytes: 4 << 10}
 	start := time.Now()
 	passes, in, out := cleanAll(t, c, clean)
 	took := time.Since(start)
@@ -81,4 +82,47 @@ func TestColdCleanMinIO(t *testing.T) {
 	if len(rep.Orphans) != 0 {
 		t.Fatalf("orphans %+v", rep.Orphans)
 	}
+
+	// A second pass with nothing new reads and writes nothing.
+	before := metrics.Snapshot()
+	clean.NowMs += 1000
+	if res, err := CleanCold(ctx, c, clean); err != nil || res.Cleaned {
+		t.Fatalf("second pass with nothing new: %+v %v", res, err)
+	}
+	gets, puts := objectOps(before, metrics.Snapshot())
+	if gets != 0 || puts != 0 {
+		t.Fatalf("a pass with nothing new did %d GETs and %d PUTs", gets, puts)
+	}
+	t.Logf("second pass, nothing new: %d GETs, %d PUTs", gets, puts)
+
+	// A pass after a small dirty tail (100 updates of 3 keys) rewrites the
+	// tail and only the cleaned objects that held those keys.
+	tail := writeKeyed(t, l, rand.New(rand.NewPCG(27, 4)), 100, 3, 100, 0, 0)
+	h = append(h, tail...)
+	uploadAll(t, c, l)
+	named := namedSegmentKeys(t, c)
+	before = metrics.Snapshot()
+	clean.NowMs = int64(len(h)) + 1
+	start = time.Now()
+	res, err := CleanCold(ctx, c, clean)
+	took = time.Since(start)
+	if err != nil || !res.Cleaned {
+		t.Fatalf("pass after a dirty tail: %+v %v", res, err)
+	}
+	gets, puts = objectOps(before, metrics.Snapshot())
+	sameRecords(t, readColdRecords(t, store), h.compacted(int64(len(h)), 0))
+	t.Logf("pass after a dirty tail of 100 updates of 3 keys: %d of %d objects rewritten (%d bytes) into %d (%d bytes) in %v; %d GETs, %d PUTs",
+		len(res.Replaced), len(named), res.BytesIn, len(res.Written), res.BytesOut, took.Round(time.Millisecond), gets, puts)
+}
+
+// objectOps is the GETs (whole and ranged) and PUTs (whole and streamed)
+// done between two snapshots of a bucket's metrics.
+func objectOps(before, after map[objstore.Op]objstore.OpStats) (gets, puts int64) {
+	for _, op := range []objstore.Op{objstore.OpGet, objstore.OpReadAt} {
+		gets += after[op].Calls - before[op].Calls
+	}
+	for _, op := range []objstore.Op{objstore.OpPut, objstore.OpCreate} {
+		puts += after[op].Calls - before[op].Calls
+	}
+	return gets, puts
 }

@@ -421,6 +421,10 @@ func cloneHead(h *Head) *Head {
 	c.Tail = slices.Clone(h.Tail)
 	c.Retired = slices.Clone(h.Retired)
 	c.CleanPasses = slices.Clone(h.CleanPasses)
+	if h.CleanScan != nil {
+		s := *h.CleanScan
+		c.CleanScan = &s
+	}
 	c.Config = maps.Clone(h.Config)
 	return &c
 }

@@ -98,6 +98,18 @@ type Head struct {
 	// CleanPasses are the cold cleaner's recent passes: where each ended
 	// and when, from which the tombstone horizon follows (CleanPass).
 	CleanPasses []CleanPass `json:"cleanPasses,omitempty"`
+	// CleanScan is a cleaning under way over several rounds (each bounded
+	// in the bytes it reads), absent when none is.
+	CleanScan *CleanScan `json:"cleanScan,omitempty"`
+}
+
+// CleanScan is a cold cleaning under way: its key map covers the dirty
+// offsets from CleanedTo to End, and the objects below Next have been
+// filtered by it. The next round builds the same key map and goes on from
+// Next; once it reaches End, CleanedTo moves to End and the scan ends.
+type CleanScan struct {
+	End  int64 `json:"end"`
+	Next int64 `json:"next"`
 }
 
 // CleanPass says a cleaning of the cold tier covered every offset below
@@ -255,6 +267,9 @@ func DecodeHead(b []byte) (*Head, error) {
 		if err := check(s.BaseOffset, s.LastOffset); err != nil {
 			return nil, err
 		}
+	}
+	if s := h.CleanScan; s != nil && (s.End <= h.CleanedTo || s.Next < 0 || s.Next > s.End) {
+		return nil, corruptf("manifest head: cleaning scan to %d at %d, cleaned to %d", s.End, s.Next, h.CleanedTo)
 	}
 	return h, nil
 }

@@ -70,13 +70,21 @@ func (o *wholeObject) batches(yield func(record.Batch, error) bool) {
 	}
 }
 
+// readThrottled reads seg's object whole once th lets its bytes through.
+func readThrottled(ctx context.Context, r objstore.Reader, th *Throttle, seg SegmentRef) (*wholeObject, error) {
+	if err := th.Wait(ctx, seg.Size); err != nil {
+		return nil, err
+	}
+	return readWholeObject(ctx, r, seg)
+}
+
 // objectsSource streams the batches of segs, oldest first, reading one
 // object at a time; seen, when not nil, is told of each object as it is
 // read (before its batches are yielded).
-func objectsSource(ctx context.Context, r objstore.Reader, segs []SegmentRef, seen func(*wholeObject)) compact.Source {
+func objectsSource(ctx context.Context, r objstore.Reader, th *Throttle, segs []SegmentRef, seen func(*wholeObject)) compact.Source {
 	return func(yield func(record.Batch, error) bool) {
 		for _, seg := range segs {
-			o, err := readWholeObject(ctx, r, seg)
+			o, err := readThrottled(ctx, r, th, seg)
 			if err != nil {
 				yield(nil, err)
 				return

@@ -163,6 +163,9 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Add(data)
 	p, _ := EncodePart(&Part{Seq: 1, Segments: []SegmentRef{{Key: "a", LastOffset: 3}, {Key: "b", BaseOffset: 4, LastOffset: 8}}})
 	f.Add(p)
+	scanning := &Head{Topic: "t", TopicID: "x", Tail: []SegmentRef{{Key: "k", BaseOffset: 0, LastOffset: 9}}, CleanedTo: 2, CleanScan: &CleanScan{End: 9, Next: 5}}
+	data, _ = EncodeHead(scanning)
+	f.Add(data)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if h, err := DecodeHead(data); err == nil {
 			again, err := EncodeHead(h)
