@@ -62,7 +62,7 @@ package broker
 // it had caught up, the other members having died and left the ISR.
 //
 // A quarter of the seeds (1 mod 4) run a compacted topic instead
-// (cleanup.policy compact, kept off the object store): the clients' records
+// (cleanup.policy compact): the clients' records
 // carry keys from a small space, one in eight a tombstone, and every so
 // often a replica drawn by the seed runs the cleaner's step on its log
 // (cleanLog, on the simulation's clock), besides the faults above. For
@@ -76,6 +76,25 @@ package broker
 // behind a tombstone until another's cleaning removed it would copy the
 // cleaned range without it and keep the older records of the key: the
 // tombstone floor, cleaner.go, prevents it).
+//
+// Half of the compacted seeds (1 mod 8) keep the object store on: the
+// leader's tiering rounds upload the compacted log and clean the cold tier
+// in the bucket (tier_clean.go) every cleaner.backoff drawn by the seed,
+// deleting the objects a cleaning replaced after a short
+// tiering.retired_grace on the simulation's clock; half of them have store
+// outages too. The other half (5 mod 8) stay off the store, for the hot
+// cleaner alone. For the seeds that clean their cold tier the checks above
+// hold across both tiers: what the leader serves is the cold tier below its
+// local start, then its hot log; the cold tier itself is read whole (its
+// segments contiguous, each object's records within its range, in strictly
+// increasing offsets, ending at or below the high watermark), must agree
+// with every replica where both hold an offset, and no key comes back in it.
+// And the cleanings strand no reader and commit only under the current
+// leader: every object a cleaning retires is checked readable just before
+// retired_grace has passed since; half the cold reads are repeated, as
+// readers in flight, at a random moment within the grace of the head they
+// read; no manifest head is written in a leader epoch older than one
+// written before it.
 //
 // A failing seed is shrunk to the fewest of its scheduled faults that still
 // fail it; STRATA_SIM_SEED=N replays one seed with its trace. make test runs
@@ -252,6 +271,36 @@ type simCompaction struct {
 	// gone counts the acknowledged records cleaned away by the end,
 	// tombstonesGone the tombstones among them.
 	gone, tombstonesGone int
+	// cold is set for the half of the compacted runs (seed mod 8 == 1)
+	// whose topic keeps the object store on: the leader's tiering rounds
+	// upload the compacted log and clean the cold tier (tier_clean.go),
+	// deleting what a cleaning replaced after retiredGrace, amid the
+	// faults. See simColdClean.
+	cold bool
+	simColdClean
+}
+
+// simColdClean is what a run that cleans its cold tier tracks.
+type simColdClean struct {
+	retiredGrace  time.Duration // tiering.retired_grace, on the simulation's clock
+	coldInterval  time.Duration // cleaner.backoff: the least time between two cleanings
+	keyMapBytes   int
+	coldCleanings int // cleanings committed: manifest heads with a new pass
+	// stats are the leaders' cold cleaner counters (the bytes the
+	// cleanings they saw commit replaced and wrote, the replaced objects
+	// they deleted after their grace).
+	stats *coldCleanerStats
+	// retiredChecked counts the replaced objects found still readable
+	// just before their grace ended; lateReads the consumer reads of a
+	// cold object repeated later within the grace (readers in flight),
+	// lateRetired those whose object no head named any more by then.
+	retiredChecked, lateReads, lateRetired int
+	// manifestEpoch is the newest leader epoch a manifest was written in;
+	// lastPass and retired are the newest head's last cleaning pass and
+	// retired objects, to tell a cleaning's commit from other commits.
+	manifestEpoch int32
+	lastPass      tiering.CleanPass
+	retired       map[string]bool
 }
 
 // simKeys is the key space of a compacted run: small, so keys repeat.
@@ -261,14 +310,14 @@ func simKey(k int) []byte { return []byte("k" + strconv.Itoa(k)) }
 
 // simSealCounter is the tiering work's logger: it counts the seals
 // remote.max.lag.ms made and drops the rest.
-type simSealCounter struct{ n *int }
+type simSealCounter struct{ s *simulation }
 
 func (h simSealCounter) Enabled(context.Context, slog.Level) bool { return true }
 func (h simSealCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h simSealCounter) WithGroup(string) slog.Handler            { return h }
 func (h simSealCounter) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == msgLagSeal {
-		*h.n++
+		h.s.lagSeals++
 	}
 	return nil
 }
@@ -410,8 +459,53 @@ func (b simBucket) put(ctx context.Context, key string, data []byte, opts objsto
 		if top := b.s.topHighWatermark(); h.EndOffset() > prevEnd && h.EndOffset() > top {
 			b.s.fail("a manifest commit in epoch %d puts offsets up to %d in the cold tier, above every replica's high watermark (%d)", h.LeaderEpoch, h.EndOffset()-1, top)
 		}
+		if b.s.cmp.cold {
+			b.s.watchColdClean(h)
+		}
 	}
 	return info, err
+}
+
+// watchColdClean looks at a manifest head as it is written, in a run that
+// cleans its cold tier (invariant 20): no head is written in an older
+// leader epoch than one before it (a deposed leader's cleaning never
+// commits), a head with a new cleaning pass counts a cleaning, and every
+// object it retires must stay readable until just before retired_grace has
+// passed since.
+func (s *simulation) watchColdClean(h *tiering.Head) {
+	c := &s.cmp
+	if h.LeaderEpoch < c.manifestEpoch {
+		s.fail("a manifest head was committed in leader epoch %d after one in epoch %d (cleaned to %d)", h.LeaderEpoch, c.manifestEpoch, h.CleanedTo)
+	}
+	c.manifestEpoch = max(c.manifestEpoch, h.LeaderEpoch)
+	if n := len(h.CleanPasses); n > 0 && h.CleanPasses[n-1] != c.lastPass {
+		c.lastPass = h.CleanPasses[n-1]
+		c.coldCleanings++
+		s.tracef("cold tier cleaned to %d in epoch %d", h.CleanedTo, h.LeaderEpoch)
+	}
+	retired := map[string]bool{}
+	for _, r := range h.Retired {
+		retired[r.Key] = true
+		if c.retired[r.Key] {
+			continue
+		}
+		// Newly retired: named by the head before this one, so there now,
+		// and readable until its grace, counted from the time the head
+		// records, is about to end.
+		key := r.Key
+		if _, err := s.bucket.(simBucket).Bucket.Stat(context.Background(), key); err != nil {
+			s.fail("object %s, named by the head a cleaning replaced, is not in the bucket: %v", key, err)
+		}
+		until := time.UnixMilli(r.At).Add(c.retiredGrace).Add(-time.Microsecond)
+		s.at(until.Sub(s.now), func() {
+			if _, err := s.bucket.(simBucket).Bucket.Stat(context.Background(), key); err != nil {
+				s.fail("object %s, retired by a cleaning at %v, is gone within tiering.retired_grace (%v): %v", key, time.UnixMilli(r.At).Sub(simEpoch), c.retiredGrace, err)
+				return
+			}
+			c.retiredChecked++
+		})
+	}
+	c.retired = retired
 }
 
 // topHighWatermark is the highest high watermark of the open replicas:
@@ -592,8 +686,11 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 	// A quarter of the seeds (1 mod 4: not the regressions 19620 and 26,
 	// whose worlds stay as they were) compact: keyed records, tombstones,
 	// replicas that clean.
-	// Their topic stays off the object store: these seeds prove the hot
-	// tier's cleaning, not the cold tier's.
+	// Half of them (5 mod 8) keep their topic off the object store: they
+	// prove the hot tier's cleaning alone. The other half (1 mod 8) upload
+	// too, and their leaders clean the cold tier in the bucket as well.
+	// Only crng draws what a compacted run adds, so the other seeds keep
+	// their worlds.
 	s.crng = rand.New(rand.NewPCG(opts.seed, 0xc1ea))
 	if opts.seed%4 == 1 {
 		s.compacted = true
@@ -606,6 +703,18 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 		// A small key map budget makes a cleaning take several passes.
 		budget := []config.ByteSize{128 << 20, 400, 1000}[s.crng.IntN(3)]
 		s.cleaner = &Broker{cfg: config.Broker{Cleaner: config.Cleaner{DedupeBufferSize: budget}}}
+		if opts.seed%8 == 1 {
+			s.cmp.cold = true
+			cfg.RemoteStorageEnable = true
+			// The hot cleaner sees the bucket, so it rewrites only what
+			// the cold tier holds already (hotCleanLimit).
+			s.cleaner.store = s.bucket
+			s.cmp.keyMapBytes = int(budget)
+			s.cmp.retiredGrace = []time.Duration{100, 300, 1000}[s.crng.IntN(3)] * time.Millisecond
+			s.cmp.coldInterval = time.Duration(50+s.crng.IntN(300)) * time.Millisecond
+			s.cmp.retired = map[string]bool{}
+			s.cmp.stats = &coldCleanerStats{}
+		}
 	}
 	s.topic = cfg
 	info := cluster.PartitionInfo{Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}
@@ -619,7 +728,10 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 	}
 	s.storm = s.frng.IntN(3) == 0
 	s.faults = s.schedule()
-	if opts.seed%4 == 3 {
+	// Store outages strike the quarter of the seeds 3 mod 4, and half of
+	// the runs that clean their cold tier (drawn by crng): a cleaning that
+	// fails halfway, or whose commit's answer is lost.
+	if opts.seed%4 == 3 || s.cmp.cold && s.crng.IntN(2) == 0 {
 		s.faults = append(s.faults, s.scheduleStoreOutages()...)
 	}
 	if opts.seed%5 == 1 {
@@ -911,7 +1023,7 @@ func (s *simulation) checkSettled() {
 			return
 		}
 	}
-	if s.compacted { // no cold tier
+	if s.compacted && !s.cmp.cold { // no cold tier
 		s.settled = true
 		return
 	}
@@ -1193,8 +1305,13 @@ func (b *simBroker) askNewEpoch() {
 }
 
 func (b *simBroker) env() tierEnv {
-	return tierEnv{store: b.s.bucket, logger: slog.New(simSealCounter{&b.s.lagSeals}), orphanGrace: time.Hour,
+	env := tierEnv{store: b.s.bucket, logger: slog.New(simSealCounter{b.s}), orphanGrace: time.Hour,
 		topic: func(*partition) (map[string]string, int32) { return simSettings(b.settings), 1 }}
+	if c := &b.s.cmp; c.cold {
+		env.clean = coldCleanEnv{retiredGrace: c.retiredGrace, keyMapBytes: c.keyMapBytes, interval: c.coldInterval}
+		env.coldCleaner = c.stats
+	}
+	return env
 }
 
 func (b *simBroker) tiering() {
@@ -1207,7 +1324,15 @@ func (b *simBroker) tiering() {
 		return
 	}
 	h, err := b.s.head()
-	if err != nil || h == nil {
+	if err != nil {
+		return
+	}
+	if b.s.cmp.cold {
+		// As followerRetention: the follower's cleaner rewrites only
+		// what the cold tier it last saw holds.
+		b.p.publishTier(h)
+	}
+	if h == nil {
 		return
 	}
 	if err := b.p.trimLocal(h, b.p.cfg.Load(), b.s.now); err != nil && !errors.Is(err, hotlog.ErrAboveHighWatermark) {
@@ -1785,11 +1910,43 @@ func (b *simBroker) fetch(offset int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	data, err := b.s.coldRead(offset)
+	seg, data, err := b.s.coldSegment(offset)
 	if err != nil {
 		return nil, err
 	}
+	if b.s.cmp.cold {
+		b.s.readLater(seg, data)
+	}
 	return data, nil
+}
+
+// readLater makes half the cold reads of a run that cleans its cold tier
+// readers in flight (crng draws which, and when): the object the head
+// named is read again at a random moment before retired_grace has passed
+// since the head was read, and must be there, unchanged, whatever
+// cleanings replaced it meanwhile (invariant 20). The grace is counted from
+// the head's millisecond, as a cleaning records its time.
+func (s *simulation) readLater(seg tiering.SegmentRef, data []byte) {
+	if s.crng.IntN(2) == 0 {
+		return
+	}
+	deadline := time.UnixMilli(s.now.UnixMilli()).Add(s.cmp.retiredGrace)
+	delay := time.Duration(s.crng.Int64N(int64(deadline.Sub(s.now))))
+	s.at(delay, func() {
+		got, _, err := s.bucket.(simBucket).Bucket.Get(context.Background(), seg.Key)
+		switch {
+		case err != nil:
+			s.fail("a reader in flight since %v lost object %s, named by the head it read, at %v (retired_grace %v): %v",
+				s.now.Add(-delay).Sub(simEpoch), seg.Key, s.elapsed(), s.cmp.retiredGrace, err)
+		case int64(len(got)) < seg.LogLen || string(got[:seg.LogLen]) != string(data):
+			s.fail("a reader in flight read object %s again and found it changed", seg.Key)
+		default:
+			s.cmp.lateReads++
+			if s.cmp.retired[seg.Key] {
+				s.cmp.lateRetired++
+			}
+		}
+	})
 }
 
 // head reads the manifest head, decoding it again only when it changed.
@@ -1816,34 +1973,41 @@ func (s *simulation) head() (*tiering.Head, error) {
 // coldRead reads the cold segment holding offset, straight from the
 // bucket, checked against its manifest entry.
 func (s *simulation) coldRead(offset int64) ([]byte, error) {
+	_, data, err := s.coldSegment(offset)
+	return data, err
+}
+
+// coldSegment is coldRead with the manifest entry of the segment it read.
+func (s *simulation) coldSegment(offset int64) (tiering.SegmentRef, []byte, error) {
 	ctx := context.Background()
 	bucket := s.bucket
+	var seg tiering.SegmentRef
 	h, err := s.head()
 	if err != nil || h == nil || h.Empty() || offset < h.StartOffset() || offset >= h.EndOffset() {
-		return nil, errors.New("not in the cold tier")
+		return seg, nil, errors.New("not in the cold tier")
 	}
-	var seg *tiering.SegmentRef
+	found := false
 	c := tiering.ForEachSegment(ctx, bucket, h, func(s tiering.SegmentRef) bool {
 		if s.BaseOffset <= offset && offset <= s.LastOffset {
-			seg = &s
+			seg, found = s, true
 			return false
 		}
 		return true
 	})
 	if c != nil {
-		return nil, c
+		return seg, nil, c
 	}
-	if seg == nil {
-		return nil, fmt.Errorf("offset %d: no segment in a head that covers it", offset)
+	if !found {
+		return seg, nil, fmt.Errorf("offset %d: no segment in a head that covers it", offset)
 	}
 	data, _, err := bucket.Get(ctx, seg.Key)
 	if err != nil {
-		return nil, fmt.Errorf("segment %s named by the manifest: %w", seg.Key, err)
+		return seg, nil, fmt.Errorf("segment %s named by the manifest: %w", seg.Key, err)
 	}
 	if int64(len(data)) < seg.LogLen || crc32.Checksum(data[:seg.LogLen], crc32.MakeTable(crc32.Castagnoli)) != seg.LogCRC {
-		return nil, fmt.Errorf("segment %s fails its checks", seg.Key)
+		return seg, nil, fmt.Errorf("segment %s fails its checks", seg.Key)
 	}
-	return data[:seg.LogLen], nil
+	return seg, data[:seg.LogLen], nil
 }
 
 // Clients.
@@ -2137,6 +2301,8 @@ func TestSimulation(t *testing.T) {
 	var acked, reads, faults, storms, cold, refusals, alters, acks, seals, forgeries int
 	var compacted, cleanings, gone, tombstonesGone int
 	var cleanedBytes int64
+	var coldRuns, coldCleanings, retiredDeleted, retiredChecked, lateReads, lateRetired int
+	var coldRemoved int64
 	for _, seed := range slices.Concat(simRegressions, seedRange(first, seeds)) {
 		s, err := runSeed(t, simOptions{seed: seed})
 		if err != nil {
@@ -2162,11 +2328,26 @@ func TestSimulation(t *testing.T) {
 			gone += s.cmp.gone
 			tombstonesGone += s.cmp.tombstonesGone
 		}
+		if s.cmp.cold {
+			coldRuns++
+			coldCleanings += s.cmp.coldCleanings
+			coldRemoved += s.cmp.stats.bytesIn.Load() - s.cmp.stats.bytesOut.Load()
+			retiredDeleted += int(s.cmp.stats.retired.Load())
+			retiredChecked += s.cmp.retiredChecked
+			lateReads += s.cmp.lateReads
+			lateRetired += s.cmp.lateRetired
+		}
 	}
 	t.Logf("%d compacted seeds: %d cleanings removed %d bytes; %d acknowledged records cleaned away by the end, %d of them tombstones",
 		compacted, cleanings, cleanedBytes, gone, tombstonesGone)
 	if seeds >= 100 && (cleanings == 0 || gone == 0 || tombstonesGone == 0) {
 		t.Errorf("over %d seeds: %d cleanings, %d acknowledged records cleaned away, %d tombstones removed; the simulation no longer exercises the cleaner", seeds, cleanings, gone, tombstonesGone)
+	}
+	t.Logf("%d of them clean their cold tier: %d cold cleanings committed, removing %d object bytes (as their leaders saw them commit); %d replaced objects deleted after their grace, %d found readable just before it ended; %d cold reads repeated within the grace, %d of them of an object retired by then",
+		coldRuns, coldCleanings, coldRemoved, retiredDeleted, retiredChecked, lateReads, lateRetired)
+	if seeds >= 100 && (coldCleanings == 0 || coldRemoved <= 0 || retiredDeleted == 0 || retiredChecked == 0 || lateRetired == 0) {
+		t.Errorf("over %d seeds: %d cold cleanings committed, %d bytes removed, %d replaced objects deleted, %d checked within their grace, %d reads in flight of a retired object; the simulation no longer exercises the cold cleaner",
+			seeds, coldCleanings, coldRemoved, retiredDeleted, retiredChecked, lateRetired)
 	}
 	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers, %d bucket calls failed by store outages, %d alters of the settings (%d acknowledged during the runs), %d segments sealed by remote.max.lag.ms, %d forged follower positions delivered to leaders",
 		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold, refusals, alters, acks, seals, forgeries)
@@ -2335,32 +2516,111 @@ func (s *simulation) supersededAt(k int, off int64) bool {
 	return false
 }
 
+// serve is what the leader serves at off, as fetch: its hot log from its
+// local start, the cold tier below it (a whole object); and the offset to
+// read next.
+func (s *simulation) serve(p *partition, off int64) ([]byte, int64, error) {
+	if off >= p.log.LogStartOffset() {
+		res, err := p.read(FetchRequest{Offset: off, MaxBytes: 1 << 20})
+		return res.Batches, res.NextOffset, err
+	}
+	seg, data, err := s.coldSegment(off)
+	return data, seg.LastOffset + 1, err
+}
+
+// readColdTier reads the whole cold tier of a run that cleans it, as the
+// manifest lists it, and checks its shape: its segments cover contiguous
+// offsets, each object holds records of its own range alone, in strictly
+// increasing offsets, and the tier ends at or below the high watermark. It
+// returns the records by offset, and the offsets the tier covers (-1, -1
+// if it is empty).
+func (s *simulation) readColdTier(hw int64) (map[int64]uint64, int64, int64) {
+	held := map[int64]uint64{}
+	h, _, err := tiering.LoadHead(context.Background(), s.bucket, s.ref)
+	if err != nil {
+		s.fail("read the manifest: %v", err)
+		return nil, -1, -1
+	}
+	if h == nil || h.Empty() {
+		return held, -1, -1
+	}
+	if h.EndOffset() > hw {
+		s.fail("the cold tier ends at %d, above the high watermark %d", h.EndOffset(), hw)
+	}
+	next, last := h.StartOffset(), int64(-1)
+	err = tiering.ForEachSegment(context.Background(), s.bucket, h, func(seg tiering.SegmentRef) bool {
+		if seg.BaseOffset != next {
+			s.fail("the cold tier's segment %s covers %d..%d; the one before ended at %d", seg.Key, seg.BaseOffset, seg.LastOffset, next-1)
+			return false
+		}
+		next = seg.LastOffset + 1
+		data, err := s.coldRead(seg.BaseOffset)
+		if err != nil {
+			s.fail("read cold segment %d..%d: %v", seg.BaseOffset, seg.LastOffset, err)
+			return false
+		}
+		s.observe(data, func(o int64, id uint64) {
+			if o < seg.BaseOffset || o > seg.LastOffset || o <= last {
+				s.fail("cold segment %d..%d holds offset %d (after %d)", seg.BaseOffset, seg.LastOffset, o, last)
+			}
+			last, held[o] = o, id
+		})
+		return s.failure == nil
+	})
+	if err != nil {
+		s.fail("walk the manifest: %v", err)
+	}
+	return held, h.StartOffset(), h.EndOffset()
+}
+
 // checkCompacted is the final check of a compacted run (Kafka's guarantee
-// with min.compaction.lag.ms 0, and the replicas' agreement).
+// with min.compaction.lag.ms 0, and the replicas' agreement), across both
+// tiers in a run that cleans its cold tier.
 func (s *simulation) checkCompacted() {
 	leader := s.brokers[s.ctrl.info.Leader]
 	p := leader.p
 	hw := p.log.HighWatermark()
-	// What a consumer reads from the start to the high watermark.
-	final := map[int64]uint64{}
-	last := int64(-1)
-	for off := p.log.LogStartOffset(); off < hw; {
-		res, err := p.read(FetchRequest{Offset: off, MaxBytes: 1 << 20})
-		if err != nil {
-			s.fail("read the leader's log at %d: %v", off, err)
+	// windows are the offsets each log covers: where the no-key-comes-back
+	// check below may look for a key's latest record.
+	windows := map[string][2]int64{}
+	var cold map[int64]uint64
+	start := p.log.LogStartOffset()
+	if s.cmp.cold {
+		var coldStart, coldEnd int64
+		cold, coldStart, coldEnd = s.readColdTier(hw)
+		if s.failure != nil {
 			return
 		}
-		s.observe(res.Batches, func(o int64, id uint64) {
+		if coldStart >= 0 {
+			windows["the cold tier"] = [2]int64{coldStart, coldEnd}
+			start = min(start, coldStart)
+		}
+	}
+	// What a consumer reads from the start to the high watermark: the cold
+	// tier below the leader's local start, then its hot log.
+	final := map[int64]uint64{}
+	windows["what the leader serves"] = [2]int64{start, hw}
+	last := int64(-1)
+	for off := start; off < hw; {
+		data, next, err := s.serve(p, off)
+		if err != nil {
+			s.fail("read what the leader serves at %d: %v", off, err)
+			return
+		}
+		s.observe(data, func(o int64, id uint64) {
+			if o < off {
+				return // a cold object read whole, from its start
+			}
 			if o <= last || o >= hw {
 				s.fail("a read from %d returned offset %d after %d (high watermark %d)", off, o, last, hw)
 			}
 			last, final[o] = o, id
 		})
-		if res.NextOffset <= off {
+		if next <= off {
 			s.fail("a read at %d did not move on", off)
 			return
 		}
-		off = res.NextOffset
+		off = next
 	}
 	if s.failure != nil {
 		return
@@ -2389,8 +2649,11 @@ func (s *simulation) checkCompacted() {
 	for off, id := range s.hist.read {
 		check("read as committed", id, off)
 	}
-	// The replicas' logs, whole.
+	// The replicas' logs, whole, and the cold tier.
 	logs := map[string]map[int64]uint64{"what the leader serves": final}
+	if cold != nil {
+		logs["the cold tier"] = cold
+	}
 	for _, id := range s.brokerIDs() {
 		bp := s.brokers[id].p
 		held := map[int64]uint64{}
@@ -2410,7 +2673,8 @@ func (s *simulation) checkCompacted() {
 			})
 			off = res.NextOffset
 		}
-		logs[fmt.Sprintf("broker %d's log", id)] = held
+		name := fmt.Sprintf("broker %d's log", id)
+		logs[name], windows[name] = held, [2]int64{bp.log.LogStartOffset(), hw}
 	}
 	names := slices.Sorted(maps.Keys(logs))
 	for i, a := range names {
@@ -2423,13 +2687,16 @@ func (s *simulation) checkCompacted() {
 		}
 	}
 	// No key comes back: where the latest known record of a key is gone
-	// (a tombstone removed), no older record of it is left.
+	// (a tombstone removed), no older record of it is left. Each log is
+	// looked at over the offsets it covers: a replica's from its local
+	// start (local retention removed what lies below), the cold tier's up
+	// to its end.
 	for _, name := range names {
-		held := logs[name]
+		held, w := logs[name], windows[name]
 		latest := map[int]int64{} // key -> offset of its latest known record still in the log or gone
 		for id, k := range s.cmp.key {
 			off, ok := s.knownAt(id)
-			if !ok || off >= hw {
+			if !ok || off < w[0] || off >= w[1] {
 				continue
 			}
 			if got, present := held[off]; (present && got != id) || (!present && s.lostInCrashes(off)) {
