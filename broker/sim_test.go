@@ -284,6 +284,7 @@ type simCompaction struct {
 type simColdClean struct {
 	retiredGrace  time.Duration // tiering.retired_grace, on the simulation's clock
 	coldInterval  time.Duration // cleaner.backoff: the least time between two cleanings
+	coldRate      int64         // tiering.cold_cleaner_io_max_bytes_per_second (0: none)
 	keyMapBytes   int
 	coldCleanings int // cleanings committed: manifest heads with a new pass
 	// stats are the leaders' cold cleaner counters (the bytes the
@@ -301,6 +302,10 @@ type simColdClean struct {
 	manifestEpoch int32
 	lastPass      tiering.CleanPass
 	retired       map[string]bool
+	// scanSteps counts the heads that recorded a cleaning under way at a
+	// new place (the head's CleanScan): rounds that left it unfinished.
+	scanSteps int
+	scanAt    *tiering.CleanScan
 }
 
 // simKeys is the key space of a compacted run: small, so keys repeat.
@@ -478,6 +483,11 @@ func (s *simulation) watchColdClean(h *tiering.Head) {
 		s.fail("a manifest head was committed in leader epoch %d after one in epoch %d (cleaned to %d)", h.LeaderEpoch, c.manifestEpoch, h.CleanedTo)
 	}
 	c.manifestEpoch = max(c.manifestEpoch, h.LeaderEpoch)
+	if h.CleanScan != nil && (c.scanAt == nil || *c.scanAt != *h.CleanScan) {
+		scan := *h.CleanScan
+		c.scanAt = &scan
+		c.scanSteps++
+	}
 	if n := len(h.CleanPasses); n > 0 && h.CleanPasses[n-1] != c.lastPass {
 		c.lastPass = h.CleanPasses[n-1]
 		c.coldCleanings++
@@ -714,6 +724,12 @@ func newSimulation(t testing.TB, opts simOptions) *simulation {
 			s.cmp.coldInterval = time.Duration(50+s.crng.IntN(300)) * time.Millisecond
 			s.cmp.retired = map[string]bool{}
 			s.cmp.stats = &coldCleanerStats{}
+			// A cold cleaner's rate bounds what one pass reads and
+			// filters (coldPassSeconds of it): with a small one a
+			// cleaning runs over several rounds (the head's CleanScan),
+			// through leader changes and outages. Not paced: the
+			// simulation's clock does not wait.
+			s.cmp.coldRate = []int64{0, 400, 1500}[s.crng.IntN(3)]
 		}
 	}
 	s.topic = cfg
@@ -1308,7 +1324,7 @@ func (b *simBroker) env() tierEnv {
 	env := tierEnv{store: b.s.bucket, logger: slog.New(simSealCounter{b.s}), orphanGrace: time.Hour,
 		topic: func(*partition) (map[string]string, int32) { return simSettings(b.settings), 1 }}
 	if c := &b.s.cmp; c.cold {
-		env.clean = coldCleanEnv{retiredGrace: c.retiredGrace, keyMapBytes: c.keyMapBytes, interval: c.coldInterval}
+		env.clean = coldCleanEnv{retiredGrace: c.retiredGrace, keyMapBytes: c.keyMapBytes, interval: c.coldInterval, rate: c.coldRate}
 		env.coldCleaner = c.stats
 	}
 	return env
@@ -2301,7 +2317,7 @@ func TestSimulation(t *testing.T) {
 	var acked, reads, faults, storms, cold, refusals, alters, acks, seals, forgeries int
 	var compacted, cleanings, gone, tombstonesGone int
 	var cleanedBytes int64
-	var coldRuns, coldCleanings, retiredDeleted, retiredChecked, lateReads, lateRetired int
+	var coldRuns, coldCleanings, scanSteps, retiredDeleted, retiredChecked, lateReads, lateRetired int
 	var coldRemoved int64
 	for _, seed := range slices.Concat(simRegressions, seedRange(first, seeds)) {
 		s, err := runSeed(t, simOptions{seed: seed})
@@ -2331,6 +2347,7 @@ func TestSimulation(t *testing.T) {
 		if s.cmp.cold {
 			coldRuns++
 			coldCleanings += s.cmp.coldCleanings
+			scanSteps += s.cmp.scanSteps
 			coldRemoved += s.cmp.stats.bytesIn.Load() - s.cmp.stats.bytesOut.Load()
 			retiredDeleted += int(s.cmp.stats.retired.Load())
 			retiredChecked += s.cmp.retiredChecked
@@ -2343,11 +2360,11 @@ func TestSimulation(t *testing.T) {
 	if seeds >= 100 && (cleanings == 0 || gone == 0 || tombstonesGone == 0) {
 		t.Errorf("over %d seeds: %d cleanings, %d acknowledged records cleaned away, %d tombstones removed; the simulation no longer exercises the cleaner", seeds, cleanings, gone, tombstonesGone)
 	}
-	t.Logf("%d of them clean their cold tier: %d cold cleanings committed, removing %d object bytes (as their leaders saw them commit); %d replaced objects deleted after their grace, %d found readable just before it ended; %d cold reads repeated within the grace, %d of them of an object retired by then",
-		coldRuns, coldCleanings, coldRemoved, retiredDeleted, retiredChecked, lateReads, lateRetired)
-	if seeds >= 100 && (coldCleanings == 0 || coldRemoved <= 0 || retiredDeleted == 0 || retiredChecked == 0 || lateRetired == 0) {
-		t.Errorf("over %d seeds: %d cold cleanings committed, %d bytes removed, %d replaced objects deleted, %d checked within their grace, %d reads in flight of a retired object; the simulation no longer exercises the cold cleaner",
-			seeds, coldCleanings, coldRemoved, retiredDeleted, retiredChecked, lateRetired)
+	t.Logf("%d of them clean their cold tier: %d cold cleanings committed (%d heads recorded one under way, unfinished), removing %d object bytes (as their leaders saw them commit); %d replaced objects deleted after their grace, %d found readable just before it ended; %d cold reads repeated within the grace, %d of them of an object retired by then",
+		coldRuns, coldCleanings, scanSteps, coldRemoved, retiredDeleted, retiredChecked, lateReads, lateRetired)
+	if seeds >= 100 && (coldCleanings == 0 || scanSteps == 0 || coldRemoved <= 0 || retiredDeleted == 0 || retiredChecked == 0 || lateRetired == 0) {
+		t.Errorf("over %d seeds: %d cold cleanings committed, %d heads with one under way, %d bytes removed, %d replaced objects deleted, %d checked within their grace, %d reads in flight of a retired object; the simulation no longer exercises the cold cleaner",
+			seeds, coldCleanings, scanSteps, coldRemoved, retiredDeleted, retiredChecked, lateRetired)
 	}
 	t.Logf("%d seeds (%d stormy, %d of them regressions) in %v: %d faults, %d acknowledged records, %d records read back during the runs, %d segments in the cold tiers, %d bucket calls failed by store outages, %d alters of the settings (%d acknowledged during the runs), %d segments sealed by remote.max.lag.ms, %d forged follower positions delivered to leaders",
 		int(seeds)+len(simRegressions), storms, len(simRegressions), time.Since(start).Round(time.Millisecond), faults, acked, reads, cold, refusals, alters, acks, seals, forgeries)
