@@ -2384,6 +2384,7 @@ var simRegressions = []uint64{
 	26,    // forged follower positions moved the high watermark past what the ISR held
 	5,     // a follower paused behind the leader's cleaning met a filler that began below its log end
 	101,   // a follower away while its leader removed a tombstone copied the cleaned range and kept the key
+	185,   // the hot cleaner removed a tombstone the cold tier, cleaned over several rounds, had not yet covered
 }
 
 func seedRange(first, n uint64) []uint64 {
