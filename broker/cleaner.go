@@ -20,6 +20,10 @@ package broker
 //     file, so a restart does not clean the same bytes again, with when
 //     each pass ended where: tombstones go once delete.retention.ms has
 //     passed since a cleaning first covered them (cleaner_state.go).
+//   - No tombstone goes at or past the tombstone floor, the lowest log end
+//     among the partition's replicas (replicaState.tombstoneFloor; a
+//     follower learns it from its leader): a replica that has not copied
+//     a tombstone yet must get it, or it keeps the key's older records.
 //   - Reads and writes are throttled to cleaner.io_max_bytes_per_second.
 //
 // Replicas clean on their own, each on its own broker, and still agree on
@@ -217,13 +221,15 @@ func (p *partition) cleanerState() cleanerState {
 func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs int64) error {
 	cfg := p.cfg.Load()
 	state := p.cleanerState()
-	rules := compact.Rules{TombstoneHorizon: state.horizon(nowMs, cfg.DeleteRetentionMs)}
+	rules := compact.Rules{TombstoneHorizon: min(state.horizon(nowMs, cfg.DeleteRetentionMs), p.tombstoneFloor())}
 	budget := int(b.cfg.Cleaner.DedupeBufferSize)
 	if budget <= 0 { // settings built without the defaults
 		budget = int(config.DefaultBroker().Cleaner.DedupeBufferSize)
 	}
 	for dirty := c.dirty; dirty < c.end; {
-		src := b.segmentBatches(p.log, c.segs, throttle)
+		// The key map reads only the dirty segments: Build skips what
+		// ends below dirty, and reading it would cost I/O and throttle.
+		src := b.segmentBatches(p.log, segmentsFrom(c.segs, dirty), throttle)
 		m, mapEnd, err := compact.Build(src, dirty, c.end, budget, rules.MaxDecompressed)
 		if err != nil {
 			return err
@@ -263,6 +269,16 @@ func (b *Broker) cleanLog(p *partition, c cleanable, throttle *ioThrottle, nowMs
 		// The next pass reads the rewritten segments.
 		c.segs = refreshSegments(p.log.Segments(), c.segs)
 		dirty = mapEnd
+	}
+	return nil
+}
+
+// segmentsFrom returns the segments of segs holding offset from or later.
+func segmentsFrom(segs []hotlog.SegmentInfo, from int64) []hotlog.SegmentInfo {
+	for i, s := range segs {
+		if s.LastOffset >= from {
+			return segs[i:]
+		}
 	}
 	return nil
 }

@@ -2,11 +2,14 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/cluster"
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/hotlog"
+	"github.com/strata-log/strata/record"
 )
 
 // TestCleanableOf: the cleaner takes only sealed segments wholly below the
@@ -117,5 +120,66 @@ func TestCleanerStateHorizon(t *testing.T) {
 		if _, err := parseCleanerState([]byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// A later cleaning reads the dirty segments once for its key map, and the
+// whole range it rewrites twice (producer lasts, then the rewrite): not the
+// already clean segments a third time for a key map that skips them.
+func TestCleaningReadsCleanSegmentsTwice(t *testing.T) {
+	r := newTestReplica(t, 1, cluster.PartitionInfo{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}, 1)
+	cfg := r.cfg
+	cfg.CleanupPolicy = config.CleanupCompact
+	cfg.RemoteStorageEnable = false
+	cfg.FlushPolicy = config.FlushAlways
+	cfg.SegmentBytes = 4 << 10
+	cfg.MinCompactionLagMs = 0
+	cfg.MinCleanableDirtyRatio = 0
+	r.cfg = cfg
+	r.apply(cluster.PartitionInfo{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+	value := make([]byte, 200)
+	write := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			bl := record.NewBuilder(record.DefaultBatchOptions())
+			bl.Add(record.Record{Timestamp: r.now.UnixMilli(), Key: fmt.Appendf(nil, "key-%d", i%10), Value: value})
+			b, err := bl.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := r.p.appendAsLeader(b, AcksLeader); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.p.advance()
+	}
+	cleaner := &Broker{cfg: config.Broker{Cleaner: config.Cleaner{DedupeBufferSize: 1 << 20}}}
+	clean := func() (read, cleanSize, dirtySize int64) {
+		t.Helper()
+		c := cleaner.cleanableAt(r.p, r.now.UnixMilli())
+		if !c.eligible {
+			t.Fatalf("nothing to clean: %+v", c)
+		}
+		for _, s := range c.segs {
+			if s.LastOffset < c.dirty {
+				cleanSize += s.Size
+			}
+		}
+		before := cleaner.metrics.cleaner.bytesRead.Load()
+		if err := cleaner.cleanLog(r.p, c, newIOThrottle(0, nil), r.now.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+		return cleaner.metrics.cleaner.bytesRead.Load() - before, cleanSize, c.dirtySize
+	}
+	write(0, 200)
+	if read, cleanSize, dirtySize := clean(); cleanSize != 0 || read != 3*dirtySize {
+		t.Fatalf("first cleaning read %d bytes of %d dirty and %d clean; want 3x the dirty", read, dirtySize, cleanSize)
+	}
+	write(200, 200)
+	read, cleanSize, dirtySize := clean()
+	if cleanSize == 0 {
+		t.Fatal("the second cleaning found no clean segment")
+	}
+	if want := dirtySize + 2*(cleanSize+dirtySize); read != want {
+		t.Fatalf("second cleaning read %d bytes of %d dirty and %d clean; want %d", read, dirtySize, cleanSize, want)
 	}
 }

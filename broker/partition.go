@@ -467,6 +467,24 @@ func (p *partition) appendAsFollower(leader, epoch int32, readFrom int64, data [
 	return nil
 }
 
+// tombstoneFloor is where this replica's cleaner may remove tombstones
+// up to, as far as the other replicas go (replicaState.tombstoneFloor).
+func (p *partition) tombstoneFloor() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.rs.tombstoneFloor(p.logViewLocked())
+}
+
+// takeTombstoneFloor keeps the tombstone floor the leader it follows in
+// epoch sent.
+func (p *partition) takeTombstoneFloor(leader, epoch int32, floor int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.followingLocked(leader, epoch) {
+		p.mu.rs.toldFloor = floor
+	}
+}
+
 // holdsCommittedBefore reports whether this follower's log shows it holds
 // every record committed before its process started, after it took a
 // chunk of leader epoch epoch carrying the leader's high watermark hw: it

@@ -517,6 +517,7 @@ func (f *fetcher) apply(chunk ReplicaChunk) (ReplicaPosition, bool) {
 		}
 		return f.report(fo, epoch, p.committedEnd(), true)
 	}
+	p.takeTombstoneFloor(f.leader, epoch, chunk.TombstoneFloor)
 	err := p.appendAsFollower(f.leader, epoch, chunk.ReadFrom, chunk.Batches, chunk.HighWatermark)
 	switch appendStep(err) {
 	case appendReportAgain:

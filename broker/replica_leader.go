@@ -53,6 +53,11 @@ type ReplicaChunk struct {
 	// (hotlog.Log.AppendReplicaFrom). NoReadFrom when unknown (a leader
 	// that predates compaction): the follower then takes no gap.
 	ReadFrom int64
+	// TombstoneFloor is, for a compacted topic, the lowest log end among
+	// the partition's replicas as the leader knows it (0: not known):
+	// the follower's cleaner removes no tombstone at or past it
+	// (replicaState.tombstoneFloor).
+	TombstoneFloor int64
 	// Release, when set, gives back the buffer Batches lie in, once its
 	// borrower is done with it. To a follower the transport lends the
 	// received buffer, and the follower calls Release once it has applied
@@ -226,6 +231,9 @@ func (p *partition) pushChunk(follower, epoch int32, step pushKind, next, leo, h
 // fresh ones), as hotlog's ReadWith does.
 func (p *partition) pushChunkWith(alloc func(int) []byte, follower, epoch int32, step pushKind, next, leo, hw, start int64, maxBytes int) (ReplicaChunk, int64, bool) {
 	c := ReplicaChunk{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: epoch, HighWatermark: hw, LogStart: start}
+	if p.cfg.Load().Compacted() {
+		c.TombstoneFloor = p.tombstoneFloor()
+	}
 	switch step {
 	case pushFenced:
 		return ReplicaChunk{Topic: p.topic, TopicID: p.topicID, Partition: p.id, LeaderEpoch: epoch,

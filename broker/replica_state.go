@@ -76,6 +76,9 @@ type replicaState struct {
 	// lead but asks for a new epoch as a restarted leader does, which the
 	// controller gives to another ISR member (restartSuccessor).
 	unsure bool
+	// toldFloor is, while following, the tombstone floor the leader last
+	// sent in this epoch (0, none, until it does): see tombstoneFloor.
+	toldFloor int64
 
 	// The rest is the leader's, reset at every change of leader epoch.
 	//
@@ -214,7 +217,7 @@ func (s *replicaState) apply(info cluster.PartitionInfo, log logView, now time.T
 		for _, w := range s.waiters {
 			ended = append(ended, completion{w, errNotLeaderNow})
 		}
-		s.waiters, s.pending, s.followers = nil, nil, nil
+		s.waiters, s.pending, s.followers, s.toldFloor = nil, nil, nil, 0
 		if info.Leader == s.self && info.LeaderEpoch > s.inherited {
 			s.epochStart = log.end
 			s.followers = map[int32]*followerState{}
@@ -502,6 +505,41 @@ func (s *replicaState) isrRefused(c *isrChange) {
 	if s.pending == c {
 		s.pending = nil
 	}
+}
+
+// tombstoneFloor is the offset below which this replica's cleaner may
+// remove tombstones, as far as the other replicas go (delete.retention.ms
+// bounds it further): the lowest log end among the partition's replicas.
+// A tombstone removed where some replica has not copied it yet would never
+// reach that replica, which keeps the older records of the key the
+// tombstone deleted: it copies the cleaned range without them and without
+// the tombstone, and serves the key again if it leads later. Below every
+// replica's log end, each holds the tombstone and removes the key's older
+// records with it when it cleans.
+//
+// A leader takes it from its followers' positions in this epoch: 0 until
+// every replica has reported (a replica that stays away holds tombstones
+// back at its log end until it returns or is reassigned). It is never past
+// the high watermark: offsets below are every replica's for good, as the
+// in-sync ones hold them and no follower truncates what it holds below
+// the high watermark. A follower cleans below what its leader last told
+// it in this epoch. A replica alone has no one to wait for.
+func (s *replicaState) tombstoneFloor(log logView) int64 {
+	if !s.leading() {
+		return s.toldFloor
+	}
+	floor := log.hw
+	for _, id := range s.info.Replicas {
+		if id == s.self {
+			continue
+		}
+		f := s.followers[id]
+		if f == nil || f.leo < 0 {
+			return 0
+		}
+		floor = min(floor, f.leo)
+	}
+	return floor
 }
 
 // followerHighWatermark is a follower's high watermark after its leader

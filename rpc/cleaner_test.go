@@ -173,3 +173,146 @@ func checkCompacted(t *testing.T, who string, recs []record.Record, last map[str
 		t.Fatalf("%s: %d of %d records left: the log was not compacted", who, len(recs), writes)
 	}
 }
+
+// TestTombstonesWaitForEveryReplica: a tombstone is not removed while a
+// replica that has not copied it is away, even from the ISR and with
+// delete.retention.ms passed; it would come back on that replica with the
+// key's older value. Once the replica has it again, every replica's
+// cleaner removes the tombstone and the value with it (the followers' by
+// the floor their leader sends them).
+func TestTombstonesWaitForEveryReplica(t *testing.T) {
+	dir := t.TempDir()
+	cfgs := make([]config.Broker, 3)
+	for i := range cfgs {
+		cfgs[i] = brokerConfig(t, int32(i+1), filepath.Join(dir, fmt.Sprint("b", i+1)))
+		cfgs[i].Cleaner.Backoff = config.Duration(50 * time.Millisecond)
+		cfgs[i].Replica.LagTimeMax = config.Duration(time.Second)
+	}
+	b1 := startBroker(t, cfgs[0])
+	bs := []*testBroker{b1, joinSecondBroker(t, b1, cfgs[1]), joinSecondBroker(t, b1, cfgs[2])}
+	ctx := testCtx(t)
+	topicCfg := map[string]string{
+		"replication.factor": "3", "min.insync.replicas": "1", "segment.bytes": "16KiB",
+		"cleanup.policy": "compact", "remote.storage.enable": "false",
+		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0",
+	}
+	testutil.Eventually(t, 20*time.Second, "the topic to be created", func() error {
+		_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "c", Partitions: 1, Config: topicCfg})
+		if status.Code(err) == codes.AlreadyExists {
+			return nil
+		}
+		return err
+	})
+	for _, b := range bs {
+		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to know the topic", b.cfg.NodeID), func() bool {
+			_, err := b.admin.DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: "c"})
+			return err == nil
+		})
+		if err := b.Ready(ctx); err != nil {
+			t.Fatalf("broker %d: %v", b.cfg.NodeID, err)
+		}
+	}
+	leader := byID(bs, partitionState(t, bs[0], "c", 0).Metadata.Leader)
+	var away *testBroker // a follower, and not the controller, so that metadata goes on
+	for _, b := range bs {
+		if b != leader && b != bs[0] {
+			away = b
+		}
+	}
+	n := 0
+	produce := func(key string, value []byte, count int) {
+		t.Helper()
+		for range count {
+			bl := record.NewBuilder(record.DefaultBatchOptions())
+			k := key
+			if k == "" {
+				k = fmt.Sprintf("other-%02d", n%20)
+			}
+			v := value
+			if key == "" {
+				v = fmt.Appendf(nil, "v%06d-%0200d", n, n)
+			}
+			bl.Add(record.Record{Timestamp: baseTime + int64(n), Key: []byte(k), Value: v})
+			n++
+			b, err := bl.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			testutil.Eventually(t, 20*time.Second, "a produce", func() error {
+				_, err := leader.produce.Produce(ctx, &stratav1.ProduceRequest{Topic: "c", Batch: b, Acks: stratav1.Acks_ACKS_ALL})
+				return err
+			})
+		}
+	}
+	// The deleted key's value reaches every replica, then one goes away.
+	produce("deleted", []byte("old value"), 1)
+	produce("", nil, 100)
+	testutil.WaitFor(t, 20*time.Second, "every replica in the ISR", func() bool {
+		return len(partitionState(t, leader, "c", 0).Metadata.Isr) == 3
+	})
+	away.stop(t)
+	produce("deleted", nil, 1) // the tombstone
+	produce("", nil, 300)
+	passes := cleanerPasses(leader)
+	produce("", nil, 100)
+	testutil.WaitFor(t, 60*time.Second, "the leader's cleaner to clean past the tombstone twice", func() bool {
+		return cleanerPasses(leader) >= passes+2
+	})
+	_, served := leader.readAll(t, "c", 0, 0)
+	if !hasTombstone(served, "deleted") {
+		t.Fatalf("the leader removed the tombstone while broker %d, which has not copied it, was away", away.ID())
+	}
+
+	// The replica returns and copies the tombstone; then every cleaner
+	// may remove it.
+	back := startBrokerAt(t, away.cfg)
+	now := []*testBroker{}
+	for _, b := range bs {
+		if b != away {
+			now = append(now, b)
+		}
+	}
+	now = append(now, back)
+	testutil.WaitFor(t, 30*time.Second, "the returned replica back in the ISR", func() bool {
+		return len(partitionState(t, leader, "c", 0).Metadata.Isr) == 3
+	})
+	before := map[int32]int{}
+	for _, b := range now {
+		before[b.ID()] = cleanerPasses(b)
+	}
+	// Cleanings need new dirty segments: write while waiting for three
+	// more passes on every broker (one may cover the tombstone, the next
+	// removes it) and for the leader to serve it no longer.
+	testutil.WaitFor(t, 90*time.Second, "every replica to clean three more times and the tombstone to go", func() bool {
+		produce("", nil, 40)
+		for _, b := range now {
+			if cleanerPasses(b) < before[b.ID()]+3 {
+				return false
+			}
+		}
+		_, served := leader.readAll(t, "c", 0, 0)
+		return !hasTombstone(served, "deleted")
+	})
+	id := partitionTopicID(t, bs[0], "c")
+	for _, b := range now {
+		b.stop(t)
+	}
+	for _, b := range now {
+		recs := localRecords(t, b, "c", id, 0)
+		for _, r := range recs {
+			if string(r.Key) == "deleted" {
+				t.Errorf("broker %d still holds key %q at %d (value %q): its cleaner kept the tombstone or the value", b.ID(), r.Key, r.Offset, r.Value)
+			}
+		}
+	}
+}
+
+// hasTombstone reports whether recs hold a tombstone of key.
+func hasTombstone(recs []record.Record, key string) bool {
+	for _, r := range recs {
+		if string(r.Key) == key && r.Value == nil {
+			return true
+		}
+	}
+	return false
+}

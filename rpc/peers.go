@@ -178,7 +178,7 @@ func (f followerStream) Recv() (broker.ReplicaChunk, error) {
 	}
 	return broker.ReplicaChunk{Topic: c.Topic, TopicID: c.TopicId, Partition: c.Partition, LeaderEpoch: c.LeaderEpoch,
 		Batches: c.Batches, HighWatermark: c.HighWatermark, LogStart: c.LogStartOffset, ReadFrom: readFrom,
-		ErrReason: broker.Reason(c.ErrorReason), ErrMessage: c.ErrorMessage, Release: frame.Free}, nil
+		TombstoneFloor: c.TombstoneFloor, ErrReason: broker.Reason(c.ErrorReason), ErrMessage: c.ErrorMessage, Release: frame.Free}, nil
 }
 
 // batchesField is the number of ReplicateResponse.batches.

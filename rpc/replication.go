@@ -50,7 +50,7 @@ func (r replicaStream) Recv() (broker.ReplicaUpdate, error) {
 func (r replicaStream) Send(c broker.ReplicaChunk) error {
 	m := &stratav1.ReplicateResponse{
 		Topic: c.Topic, TopicId: c.TopicID, Partition: c.Partition, LeaderEpoch: c.LeaderEpoch,
-		HighWatermark: c.HighWatermark, LogStartOffset: c.LogStart,
+		HighWatermark: c.HighWatermark, LogStartOffset: c.LogStart, TombstoneFloor: c.TombstoneFloor,
 		ErrorReason: string(c.ErrReason), ErrorMessage: c.ErrMessage,
 	}
 	if c.ReadFrom != broker.NoReadFrom && len(c.Batches) > 0 {

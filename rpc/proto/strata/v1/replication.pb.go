@@ -297,9 +297,14 @@ type ReplicateResponse struct {
 	// between them are gaps of the leader's log (a compacted topic's), which
 	// a follower whose log end is at or past read_from keeps. Absent from a
 	// broker that predates compaction: its follower then takes no gap.
-	ReadFrom      *int64 `protobuf:"varint,10,opt,name=read_from,json=readFrom,proto3,oneof" json:"read_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReadFrom *int64 `protobuf:"varint,10,opt,name=read_from,json=readFrom,proto3,oneof" json:"read_from,omitempty"`
+	// For a compacted topic: the lowest log end among the partition's
+	// replicas as the leader knows it. The follower's cleaner removes no
+	// tombstone at or past it, so that no replica misses a tombstone whose
+	// key's older records it holds. Absent or 0: no tombstone may go.
+	TombstoneFloor int64 `protobuf:"varint,11,opt,name=tombstone_floor,json=tombstoneFloor,proto3" json:"tombstone_floor,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ReplicateResponse) Reset() {
@@ -398,6 +403,13 @@ func (x *ReplicateResponse) GetErrorMessage() string {
 func (x *ReplicateResponse) GetReadFrom() int64 {
 	if x != nil && x.ReadFrom != nil {
 		return *x.ReadFrom
+	}
+	return 0
+}
+
+func (x *ReplicateResponse) GetTombstoneFloor() int64 {
+	if x != nil {
+		return x.TombstoneFloor
 	}
 	return 0
 }
@@ -807,7 +819,7 @@ const file_strata_v1_replication_proto_rawDesc = "" +
 	"\x10ReplicateRequest\x12\x1f\n" +
 	"\vfollower_id\x18\x01 \x01(\x05R\n" +
 	"followerId\x128\n" +
-	"\tpositions\x18\x02 \x03(\v2\x1a.strata.v1.ReplicaPositionR\tpositions\"\xe8\x02\n" +
+	"\tpositions\x18\x02 \x03(\v2\x1a.strata.v1.ReplicaPositionR\tpositions\"\x91\x03\n" +
 	"\x11ReplicateResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1c\n" +
@@ -819,7 +831,8 @@ const file_strata_v1_replication_proto_rawDesc = "" +
 	"\ferror_reason\x18\b \x01(\tR\verrorReason\x12#\n" +
 	"\rerror_message\x18\t \x01(\tR\ferrorMessage\x12 \n" +
 	"\tread_from\x18\n" +
-	" \x01(\x03H\x00R\breadFrom\x88\x01\x01B\f\n" +
+	" \x01(\x03H\x00R\breadFrom\x88\x01\x01\x12'\n" +
+	"\x0ftombstone_floor\x18\v \x01(\x03R\x0etombstoneFloorB\f\n" +
 	"\n" +
 	"_read_from\"\x8c\x01\n" +
 	"\x18EndOffsetForEpochRequest\x12\x14\n" +
