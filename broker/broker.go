@@ -90,6 +90,14 @@ type Broker struct {
 	life context.Context
 	end  context.CancelFunc
 	wg   sync.WaitGroup
+	// tasks refuses goTask once Close began, so that no task joins wg
+	// after Close waits on it. Its own lock, held for nothing else: a
+	// leader's pusher starts a pass from a log's change callback, which
+	// may run under the partition's and the log's locks.
+	tasks struct {
+		sync.Mutex
+		closed bool
+	}
 
 	// raftTLS, when set, runs the metadata group's transport over TLS.
 	raftTLS *cluster.TransportTLS
@@ -317,9 +325,9 @@ func (b *Broker) goLoop(loop func(ctx context.Context)) {
 // request or a loop starts while Close runs is dropped (false), so that
 // Close's wait is not joined late.
 func (b *Broker) goTask(task func(ctx context.Context)) bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.mu.closed {
+	b.tasks.Lock()
+	defer b.tasks.Unlock()
+	if b.tasks.closed {
 		return false
 	}
 	b.goLoop(task)
@@ -337,6 +345,9 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
+	b.tasks.Lock()
+	b.tasks.closed = true
+	b.tasks.Unlock()
 	b.end()
 	b.closeGroups() // held heartbeats return now
 	b.wg.Wait()

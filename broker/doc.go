@@ -70,18 +70,24 @@
 //     waits for it. reconcile cancels a fetcher whose leader moved or has
 //     nothing left to follow; the lifetime's end stops them all, and
 //     closeAll (fetchers.stop) waits for them.
-//   - pushers (replica_pushers.go): on a leader, one per followed partition
-//     of a ServeReplication stream, owned by the stream's pushers value
-//     and run as broker tasks (goTask): started when the follower reports
-//     its position, stopped when it says it stopped following, when its
-//     epoch changes (a new pusher replaces it), when the stream ends or
-//     when the lifetime does. The stream's call waits for them before it
-//     returns, and Close waits for them with the other tasks. The
-//     stream's call itself runs on the transport's goroutine (rpc), which
-//     ends it by ending the stream.
+//   - a ServeReplication stream's call, on a leader, runs on the
+//     transport's goroutine (rpc), which ends it by ending the stream;
+//     its pushers are listed below, with the work on demand.
 //
 // Per partition, on demand (no goroutine while idle):
 //
+//   - a leader's pusher passes (replica_pushers.go): one pusher per
+//     followed partition of a ServeReplication stream, owned by the
+//     stream's pushers value. A pusher holds no goroutine while it has
+//     nothing to send: a pass runs as a broker task (goTask) when the
+//     pusher starts, when the log changes (a one-shot callback,
+//     hotlog.Log.AfterChange) or when the follower acknowledges, sends
+//     until nothing is left or the window is full, and ends. A pusher
+//     stops when the follower says it stopped following, when its epoch
+//     changes (a new pusher replaces it), when it is fenced, when the
+//     stream ends or when the lifetime does; the stream's call waits for
+//     every pass before it returns, and Close waits for them with the
+//     other tasks.
 //   - the high watermark advancer (partition.go): started by a kick (an
 //     append, a follower's report), runs while kicks come, then ends; the
 //     partition's close stops it and waits.

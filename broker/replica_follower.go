@@ -166,16 +166,31 @@ type fetcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// keepalive is followerKeepalive of the broker's
+	// replica.lag.time.max.
+	keepalive time.Duration
+
 	mu    sync.Mutex
 	parts map[cluster.TopicPartition]*followed
-	stops []cluster.TopicPartition // partitions to tell the leader we left
-	kick  chan struct{}
+	// due are the partitions the next round looks at: those not prepared
+	// yet (new, in a new epoch, paused), those whose position may move
+	// without a chunk (appended, not yet durable under flush.policy
+	// always) and those a metadata change touched. Every other one is
+	// looked at only by the keepalive round, so a round over thousands of
+	// idle partitions costs nothing per partition.
+	due map[cluster.TopicPartition]*followed
+	// keptAlive is when the last keepalive round looked at every
+	// partition.
+	keptAlive time.Time
+	stops     []cluster.TopicPartition // partitions to tell the leader we left
+	kick      chan struct{}
 }
 
 func newFetcher(b *Broker, leader int32, addr string) *fetcher {
 	ctx, cancel := context.WithCancel(b.life)
 	return &fetcher{b: b, leader: leader, addr: addr, log: b.log.With("leader", leader), ctx: ctx, cancel: cancel,
-		parts: map[cluster.TopicPartition]*followed{}, kick: make(chan struct{}, 1)}
+		keepalive: followerKeepalive(time.Duration(b.cfg.Replica.LagTimeMax)),
+		parts:     map[cluster.TopicPartition]*followed{}, due: map[cluster.TopicPartition]*followed{}, kick: make(chan struct{}, 1)}
 }
 
 // set replaces the partitions followed; a partition whose epoch changed is
@@ -186,15 +201,19 @@ func (f *fetcher) set(ts map[cluster.TopicPartition]followTarget) {
 		t, ok := ts[tp]
 		if !ok || t.p != fo.p {
 			delete(f.parts, tp)
+			delete(f.due, tp)
 			f.stops = append(f.stops, tp)
 		}
 	}
 	for tp, t := range ts {
 		fo := f.parts[tp]
 		if fo == nil {
-			f.parts[tp] = &followed{p: t.p, epoch: t.epoch, reported: -1}
+			fo = &followed{p: t.p, epoch: t.epoch, reported: -1}
+			f.parts[tp] = fo
+			f.due[tp] = fo
 		} else if fo.epoch != t.epoch {
 			fo.epoch, fo.prepared, fo.pausedUntil = t.epoch, false, time.Time{}
+			f.due[tp] = fo
 		}
 	}
 	f.mu.Unlock()
@@ -209,13 +228,21 @@ func (f *fetcher) add(ts map[cluster.TopicPartition]followTarget) {
 		fo := f.parts[tp]
 		switch {
 		case fo == nil:
-			f.parts[tp] = &followed{p: t.p, epoch: t.epoch, reported: -1}
+			fo = &followed{p: t.p, epoch: t.epoch, reported: -1}
+			f.parts[tp] = fo
 		case fo.p != t.p:
 			f.stops = append(f.stops, tp)
-			f.parts[tp] = &followed{p: t.p, epoch: t.epoch, reported: -1}
+			fo = &followed{p: t.p, epoch: t.epoch, reported: -1}
+			f.parts[tp] = fo
 		case fo.epoch != t.epoch:
 			fo.epoch, fo.prepared, fo.pausedUntil = t.epoch, false, time.Time{}
+		default:
+			// Same epoch: an ISR change, say one that took this follower
+			// out. Its position goes at once, not at the keepalive, so
+			// that a leader that may ask it back hears from it.
+			fo.sentAt = time.Time{}
 		}
+		f.due[tp] = fo
 	}
 	f.mu.Unlock()
 	f.poke()
@@ -229,6 +256,7 @@ func (f *fetcher) leave(gone []cluster.TopicPartition) int {
 	for _, tp := range gone {
 		if _, ok := f.parts[tp]; ok {
 			delete(f.parts, tp)
+			delete(f.due, tp)
 			f.stops = append(f.stops, tp)
 			left = true
 		}
@@ -277,8 +305,9 @@ func (f *fetcher) session() error {
 		return err
 	}
 	f.mu.Lock()
-	for _, fo := range f.parts {
+	for tp, fo := range f.parts {
 		fo.prepared, fo.reported = false, -1 // a new stream knows nothing
+		f.due[tp] = fo
 	}
 	f.stops = nil
 	f.mu.Unlock()
@@ -336,7 +365,10 @@ func (f *fetcher) session() error {
 
 // pending prepares partitions new in this stream or epoch and returns the
 // positions to send: theirs, those whose log end moved without a report
-// (an interval flush, say), and partitions left.
+// (a flush, say), those a metadata change touched, and partitions left.
+// It looks at the due partitions only, except in a keepalive round (every
+// half keepalive), which looks at all and also sends the positions last
+// sent at least that long ago.
 func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 	f.mu.Lock()
 	var out []ReplicaPosition
@@ -350,17 +382,27 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 	}
 	var prepare []toPrepare
 	now := time.Now()
-	for _, fo := range f.parts {
-		if now.Before(fo.pausedUntil) {
+	every := f.keepalive / 2
+	visit := f.due
+	if now.Sub(f.keptAlive) >= every {
+		visit, f.keptAlive = f.parts, now
+	}
+	f.due = make(map[cluster.TopicPartition]*followed, len(f.due))
+	for tp, fo := range visit {
+		if now.Before(fo.pausedUntil) || !fo.prepared {
+			f.due[tp] = fo // until prepared
+			if !now.Before(fo.pausedUntil) {
+				prepare = append(prepare, toPrepare{fo, fo.epoch})
+			}
 			continue
 		}
-		if !fo.prepared {
-			prepare = append(prepare, toPrepare{fo, fo.epoch})
-			continue
-		}
-		if end := fo.p.committedEnd(); positionDue(end, fo.reported, fo.sentAt, now) {
+		end := fo.p.committedEnd()
+		if positionDue(end, fo.reported, fo.sentAt, now, every) {
 			fo.reported, fo.sentAt = end, now
 			out = append(out, fo.position(end))
+		}
+		if end < fo.p.log.LogEndOffset() {
+			f.due[tp] = fo // a flush will move it
 		}
 	}
 	f.mu.Unlock()
@@ -389,10 +431,6 @@ func (f *fetcher) pending(ctx context.Context) []ReplicaPosition {
 func (fo *followed) position(end int64) ReplicaPosition {
 	return ReplicaPosition{Topic: fo.p.topic, TopicID: fo.p.topicID, Partition: fo.p.id, LeaderEpoch: fo.epoch, LogEnd: end}
 }
-
-// followerHeartbeat is the longest a follower goes without sending its
-// position.
-const followerHeartbeat = 500 * time.Millisecond
 
 // maxTruncationRounds bounds the rounds of a follower's truncation: each
 // one removes at least one epoch from its history, so a log with more
@@ -501,17 +539,32 @@ func (f *fetcher) unprepare(fo *followed, epoch int32, pause time.Duration) {
 	defer f.mu.Unlock()
 	if fo.epoch == epoch {
 		fo.prepared, fo.pausedUntil = false, time.Now().Add(pause)
+		f.markDueLocked(fo)
 	}
 }
 
 // report returns the position end to send for fo in epoch: if fo still
 // follows that epoch, and the position moved or always says to send it.
+// A position that may still move without a chunk (appended, not yet
+// durable) makes fo due, so that the next round sends it once it moves.
 func (f *fetcher) report(fo *followed, epoch int32, end int64, always bool) (ReplicaPosition, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if end < fo.p.log.LogEndOffset() {
+		f.markDueLocked(fo)
+	}
 	if fo.epoch != epoch || !fo.prepared || (end == fo.reported && !always) {
 		return ReplicaPosition{}, false
 	}
 	fo.reported, fo.sentAt = end, time.Now()
 	return fo.position(end), true
+}
+
+// markDueLocked makes the next round look at fo, if it is still followed;
+// f.mu is held.
+func (f *fetcher) markDueLocked(fo *followed) {
+	tp := cluster.TopicPartition{Topic: fo.p.topic, Partition: fo.p.id}
+	if f.parts[tp] == fo {
+		f.due[tp] = fo
+	}
 }

@@ -101,7 +101,7 @@ type followerState struct {
 	leo int64
 	// caughtUpAt is when the follower last had everything the leader had;
 	// heardAt when it last reported (followers report at least every
-	// followerHeartbeat, so a silent one is gone), zero again once it
+	// followerKeepalive, so a silent one is gone), zero again once it
 	// leaves the ISR.
 	caughtUpAt time.Time
 	heardAt    time.Time

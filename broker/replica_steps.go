@@ -179,9 +179,20 @@ func appendStep(err error) appendKind {
 }
 
 // positionDue says whether a follower sends its position: when it moved
-// since it last sent it, and at least every followerHeartbeat, as the
-// leader takes a follower it has not heard from for replica.lag.time.max
-// for gone.
-func positionDue(end, reported int64, sentAt, now time.Time) bool {
-	return end != reported || now.Sub(sentAt) >= followerHeartbeat
+// since it last sent it, and when it last sent it at least every ago (a
+// keepalive: a leader asks a follower outside the ISR back only if it
+// heard from it within replica.lag.time.max).
+func positionDue(end, reported int64, sentAt, now time.Time, every time.Duration) bool {
+	return end != reported || now.Sub(sentAt) >= every
+}
+
+// followerKeepalive is the longest a follower goes without sending the
+// position of a partition whose position did not move, for
+// replica.lag.time.max lagMax: a quarter of it, so that a leader hears an
+// idle follower several times within it, between one and five seconds.
+// The fetcher looks at every partition every half of it (its keepalive
+// round) and sends the positions last sent at least that long ago; a
+// position that moves is sent when it moves, whatever the keepalive.
+func followerKeepalive(lagMax time.Duration) time.Duration {
+	return min(max(lagMax/4, time.Second), 5*time.Second)
 }

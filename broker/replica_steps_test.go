@@ -87,7 +87,12 @@ func TestPositionSteps(t *testing.T) {
 		t.Fatal("positionStep")
 	}
 	now := time.Now()
-	if positionDue(5, 5, now, now.Add(followerHeartbeat-1)) || !positionDue(6, 5, now, now) || !positionDue(5, 5, now, now.Add(followerHeartbeat)) {
+	if every := time.Second; positionDue(5, 5, now, now.Add(every-1), every) || !positionDue(6, 5, now, now, every) || !positionDue(5, 5, now, now.Add(every), every) {
 		t.Fatal("positionDue")
+	}
+	for lagMax, want := range map[time.Duration]time.Duration{30 * time.Second: 5 * time.Second, 8 * time.Second: 2 * time.Second, time.Second: time.Second} {
+		if got := followerKeepalive(lagMax); got != want {
+			t.Errorf("followerKeepalive(%v) = %v; want %v", lagMax, got, want)
+		}
 	}
 }

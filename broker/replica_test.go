@@ -409,7 +409,7 @@ func TestIdleCaughtUpFollowerRejoinsTheISR(t *testing.T) {
 	info.ISR, info.PartitionEpoch = []int32{1, 2}, 1
 	r.apply(info)
 	// Its next heartbeat, with nothing new to report, asks it back.
-	r.now = r.now.Add(followerHeartbeat)
+	r.now = r.now.Add(followerKeepalive(10 * time.Second)) // the test replica's replica.lag.time.max
 	_, change := r.p.followerReport(3, 0, 4)
 	if change == nil || len(change.isr) != 3 || change.partitionEpoch != 1 {
 		t.Fatalf("a heartbeat on an idle partition: %+v; want broker 3 asked back from partition epoch 1", change)
@@ -438,7 +438,7 @@ func TestADeadFollowerTakenOutOfTheISRIsNotAskedBack(t *testing.T) {
 	info.ISR, info.PartitionEpoch = []int32{1, 2}, 1
 	r.apply(info)
 	for range 10 {
-		r.now = r.now.Add(followerHeartbeat)
+		r.now = r.now.Add(followerKeepalive(10 * time.Second)) // the test replica's replica.lag.time.max
 		r.p.followerReport(2, 0, 4)
 		if change, _ := r.p.tick(); change != nil {
 			t.Fatalf("the leader asked for ISR %v with broker 3 silent since it left", change.isr)

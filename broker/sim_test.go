@@ -1704,7 +1704,7 @@ func (b *simBroker) report(f *simFollow, end int64) {
 // fetcher's tick.
 func (b *simBroker) reportDue() {
 	if f := b.follow; f != nil && f.prepared && b.p != nil {
-		if end := b.p.committedEnd(); positionDue(end, f.reported, f.sentAt, b.s.now) {
+		if end := b.p.committedEnd(); positionDue(end, f.reported, f.sentAt, b.s.now, followerKeepalive(simLagMax)/2) {
 			b.report(f, end)
 		}
 	}

@@ -663,6 +663,14 @@ func (l *Log) segmentLocked(offset int64) *segment {
 // it before checking the condition you wait for, then wait on it.
 func (l *Log) Changed() <-chan struct{} { return l.changed.wait() }
 
+// AfterChange calls f once, at the log's next change (what closes the
+// channel Changed returns), on the goroutine that makes the change, which
+// may hold the log's locks: f must not block or call the log. It lets a
+// watcher of thousands of idle logs wait without a goroutine for each.
+// stop drops f if it has not been called yet; calling it after is
+// harmless.
+func (l *Log) AfterChange(f func()) (stop func()) { return l.changed.afterNext(f) }
+
 // WaitForHighWatermark blocks until the high watermark passes offset, for a
 // consumer's long poll.
 func (l *Log) WaitForHighWatermark(ctx context.Context, offset int64) error {

@@ -43,8 +43,11 @@ func brokerGoroutines() map[string]string {
 // lifetime, the fetchers of the partitions it follows (with their streams'
 // receivers), the pushers of the streams it serves and the tiering passes.
 // Two brokers replicate a topic each leads a partition of, so that each
-// runs fetchers and pushers; once both have closed, none of the
-// goroutines the broker package started is left.
+// runs fetchers and serves streams whose pushers sent batches (a pusher
+// runs on a goroutine only while it sends, so the test does not wait for
+// one to be running: TestIdleReplicationHoldsNoGoroutinePerPartition);
+// once both have closed, none of the goroutines the broker package
+// started is left.
 func TestCloseEndsEveryBrokerGoroutine(t *testing.T) {
 	before := brokerGoroutines()
 	dir := t.TempDir()
@@ -67,7 +70,7 @@ func TestCloseEndsEveryBrokerGoroutine(t *testing.T) {
 		}
 		return false
 	}
-	for _, fn := range []string{"(*pusher).run", "(*fetcher).run", "(*Broker).tierLoop", "(*Broker).housekeepingLoop", "(*Broker).reconcileLoop", "(*Broker).controllerLoop"} {
+	for _, fn := range []string{"(*fetcher).run", "(*Broker).tierLoop", "(*Broker).housekeepingLoop", "(*Broker).reconcileLoop", "(*Broker).controllerLoop"} {
 		testutil.WaitFor(t, 20*time.Second, fn+" running", func() bool { return running(fn) })
 	}
 
