@@ -248,23 +248,10 @@ func (c *cleanerHarness) clean() (read, cleanSize, dirtySize int64) {
 func (c *cleanerHarness) checkLastBatches(lastOf map[int64]int64) {
 	c.t.Helper()
 	found := map[int64]bool{}
-	l := c.r.p.log
-	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
-		res, err := l.Read(off, 1<<20, l.LogEndOffset())
-		if err != nil {
-			c.t.Fatal(err)
+	for _, b := range localBatches(c.t, c.r.p.log) {
+		if last, ok := lastOf[b.ProducerID()]; ok && b.LastOffset() == last {
+			found[b.ProducerID()] = true
 		}
-		for data := res.Data; len(data) > 0; {
-			b, rest, err := record.Next(data)
-			if err != nil {
-				c.t.Fatal(err)
-			}
-			if last, ok := lastOf[b.ProducerID()]; ok && b.LastOffset() == last {
-				found[b.ProducerID()] = true
-			}
-			data = rest
-		}
-		off = res.NextOffset
 	}
 	for pid, last := range lastOf {
 		if !found[pid] {

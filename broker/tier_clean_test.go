@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/config"
+	"github.com/strata-log/strata/hotlog"
 	"github.com/strata-log/strata/record"
 	"github.com/strata-log/strata/tiering"
 )
@@ -265,7 +266,20 @@ func TestHotCleanerKeepsTombstonesTheColdTierHasNotCleaned(t *testing.T) {
 func localRecordsOf(t *testing.T, p *partition) []record.Record {
 	t.Helper()
 	var out []record.Record
-	l := p.log
+	for _, b := range localBatches(t, p.log) {
+		recs, err := b.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, recs...)
+	}
+	return out
+}
+
+// localBatches reads every batch of a local log, active segment included.
+func localBatches(t *testing.T, l *hotlog.Log) []record.Batch {
+	t.Helper()
+	var out []record.Batch
 	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
 		res, err := l.Read(off, 1<<20, l.LogEndOffset())
 		if err != nil {
@@ -276,11 +290,7 @@ func localRecordsOf(t *testing.T, p *partition) []record.Record {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs, err := b.Records()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, recs...)
+			out = append(out, b)
 			data = rest
 		}
 		off = res.NextOffset

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -64,25 +65,28 @@ func localRecords(t *testing.T, b *testBroker, topic, id string, p int32) []reco
 	return out
 }
 
-// TestReplicasCleanIndependentlyAndAgree: on a compacted topic with three
-// replicas, every broker's cleaner compacts its own replica; afterwards
-// each replica still holds the last value of every key, far fewer records
-// than were written, and any offset two replicas both hold carries the
-// same record in both.
-func TestReplicasCleanIndependentlyAndAgree(t *testing.T) {
+// startCompactedCluster starts three brokers whose cleaners look every
+// 50 ms (tweak, if set, changes each broker's settings first) and creates
+// topic "c": one partition, RF 3, compacted, 16 KiB segments, local only,
+// with overrides on top. It returns the brokers and the partition's leader.
+func startCompactedCluster(t *testing.T, overrides map[string]string, tweak func(*config.Broker)) ([]*testBroker, *testBroker) {
+	t.Helper()
 	dir := t.TempDir()
 	cfgs := make([]config.Broker, 3)
 	for i := range cfgs {
 		cfgs[i] = brokerConfig(t, int32(i+1), filepath.Join(dir, fmt.Sprint("b", i+1)))
 		cfgs[i].Cleaner.Backoff = config.Duration(50 * time.Millisecond)
+		if tweak != nil {
+			tweak(&cfgs[i])
+		}
 	}
 	b1 := startBroker(t, cfgs[0])
 	bs := []*testBroker{b1, joinSecondBroker(t, b1, cfgs[1]), joinSecondBroker(t, b1, cfgs[2])}
 	ctx := testCtx(t)
 	topicCfg := map[string]string{
-		"replication.factor": "3", "min.insync.replicas": "2", "segment.bytes": "16KiB",
-		"cleanup.policy": "compact", "remote.storage.enable": "false", "min.cleanable.dirty.ratio": "0.1",
+		"replication.factor": "3", "segment.bytes": "16KiB", "cleanup.policy": "compact", "remote.storage.enable": "false",
 	}
+	maps.Copy(topicCfg, overrides)
 	// Three brokers that just met may not have a controller yet.
 	testutil.Eventually(t, 20*time.Second, "the topic to be created", func() error {
 		_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "c", Partitions: 1, Config: topicCfg})
@@ -100,7 +104,17 @@ func TestReplicasCleanIndependentlyAndAgree(t *testing.T) {
 			t.Fatalf("broker %d: %v", b.cfg.NodeID, err)
 		}
 	}
-	leader := byID(bs, partitionState(t, bs[0], "c", 0).Metadata.Leader)
+	return bs, byID(bs, partitionState(t, bs[0], "c", 0).Metadata.Leader)
+}
+
+// TestReplicasCleanIndependentlyAndAgree: on a compacted topic with three
+// replicas, every broker's cleaner compacts its own replica; afterwards
+// each replica still holds the last value of every key, far fewer records
+// than were written, and any offset two replicas both hold carries the
+// same record in both.
+func TestReplicasCleanIndependentlyAndAgree(t *testing.T) {
+	bs, leader := startCompactedCluster(t, map[string]string{"min.insync.replicas": "2", "min.cleanable.dirty.ratio": "0.1"}, nil)
+	ctx := testCtx(t)
 	const keys, writes = 40, 2000
 	last := map[string]string{}
 	for i := 0; i < writes; i += 10 {
@@ -181,38 +195,10 @@ func checkCompacted(t *testing.T, who string, recs []record.Record, last map[str
 // cleaner removes the tombstone and the value with it (the followers' by
 // the floor their leader sends them).
 func TestTombstonesWaitForEveryReplica(t *testing.T) {
-	dir := t.TempDir()
-	cfgs := make([]config.Broker, 3)
-	for i := range cfgs {
-		cfgs[i] = brokerConfig(t, int32(i+1), filepath.Join(dir, fmt.Sprint("b", i+1)))
-		cfgs[i].Cleaner.Backoff = config.Duration(50 * time.Millisecond)
-		cfgs[i].Replica.LagTimeMax = config.Duration(time.Second)
-	}
-	b1 := startBroker(t, cfgs[0])
-	bs := []*testBroker{b1, joinSecondBroker(t, b1, cfgs[1]), joinSecondBroker(t, b1, cfgs[2])}
+	bs, leader := startCompactedCluster(t,
+		map[string]string{"min.insync.replicas": "1", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"},
+		func(cfg *config.Broker) { cfg.Replica.LagTimeMax = config.Duration(time.Second) })
 	ctx := testCtx(t)
-	topicCfg := map[string]string{
-		"replication.factor": "3", "min.insync.replicas": "1", "segment.bytes": "16KiB",
-		"cleanup.policy": "compact", "remote.storage.enable": "false",
-		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0",
-	}
-	testutil.Eventually(t, 20*time.Second, "the topic to be created", func() error {
-		_, err := b1.admin.CreateTopic(ctx, &stratav1.CreateTopicRequest{Name: "c", Partitions: 1, Config: topicCfg})
-		if status.Code(err) == codes.AlreadyExists {
-			return nil
-		}
-		return err
-	})
-	for _, b := range bs {
-		testutil.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d to know the topic", b.cfg.NodeID), func() bool {
-			_, err := b.admin.DescribeTopic(ctx, &stratav1.DescribeTopicRequest{Name: "c"})
-			return err == nil
-		})
-		if err := b.Ready(ctx); err != nil {
-			t.Fatalf("broker %d: %v", b.cfg.NodeID, err)
-		}
-	}
-	leader := byID(bs, partitionState(t, bs[0], "c", 0).Metadata.Leader)
 	var away *testBroker // a follower, and not the controller, so that metadata goes on
 	for _, b := range bs {
 		if b != leader && b != bs[0] {
