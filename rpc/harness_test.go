@@ -49,10 +49,14 @@ func brokerConfig(t testing.TB, id int32, dir string) config.Broker {
 	return cfg
 }
 
-// startBroker starts a broker with cfg and serves it on a fresh port.
+// startBroker starts a broker with cfg and serves it on a fresh port:
+// one freeport hands out, as it does the Raft and gossip ports, so that it
+// is never one of theirs (a port the kernel picks for 127.0.0.1:0 may be
+// one freeport handed out and released, and the broker refuses listeners
+// that share a port).
 func startBroker(t testing.TB, cfg config.Broker, opts ...broker.Option) *testBroker {
 	t.Helper()
-	cfg.Listen = "127.0.0.1:0"
+	cfg.Listen = freeport.Loopback(t)
 	return startBrokerAt(t, cfg, opts...)
 }
 

@@ -469,7 +469,6 @@ func TestReplicateHalfClose(t *testing.T) {
 // it on a file system that is really full.)
 func TestStartsOnAFullDisk(t *testing.T) {
 	cfg := brokerConfig(t, 1, t.TempDir())
-	cfg.Listen = "127.0.0.1:0"
 	var free atomic.Int64
 	free.Store(int64(cfg.Storage.MinFreeBytes) - 1)
 	b := startBroker(t, cfg, broker.WithFreeSpace(func(string) (int64, error) { return free.Load(), nil }))
