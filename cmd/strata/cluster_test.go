@@ -49,7 +49,12 @@ func startAdminBrokerWith(t *testing.T, edit func(*config.Broker)) *adminBroker 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, srv := startInProcess(t, cfg)
 	ab := &adminBroker{b: b, srv: srv, addr: cfg.Listen, admin: "http://" + cfg.Admin.Listen}
-	admin, err := serveAdmin(cfg.Admin, b, nil, logger)
+	adminLis, err := listenAdmin(cfg.Admin)
+	if err != nil {
+		ab.stop(t)
+		t.Fatal(err)
+	}
+	admin, err := serveAdmin(cfg.Admin, adminLis, b, nil, logger)
 	if err != nil {
 		ab.stop(t)
 		t.Fatal(err)

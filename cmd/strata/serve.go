@@ -129,6 +129,16 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	if kafkaLis != nil {
 		cfg.Kafka.Advertise = kafkaAdv
 	}
+	// The admin listener too opens before the broker starts: a port that
+	// is taken fails the start at once, not after the broker has joined.
+	adminLis, err := listenAdmin(cfg.Admin)
+	if err != nil {
+		lis.Close()
+		if kafkaLis != nil {
+			kafkaLis.Close()
+		}
+		return err
+	}
 	opts := []broker.Option{broker.WithVersion(version)}
 	if sec != nil {
 		opts = append(opts, broker.WithRaftTLS(sec.raftTLS()), broker.WithProducerIDKey(sec.producerIDKey(cfg.Gossip)))
@@ -138,6 +148,9 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 		lis.Close()
 		if kafkaLis != nil {
 			kafkaLis.Close()
+		}
+		if adminLis != nil {
+			adminLis.Close()
 		}
 		return err
 	}
@@ -149,7 +162,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 
-	admin, err := serveAdmin(cfg.Admin, b, auth, logger)
+	admin, err := serveAdmin(cfg.Admin, adminLis, b, auth, logger)
 	if err != nil {
 		if kafkaLis != nil {
 			kafkaLis.Close()
@@ -305,8 +318,21 @@ func kafkaMode(cfg config.Broker, auth *rpc.Auth) string {
 	return "TLS, clients authenticate with a client certificate or SASL " + strings.Join(cfg.Kafka.SASLMechanisms, ", ")
 }
 
-// serveAdmin serves the admin HTTP endpoint on cfg.Listen, unless it is
-// empty: /healthz answers 200 while the broker serves, /readyz 200 while it
+// listenAdmin opens the admin endpoint's listener on cfg.Listen; nil when
+// it is empty (no admin endpoint).
+func listenAdmin(cfg config.Admin) (net.Listener, error) {
+	if cfg.Listen == "" {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("admin listen on %s: %w", cfg.Listen, err)
+	}
+	return lis, nil
+}
+
+// serveAdmin serves the admin HTTP endpoint on lis (from listenAdmin),
+// unless it is nil: /healthz answers 200 while the broker serves, /readyz 200 while it
 // is ready for clients and 503 with the reason when it is not
 // (broker.Ready), /metrics gives its counters in the Prometheus text
 // format, /ui is the operator console (package console), and with
@@ -315,13 +341,9 @@ func kafkaMode(cfg config.Broker, auth *rpc.Auth) string {
 // cluster admins (a client certificate or a bearer token); the console
 // holds each visitor to the API's authentication and ACLs; /healthz and
 // /readyz stay open for health checks and load balancers.
-func serveAdmin(cfg config.Admin, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) (*http.Server, error) {
-	if cfg.Listen == "" {
+func serveAdmin(cfg config.Admin, lis net.Listener, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) (*http.Server, error) {
+	if lis == nil {
 		return nil, nil
-	}
-	lis, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("admin listen on %s: %w", cfg.Listen, err)
 	}
 	guard := func(h http.HandlerFunc) http.HandlerFunc { return h }
 	if auth != nil {
