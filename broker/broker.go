@@ -199,6 +199,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, peers Pe
 	}
 	checkStartSpace(cfg.DataDir, cfg.Storage.MinFreeBytes, b.freeSpace, logger)
 	b.limits = newLimits(cfg, logger)
+	b.limits.shareSyncs(cfg, logger)
 
 	if err := checkStoreIdentity(cfg.DataDir, b.logsDir, cfg.ObjectStore, logger); err != nil {
 		return nil, err
@@ -371,6 +372,9 @@ func (b *Broker) closeAll() error {
 		}
 	})
 	errs = append(errs, closeErrs...)
+	if b.limits != nil {
+		b.limits.syncs.Close() // after the logs: their last fsyncs may use it
+	}
 	if b.meta != nil {
 		if err := b.meta.Close(); err != nil {
 			errs = append(errs, err)

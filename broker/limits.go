@@ -70,8 +70,11 @@ type limits struct {
 	maxReplicas int
 	// segmentFiles bounds the segment files the broker's logs keep open
 	// (files), derived from the open-file limit.
-	segmentFiles  int
-	files         *hotlog.FileCache
+	segmentFiles int
+	files        *hotlog.FileCache
+	// syncs lets the logs' fsyncs share syncfs rounds of the data dir's
+	// file system (storage.shared_sync_after); nil when off.
+	syncs         *hotlog.SyncGroup
 	maxFetchBytes int
 	maxGroups     int // 0: no bound
 	produce       *quota
@@ -104,6 +107,24 @@ func newLimits(cfg config.Broker, logger *slog.Logger) *limits {
 		}
 	}
 	return l
+}
+
+// shareSyncs sends the segment files' fsyncs through a group on the file
+// system of dataDir (hotlog.SyncGroup), unless storage.shared_sync_after is
+// 0. A group that cannot open leaves each fsync its own, with a warning.
+func (l *limits) shareSyncs(cfg config.Broker, logger *slog.Logger) {
+	if cfg.Storage.SharedSyncAfter <= 0 {
+		return
+	}
+	g, err := hotlog.DiskSyncGroup(cfg.DataDir, cfg.Storage.SharedSyncAfter)
+	if err != nil {
+		logger.Warn("fsyncs of partitions written at once will not share file-system syncs", "err", err)
+		return
+	}
+	if g != nil {
+		l.syncs = g
+		l.files.ShareSyncs(g)
+	}
 }
 
 // budget is the open files left after a reserve for everything but the

@@ -58,7 +58,24 @@ func (b clusterMember) writeMetrics(w io.Writer) {
 	b.writeTierMetrics(mw, parts)
 	b.metrics.cleaner.write(mw)
 	b.metrics.coldCleaner.write(mw)
+	b.limits.writeSyncMetrics(mw)
 	writeRuntimeMetrics(mw)
+}
+
+// writeSyncMetrics writes what the segment files' fsyncs cost: the
+// file-system syncs they shared (storage.shared_sync_after).
+func (l *limits) writeSyncMetrics(mw *metricsWriter) {
+	if l == nil || l.syncs == nil {
+		return
+	}
+	st := l.syncs.Stats()
+	mw.counter("strata_log_shared_syncs_total", "File-system syncs (syncfs) of the data dir that answered partitions' fsyncs at once (storage.shared_sync_after).", st.Rounds)
+	mw.counter("strata_log_shared_sync_waits_total", "Partition fsyncs answered by a shared file-system sync instead of their own.", st.Shared)
+	off := int64(0)
+	if st.Off {
+		off = 1
+	}
+	mw.gauge("strata_log_shared_sync_off", "1 once a shared file-system sync failed: every fsync is per file from then on.", off)
 }
 
 // writeRuntimeMetrics writes the process's heap allocation counter, under

@@ -254,6 +254,12 @@ type Storage struct {
 	// started with less still starts: its Raft store keeps room of its own
 	// (cluster/room.go). 0 disables the check.
 	MinFreeBytes ByteSize `yaml:"min_free_bytes"`
+	// SharedSyncAfter: once this many partitions' fsyncs run at once, more
+	// of them share one sync of the data_dir file system (syncfs) instead
+	// of one fsync each, which costs about as much as a whole file-system
+	// sync when a file holds only a few KiB of new records. Below it each
+	// partition waits for its own fsync only. 0 turns sharing off.
+	SharedSyncAfter int `yaml:"shared_sync_after"`
 }
 
 // Cleaner tunes the log cleaner, which compacts the local logs of topics
@@ -364,7 +370,7 @@ func DefaultBroker() Broker {
 			Region:    "us-east-1",
 			PathStyle: true,
 		},
-		Storage: Storage{MinFreeBytes: 64 << 20},
+		Storage: Storage{MinFreeBytes: 64 << 20, SharedSyncAfter: 32},
 		Tiering: Tiering{
 			ChunkBytes:                     4 << 20,
 			CacheBytes:                     256 << 20,

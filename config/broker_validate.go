@@ -43,6 +43,9 @@ func (b Broker) Validate() error {
 	if err != nil {
 		return err
 	}
+	if b.Storage.SharedSyncAfter < 0 {
+		return &Error{Key: "storage.shared_sync_after", Value: strconv.Itoa(b.Storage.SharedSyncAfter), Allowed: "fsyncs at once, 1 or more, or 0 to turn sharing off"}
+	}
 	if b.Storage.MinFreeBytes < 0 {
 		return &Error{Key: "storage.min_free_bytes", Value: b.Storage.MinFreeBytes.String(), Allowed: "a size such as 64MiB, or 0 to disable"}
 	}

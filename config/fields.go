@@ -71,6 +71,7 @@ func brokerFields() []field {
 		stringField("object_store.prefix", "prefix of every object key, to share a bucket; empty means none", func(b *Broker) *string { return &b.ObjectStore.Prefix }),
 		boolField("object_store.create_bucket", "create the s3 bucket at start if it does not exist (for development)", func(b *Broker) *bool { return &b.ObjectStore.CreateBucket }),
 		bytesField("storage.min_free_bytes", "free space on the data_dir file system below which produce is refused with STORAGE_FULL (reads and metadata go on); 0 disables the check", func(b *Broker) *ByteSize { return &b.Storage.MinFreeBytes }),
+		intField("storage.shared_sync_after", "partitions' fsyncs running at once past which more share one sync of the data_dir file system (syncfs) instead of one fsync each (default 32); 0 turns sharing off", func(b *Broker) *int { return &b.Storage.SharedSyncAfter }),
 		bytesField("tiering.chunk_bytes", "size of a cold read (ranged GET) and of a cache entry", func(b *Broker) *ByteSize { return &b.Tiering.ChunkBytes }),
 		bytesField("tiering.cache_bytes", "size of the cold chunk cache", func(b *Broker) *ByteSize { return &b.Tiering.CacheBytes }),
 		intField("tiering.upload_parallelism", "concurrent segment uploads", func(b *Broker) *int { return &b.Tiering.UploadParallelism }),

@@ -39,6 +39,8 @@ type FileCache struct {
 	}
 	opens     atomic.Int64
 	evictions atomic.Int64
+	// group, if set, is where the cached files' fsyncs go (SyncGroup).
+	group *SyncGroup
 }
 
 // DefaultLogFiles bounds the open segment files of a log opened without a
@@ -49,6 +51,13 @@ const DefaultLogFiles = 16
 // (at least 1) when none is in use.
 func NewFileCache(limit int) *FileCache {
 	return &FileCache{limit: max(limit, 1)}
+}
+
+// ShareSyncs sends the fsyncs of the files this cache opens from now on
+// through g, where many at once share one sync of their file system
+// (SyncGroup). Call it before the cache is in use.
+func (c *FileCache) ShareSyncs(g *SyncGroup) {
+	c.group = g
 }
 
 // FileCacheStats is a snapshot of a cache's counters.
@@ -84,11 +93,16 @@ type cachedFile struct {
 	writes, synced uint64
 	closed         bool          // by close: never opened again
 	elem           *list.Element // in cache.mu.idle, or nil
+	// group takes the file's fsyncs (SyncGroup), or nil: the file's own.
+	group *SyncGroup
 }
 
 // adopt puts a file just opened (or created) under the cache.
 func (c *FileCache) adopt(fsys FS, path string, f File) *cachedFile {
 	cf := &cachedFile{cache: c, fs: fsys, path: path}
+	if c.group != nil && c.group.covers(path) {
+		cf.group = c.group
+	}
 	c.opens.Add(1)
 	c.mu.Lock()
 	cf.f = f
@@ -238,7 +252,11 @@ func (cf *cachedFile) sync(force bool) error {
 	cf.cache.mu.Lock()
 	covered := cf.writes
 	cf.cache.mu.Unlock()
-	if err := f.Sync(); err != nil {
+	sync := f.Sync
+	if cf.group != nil {
+		sync = func() error { return cf.group.sync(f) }
+	}
+	if err := sync(); err != nil {
 		return err
 	}
 	cf.cache.mu.Lock()

@@ -145,8 +145,18 @@ func (l *Log) flushRound() {
 		return
 	}
 	l.advanceFlushed(target)
-	// Indexes are hints checked on open, so a failed write of them is logged,
-	// not fatal.
+	// Indexes are hints checked on open: recovery keeps the entries that
+	// agree with the log and scans on from the last one. So the active
+	// segment's entries are written once indexLag of them wait, not on
+	// every round: a round per small batch opened and closed both index
+	// files each time, which with many partitions written at once cost the
+	// broker more CPU than the appends. What they leave unwritten costs a
+	// recovery at most indexLag * IndexIntervalBytes more of scan. A failed
+	// write is logged, not fatal. Sealed segments' indexes are written
+	// whole and fsynced with them (segment.sync).
+	if seg.index.unwritten() < indexLag {
+		return
+	}
 	if err := seg.index.persist(false); err != nil {
 		l.opts.Logger.Warn("hotlog: write offset index", "dir", l.dir, "err", err)
 	}
@@ -154,6 +164,10 @@ func (l *Log) flushRound() {
 		l.opts.Logger.Warn("hotlog: write time index", "dir", l.dir, "err", err)
 	}
 }
+
+// indexLag is how many index entries of the active segment a flush round
+// leaves unwritten before it writes them.
+const indexLag = 32
 
 // syncSealedLocked fsyncs the segments sealed since the last round (log and
 // indexes) and the directory listing their successors, marks them synced

@@ -183,6 +183,15 @@ func (x *sparseIndex[E]) reset(entries []E) error {
 	return nil
 }
 
+// unwritten is how many entries are not yet in the file.
+func (x *sparseIndex[E]) unwritten() int {
+	x.persistMu.Lock()
+	defer x.persistMu.Unlock()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.entries) - x.persisted
+}
+
 // persist writes entries not yet in the file, and fsyncs it when sync is set.
 func (x *sparseIndex[E]) persist(sync bool) error {
 	x.persistMu.Lock()

@@ -29,7 +29,9 @@ type RecoveryReport struct {
 	TruncateReason string
 	// RebuiltIndexes lists the base offsets of segments whose indexes were
 	// missing or disagreed with the log and were rebuilt from it, wholly or
-	// from the last entry that agreed.
+	// from the last entry that agreed. After a crash that includes an active
+	// segment whose few entries were not yet written (flushRound writes
+	// them indexLag at a time).
 	RebuiltIndexes []int64
 	// RemovedFiles lists leftovers deleted: temporary files, indexes without a
 	// log, and segments wholly below the checkpointed log start.

@@ -63,7 +63,9 @@ stick to a partition per batch.
 
 --in-flight above 1 (at most 5) lets a partition have several batches
 awaiting their answer at once: more throughput over a slow link. The
-producer is idempotent, so records keep their order.
+producer is idempotent, so records keep their order. With --kafka and
+--acks all the Kafka client keeps one request in flight per broker, and
+--in-flight above 1 is refused.
 
 --sync sends each record alone, without lingering, and waits for its
 acknowledgement before the next: one record in flight, a batch of one per
@@ -145,6 +147,10 @@ func (o *benchProduceOptions) validate() (acks stratav1.Acks, codec record.Compr
 		err = usageErrorf("--key-size %d: want 0 to 65536 bytes", o.keySize)
 	case o.inFlight < 1 || o.inFlight > 5:
 		err = usageErrorf("--in-flight %d: want 1 to 5 (an idempotent producer's bound)", o.inFlight)
+	case o.inFlight > 1 && o.kafka != "" && acks == stratav1.Acks_ACKS_ALL:
+		// franz-go's idempotent producer keeps one produce request in flight
+		// per broker and refuses the setting.
+		err = usageErrorf("--in-flight %d with --kafka needs --acks leader or none: the Kafka client's idempotent producer (acks all) keeps one request in flight per broker", o.inFlight)
 	case o.partitions < 1:
 		err = usageErrorf("--partitions %d: want at least 1", o.partitions)
 	case o.linger < 0 || o.duration < 0:

@@ -154,6 +154,7 @@ func TestBenchBadFlags(t *testing.T) {
 	}{
 		{[]string{"produce", "--topic", "t", "--rate", "-1"}, "--rate -1: want records per second"},
 		{[]string{"produce", "--topic", "t", "--rate", "100", "--sync"}, "--sync and --rate: give one"},
+		{[]string{"produce", "--topic", "t", "--kafka", "127.0.0.1:1", "--in-flight", "3"}, "--in-flight 3 with --kafka needs --acks leader or none"},
 		// Without --rate (or with 0) e2e runs 50 MiB/s of --size records.
 		{[]string{"e2e", "--topic", "t", "--rate", "-1", "--records", "10"}, "--rate -1: want records per second above 0"},
 		{[]string{"e2e", "--topic", "t", "--rate", "100"}, "give --records N or --duration D"},

@@ -29,9 +29,10 @@ type FS struct {
 	mu sync.Mutex
 	// live is the namespace the process sees; durable is what a crash keeps,
 	// per directory, as of its last SyncDir.
-	live    map[string]*inode
-	durable map[string]map[string]*inode
-	syncs   int
+	live     map[string]*inode
+	durable  map[string]map[string]*inode
+	syncs    int
+	syncAlls int
 
 	// FailSync, when set, is asked before each File.Sync; a non-nil error
 	// fails it. FailWrite, FailRemove and FailSyncDir do the same for
@@ -40,6 +41,8 @@ type FS struct {
 	FailWrite   func(path string) error
 	FailRemove  func(path string) error
 	FailSyncDir func(dir string) error
+	// FailSyncAll does the same for SyncAll.
+	FailSyncAll func() error
 }
 
 type inode struct {
@@ -213,6 +216,31 @@ func (m *FS) Fork() *FS {
 		f.durable[dir] = d
 	}
 	return f
+}
+
+// SyncAll makes every file's current contents durable, as syncfs(2) does
+// for a file system. Directory entries stay as their last SyncDir left
+// them: the model keeps less than a real syncfs, never more.
+func (m *FS) SyncAll() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.FailSyncAll != nil {
+		if err := m.FailSyncAll(); err != nil {
+			return err
+		}
+	}
+	for _, ino := range m.live {
+		ino.synced = slices.Clone(ino.data)
+	}
+	m.syncAlls++
+	return nil
+}
+
+// SyncAllCount is how many SyncAll calls succeeded.
+func (m *FS) SyncAllCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.syncAlls
 }
 
 // SyncCount is how many File.Sync calls succeeded.
