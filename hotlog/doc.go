@@ -14,7 +14,8 @@
 // the largest timestamp of all batches up to and including the indexed one, so
 // its values never decrease and a binary search finds where a timestamp lookup can
 // start. Indexes are hints: they are checked against the log on open and rebuilt
-// from it when they do not agree.
+// from it when they do not agree. The active segment's entries reach its index
+// files 32 at a time (flush.go: indexLag), a sealed segment's whole, fsynced.
 //
 // The last segment is active and takes appends; the others are sealed and
 // immutable until retention removes them. A roll does not fsync on the append
@@ -30,7 +31,9 @@
 // fsync done by one flusher goroutine (group commit); FlushInterval fsyncs every
 // FlushInterval; FlushNever leaves it to the OS. A segment is always fsynced
 // soon after it is sealed. After a failed write or fsync the log refuses every
-// later append.
+// later append. Logs sharing a FileCache with a SyncGroup (a broker's) may have
+// an fsync answered by one syncfs of their file system, when many run at once
+// (syncgroup.go).
 //
 // On open every segment holding offsets past the checkpointed recovery point
 // (the active one, and any a roll sealed that a crash caught before its fsync)
