@@ -54,6 +54,10 @@ type arena struct {
 // rather than the bytes it expected.
 var poisonReturned atomic.Bool
 
+// returnedHook, set by tests, sees each buffer put takes back, before it
+// is poisoned or pooled.
+var returnedHook atomic.Pointer[func(buf []byte)]
+
 // PoisonRecycledBuffers makes every cold reader overwrite a chunk's
 // buffer as it goes back to the arena (with 0xEE), from now on: for tests
 // of the packages that hand cold reads on (the fetch paths), where a
@@ -126,6 +130,9 @@ func (a *arena) get(n int) (buf []byte, pooled bool) {
 // refer to it any more.
 func (a *arena) put(buf []byte) {
 	buf = buf[:cap(buf)]
+	if h := returnedHook.Load(); h != nil {
+		(*h)(buf)
+	}
 	if poisonReturned.Load() {
 		for i := range buf {
 			buf[i] = poisonByte
