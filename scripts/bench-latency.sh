@@ -8,6 +8,7 @@
 # (default 20s) sets each run's length; BENCH_FLAGS adds flags to every
 # run, such as BENCH_FLAGS="--rate 10000"; STRATA_BIN picks another
 # binary (one without the default rate needs BENCH_FLAGS="--rate 51200").
+# Each broker setup first runs WARMUP (10s) unreported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${STRATA_BIN:-./bin/strata}
@@ -43,10 +44,23 @@ run() { # label brokers topic pids...
     'BEGIN {printf "  CPU seconds: brokers %.1f, client %.1f\n", b - a, c}'
 }
 
+# warmup BROKERS RF: an unreported run of WARMUP (default 10s) at the same
+# rate to a topic of its own, so that the first measured run does not pay
+# for a broker (or cluster) just started: without it the RF=3 run that came
+# first showed a p99 3-5 times that of the same policy run second.
+warmup() {
+  local brokers=$1 rf=$2
+  for _ in $(seq 300); do "$S" topic create "warmup-rf$rf" --partitions 3 --replication-factor "$rf" \
+    --broker "$brokers" --timeout 2s >/dev/null 2>&1 && break; sleep 0.3; done
+  "$S" bench e2e --broker "$brokers" --topic "warmup-rf$rf" --duration "${WARMUP:-10s}" --size 1024 --acks all ${BENCH_FLAGS:-} \
+    >/dev/null 2>&1 || true
+}
+
 "$S" serve --node-id 1 --data-dir "$DIR/single" --listen 127.0.0.1:27700 --raft-listen 127.0.0.1:27701 \
   --gossip-listen 127.0.0.1:27702 --admin-listen "" --object-store-type none >"$DIR/single.log" 2>&1 &
 single=$!
 PIDS="$single"
+warmup 127.0.0.1:27700 1
 for policy in interval always; do
   for _ in $(seq 150); do "$S" topic create "rf1-$policy" --partitions 3 --config "flush.policy=$policy" \
     --broker 127.0.0.1:27700 --timeout 2s >/dev/null 2>&1 && break; sleep 0.2; done
@@ -64,6 +78,7 @@ for id in 1 2 3; do
   PIDS="$PIDS $!"
 done
 BROKERS=127.0.0.1:27810,127.0.0.1:27820,127.0.0.1:27830
+warmup "$BROKERS" 3
 for policy in interval always; do
   for _ in $(seq 300); do "$S" topic create "rf3-$policy" --partitions 3 --replication-factor 3 --config "flush.policy=$policy" \
     --broker "$BROKERS" --timeout 2s >/dev/null 2>&1 && break; sleep 0.3; done
