@@ -62,13 +62,15 @@ func (k kafkaProducer) close()                          { k.cl.Close() }
 
 // newKafkaProducer is the Kafka client the bench produce flags describe:
 // idempotent unless acks are none (Kafka's idempotence needs acks=all),
-// sticky per batch without keys, as Strata's producer.
+// sticky per batch without keys, as Strata's producer. A request holds at
+// most kafkaRequestBytes.
 func (o *benchProduceOptions) newKafkaProducer(f *clientFlags, acks stratav1.Acks, codec record.Compression, batchBytes int64) (kafkaProducer, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(o.kafka),
 		kgo.DefaultProduceTopic(o.topic),
 		kgo.ProducerLinger(o.linger),
 		kgo.ProducerBatchMaxBytes(int32(min(batchBytes, 1<<30))),
+		kgo.BrokerMaxWriteBytes(kafkaRequestBytes(batchBytes)),
 		kgo.MaxBufferedRecords(1 << 20),
 		kgo.RecordDeliveryTimeout(f.timeout),
 		kgo.ProducerBatchCompression(kafkaCodec(codec)),
@@ -89,6 +91,16 @@ func (o *benchProduceOptions) newKafkaProducer(f *clientFlags, acks stratav1.Ack
 		return kafkaProducer{}, usageErrorf("--kafka %s: %v", o.kafka, err)
 	}
 	return kafkaProducer{cl: cl, topic: o.topic}, nil
+}
+
+// kafkaRequestBytes bounds a produce request of the bench's Kafka client:
+// two batches of batchBytes, at least 1 MiB (the Java producer's
+// max.request.size), at most 1 GiB. Left at franz-go's 100 MiB, a request
+// spread over a thousand partitions grew to tens of MB while the broker
+// waited for it: building it cost the client 8 times the CPU per record of
+// a one-partition run (docs/BENCHMARKS.md).
+func kafkaRequestBytes(batchBytes int64) int32 {
+	return int32(min(max(2*batchBytes, 1<<20), 1<<30))
 }
 
 func kafkaCodec(c record.Compression) kgo.CompressionCodec {

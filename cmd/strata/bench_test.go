@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strata-log/strata/config"
 	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/record"
+	stratav1 "github.com/strata-log/strata/rpc/proto/strata/v1"
 )
 
 // TestBenchLatenciesError records known samples and checks that every
@@ -214,5 +218,29 @@ func TestBenchKafka(t *testing.T) {
 	s = benchJSON(t, "bench", "consume", "--broker", cfg.Listen, "--topic", "kb", "--kafka", kafkaAddr, "--records", "1234")
 	if s.Records != 1234 || s.Bytes != 123_400 {
 		t.Errorf("consume --records 1234 --kafka: %+v", s)
+	}
+}
+
+// The bench's Kafka client bounds its produce requests to two batches (at
+// least 1 MiB): left at franz-go's 100 MiB, a request spread over many
+// partitions grew to tens of MB.
+func TestBenchKafkaRequestBytes(t *testing.T) {
+	for _, c := range []struct{ batch, want int64 }{
+		{1 << 20, 2 << 20},
+		{16 << 10, 1 << 20},
+		{1 << 30, 1 << 30},
+	} {
+		if got := kafkaRequestBytes(c.batch); int64(got) != c.want {
+			t.Errorf("batch %d: request bound %d, want %d", c.batch, got, c.want)
+		}
+	}
+	o := &benchProduceOptions{kafka: "127.0.0.1:1", topic: "t", linger: time.Millisecond, inFlight: 1}
+	p, err := o.newKafkaProducer(&clientFlags{timeout: time.Second}, stratav1.Acks_ACKS_ALL, record.CompressionNone, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	if v := p.cl.OptValue(kgo.BrokerMaxWriteBytes); v != int32(2<<20) {
+		t.Fatalf("client's BrokerMaxWriteBytes %v, want %d", v, 2<<20)
 	}
 }
