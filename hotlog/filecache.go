@@ -252,11 +252,7 @@ func (cf *cachedFile) sync(force bool) error {
 	cf.cache.mu.Lock()
 	covered := cf.writes
 	cf.cache.mu.Unlock()
-	sync := f.Sync
-	if cf.group != nil {
-		sync = func() error { return cf.group.sync(f) }
-	}
-	if err := sync(); err != nil {
+	if err := cf.group.sync(f); err != nil {
 		return err
 	}
 	cf.cache.mu.Lock()

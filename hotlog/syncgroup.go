@@ -94,8 +94,12 @@ func (g *SyncGroup) Close() error {
 }
 
 // sync makes every write to f completed before the call durable, with f's
-// own fsync or a file-system sync shared with other callers.
+// own fsync or a file-system sync shared with other callers. A nil group
+// is f's own fsync.
 func (g *SyncGroup) sync(f File) error {
+	if g == nil {
+		return f.Sync()
+	}
 	g.mu.Lock()
 	if g.off || g.own < g.after {
 		g.own++
