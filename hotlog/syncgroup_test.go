@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,6 +72,86 @@ func waitOwn(t *testing.T, g *SyncGroup, n int) {
 	})
 }
 
+// waitNextRound waits until callers wait for the next file-system sync.
+func waitNextRound(t *testing.T, g *SyncGroup, callers int) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("%d callers waiting for the next round", callers), func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.next != nil && g.next.callers == callers
+	})
+}
+
+// firstSyncHeld wraps a file system so that, once armed, the first fsync
+// of a segment log file waits until release closes: it holds the one
+// per-file fsync a group of bound 1 allows, so every other caller shares.
+type firstSyncHeld struct {
+	FS
+	armed   atomic.Bool
+	release chan struct{}
+}
+
+func holdFirstSync(inner FS) *firstSyncHeld {
+	return &firstSyncHeld{FS: inner, release: make(chan struct{})}
+}
+
+type heldSyncFile struct {
+	File
+	h *firstSyncHeld
+}
+
+func (h *firstSyncHeld) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := h.FS.OpenFile(name, flag, perm)
+	if err != nil || filepath.Ext(name) != logSuffix {
+		return f, err
+	}
+	return &heldSyncFile{File: f, h: h}, nil
+}
+
+func (f *heldSyncFile) Sync() error {
+	if f.h.armed.CompareAndSwap(true, false) {
+		<-f.h.release
+	}
+	return f.File.Sync()
+}
+
+// appendOnceHeld opens logs under dir on fsys, has each append one batch
+// at once while the first fsync is held, and lets it go once every other
+// log's append was answered by the group: all but one are answered by a
+// file-system sync.
+func appendOnceHeld(t *testing.T, dir string, fsys *firstSyncHeld, g *SyncGroup, logs int) []*Log {
+	t.Helper()
+	cache := NewFileCache(2 * logs)
+	cache.ShareSyncs(g)
+	opts := testOptions(fsys)
+	opts.Files = cache
+	ls := make([]*Log, logs)
+	for i := range ls {
+		ls[i] = mustOpen(t, filepath.Join(dir, fmt.Sprint(i)), opts)
+	}
+	fsys.armed.Store(true)
+	errs := make(chan error, logs)
+	for i, l := range ls {
+		go func() {
+			_, err := l.Append(testutil.SeqBatch(t, 0, 3, 0, 100, []byte("k")), 0)
+			if err != nil {
+				err = fmt.Errorf("log %d: %w", i, err)
+			}
+			errs <- err
+		}()
+	}
+	testutil.WaitFor(t, 10*time.Second, "every append but one answered by a shared sync", func() bool {
+		return g.Stats().Shared == int64(logs-1)
+	})
+	close(fsys.release)
+	for range logs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ls
+}
+
 // Below the bound each caller fsyncs its own file; past it, callers share
 // one file-system sync and their files see no fsync.
 func TestSyncGroupSharesOneFileSystemSyncPastItsBound(t *testing.T) {
@@ -96,11 +175,7 @@ func TestSyncGroupSharesOneFileSystemSyncPastItsBound(t *testing.T) {
 			waitStarted(t, fs)
 		}
 	}
-	testutil.WaitFor(t, 10*time.Second, "nine callers waiting for the next round", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.next != nil && g.next.callers == 9
-	})
+	waitNextRound(t, g, 9)
 	fs.release <- nil
 	waitStarted(t, fs)
 	fs.release <- nil
@@ -139,11 +214,7 @@ func TestSyncGroupCallerJoiningDuringARoundWaitsForTheNext(t *testing.T) {
 	first := goSync(g, newHeldFile())
 	waitStarted(t, fs)
 	second := goSync(g, newHeldFile())
-	testutil.WaitFor(t, 10*time.Second, "the second caller waiting for the next round", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.next != nil
-	})
+	waitNextRound(t, g, 1)
 	fs.release <- nil
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -183,11 +254,7 @@ func TestSyncGroupFailureFallsBackToEachFilesOwnFsync(t *testing.T) {
 	failingDone := goSync(g, failing)
 	waitStarted(t, fs)
 	laterDone := goSync(g, later) // waits for a second round that never runs
-	testutil.WaitFor(t, 10*time.Second, "a caller waiting for the next round", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.next != nil
-	})
+	waitNextRound(t, g, 1)
 	fs.release <- errors.New("syncfs: EIO")
 	if err := <-failingDone; err == nil || err.Error() != "EIO on this file" {
 		t.Fatalf("caller of the failed round got %v, want its own file's error", err)
@@ -211,166 +278,35 @@ func TestSyncGroupFailureFallsBackToEachFilesOwnFsync(t *testing.T) {
 // Logs sharing a cache whose fsyncs go through a group keep every record
 // acknowledged under FlushAlways across a crash, including those a
 // file-system sync answered; without that sync (a group whose sync does
-// nothing) the crash loses them, so the test can fail.
+// nothing) the crash loses exactly those, so the test can fail.
 func TestSharedSyncsKeepAcknowledgedRecordsAcrossACrash(t *testing.T) {
+	const logs = 40
 	for _, tc := range []struct {
 		name     string
 		syncAll  func(*memfs.FS) func() error
-		wantLoss bool
+		wantLost int
 	}{
-		{"file-system sync", func(m *memfs.FS) func() error { return m.SyncAll }, false},
-		{"a sync that does nothing", func(*memfs.FS) func() error { return func() error { return nil } }, true},
+		{"file-system sync", func(m *memfs.FS) func() error { return m.SyncAll }, 0},
+		{"a sync that does nothing", func(*memfs.FS) func() error { return func() error { return nil } }, logs - 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys := memfs.New()
-			// Every fsync but the first of a burst waits, so callers pile up
-			// past the bound of one and share.
-			var slow atomic.Bool
-			fsys.FailSync = func(string) error {
-				if slow.Load() {
-					time.Sleep(time.Millisecond)
-				}
-				return nil
-			}
-			cache := NewFileCache(1000)
-			g := NewSyncGroup(tc.syncAll(fsys), nil, 1)
-			cache.ShareSyncs(g)
-			opts := testOptions(fsys)
-			opts.Files = cache
-			const logs, batches = 40, 5
-			ls := make([]*Log, logs)
-			for i := range ls {
-				ls[i] = mustOpen(t, fmt.Sprintf("/p%d", i), opts)
-			}
-			slow.Store(true)
-			var wg sync.WaitGroup
-			errs := make(chan error, logs)
-			for i, l := range ls {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for j := range batches {
-						if _, err := l.Append(testutil.SeqBatch(t, int64(j*3), 3, 0, 100, []byte("k")), 0); err != nil {
-							errs <- fmt.Errorf("log %d: %w", i, err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-			if g.Stats().Shared == 0 {
-				t.Fatal("no fsync was shared: the test did not reach the group")
-			}
-			fsys.Crash(nil)
+			mem := memfs.New()
+			g := NewSyncGroup(tc.syncAll(mem), nil, 1)
+			ls := appendOnceHeld(t, "/p", holdFirstSync(mem), g, logs)
+			mem.Crash(nil)
 			lost := 0
 			for i := range ls {
-				l := mustOpen(t, fmt.Sprintf("/p%d", i), testOptions(fsys))
-				if end := l.LogEndOffset(); end != batches*3 {
+				l := mustOpen(t, filepath.Join("/p", fmt.Sprint(i)), testOptions(mem))
+				if end := l.LogEndOffset(); end != 3 {
 					lost++
 				} else {
 					checkSeq(t, readRecords(t, l, 0, end), 0, 0)
 				}
 				l.Close()
 			}
-			if tc.wantLoss != (lost > 0) {
-				t.Fatalf("%d of %d logs lost acknowledged records in the crash (want loss: %v); shared %d",
-					lost, logs, tc.wantLoss, g.Stats().Shared)
+			if lost != tc.wantLost {
+				t.Fatalf("%d of %d logs lost their acknowledged records in the crash, want %d", lost, logs, tc.wantLost)
 			}
 		})
-	}
-}
-
-// On the real disk: many logs appending at once share syncfs rounds, and
-// everything acknowledged is there to read.
-func TestDiskSyncGroupSharesSyncfs(t *testing.T) {
-	dir, g := diskSyncGroup(t)
-	defer g.Close()
-	cache := NewFileCache(1000)
-	cache.ShareSyncs(g)
-	opts := testOptions(DiskFS{})
-	opts.Files = cache
-	const logs = 50
-	var wg sync.WaitGroup
-	for i := range logs {
-		l := mustOpen(t, filepath.Join(dir, fmt.Sprint(i)), opts)
-		defer l.Close()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range 10 {
-				if _, err := l.Append(testutil.SeqBatch(t, int64(j), 1, 0, 2000, []byte("k")), 0); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-			checkSeq(t, readRecords(t, l, 0, l.LogEndOffset()), 0, 0)
-		}()
-	}
-	wg.Wait()
-	if st := g.Stats(); st.Rounds == 0 || st.Shared == 0 || st.Off {
-		t.Fatalf("stats %+v: want shared syncfs rounds from 50 logs appending at once", st)
-	}
-}
-
-// A directory on another file system is not covered by the data directory's
-// syncfs, so its files keep their own fsyncs.
-func TestDiskSyncGroupCoversOnlyItsFileSystem(t *testing.T) {
-	dir, g := diskSyncGroup(t)
-	defer g.Close()
-	if !g.covers(filepath.Join(dir, "00000000000000000000.log")) {
-		t.Fatal("a file in the group's own directory is not covered")
-	}
-	other := "/proc/self" // procfs: always another file system than a test's temp dir
-	if _, err := os.Stat(other); err != nil {
-		t.Fatalf("stat %s: %v", other, err)
-	}
-	if g.covers(filepath.Join(other, "status")) {
-		t.Fatalf("%s is covered by the syncfs of %s", other, dir)
-	}
-}
-
-// diskSyncGroup returns a directory on a file system where DiskSyncGroup
-// shares syncs, and its group: the test's temp dir, or else one beside the
-// package's sources (on the disk the checkout is on). A machine with
-// neither on ext4, XFS or Btrfs cannot run the test.
-func diskSyncGroup(t *testing.T) (string, *SyncGroup) {
-	t.Helper()
-	for _, parent := range []string{"", "."} {
-		dir, err := os.MkdirTemp(parent, "syncgroup-test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		g, err := DiskSyncGroup(dir, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g != nil {
-			return dir, g
-		}
-	}
-	t.Skip("neither the temp dir nor the checkout is on ext4, XFS or Btrfs, where syncs are shared")
-	return "", nil
-}
-
-// Where syncfs may not reach storage (here tmpfs, standing for any file
-// system not known to write every dirty page on syncfs), fsyncs stay per
-// file.
-func TestDiskSyncGroupOnlyOnKnownFileSystems(t *testing.T) {
-	if _, err := os.Stat("/dev/shm"); err != nil {
-		t.Skip("no /dev/shm")
-	}
-	dir, err := os.MkdirTemp("/dev/shm", "syncgroup-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	g, err := DiskSyncGroup(dir, 1)
-	if err != nil || g != nil {
-		t.Fatalf("DiskSyncGroup on tmpfs: %v, %v; want no group", g, err)
 	}
 }
