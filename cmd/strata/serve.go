@@ -133,10 +133,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	// is taken fails the start at once, not after the broker has joined.
 	adminLis, err := listenAdmin(cfg.Admin)
 	if err != nil {
-		lis.Close()
-		if kafkaLis != nil {
-			kafkaLis.Close()
-		}
+		closeListeners(lis, kafkaLis)
 		return err
 	}
 	opts := []broker.Option{broker.WithVersion(version)}
@@ -145,13 +142,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	}
 	b, err := broker.Start(ctx, cfg, logger, rpc.NewPeers(sec.material(), cfg.Security.ClusterName), opts...)
 	if err != nil {
-		lis.Close()
-		if kafkaLis != nil {
-			kafkaLis.Close()
-		}
-		if adminLis != nil {
-			adminLis.Close()
-		}
+		closeListeners(lis, kafkaLis, adminLis)
 		return err
 	}
 	auth := sec.auth(b, logger)
@@ -162,15 +153,7 @@ func serve(cmd *cobra.Command, cfg config.Broker, load func() (config.Broker, er
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 
-	admin, err := serveAdmin(cfg.Admin, adminLis, b, auth, logger)
-	if err != nil {
-		if kafkaLis != nil {
-			kafkaLis.Close()
-		}
-		srv.Stop()
-		b.Close()
-		return err
-	}
+	admin := serveAdmin(cfg.Admin, adminLis, b, auth, logger)
 	if admin != nil {
 		defer admin.Close()
 	}
@@ -331,6 +314,16 @@ func listenAdmin(cfg config.Admin) (net.Listener, error) {
 	return lis, nil
 }
 
+// closeListeners closes the listeners of a start that failed; nil ones
+// (an endpoint turned off) are skipped.
+func closeListeners(ls ...net.Listener) {
+	for _, l := range ls {
+		if l != nil {
+			l.Close()
+		}
+	}
+}
+
 // serveAdmin serves the admin HTTP endpoint on lis (from listenAdmin),
 // unless it is nil: /healthz answers 200 while the broker serves, /readyz 200 while it
 // is ready for clients and 503 with the reason when it is not
@@ -341,9 +334,9 @@ func listenAdmin(cfg config.Admin) (net.Listener, error) {
 // cluster admins (a client certificate or a bearer token); the console
 // holds each visitor to the API's authentication and ACLs; /healthz and
 // /readyz stay open for health checks and load balancers.
-func serveAdmin(cfg config.Admin, lis net.Listener, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) (*http.Server, error) {
+func serveAdmin(cfg config.Admin, lis net.Listener, b *broker.Broker, auth *rpc.Auth, logger *slog.Logger) *http.Server {
 	if lis == nil {
-		return nil, nil
+		return nil
 	}
 	guard := func(h http.HandlerFunc) http.HandlerFunc { return h }
 	if auth != nil {
@@ -397,7 +390,7 @@ func serveAdmin(cfg config.Admin, lis net.Listener, b *broker.Broker, auth *rpc.
 			logger.Error("admin endpoint stopped", "err", err)
 		}
 	}()
-	return srv, nil
+	return srv
 }
 
 func newLogger(c config.Logging, w interface{ Write([]byte) (int, error) }) *slog.Logger {
