@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -41,7 +42,9 @@ func (tb *testBroker) epochOf(topic string, p int32) int32 {
 }
 
 // bumpEpoch moves topic/0 to its next leader epoch (the broker keeps the
-// lead) and waits until a produce in it succeeds.
+// lead), waits until the leader's log has begun it, and writes value in
+// it. Metadata shows the new epoch before the partition takes it up, and
+// a write in between is still stamped with the old one.
 func (tb *testBroker) bumpEpoch(t *testing.T, cl *kgo.Client, topic, value string) int32 {
 	t.Helper()
 	ctx := testCtx(t)
@@ -50,9 +53,12 @@ func (tb *testBroker) bumpEpoch(t *testing.T, cl *kgo.Client, topic, value strin
 	if _, err := tb.NewLeaderEpoch(ctx, broker.ISRRequest{Topic: topic, TopicID: v.Topics[0].ID, Partition: 0, LeaderID: tb.ID(), LeaderEpoch: cur}); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 20*time.Second, "a new leader epoch", func() error {
-		if tb.epochOf(topic, 0) == cur {
-			return fmt.Errorf("leader epoch still %d", cur)
+	testutil.Eventually(t, 20*time.Second, "a new leader epoch in metadata and in the log", func() error {
+		if e := tb.epochOf(topic, 0); e == cur {
+			return fmt.Errorf("leader epoch in metadata still %d", cur)
+		}
+		if e := tb.EpochAt(topic, 0, math.MaxInt64); e != cur+1 {
+			return fmt.Errorf("leader's log in epoch %d, want %d", e, cur+1)
 		}
 		return nil
 	})
