@@ -27,11 +27,12 @@ import (
 // reclaims once the chunk is gone.
 //
 // On Linux the buffers are mapped outside the Go heap (mapBuffer), their
-// pages populated when mapped: a cache of gigabytes neither counts towards
-// the GC's heap goal nor is zeroed by the runtime. Fresh memory is still
-// the largest cost of a cold GB read into a cache that keeps it (the
-// kernel zeroes every page once); recycling buffers is what avoids it. A
-// buffer is unmapped only once it is free, with no reference left to it.
+// pages populated when mapped, in huge pages where the kernel has them: a
+// cache of gigabytes neither counts towards the GC's heap goal nor is
+// zeroed by the runtime. Fresh memory is still the largest cost of a cold
+// GB read into a cache that keeps it (the kernel zeroes every page once);
+// recycling buffers is what avoids it. A buffer is unmapped only once it
+// is free, with no reference left to it.
 type arena struct {
 	class int // bytes per size class step
 	max   int // largest buffer kept, in bytes

@@ -15,10 +15,11 @@ import (
 //
 //	go test -run '^$' -bench ChunkBufferFirstUse -benchtime 200x ./tiering/
 //
-// On some virtual machines the first use of fresh memory (mapBuffer, even
-// populated) is an order of magnitude slower than a reused buffer, for the
-// read and for the CRC pass after it (docs/BENCHMARKS.md); that is the cost
-// the arena's recycling saves once the cache has filled.
+// On some virtual machines the first use of fresh memory mapped in 4 KiB
+// pages, even populated, is an order of magnitude slower than a reused
+// buffer, for the read and for the CRC pass after it (docs/BENCHMARKS.md);
+// mapBuffer's huge pages bring a fresh buffer near a recycled one, and the
+// arena's recycling saves the rest once the cache has filled.
 func BenchmarkChunkBufferFirstUse(b *testing.B) {
 	for _, fresh := range []bool{true, false} {
 		name := "recycled"
