@@ -11,7 +11,10 @@
 # role. The script prints it per GB of record values acknowledged (10^9
 # bytes): the leader, each follower, the client, and the whole RF=3 cluster
 # against the RF=1 broker. Where they share the cores, the ratio of the CPU
-# sums is about the throughput ratio the CPU alone allows.
+# sums is about the throughput ratio the CPU alone allows. It also prints
+# the kernel's share (system CPU) and, last, what the kernel spends here to
+# put a GB of writes into the page cache (dd), which each replica's copy
+# pays.
 #
 # RECORDS sets the records per run (1 KiB each); BENCH_FLAGS adds flags to
 # both runs of strata bench produce, such as BENCH_FLAGS="--in-flight 5";
@@ -47,6 +50,13 @@ cpu() { # pids... -> CPU seconds (user and system) they used so far, from /proc 
   done
   echo "$total"
 }
+sys() { # pids... -> system CPU seconds they used so far (the kernel's share of cpu)
+  local total=0 p
+  for p in "$@"; do
+    total=$(awk -v t="$total" '{sub(/^.*\) /, ""); print t + $13 / 100}' "/proc/$p/stat")
+  done
+  echo "$total"
+}
 sub() { awk -v a="$1" -v b="$2" 'BEGIN {print a - b}'; }
 perGB() { awk -v s="$1" -v n="$RECORDS" -v z="$SIZE" 'BEGIN {printf "%.1f", s * 1e9 / (n * z)}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
@@ -57,8 +67,10 @@ single=$!
 PIDS="$single"
 for _ in $(seq 150); do "$S" topic create rf1 --partitions 1 --broker 127.0.0.1:27500 --timeout 2s >/dev/null 2>&1 && break; sleep 0.2; done
 before=$(cpu "$single")
+before_sys=$(sys "$single")
 rf1=$(bench 127.0.0.1:27500 rf1)
 rf1_broker=$(sub "$(cpu "$single")" "$before")
+rf1_sys=$(sub "$(sys "$single")" "$before_sys")
 rf1_client=$(cat "$DIR/client.cpu")
 kill "$single"; wait "$single" 2>/dev/null || true
 PIDS=""
@@ -95,6 +107,7 @@ sleep "$IDLE"
 idle=0
 for id in 1 2 3; do idle=$(awk -v t="$idle" -v a="$(cpu "${PID[$id]}")" -v b="${BEFORE[$id]}" 'BEGIN {print t + a - b}'); done
 for id in 1 2 3; do BEFORE[$id]=$(cpu "${PID[$id]}"); done
+before_sys=$(sys "${PID[1]}" "${PID[2]}" "${PID[3]}")
 start=$(date +%s.%N)
 profiling=""
 if [ -n "${PROFILE_DIR:-}" ]; then
@@ -109,6 +122,7 @@ fi
 rf3=$(bench "$BROKERS" rf3)
 secs=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN {print a - b}')
 rf3_client=$(cat "$DIR/client.cpu")
+rf3_sys=$(sub "$(sys "${PID[1]}" "${PID[2]}" "${PID[3]}")" "$before_sys")
 lead_cpu=$(sub "$(cpu "${PID[$leader]}")" "${BEFORE[$leader]}")
 rf3_brokers=$lead_cpu
 fline=""
@@ -128,4 +142,16 @@ echo "  follower/leader $(ratio "$worst" "$lead_cpu") (the busier follower); RF=
   "with the client, the CPU alone gives a throughput ratio of $(ratio "$(awk -v a="$rf1_broker" -v b="$rf1_client" 'BEGIN {print a + b}')" "$(awk -v a="$rf3_brokers" -v b="$rf3_client" 'BEGIN {print a + b}')")"
 echo "  idle, the three RF=3 brokers together use $(awk -v c="$idle" -v s="$IDLE" 'BEGIN {printf "%.1f", c * 100 / s}')% of a core:" \
   "$(perGB "$(awk -v c="$idle" -v s="$IDLE" -v t="$secs" 'BEGIN {print c / s * t}')") of the RF=3 cluster's CPU per GB in this run"
+echo "  in the kernel (system CPU): RF=1 broker $(perGB "$rf1_sys"), RF=3 brokers together $(perGB "$rf3_sys")"
 echo "RF=1 acks=all: $rf1 records/s; RF=3 acks=all: $rf3 records/s; ratio $(ratio "$rf3" "$rf1")"
+
+# What the kernel of this machine spends, now, to put a GB of writes into
+# the page cache of the data dir's file system (dd, no fsync): every
+# replica pays about that for its copy. On some virtual machines memory the
+# guest has not used lately (or gave back to the host) costs ten times
+# memory just freed, so this varies from run to run and bounds what RF=3
+# can cost against RF=1 here.
+probe_mib=$((RECORDS * SIZE / 1048576))
+probe_sys=$( { TIMEFORMAT=%S; time dd if=/dev/zero of="$DIR/probe" bs=1M count="$probe_mib" status=none; } 2>&1 )
+rm -f "$DIR/probe"
+echo "page cache: writing $probe_mib MiB with dd took $(awk -v s="$probe_sys" -v m="$probe_mib" 'BEGIN {printf "%.1f", s * 1e9 / (m * 1048576)}') system CPU-s per GB"
