@@ -243,3 +243,53 @@ func TestProducerNewIDAfterFailedBatch(t *testing.T) {
 		t.Fatalf("offset %d after %d producer ids, want offset 1 and a second id", after.Offset, inits.Load())
 	}
 }
+
+// TestProducerPrepare: Prepare asks for the producer id before anything is
+// produced, once, and the records produced after it use that id without
+// asking again; without idempotence it asks for nothing.
+func TestProducerPrepare(t *testing.T) {
+	tb := startBroker(t)
+	var inits atomic.Int32
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == stratav1.ProduceService_InitProducer_FullMethodName {
+			inits.Add(1)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(count)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic(ctx, "prepared", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	p := c.NewProducer(client.WithLinger(0))
+	defer p.Close()
+	if err := p.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Fatalf("after Prepare: %d producer id requests, want 1", n)
+	}
+	if err := p.Prepare(ctx); err != nil || inits.Load() != 1 {
+		t.Fatalf("Prepare again: %v, %d producer id requests; want no error and still 1", err, inits.Load())
+	}
+	for _, v := range []string{"a", "b"} {
+		if err := p.ProduceSync(ctx, &client.Record{Topic: "prepared", Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := inits.Load(); n != 1 {
+		t.Fatalf("after producing: %d producer id requests, want the one Prepare made", n)
+	}
+
+	plain := c.NewProducer(client.WithIdempotence(false), client.WithAcks(stratav1.Acks_ACKS_LEADER))
+	defer plain.Close()
+	if err := plain.Prepare(ctx); err != nil || inits.Load() != 1 {
+		t.Fatalf("Prepare without idempotence: %v, %d producer id requests; want no error and no request", err, inits.Load())
+	}
+}

@@ -230,6 +230,23 @@ func (p *Producer) Flush(ctx context.Context) error {
 	return nil
 }
 
+// Prepare obtains now what the producer would otherwise fetch as it sends
+// its first batch: with idempotence (the default), its producer id, which
+// the controller hands out through a write to the cluster's metadata. A
+// producer whose first records must not wait for that (a benchmark's
+// clock, a latency-sensitive start) calls it before producing; nothing
+// else needs it. Without idempotence it does nothing.
+func (p *Producer) Prepare(ctx context.Context) error {
+	if p.cfgErr != nil {
+		return p.cfgErr
+	}
+	if !p.cfg.idempotent {
+		return nil
+	}
+	_, err := p.identity(ctx)
+	return wrapOp("prepare", err)
+}
+
 // Close stops accepting records, waits for the buffered ones for at most
 // the delivery timeout (to wait less, call Flush with a deadline first),
 // then fails whatever is left with ErrClosed and stops every goroutine of

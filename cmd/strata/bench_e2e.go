@@ -48,7 +48,8 @@ omission); the summary also counts as late the records handed to the
 producer more than 1 ms after their time.
 
 --records N produces N records; --duration D produces rate*D, or N if it is
-fewer. Values are --size (--record-size) bytes of random letters, as in
+fewer. --warmup D leaves the records scheduled in the first D out of the
+latency figures; they are still produced and consumed. Values are --size (--record-size) bytes of random letters, as in
 bench produce. Records are acknowledged per --acks (all by default), and
 consumed records count only after they are committed (below the high
 watermark). When every acknowledged record has been seen, or --timeout
@@ -125,6 +126,9 @@ func benchE2E(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *benchE
 	pool := newPayloads(max(o.recordSize, o.keySize))
 	prod := o.newProducer(c, f, acks, codec, batchBytes)
 	defer prod.Close()
+	if err := prod.Prepare(ctx); err != nil { // its producer id, before the clock starts
+		return err
+	}
 	runID := rand.Uint64()
 
 	var (
@@ -170,7 +174,9 @@ func benchE2E(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *benchE
 					if !ok {
 						continue
 					}
-					lat.record(now.Sub(start) - sched)
+					if sched >= o.warmup {
+						lat.record(now.Sub(start) - sched)
+					}
 					n++
 					b += int64(len(r.Key) + len(r.Value))
 				}
@@ -253,13 +259,13 @@ func benchE2E(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *benchE
 	}
 	s := &benchSummary{
 		Bench: "e2e", Topic: o.topic, Records: n, Bytes: bytes.Load(), Rate: o.rate, Late: &pace.late,
-		Latency: lat.summary(), LatencyOf: "scheduled send to consumption",
+		Latency: lat.summary(), LatencyOf: "scheduled send to consumption" + warmupNote(o.warmup),
 		Errors: failed.Load(), Interrupted: ctx.Err() != nil,
 		Settings: map[string]any{
 			"partitions": nparts, "record_size": o.recordSize, "key_size": o.keySize, "acks": o.acks,
 			"batch_bytes": batchBytes, "linger": o.linger.String(), "in_flight": o.inFlight,
 			"compression": codec.String(), "fetch_max_bytes": fetchMax,
-			"records_scheduled": records, "records_sent": sent, "records_acknowledged": want,
+			"records_scheduled": records, "records_sent": sent, "records_acknowledged": want, "warmup": o.warmup.String(),
 		},
 	}
 	if consumeErr != nil {

@@ -36,6 +36,9 @@ type benchProduceOptions struct {
 	kafka       string  // a Kafka listener to produce through instead of gRPC
 	sync        bool    // send each record alone and wait for its acknowledgement before the next
 	json        bool
+	// warmup: with a rate, records scheduled this soon after the start are
+	// sent but their latency is not recorded.
+	warmup time.Duration
 }
 
 func newBenchProduceCommand(f *clientFlags) *cobra.Command {
@@ -53,6 +56,10 @@ time to its acknowledgement. When the producer cannot keep up, records go
 out late and their latency shows it (no coordinated omission); the
 summary counts as late those handed to the producer more than 1 ms after
 their time. --duration then caps the records at R times the duration.
+--warmup D leaves the records scheduled in the first D out of the latency
+figures (they are still produced and counted): the start of a run, when a
+new process connects and the broker's first writes come after an idle
+spell, is not what a steady rate costs.
 
 Values are --record-size bytes of pseudo-random letters A-Z, each a slice at
 a random place of an 8 MiB pool generated once before the clock starts, so
@@ -115,6 +122,7 @@ func (o *benchProduceOptions) registerFlags(cmd *cobra.Command, records int64, a
 	fl.IntVar(&o.inFlight, "in-flight", 1, "batches per partition awaiting an answer at once, 1 to 5")
 	fl.StringVar(&o.compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	fl.DurationVar(&o.duration, "duration", 0, "stop producing after this long even if --records are not all sent (0: no cap)")
+	fl.DurationVar(&o.warmup, "warmup", 0, "with --rate: leave the records scheduled in this first stretch of the run out of the latency figures")
 	fl.BoolVar(&o.json, "json", false, "print the summary as one JSON object on standard output")
 	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "size" {
@@ -153,12 +161,34 @@ func (o *benchProduceOptions) validate() (acks stratav1.Acks, codec record.Compr
 		err = usageErrorf("--in-flight %d with --kafka needs --acks leader or none: the Kafka client's idempotent producer (acks all) keeps one request in flight per broker", o.inFlight)
 	case o.partitions < 1:
 		err = usageErrorf("--partitions %d: want at least 1", o.partitions)
-	case o.linger < 0 || o.duration < 0:
-		err = usageErrorf("--linger and --duration cannot be negative")
+	case o.linger < 0 || o.duration < 0 || o.warmup < 0:
+		err = usageErrorf("--linger, --duration and --warmup cannot be negative")
+	case o.warmup > 0 && o.rate == 0:
+		err = usageErrorf("--warmup needs --rate: only a schedule says which records are the first")
+	case o.warmup > 0 && o.warmup.Seconds() > o.scheduleSeconds():
+		err = usageErrorf("--warmup %s: the run's last record is due %.3gs after the start, so no latency would be left to report", o.warmup, o.scheduleSeconds())
 	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0) || o.rate > 1e8:
 		err = usageErrorf("--rate %v: want records per second, above 0 and at most 1e8 (0: as fast as possible)", o.rate)
 	}
 	return
+}
+
+// scheduleSeconds is when, after the start, an open-loop run's last record
+// is due: the --records-th, or the last within --duration.
+func (o *benchProduceOptions) scheduleSeconds() float64 {
+	end := float64(o.records-1) / o.rate
+	if o.duration > 0 {
+		end = min(end, o.duration.Seconds())
+	}
+	return end
+}
+
+// warmupNote is what latency_of adds for a run with --warmup.
+func warmupNote(warmup time.Duration) string {
+	if warmup == 0 {
+		return ""
+	}
+	return ", after a " + warmup.String() + " warm-up"
 }
 
 // newProducer makes the bench producer the flags describe.
@@ -224,12 +254,20 @@ func benchProduce(ctx context.Context, cmd *cobra.Command, f *clientFlags, o *be
 		}
 	}
 	pool := newPayloads(max(o.recordSize, o.keySize))
-	var p benchProducer = grpcProducer{p: o.newProducer(c, f, acks, codec, batchBytes), topic: o.topic}
+	var p benchProducer
 	if o.kafka != "" {
-		p.close()
 		if p, err = o.newKafkaProducer(f, acks, codec, batchBytes); err != nil {
 			return err
 		}
+	} else {
+		gp := o.newProducer(c, f, acks, codec, batchBytes)
+		// Like the metadata and the connections, the producer id is had
+		// before the clock starts: its first records would wait for it.
+		if err := gp.Prepare(ctx); err != nil {
+			gp.Close()
+			return err
+		}
+		p = grpcProducer{p: gp, topic: o.topic}
 	}
 	defer p.close()
 
@@ -291,7 +329,9 @@ produce:
 				}
 				return
 			}
-			lat.record(now.Sub(t0))
+			if t0.Sub(start) >= o.warmup {
+				lat.record(now.Sub(t0))
+			}
 			ackedBytes.Add(size)
 			acked.Add(1)
 			lastAck.Store(int64(now.Sub(start)))
@@ -324,7 +364,7 @@ produce:
 		latencyOf = "per record, sent alone: Produce call to acknowledgement"
 	}
 	if pace != nil {
-		latencyOf = "scheduled send to acknowledgement"
+		latencyOf = "scheduled send to acknowledgement" + warmupNote(o.warmup)
 	}
 	s := &benchSummary{
 		Bench: "produce", Topic: o.topic, Records: acked.Load(), Bytes: ackedBytes.Load(),
@@ -334,7 +374,7 @@ produce:
 			"partitions": parts, "record_size": o.recordSize, "key_size": o.keySize, "acks": o.acks,
 			"batch_bytes": batchBytes, "linger": o.linger.String(), "in_flight": o.inFlight,
 			"compression": codec.String(), "records_requested": o.records, "records_sent": sent,
-			"front_end": frontEnd(o.kafka), "sync": o.sync,
+			"front_end": frontEnd(o.kafka), "sync": o.sync, "warmup": o.warmup.String(),
 		},
 	}
 	if pace != nil {

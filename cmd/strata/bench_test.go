@@ -97,6 +97,17 @@ func TestBenchProduceRate(t *testing.T) {
 		"--rate", "2000", "--records", "2000", "--record-size", "100")
 	checkOpenLoop(t, s, "produce", "scheduled send to acknowledgement", 2000, 2000)
 
+	// --warmup: every record is produced, the latency of those scheduled
+	// in the first half second is left out.
+	s = benchJSON(t, "bench", "produce", "--broker", addr, "--topic", "paced",
+		"--rate", "2000", "--records", "2000", "--record-size", "100", "--warmup", "500ms")
+	if s.Records != 2000 || s.Latency.Count != 1000 || s.Errors != 0 {
+		t.Errorf("with --warmup 500ms: records %d, latency count %d, errors %d; want 2000, the 1000 due from 0.5 s on, 0", s.Records, s.Latency.Count, s.Errors)
+	}
+	if s.LatencyOf != "scheduled send to acknowledgement, after a 500ms warm-up" || s.Settings["warmup"] != "500ms" {
+		t.Errorf("with --warmup 500ms: latency_of %q, settings %v", s.LatencyOf, s.Settings)
+	}
+
 	// Flood mode is unchanged: no rate, no late count.
 	s = benchJSON(t, "bench", "produce", "--broker", addr, "--topic", "paced", "--records", "100")
 	if s.Rate != 0 || s.Late != nil || s.Records != 100 || s.LatencyOf != "per record, Produce call to acknowledgement" {
@@ -146,6 +157,14 @@ func TestBenchE2E(t *testing.T) {
 	s = benchJSON(t, "bench", "e2e", "--broker", addr, "--topic", "e2e",
 		"--rate", "500", "--duration", "200ms", "--size", "10")
 	checkOpenLoop(t, s, "e2e", "scheduled send to consumption", 100, 500)
+
+	// --warmup: the records due in the first 250 ms are consumed but not
+	// measured.
+	s = benchJSON(t, "bench", "e2e", "--broker", addr, "--topic", "e2e",
+		"--rate", "1000", "--records", "1000", "--size", "10", "--warmup", "250ms")
+	if s.Records != 1000 || s.Latency.Count != 750 || s.LatencyOf != "scheduled send to consumption, after a 250ms warm-up" {
+		t.Errorf("with --warmup 250ms: records %d, latency count %d, latency_of %q; want 1000, 750 and the warm-up named", s.Records, s.Latency.Count, s.LatencyOf)
+	}
 }
 
 // TestBenchBadFlags: flag mistakes are explained before any broker is
@@ -158,6 +177,10 @@ func TestBenchBadFlags(t *testing.T) {
 	}{
 		{[]string{"produce", "--topic", "t", "--rate", "-1"}, "--rate -1: want records per second"},
 		{[]string{"produce", "--topic", "t", "--rate", "100", "--sync"}, "--sync and --rate: give one"},
+		{[]string{"produce", "--topic", "t", "--warmup", "1s"}, "--warmup needs --rate"},
+		{[]string{"produce", "--topic", "t", "--rate", "100", "--warmup", "-1s"}, "cannot be negative"},
+		{[]string{"produce", "--topic", "t", "--rate", "100", "--records", "10", "--warmup", "1s"}, "no latency would be left"},
+		{[]string{"e2e", "--topic", "t", "--rate", "100", "--duration", "2s", "--warmup", "3s"}, "no latency would be left"},
 		{[]string{"produce", "--topic", "t", "--kafka", "127.0.0.1:1", "--in-flight", "3"}, "--in-flight 3 with --kafka needs --acks leader or none"},
 		// Without --rate (or with 0) e2e runs 50 MiB/s of --size records.
 		{[]string{"e2e", "--topic", "t", "--rate", "-1", "--records", "10"}, "--rate -1: want records per second above 0"},
