@@ -8,11 +8,15 @@
 # (default 20s) sets each run's length; BENCH_FLAGS adds flags to every
 # run, such as BENCH_FLAGS="--rate 10000"; STRATA_BIN picks another
 # binary (one without the default rate needs BENCH_FLAGS="--rate 51200").
-# Each broker setup first runs WARMUP (10s) unreported.
+# Each broker setup first runs WARMUP (10s) unreported, and each run leaves
+# the records due in its first RUN_WARMUP (1s) out of the latency figures
+# (strata bench e2e --warmup): every run is a new client process, whose
+# start is not what a steady rate costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${STRATA_BIN:-./bin/strata}
 DURATION=${DURATION:-20s}
+RUN_WARMUP=${RUN_WARMUP:-1s}
 DIR=$(mktemp -d)
 PIDS=""
 cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$DIR"; }
@@ -36,7 +40,7 @@ run() { # label brokers topic pids...
   local before out TIMEFORMAT=%U+%S
   before=$(cpu "$@")
   echo "$label: load $(cut -d' ' -f1-3 /proc/loadavg)"
-  { time "$S" bench e2e --broker "$brokers" --topic "$topic" --duration "$DURATION" --size 1024 --acks all ${BENCH_FLAGS:-} \
+  { time "$S" bench e2e --broker "$brokers" --topic "$topic" --duration "$DURATION" --warmup "$RUN_WARMUP" --size 1024 --acks all ${BENCH_FLAGS:-} \
     >"$DIR/out" 2>&1; } 2>"$DIR/client.time" || true
   out=$(cat "$DIR/out")
   awk '/latency|throughput|error|late/ {print "  " $0}' <<<"$out"
