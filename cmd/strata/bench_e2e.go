@@ -49,12 +49,13 @@ producer more than 1 ms after their time.
 
 --records N produces N records; --duration D produces rate*D, or N if it is
 fewer. --warmup D leaves the records scheduled in the first D out of the
-latency figures; they are still produced and consumed. Values are --size (--record-size) bytes of random letters, as in
-bench produce. Records are acknowledged per --acks (all by default), and
-consumed records count only after they are committed (below the high
-watermark). When every acknowledged record has been seen, or --timeout
-after the last acknowledgement, the summary is printed; throughput counts
-records consumed.
+latency figures; they are still produced and consumed. Values are --size
+(--record-size) bytes of random letters, as in bench produce. Records are
+acknowledged per --acks (all by default), and consumed records count only
+after they are committed (below the high watermark). When every
+acknowledged record has been seen, or --timeout after the last
+acknowledgement, the summary is printed; throughput counts records
+consumed.
 
 Ctrl-C stops producing, waits for what was sent and prints the summary.
 The command exits 1 when records failed or were not all consumed.`,
