@@ -204,12 +204,12 @@ func TestProducerLostAnswerAcrossRestart(t *testing.T) {
 	produceAndCheck(t, tb, icpt, dups, "restart", true)
 }
 
-// TestProducerNewIDAfterFailedBatch: a batch refused after it was stamped
-// used up its sequence numbers; the producer takes a new producer id, so the
-// next batch is not refused for the gap.
-func TestProducerNewIDAfterFailedBatch(t *testing.T) {
+// countingInits starts a broker and returns a client of it that counts the
+// producer id requests it sends.
+func countingInits(t *testing.T) (*client.Client, *atomic.Int32) {
+	t.Helper()
 	tb := startBroker(t)
-	var inits atomic.Int32
+	inits := new(atomic.Int32)
 	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if method == stratav1.ProduceService_InitProducer_FullMethodName {
 			inits.Add(1)
@@ -222,7 +222,17 @@ func TestProducerNewIDAfterFailedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c, inits
+}
+
+// TestProducerNewIDAfterFailedBatch: a batch refused after it was stamped
+// used up its sequence numbers; the producer takes a new producer id, so the
+// next batch is not refused for the gap.
+func TestProducerNewIDAfterFailedBatch(t *testing.T) {
+	c, inits := countingInits(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	if _, err := c.CreateTopic(ctx, "small", 1, 1, map[string]string{"max.message.bytes": "1024"}); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +241,7 @@ func TestProducerNewIDAfterFailedBatch(t *testing.T) {
 	if err := p.ProduceSync(ctx, &client.Record{Topic: "small", Value: []byte("a")}); err != nil {
 		t.Fatal(err)
 	}
-	err = p.ProduceSync(ctx, &client.Record{Topic: "small", Value: make([]byte, 2000)})
+	err := p.ProduceSync(ctx, &client.Record{Topic: "small", Value: make([]byte, 2000)})
 	if !errors.Is(err, client.ErrRecordTooLarge) {
 		t.Fatalf("too large a record: %v", err)
 	}
@@ -248,21 +258,9 @@ func TestProducerNewIDAfterFailedBatch(t *testing.T) {
 // produced, once, and the records produced after it use that id without
 // asking again; without idempotence it asks for nothing.
 func TestProducerPrepare(t *testing.T) {
-	tb := startBroker(t)
-	var inits atomic.Int32
-	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if method == stratav1.ProduceService_InitProducer_FullMethodName {
-			inits.Add(1)
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	}
+	c, inits := countingInits(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.New(ctx, []string{tb.cfg.Listen}, client.WithDialOptions(grpc.WithUnaryInterceptor(count)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	if _, err := c.CreateTopic(ctx, "prepared", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -201,15 +201,28 @@ func TestSyncGroupSharesOneFileSystemSyncPastItsBound(t *testing.T) {
 	}
 }
 
+// groupPastItsBound returns a group of bound 1 whose one per-file fsync
+// is held, so that every other caller shares a file-system sync of fs;
+// unblock lets the held fsync end and waits for it.
+func groupPastItsBound(t *testing.T) (fs *syncAllGate, g *SyncGroup, unblock func()) {
+	t.Helper()
+	fs = newSyncAllGate()
+	g = NewSyncGroup(fs.syncAll, nil, 1)
+	blocker := newHeldFile()
+	blockerDone := goSync(g, blocker)
+	waitOwn(t, g, 1)
+	return fs, g, func() {
+		close(blocker.gate)
+		<-blockerDone
+	}
+}
+
 // A caller that joins while a file-system sync runs is answered by the next
 // one, which starts after it joined: the running one may have passed its
 // write already.
 func TestSyncGroupCallerJoiningDuringARoundWaitsForTheNext(t *testing.T) {
-	fs := newSyncAllGate()
-	g := NewSyncGroup(fs.syncAll, nil, 1)
-	blocker := newHeldFile()
-	blockerDone := goSync(g, blocker)
-	waitOwn(t, g, 1)
+	fs, g, unblock := groupPastItsBound(t)
+	defer unblock()
 
 	first := goSync(g, newHeldFile())
 	waitStarted(t, fs)
@@ -232,19 +245,14 @@ func TestSyncGroupCallerJoiningDuringARoundWaitsForTheNext(t *testing.T) {
 	if n := fs.calls.Load(); n != 2 {
 		t.Fatalf("%d file-system syncs, want 2", n)
 	}
-	close(blocker.gate)
-	<-blockerDone
 }
 
 // A failed file-system sync turns sharing off for good: its callers, and
 // the ones waiting for the next round, get their own file's fsync and its
 // answer, and every later caller fsyncs its own file however many run.
 func TestSyncGroupFailureFallsBackToEachFilesOwnFsync(t *testing.T) {
-	fs := newSyncAllGate()
-	g := NewSyncGroup(fs.syncAll, nil, 1)
-	blocker := newHeldFile()
-	blockerDone := goSync(g, blocker)
-	waitOwn(t, g, 1)
+	fs, g, unblock := groupPastItsBound(t)
+	defer unblock()
 
 	failing, healthy, later := newHeldFile(), newHeldFile(), newHeldFile()
 	failing.err = errors.New("EIO on this file")
@@ -271,8 +279,6 @@ func TestSyncGroupFailureFallsBackToEachFilesOwnFsync(t *testing.T) {
 	if st := g.Stats(); !st.Off || st.Shared != 0 {
 		t.Fatalf("stats %+v, want off and nothing shared", st)
 	}
-	close(blocker.gate)
-	<-blockerDone
 }
 
 // Logs sharing a cache whose fsyncs go through a group keep every record
