@@ -2385,6 +2385,7 @@ var simRegressions = []uint64{
 	5,     // a follower paused behind the leader's cleaning met a filler that began below its log end
 	101,   // a follower away while its leader removed a tombstone copied the cleaned range and kept the key
 	185,   // the hot cleaner removed a tombstone the cold tier, cleaned over several rounds, had not yet covered
+	12125, // a refused producer's tombstone committed, replaced its key's acknowledged record and expired unread: the check had not known it
 }
 
 func seedRange(first, n uint64) []uint64 {
@@ -2504,6 +2505,7 @@ func (s *simulation) cleanSome() {
 	if !c.eligible {
 		return
 	}
+	s.observeCleaned(b, c.dirty, c.end)
 	before := b.p.log.Size()
 	if err := s.cleaner.cleanLog(b.p, c, newIOThrottle(0, nil), nowMs); err != nil {
 		s.fail("broker %d: clean %d..%d: %v", b.id, c.dirty, c.end, err)
@@ -2512,6 +2514,22 @@ func (s *simulation) cleanSome() {
 	s.cmp.cleanings++
 	s.cmp.removed += before - b.p.log.Size()
 	s.tracef("broker %d: cleaned %d..%d (%d bytes fewer)", b.id, c.dirty, c.end, before-b.p.log.Size())
+}
+
+// observeCleaned reads the committed records [from, to) of b's log that a
+// cleaning is about to keep or drop, so that each is known where it is: a
+// record whose producer was refused ("it may still commit") may have
+// committed, superseded a key's acknowledged record there, and then, as a
+// tombstone, expired, without any consumer having read it.
+func (s *simulation) observeCleaned(b *simBroker, from, to int64) {
+	for off := max(from, b.p.log.LogStartOffset()); off < to; {
+		res, err := b.p.log.Read(off, 1<<20, to)
+		if err != nil || res.NextOffset <= off {
+			return // what cannot be read here stays unknown
+		}
+		s.observe(res.Data, func(int64, uint64) {})
+		off = res.NextOffset
+	}
 }
 
 // knownAt is where record id is known to be: acknowledged or seen.
